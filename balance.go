@@ -1,0 +1,50 @@
+package cryptopay
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/cryptopay/cryptopay-go/internal/wire"
+)
+
+// Balance is the merchant's balance in one currency on one network.
+type Balance struct {
+	// Currency is the currency key, for example "usdt".
+	Currency string `json:"currency"`
+	// Network is the network key, for example "tron".
+	Network string `json:"network"`
+	// Amount is the balance, exact.
+	Amount decimal.Decimal `json:"amount"`
+}
+
+// UnmarshalJSON reads a balance entry; the amount may be a number or a string.
+func (b *Balance) UnmarshalJSON(data []byte) error {
+	var w struct {
+		Currency string      `json:"currency"`
+		Network  string      `json:"network"`
+		Amount   wire.Amount `json:"amount"`
+	}
+	if err := json.Unmarshal(data, &w); err != nil {
+		return err
+	}
+	*b = Balance{Currency: w.Currency, Network: w.Network, Amount: w.Amount.Decimal}
+	return nil
+}
+
+// GetBalances reads the merchant's balances, one entry per currency and
+// network.
+//
+// GET /v1/balance. The API marks this operation as under development.
+func (c *Client) GetBalances(ctx context.Context) ([]Balance, error) {
+	var out []Balance
+	if err := c.do(ctx, request{method: http.MethodGet, path: "/v1/balance"}, &out); err != nil {
+		return nil, err
+	}
+	if out == nil {
+		out = []Balance{}
+	}
+	return out, nil
+}

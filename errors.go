@@ -1,0 +1,329 @@
+package cryptopay
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Sentinel errors. Match them with errors.Is; the concrete types below carry
+// the details.
+var (
+	// ErrUnauthorized matches an APIError with status 401 or 403.
+	ErrUnauthorized = errors.New("cryptopay: unauthorized")
+	// ErrNotFound matches an APIError with status 404.
+	ErrNotFound = errors.New("cryptopay: not found")
+	// ErrInvalidRequest matches an APIError with status 400 or 422.
+	ErrInvalidRequest = errors.New("cryptopay: invalid request")
+	// ErrRateLimited matches an APIError with status 429.
+	ErrRateLimited = errors.New("cryptopay: rate limited")
+	// ErrServer matches an APIError with a 5xx status.
+	ErrServer = errors.New("cryptopay: server error")
+	// ErrInvalidParams matches a ValidationError: the call was refused before
+	// anything was sent.
+	ErrInvalidParams = errors.New("cryptopay: invalid parameters")
+	// ErrOutcomeUnknown matches an OutcomeUnknownError: a create request may
+	// have been processed by the server, but no answer was read. Do not
+	// resend it blindly; reconcile by orderId first (see FindPayoutByOrderID).
+	ErrOutcomeUnknown = errors.New("cryptopay: outcome unknown")
+	// ErrUnexpectedResponse matches a ResponseError: a 2xx answer whose body
+	// could not be read as the documented shape.
+	ErrUnexpectedResponse = errors.New("cryptopay: unexpected response")
+)
+
+// maxErrorBody caps how much of an error body is read and kept.
+const maxErrorBody = 8 << 10
+
+// APIError is a non-2xx answer from the API. It matches ErrUnauthorized,
+// ErrNotFound, ErrInvalidRequest, ErrRateLimited or ErrServer by status.
+type APIError struct {
+	// StatusCode is the HTTP status.
+	StatusCode int
+	// Code is the error body's code, when it had one.
+	Code string
+	// Message is the error body's message, or a readable summary of a body
+	// that was not the documented {code, message} shape.
+	Message string
+	// RequestID is the X-Request-Id response header, when present.
+	RequestID string
+	// RetryAfter is the Retry-After header as a duration, when present.
+	RetryAfter time.Duration
+	// Method and Path name the request (no query string, no host).
+	Method, Path string
+	// Body is the raw error body, capped at 8 KiB.
+	Body []byte
+}
+
+// Error returns a one-line description without secrets.
+func (e *APIError) Error() string {
+	var b strings.Builder
+	b.WriteString("cryptopay: ")
+	if e.Method != "" {
+		b.WriteString(e.Method + " " + e.Path + ": ")
+	}
+	b.WriteString(strconv.Itoa(e.StatusCode))
+	if e.Code != "" {
+		b.WriteString(" " + e.Code)
+	}
+	if e.Message != "" {
+		b.WriteString(": " + e.Message)
+	}
+	if e.RequestID != "" {
+		b.WriteString(" (request id " + e.RequestID + ")")
+	}
+	return b.String()
+}
+
+// Is matches the sentinel for the error's status.
+func (e *APIError) Is(target error) bool {
+	switch target {
+	case ErrUnauthorized:
+		return e.StatusCode == http.StatusUnauthorized || e.StatusCode == http.StatusForbidden
+	case ErrNotFound:
+		return e.StatusCode == http.StatusNotFound
+	case ErrInvalidRequest:
+		return e.StatusCode == http.StatusBadRequest || e.StatusCode == http.StatusUnprocessableEntity
+	case ErrRateLimited:
+		return e.StatusCode == http.StatusTooManyRequests
+	case ErrServer:
+		return e.StatusCode >= 500 && e.StatusCode <= 599
+	}
+	return false
+}
+
+// Temporary reports whether the same request may succeed later (429, 5xx).
+func (e *APIError) Temporary() bool {
+	return e.StatusCode == http.StatusTooManyRequests || e.StatusCode >= 500
+}
+
+// newAPIError builds an APIError from a status, headers and a capped body.
+// It never fails: a body of any shape yields a readable message.
+func newAPIError(method, path string, status int, h http.Header, body []byte) *APIError {
+	e := &APIError{
+		StatusCode: status,
+		Method:     method,
+		Path:       path,
+		RequestID:  firstHeader(h, "X-Request-Id", "X-Request-ID", "Request-Id", "X-Correlation-Id"),
+		Body:       body,
+	}
+	e.RetryAfter, _ = parseRetryAfter(h.Get("Retry-After"), time.Now())
+	e.Code, e.Message = parseErrorBody(body)
+	if e.Message == "" && e.Code == "" {
+		e.Message = http.StatusText(status)
+		if e.Message == "" {
+			e.Message = "unexpected status"
+		}
+	}
+	return e
+}
+
+func firstHeader(h http.Header, names ...string) string {
+	for _, n := range names {
+		if v := h.Get(n); v != "" {
+			return truncate(v, 128)
+		}
+	}
+	return ""
+}
+
+// parseErrorBody reads code and message from the documented {code,message}
+// shape, from problem+json ({title, detail}), from {error: "..."} and
+// {error: {code, message}}, and otherwise summarises the body as text.
+func parseErrorBody(body []byte) (code, message string) {
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) == 0 {
+		return "", ""
+	}
+	if trimmed[0] == '{' {
+		var v struct {
+			Code    json.RawMessage `json:"code"`
+			Message string          `json:"message"`
+			Title   string          `json:"title"`
+			Detail  string          `json:"detail"`
+			Error   json.RawMessage `json:"error"`
+		}
+		if json.Unmarshal(trimmed, &v) == nil {
+			code = rawScalar(v.Code)
+			message = v.Message
+			if message == "" && len(v.Error) > 0 {
+				var inner struct {
+					Code    json.RawMessage `json:"code"`
+					Message string          `json:"message"`
+				}
+				if json.Unmarshal(v.Error, &inner) == nil {
+					message = inner.Message
+					if code == "" {
+						code = rawScalar(inner.Code)
+					}
+				} else {
+					message = rawScalar(v.Error)
+				}
+			}
+			if message == "" {
+				message = strings.TrimSpace(strings.TrimSuffix(v.Title+": "+v.Detail, ": "))
+				message = strings.TrimPrefix(message, ": ")
+			}
+			if code != "" || message != "" {
+				return truncate(code, 128), truncate(oneLine(message), 512)
+			}
+		}
+	}
+	return "", truncate(oneLine(stripTags(string(trimmed))), 200)
+}
+
+// rawScalar renders a JSON string or number as text.
+func rawScalar(raw json.RawMessage) string {
+	if len(raw) == 0 || string(raw) == "null" {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	if raw[0] != '{' && raw[0] != '[' {
+		return string(raw)
+	}
+	return ""
+}
+
+// stripTags removes HTML markup so a proxy's error page reads as its text.
+func stripTags(s string) string {
+	if !strings.Contains(s, "<") {
+		return s
+	}
+	var b strings.Builder
+	depth := 0
+	for _, r := range s {
+		switch {
+		case r == '<':
+			depth++
+		case r == '>' && depth > 0:
+			depth--
+			b.WriteByte(' ')
+		case depth == 0:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// oneLine folds whitespace runs and drops control characters.
+func oneLine(s string) string {
+	return strings.Join(strings.FieldsFunc(s, func(r rune) bool {
+		return r == ' ' || r < 0x20 || r == 0x7f || r == utf8.RuneError
+	}), " ")
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+// parseRetryAfter reads delay-seconds or an HTTP date.
+func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0, false
+	}
+	if secs, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if secs < 0 {
+			return 0, false
+		}
+		if secs > int64(24*time.Hour/time.Second) {
+			secs = int64(24 * time.Hour / time.Second)
+		}
+		return time.Duration(secs) * time.Second, true
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		d := t.Sub(now)
+		if d < 0 {
+			d = 0
+		}
+		return d, true
+	}
+	return 0, false
+}
+
+// ValidationError reports a parameter refused before any network call. It
+// matches ErrInvalidParams.
+type ValidationError struct {
+	// Field is the Go field or argument name, for example "Amount" or "id".
+	Field string
+	// Reason says what is wrong.
+	Reason string
+}
+
+// Error implements error.
+func (e *ValidationError) Error() string {
+	return "cryptopay: invalid " + e.Field + ": " + e.Reason
+}
+
+// Is matches ErrInvalidParams.
+func (e *ValidationError) Is(target error) bool { return target == ErrInvalidParams }
+
+// OutcomeUnknownError reports a create request (POST) that may have been
+// processed by the server although no answer was read: the connection broke
+// after the request was written, the attempt timed out, the server answered
+// 5xx, or a 2xx body could not be read. The SDK never resends such a request.
+// It matches ErrOutcomeUnknown and, through Unwrap, the cause (for a 5xx,
+// ErrServer and the *APIError).
+type OutcomeUnknownError struct {
+	// Method and Path name the request, for example POST /v1/payout.
+	Method, Path string
+	// OrderID is the orderId the request carried: reconcile with it.
+	OrderID string
+	// Err is the cause.
+	Err error
+}
+
+// Error names the request, the orderId and the cause.
+func (e *OutcomeUnknownError) Error() string {
+	return fmt.Sprintf("cryptopay: %s %s for orderId %q: outcome unknown, the server may have processed it; reconcile by orderId before retrying: %v",
+		e.Method, e.Path, e.OrderID, e.Err)
+}
+
+// Is matches ErrOutcomeUnknown.
+func (e *OutcomeUnknownError) Is(target error) bool { return target == ErrOutcomeUnknown }
+
+// Unwrap returns the cause.
+func (e *OutcomeUnknownError) Unwrap() error { return e.Err }
+
+// ResponseError reports a 2xx answer whose body was not the documented shape
+// (not JSON, truncated, the wrong type, a required field missing, or larger
+// than the response cap). It matches ErrUnexpectedResponse.
+type ResponseError struct {
+	// StatusCode is the HTTP status.
+	StatusCode int
+	// Method and Path name the request.
+	Method, Path string
+	// Reason says what was wrong.
+	Reason string
+	// Err is the decoder's error, if any.
+	Err error
+}
+
+// Error implements error.
+func (e *ResponseError) Error() string {
+	s := fmt.Sprintf("cryptopay: %s %s: %d response not readable: %s", e.Method, e.Path, e.StatusCode, e.Reason)
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	return s
+}
+
+// Is matches ErrUnexpectedResponse.
+func (e *ResponseError) Is(target error) bool { return target == ErrUnexpectedResponse }
+
+// Unwrap returns the decoder's error.
+func (e *ResponseError) Unwrap() error { return e.Err }

@@ -1,0 +1,99 @@
+// Package wire holds the JSON helpers the SDK uses on the wire: amounts that
+// encode as JSON numbers without touching shopspring/decimal's globals, and
+// lenient decoders for amounts and timestamps sent by real servers.
+package wire
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/shopspring/decimal"
+)
+
+// Number is a decimal that marshals as a bare JSON number (decimal.Decimal
+// marshals a quoted string by default). Its String form is plain notation,
+// never an exponent, so every digit survives.
+type Number decimal.Decimal
+
+// MarshalJSON writes the decimal as a JSON number.
+func (n Number) MarshalJSON() ([]byte, error) {
+	return []byte(decimal.Decimal(n).String()), nil
+}
+
+// Amount decodes an amount sent as a JSON number, a JSON string holding a
+// number, null, or an empty string. Valid is false for null, "" and absence.
+type Amount struct {
+	Decimal decimal.Decimal
+	Valid   bool
+}
+
+// ErrBadAmount reports an amount that is neither a number nor a numeric string.
+var ErrBadAmount = errors.New("amount is not a decimal number")
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (a *Amount) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 || string(b) == "null" {
+		*a = Amount{}
+		return nil
+	}
+	if b[0] == '"' {
+		if len(b) < 2 || b[len(b)-1] != '"' {
+			return ErrBadAmount
+		}
+		b = bytes.TrimSpace(b[1 : len(b)-1])
+		if len(b) == 0 {
+			*a = Amount{}
+			return nil
+		}
+	}
+	// decimal.NewFromString accepts forms JSON does not (".5", "+1") and the
+	// strings "NaN"/"Inf" are rejected by it; a leading '.' or '+' from a
+	// lenient server is harmless, so it is accepted.
+	d, err := decimal.NewFromString(string(b))
+	if err != nil {
+		return fmt.Errorf("%w: %.40q", ErrBadAmount, b)
+	}
+	*a = Amount{Decimal: d, Valid: true}
+	return nil
+}
+
+// Null converts a to a decimal.NullDecimal.
+func (a Amount) Null() decimal.NullDecimal {
+	return decimal.NullDecimal{Decimal: a.Decimal, Valid: a.Valid}
+}
+
+// Time decodes a timestamp. RFC 3339 (with or without fractional seconds) is
+// the contract; a timestamp without a zone is read as UTC, a space may stand
+// for the 'T', and null, "" or a value it cannot read give the zero time: a
+// timestamp is informational and must never make a payment unreadable.
+type Time struct{ time.Time }
+
+var timeLayouts = [...]string{
+	time.RFC3339Nano,
+	"2006-01-02T15:04:05.999999999",
+	"2006-01-02 15:04:05.999999999Z07:00",
+	"2006-01-02 15:04:05.999999999",
+}
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (t *Time) UnmarshalJSON(b []byte) error {
+	t.Time = time.Time{}
+	if len(b) < 2 || b[0] != '"' || b[len(b)-1] != '"' {
+		return nil
+	}
+	s := strings.TrimSpace(string(b[1 : len(b)-1]))
+	if s == "" {
+		return nil
+	}
+	for _, layout := range timeLayouts {
+		if v, err := time.Parse(layout, s); err == nil {
+			t.Time = v
+			return nil
+		}
+	}
+	return nil
+}
