@@ -238,7 +238,6 @@ func NewClient(baseURL, apiKey string, opts ...Option) (*Client, error) {
 		ErrorHandler:   passError,
 		RequestLogHook: startAttempt,
 	}
-	c.respHandler = c.readResponse
 	return c, nil
 }
 
@@ -371,6 +370,7 @@ type callState struct {
 	req      *request
 	attempt  int
 	start    time.Time
+	traced   atomic.Bool // POST: the transport reported connection events
 	wrote    atomic.Bool // POST: request headers were written to a connection
 	handled  bool        // the response handler ran for this attempt
 	buf      *bytes.Buffer
@@ -378,6 +378,11 @@ type callState struct {
 	tooLarge bool
 	lastFail string // what the last retried attempt saw, for a ctx error
 }
+
+// notSent reports positive evidence that a POST never reached the server:
+// the transport reported its connection events and never wrote the headers.
+// A transport that reports nothing (a custom RoundTripper) proves nothing.
+func (st *callState) notSent() bool { return st.traced.Load() && !st.wrote.Load() }
 
 type stateKey struct{}
 
@@ -402,6 +407,8 @@ func (c *Client) do(ctx context.Context, r request, out any) error {
 	idempotent := r.method == http.MethodGet
 	if !idempotent {
 		ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+			GetConn:      func(string) { st.traced.Store(true) },
+			GotConn:      func(httptrace.GotConnInfo) { st.traced.Store(true) },
 			WroteHeaders: func() { st.wrote.Store(true) },
 		})
 	}
@@ -418,7 +425,12 @@ func (c *Client) do(ctx context.Context, r request, out any) error {
 	} else {
 		req.Header = c.cfg.headers.get.Clone()
 	}
-	req.SetResponseHandler(c.respHandler)
+	// Read the final body inside retryablehttp so that a body cut short is a
+	// transport error, which a GET retries, rather than a decode error.
+	req.SetResponseHandler(func(resp *http.Response) error {
+		st.handled = true
+		return c.readBody(st, resp)
+	})
 
 	resp, err := c.rc.Do(req)
 	defer func() {
@@ -442,15 +454,6 @@ func (c *Client) do(ctx context.Context, r request, out any) error {
 		}
 	}
 	return c.decode(ctx, st, resp, out)
-}
-
-// readResponse is retryablehttp's response handler: it reads the final
-// response body so that a body cut short is a transport error (which a GET
-// retries) rather than a decode error.
-func (c *Client) readResponse(resp *http.Response) error {
-	st := stateOf(resp.Request.Context())
-	st.handled = true
-	return c.readBody(st, resp)
 }
 
 type bodyReadError struct{ err error }
@@ -540,7 +543,7 @@ func (c *Client) decode(ctx context.Context, st *callState, resp *http.Response,
 func (c *Client) transportError(ctx context.Context, st *callState, err error) error {
 	r := st.req
 	err = c.scrubErr(err)
-	if r.method != http.MethodGet && st.wrote.Load() && !isDialError(err) {
+	if r.method != http.MethodGet && !st.notSent() && !isDialError(err) {
 		return c.outcomeUnknown(ctx, r, err)
 	}
 	if ctx.Err() != nil && st.lastFail != "" {
@@ -644,7 +647,7 @@ func (c *Client) decide(ctx context.Context, st *callState, resp *http.Response,
 		return false, "permanent transport error"
 	case err != nil && isDialError(err):
 		retry, reason = true, "connection failed before sending"
-	case err != nil && !idempotent && !st.wrote.Load():
+	case err != nil && !idempotent && st.notSent():
 		retry, reason = true, "request not sent"
 	case err != nil && !idempotent:
 		return false, "request may have reached the server; not resent"
