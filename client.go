@@ -479,14 +479,14 @@ func (c *Client) readBody(st *callState, resp *http.Response) error {
 		return &bodyReadError{err}
 	}
 	st.tooLarge = int64(st.buf.Len()) > limit
-	if st.tooLarge && limit == maxErrorBody {
-		st.buf.Truncate(int(limit)) // an error body is only kept, not parsed whole
-		st.tooLarge = false
-	}
 	if st.tooLarge {
 		// Drain a little more so a slightly oversized body leaves the
 		// connection reusable; a huge one is cut off by Close.
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		if limit == maxErrorBody {
+			st.buf.Truncate(int(limit)) // an error body is kept capped, not parsed whole
+			st.tooLarge = false
+		}
 	}
 	st.read = true
 	return nil
@@ -622,6 +622,9 @@ func (c *Client) checkRetry(ctx context.Context, resp *http.Response, err error)
 			st.lastFail = err.Error()
 		} else {
 			st.lastFail = resp.Status
+			// retryablehttp drains only 4 KiB before retrying; a larger
+			// error page would cost the connection.
+			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 		}
 	}
 	// Without an error and without a retry, the response handler runs and

@@ -65,3 +65,5 @@ func (c *capturedRequest) bodyMap(t *testing.T) map[string]any {
 	require.NoError(t, dec.Decode(&m))
 	return m
 }
+
+func io_ReadAll(r *http.Request) ([]byte, error) { return io.ReadAll(r.Body) }
