@@ -82,6 +82,7 @@ func TestPayoutPostNeverResent(t *testing.T) {
 			w.WriteHeader(503)
 		}, nil, ErrServer},
 		{"stall past the attempt timeout", func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io_ReadAll(r) // lets the server notice the client leaving
 			select {
 			case <-r.Context().Done():
 			case <-time.After(5 * time.Second):
