@@ -82,3 +82,12 @@ func ExampleClient_FindPayoutByOrderID() {
 		log.Printf("payout %s is %s", payout.ID, payout.Status)
 	}
 }
+
+func ExampleWithLogger() {
+	client, err := cryptopay.NewClient("https://api.example.com", "key",
+		cryptopay.WithLogger(slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))))
+	if err != nil {
+		log.Fatal(err)
+	}
+	_ = client
+}
