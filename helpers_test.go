@@ -66,4 +66,4 @@ func (c *capturedRequest) bodyMap(t *testing.T) map[string]any {
 	return m
 }
 
-func io_ReadAll(r *http.Request) ([]byte, error) { return io.ReadAll(r.Body) }
+func readAll(r *http.Request) ([]byte, error) { return io.ReadAll(r.Body) }

@@ -53,7 +53,7 @@ func (lb *loopback) client(t *testing.T, opts ...Option) *Client {
 // resetAfterReading reads the whole request, then drops the connection with
 // an RST: the server processed it, the client sees a reset.
 func resetAfterReading(w http.ResponseWriter, r *http.Request) {
-	_, _ = io_ReadAll(r)
+	_, _ = readAll(r)
 	conn, _, err := w.(http.Hijacker).Hijack()
 	if err != nil {
 		return
@@ -82,7 +82,7 @@ func TestPayoutPostNeverResent(t *testing.T) {
 			w.WriteHeader(503)
 		}, nil, ErrServer},
 		{"stall past the attempt timeout", func(w http.ResponseWriter, r *http.Request) {
-			_, _ = io_ReadAll(r) // lets the server notice the client leaving
+			_, _ = readAll(r) // lets the server notice the client leaving
 			select {
 			case <-r.Context().Done():
 			case <-time.After(5 * time.Second):
