@@ -52,8 +52,8 @@ type Client struct {
 	rc     *retryablehttp.Client
 	inner  http.RoundTripper
 	logger *slog.Logger
-	// respHandler is bound once so that setting it per request allocates nothing.
-	respHandler func(*http.Response) error
+	// waiters lets a WebhookHandler wake this Client's waits (wait.go).
+	waiters *waitRegistry
 }
 
 // config holds what the options set. The API key lives only here, behind a
@@ -227,6 +227,7 @@ func NewClient(baseURL, apiKey string, opts ...Option) (*Client, error) {
 	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 	c := &Client{base: base, cfg: cfg, inner: inner, logger: cfg.logger}
+	c.waiters = new(waitRegistry)
 	c.rc = &retryablehttp.Client{
 		HTTPClient:     &hc,
 		Logger:         nil, // retryablehttp's own logger prints URLs; we log through slog
