@@ -1,0 +1,260 @@
+package cryptopaytest
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Fault describes how the next requests of a route misbehave. The zero
+// Fault (besides Times) changes nothing.
+//
+// Without Process the request is not handled at all (nothing is created):
+// after Delay the connection is dropped (Drop), or a fault response is sent
+// (Status, default 500, with Body, default {"code":"fault_injected",...}),
+// or, with only Delay set, the request is then handled normally (a slow
+// server).
+//
+// With Process the request is handled for real first (a payout is created
+// and the balance debited), then Delay stalls, then the real answer is
+// replaced: dropped (Drop), given another status (Status, with Body or the
+// default fault body), another body (Body) or cut short (Truncate). This is
+// the ambiguous case: the server acted, the client cannot know.
+type Fault struct {
+	// Times is how many requests of the route the fault hits (0 means 1).
+	Times int
+	// Process handles the request for real before the fault is applied.
+	Process bool
+	// Status replaces the response status (without Process, 0 means 500
+	// when a fault response is sent).
+	Status int
+	// Body replaces the response body, raw (an HTML page, "{not json", a
+	// wrong-shape JSON ...). Empty means the default fault body with Status,
+	// or the real body with Process and no Status.
+	Body string
+	// ContentType replaces the Content-Type (default application/json).
+	ContentType string
+	// RetryAfter is sent as the Retry-After header when not empty.
+	RetryAfter string
+	// Delay stalls before answering. It ends early when the client goes
+	// away or the server closes; the request is then not answered (and,
+	// without Process, not handled).
+	Delay time.Duration
+	// Drop closes the connection without a response, with a TCP reset.
+	Drop bool
+	// Truncate sends the body cut in half under a Content-Length for the
+	// whole body, then closes the connection.
+	Truncate bool
+}
+
+// responds reports whether the fault sends a response of its own.
+func (f Fault) responds() bool {
+	return f.Status != 0 || f.Body != "" || f.ContentType != "" || f.RetryAfter != "" || f.Truncate
+}
+
+type faultEntry struct {
+	f    Fault
+	left int
+}
+
+// faultQueues holds the queued faults per route; queued lets the hot path
+// skip the lock when no fault is queued.
+type faultQueues struct {
+	queued [numRoutes]atomic.Int32
+	mu     sync.Mutex
+	q      [numRoutes][]faultEntry
+}
+
+func (fq *faultQueues) add(idx int, f Fault) {
+	left := max(f.Times, 1)
+	fq.mu.Lock()
+	fq.q[idx] = append(fq.q[idx], faultEntry{f: f, left: left})
+	fq.queued[idx].Add(1)
+	fq.mu.Unlock()
+}
+
+func (fq *faultQueues) next(idx int) (Fault, bool) {
+	if fq.queued[idx].Load() == 0 {
+		return Fault{}, false
+	}
+	fq.mu.Lock()
+	defer fq.mu.Unlock()
+	if len(fq.q[idx]) == 0 {
+		return Fault{}, false
+	}
+	e := &fq.q[idx][0]
+	f := e.f
+	if e.left--; e.left == 0 {
+		fq.q[idx] = fq.q[idx][1:]
+		fq.queued[idx].Add(-1)
+	}
+	return f, true
+}
+
+func (fq *faultQueues) pending(idx int) int {
+	fq.mu.Lock()
+	defer fq.mu.Unlock()
+	n := 0
+	for _, e := range fq.q[idx] {
+		n += e.left
+	}
+	return n
+}
+
+func (fq *faultQueues) clear() {
+	fq.mu.Lock()
+	defer fq.mu.Unlock()
+	for i := range fq.q {
+		fq.q[i] = nil
+		fq.queued[i].Store(0)
+	}
+}
+
+// InjectFault queues f for route: it applies to the next f.Times requests
+// of that route (0 means 1), after any faults queued before it. Every
+// request is still counted by Requests. It panics on a route that is not one
+// of the Route constants.
+func (s *Server) InjectFault(route Route, f Fault) {
+	i := route.index()
+	if i < 0 {
+		panic(fmt.Sprintf("cryptopaytest: InjectFault: unknown route %q", route))
+	}
+	s.faults.add(i, f)
+}
+
+// PendingFaults returns how many requests of route queued faults will
+// still hit.
+func (s *Server) PendingFaults(route Route) int {
+	i := route.index()
+	if i < 0 {
+		return 0
+	}
+	return s.faults.pending(i)
+}
+
+// ClearFaults removes every queued fault.
+func (s *Server) ClearFaults() { s.faults.clear() }
+
+// serveFault answers a request that a fault hits.
+func (s *Server) serveFault(w http.ResponseWriter, r *http.Request, idx int, id string, body []byte, f Fault) {
+	ctx := r.Context()
+	if !f.Process {
+		if !s.sleep(ctx, f.Delay) {
+			return
+		}
+		switch {
+		case f.Drop:
+			drop(w)
+		case f.responds():
+			status := f.Status
+			if status == 0 {
+				status = http.StatusInternalServerError
+			}
+			b := []byte(f.Body)
+			if f.Body == "" {
+				b = errorBody(codeFault, "fault injected by cryptopaytest; the request was not processed")
+			}
+			ct := f.ContentType
+			if ct == "" {
+				ct = "application/json"
+			}
+			sendFaultResponse(w, status, ct, f.RetryAfter, b, f.Truncate)
+		default:
+			s.serveRoute(w, r, idx, id, body)
+		}
+		return
+	}
+
+	rec := &recorder{header: make(http.Header), status: http.StatusOK}
+	s.serveRoute(rec, r, idx, id, body)
+	if !s.sleep(ctx, f.Delay) {
+		return
+	}
+	if f.Drop {
+		drop(w)
+		return
+	}
+	status, ct, b := rec.status, rec.header.Get("Content-Type"), rec.body.Bytes()
+	if f.Status != 0 {
+		status = f.Status
+		if f.Body == "" {
+			b = errorBody(codeFault, "fault injected by cryptopaytest after the request was processed")
+			ct = "application/json"
+		}
+	}
+	if f.Body != "" {
+		b = []byte(f.Body)
+	}
+	if f.ContentType != "" {
+		ct = f.ContentType
+	}
+	sendFaultResponse(w, status, ct, f.RetryAfter, b, f.Truncate)
+}
+
+func sendFaultResponse(w http.ResponseWriter, status int, ct, retryAfter string, body []byte, truncate bool) {
+	if retryAfter != "" {
+		w.Header().Set("Retry-After", retryAfter)
+	}
+	if !truncate {
+		writeRaw(w, status, ct, body)
+		return
+	}
+	conn, bufw, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		panic(http.ErrAbortHandler) // not hijackable: abort the response instead
+	}
+	defer conn.Close()
+	declared := max(len(body), 2)
+	var head bytes.Buffer
+	fmt.Fprintf(&head, "HTTP/1.1 %d %s\r\n", status, http.StatusText(status))
+	if ct != "" {
+		fmt.Fprintf(&head, "Content-Type: %s\r\n", ct)
+	}
+	head.WriteString("Content-Length: " + strconv.Itoa(declared) + "\r\n")
+	if id := w.Header().Get("X-Request-Id"); id != "" {
+		head.WriteString("X-Request-Id: " + id + "\r\n")
+	}
+	if retryAfter != "" {
+		head.WriteString("Retry-After: " + retryAfter + "\r\n")
+	}
+	head.WriteString("\r\n")
+	head.Write(body[:len(body)/2])
+	_, _ = bufw.Write(head.Bytes())
+	_ = bufw.Flush()
+}
+
+// drop closes the connection with no response; a TCP reset when possible.
+func drop(w http.ResponseWriter) {
+	conn, _, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		panic(http.ErrAbortHandler)
+	}
+	if tc, ok := conn.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0)
+	}
+	_ = conn.Close()
+}
+
+// recorder captures the real response of a request processed under a fault.
+type recorder struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+	wrote  bool
+}
+
+func (r *recorder) Header() http.Header { return r.header }
+func (r *recorder) Write(b []byte) (int, error) {
+	r.wrote = true
+	return r.body.Write(b)
+}
+func (r *recorder) WriteHeader(code int) {
+	if !r.wrote {
+		r.status, r.wrote = code, true
+	}
+}

@@ -1,0 +1,334 @@
+package cryptopaytest
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/shopspring/decimal"
+
+	cryptopay "github.com/cryptopay/cryptopay-go"
+)
+
+// payout is the server's record of a payout. Guarded by Server.mu.
+type payout struct {
+	id                string
+	status            cryptopay.PayoutStatus
+	amount            decimal.Decimal
+	walletAddress     string
+	feeByUser         bool
+	currency, network string
+	customerID        string
+	customerIP        string
+	orderID           string
+	additionalData    *string
+	webhookURL        string
+	createdAt         time.Time
+	updatedAt         time.Time
+	reserved          decimal.Decimal // taken from the balance: merchantAmount once paid
+	paidAmount        decimal.Decimal // what the wallet receives once paid
+	paid              bool
+}
+
+func (p *payout) json(status bool, unpaid UnpaidFields) payoutJSON {
+	j := payoutJSON{
+		PayoutID:         p.id,
+		Status:           string(p.status),
+		Amount:           number(p.amount),
+		WalletAddress:    p.walletAddress,
+		NetworkFeeByUser: p.feeByUser,
+		Currency:         p.currency,
+		Network:          p.network,
+		CustomerID:       p.customerID,
+		CustomerIP:       p.customerIP,
+		OrderID:          p.orderID,
+		CreatedAt:        wireTime(p.createdAt),
+		UpdatedAt:        wireTime(p.updatedAt),
+		AdditionalData:   p.additionalData,
+		WebhookURL:       p.webhookURL,
+	}
+	if status {
+		j.PaidAmount, j.MerchantAmount = p.statusAmounts(unpaid)
+	}
+	return j
+}
+
+func (p *payout) statusAmounts(unpaid UnpaidFields) (paid, merchant optNumber) {
+	switch {
+	case p.paid:
+		return optNumber{p.paidAmount, fieldSet}, optNumber{p.reserved, fieldSet}
+	case unpaid == UnpaidNull:
+		return optNumber{state: fieldNull}, optNumber{state: fieldNull}
+	case unpaid == UnpaidZero:
+		return optNumber{decimal.Zero, fieldSet}, optNumber{decimal.Zero, fieldSet}
+	}
+	return optNumber{}, optNumber{}
+}
+
+func (p *payout) listItem(unpaid UnpaidFields) payoutListItemJSON {
+	_, merchant := p.statusAmounts(unpaid)
+	return payoutListItemJSON{
+		Status:         string(p.status),
+		Amount:         number(p.amount),
+		MerchantAmount: merchant,
+		PaidAddress:    p.walletAddress,
+		OrderID:        p.orderID,
+		CustomerID:     p.customerID,
+		PayCurrency:    nameJSON{p.currency},
+		PayNetwork:     nameJSON{p.network},
+		CreatedAt:      wireTime(p.createdAt),
+		PayoutWallet:   walletJSON{Label: "customer " + p.customerID, Address: p.walletAddress},
+	}
+}
+
+// createPayout handles POST /v1/payout.
+func (s *Server) createPayout(w http.ResponseWriter, body []byte) {
+	o, rerr := parseObject(body)
+	if rerr != nil {
+		writeRequestError(w, rerr)
+		return
+	}
+	p, rerr := s.readPayoutParams(o)
+	if rerr != nil {
+		writeRequestError(w, rerr)
+		return
+	}
+	s.mu.Lock()
+	key := pair{p.currency, p.network}
+	if have := s.balances[key]; have.LessThan(p.reserved) {
+		s.mu.Unlock()
+		writeError(w, http.StatusBadRequest, codeInsufficient,
+			fmt.Sprintf("balance %s %s/%s is below the %s this payout needs", have, p.currency, p.network, p.reserved))
+		return
+	}
+	s.creditLocked(key, p.reserved.Neg())
+	now := s.Now().Truncate(time.Millisecond)
+	p.createdAt, p.updatedAt = now, now
+	s.payouts[p.id] = p
+	s.payoutList = append(s.payoutList, p)
+	j := p.json(false, s.cfg.unpaid)
+	s.mu.Unlock()
+	writeJSON(w, http.StatusOK, j)
+}
+
+func (s *Server) readPayoutParams(o object) (*payout, *requestError) {
+	p := &payout{status: cryptopay.PayoutCreated}
+	var err *requestError
+	if p.walletAddress, err = o.str("walletAddress", true, true); err != nil {
+		return nil, err
+	}
+	if p.feeByUser, err = o.boolean("networkFeeByUser", false); err != nil {
+		return nil, err
+	}
+	if p.amount, err = o.amount("amount"); err != nil {
+		return nil, err
+	}
+	if p.currency, err = o.str("currency", true, true); err != nil {
+		return nil, err
+	}
+	if p.network, err = o.str("network", true, true); err != nil {
+		return nil, err
+	}
+	if p.customerID, err = o.str("customerId", true, true); err != nil {
+		return nil, err
+	}
+	if p.customerIP, err = o.str("customerIp", true, true); err != nil {
+		return nil, err
+	}
+	if p.orderID, err = o.str("orderId", true, true); err != nil {
+		return nil, err
+	}
+	if p.additionalData, err = o.optStr("additionalData"); err != nil {
+		return nil, err
+	}
+	if p.webhookURL, err = o.str("webhookUrl", false, false); err != nil {
+		return nil, err
+	}
+	if p.webhookURL != "" {
+		if err = checkWebhookURL(p.webhookURL); err != nil {
+			return nil, err
+		}
+	}
+	if !s.supported[pair{p.currency, p.network}] {
+		return nil, &requestError{http.StatusBadRequest, codeUnsupported,
+			fmt.Sprintf("currency %q on network %q is not supported", p.currency, p.network)}
+	}
+	fee := p.amount.Mul(s.cfg.networkFeePercent.Shift(-2))
+	if p.feeByUser {
+		p.reserved, p.paidAmount = p.amount, p.amount.Sub(fee)
+	} else {
+		p.reserved, p.paidAmount = p.amount.Add(fee), p.amount
+	}
+	p.id = uuid.NewString()
+	return p, nil
+}
+
+// getPayout handles GET /v1/payout/{id}/status.
+func (s *Server) getPayout(w http.ResponseWriter, id string) {
+	s.mu.RLock()
+	p, ok := s.payouts[id]
+	var j payoutJSON
+	if ok {
+		j = p.json(true, s.cfg.unpaid)
+	}
+	s.mu.RUnlock()
+	if !ok {
+		writeError(w, http.StatusNotFound, codeNotFound, "payout "+id+" not found")
+		return
+	}
+	writeJSON(w, http.StatusOK, j)
+}
+
+// listPayouts handles GET /v1/payout/list?limit=&offset=: payouts in
+// creation order, limit DefaultListLimit by default and at most
+// MaxListLimit, offset 0 by default; count is the total.
+func (s *Server) listPayouts(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	limit, rerr := queryInt(q, "limit", DefaultListLimit, 1)
+	if rerr != nil {
+		writeRequestError(w, rerr)
+		return
+	}
+	offset, rerr := queryInt(q, "offset", 0, 0)
+	if rerr != nil {
+		writeRequestError(w, rerr)
+		return
+	}
+	limit = min(limit, MaxListLimit)
+	out := payoutListJSON{Payout: []payoutListItemJSON{}}
+	s.mu.RLock()
+	out.Count = len(s.payoutList)
+	if offset < len(s.payoutList) {
+		for _, p := range s.payoutList[offset:min(offset+limit, len(s.payoutList))] {
+			out.Payout = append(out.Payout, p.listItem(s.cfg.unpaid))
+		}
+	}
+	s.mu.RUnlock()
+	writeJSON(w, http.StatusOK, out)
+}
+
+func queryInt(q url.Values, key string, def, minimum int) (int, *requestError) {
+	v := q.Get(key)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < minimum {
+		return 0, badRequest("%s must be an integer >= %d", key, minimum)
+	}
+	return n, nil
+}
+
+// payoutMoves lists the moves SetPayoutStatus allows.
+var payoutMoves = map[cryptopay.PayoutStatus][]cryptopay.PayoutStatus{
+	cryptopay.PayoutCreated:    {cryptopay.PayoutReview, cryptopay.PayoutProcessing, cryptopay.PayoutFailed, cryptopay.PayoutCancelled},
+	cryptopay.PayoutReview:     {cryptopay.PayoutProcessing, cryptopay.PayoutFailed, cryptopay.PayoutCancelled},
+	cryptopay.PayoutProcessing: {cryptopay.PayoutConfirming, cryptopay.PayoutPaid, cryptopay.PayoutFailed},
+	cryptopay.PayoutConfirming: {cryptopay.PayoutPaid, cryptopay.PayoutFailed},
+}
+
+func knownPayoutStatus(st cryptopay.PayoutStatus) bool {
+	switch st {
+	case cryptopay.PayoutCreated, cryptopay.PayoutReview, cryptopay.PayoutProcessing, cryptopay.PayoutConfirming,
+		cryptopay.PayoutPaid, cryptopay.PayoutFailed, cryptopay.PayoutCancelled:
+		return true
+	}
+	return false
+}
+
+// SetPayoutStatus moves a payout to st and sends the webhook. Allowed moves:
+//
+//	created    -> review | processing | failed | cancelled
+//	review     -> processing | failed | cancelled
+//	processing -> confirming | paid | failed
+//	confirming -> paid | failed
+//
+// paid sets paidAmount and merchantAmount. failed and cancelled give the
+// reserved amount back to the balance. paid, failed and cancelled are final.
+// Setting the status a payout already has is a no-op; any other move is an
+// error matching ErrTransition that names both statuses; an unknown id is
+// ErrNotFound.
+func (s *Server) SetPayoutStatus(id string, st cryptopay.PayoutStatus) error {
+	if !knownPayoutStatus(st) {
+		return fmt.Errorf("%w: %q is not a payout status", ErrInvalid, st)
+	}
+	now := s.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, ok := s.payouts[id]
+	if !ok {
+		return fmt.Errorf("%w: payout %s", ErrNotFound, id)
+	}
+	if p.status == st {
+		return nil
+	}
+	moves, open := payoutMoves[p.status]
+	if !open {
+		return fmt.Errorf("%w: payout %s is %s, which is final; it cannot move to %s", ErrTransition, id, p.status, st)
+	}
+	if !contains(moves, st) {
+		return fmt.Errorf("%w: payout %s cannot move from %s to %s (allowed: %v)", ErrTransition, id, p.status, st, moves)
+	}
+	switch st {
+	case cryptopay.PayoutPaid:
+		p.paid = true
+	case cryptopay.PayoutFailed, cryptopay.PayoutCancelled:
+		s.creditLocked(pair{p.currency, p.network}, p.reserved)
+	}
+	p.status = st
+	p.updatedAt = now.Truncate(time.Millisecond)
+	if p.webhookURL != "" {
+		s.wh.enqueue("payout", p.id, string(p.status), p.webhookURL, p.json(true, s.cfg.unpaid))
+	}
+	return nil
+}
+
+// PayoutStatus returns the payout's current status as the server holds it.
+func (s *Server) PayoutStatus(id string) (cryptopay.PayoutStatus, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	p, ok := s.payouts[id]
+	if !ok {
+		return "", fmt.Errorf("%w: payout %s", ErrNotFound, id)
+	}
+	return p.status, nil
+}
+
+// PayoutCount returns how many payouts have been created.
+func (s *Server) PayoutCount() int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return len(s.payoutList)
+}
+
+// PayoutsWithOrderID returns how many payouts were created with orderID.
+// The server does not deduplicate, so a payout sent twice counts 2: the
+// no-double-payout tests assert it is 1.
+func (s *Server) PayoutsWithOrderID(orderID string) int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	n := 0
+	for _, p := range s.payoutList {
+		if p.orderID == orderID {
+			n++
+		}
+	}
+	return n
+}
+
+// PayoutIDsWithOrderID returns the ids of the payouts created with orderID,
+// in creation order.
+func (s *Server) PayoutIDsWithOrderID(orderID string) []string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var ids []string
+	for _, p := range s.payoutList {
+		if p.orderID == orderID {
+			ids = append(ids, p.id)
+		}
+	}
+	return ids
+}
