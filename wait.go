@@ -341,8 +341,8 @@ func waitLoop[T any, S ~string](
 				slog.String("error", err.Error()))
 		}
 
-		d := interval - rand.N(interval/4+1)
-		interval = min(interval+interval/2, cfg.maxInterval)
+		d := jitterWait(interval)
+		interval = nextInterval(interval, cfg.maxInterval)
 		if timer == nil {
 			timer = time.NewTimer(d)
 		} else {
@@ -375,6 +375,20 @@ func waitLoop[T any, S ~string](
 			}
 		}
 	}
+}
+
+// jitterWait draws a wait from [3/4 d, d], so waits never exceed the
+// configured maximum and many waiters spread out.
+func jitterWait(d time.Duration) time.Duration {
+	return d - rand.N(d/4+1)
+}
+
+// nextInterval grows d by half, capped at maxD.
+func nextInterval(d, maxD time.Duration) time.Duration {
+	if d > maxD/3*2 {
+		return maxD
+	}
+	return min(d+d/2, maxD)
 }
 
 // transientWaitError reports whether a failed read is worth another read.

@@ -1,0 +1,524 @@
+package cryptopay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jarcoal/httpmock"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const (
+	waitPaymentID = "7b0d9a52-3c1e-4f8a-a6b4-2d9e0c5f1a73"
+	waitPayoutID  = "po_8f2c61"
+)
+
+// fastWait keeps the polling loop in milliseconds.
+var fastWait = []WaitOption{WithPollInterval(time.Millisecond), WithMaxPollInterval(2 * time.Millisecond)}
+
+func waitPaymentJSON(id, status, orderID string, updated time.Time) string {
+	return fmt.Sprintf(`{"paymentId":%q,"status":%q,"payAmount":10.5,"payAddress":"addr","payQrCodeUri":"qr",
+"currency":"usdt","network":"tron","customerId":"c1","customerIp":"203.0.113.7","orderId":%q,
+"platformFeeByUser":true,"createdAt":"2026-01-01T00:00:00Z","updatedAt":%q,"expiredAt":"2026-01-01T01:00:00Z",
+"webhookUrl":"https://shop.example/hook","paidAmount":null,"merchantAmount":null}`, id, status, orderID, updated.UTC().Format(time.RFC3339Nano))
+}
+
+func waitPayoutJSON(id, status, orderID string) string {
+	return fmt.Sprintf(`{"payoutId":%q,"status":%q,"amount":"5","walletAddress":"T9y","networkFeeByUser":false,
+"currency":"usdt","network":"tron","customerId":"c1","customerIp":"203.0.113.7","orderId":%q,
+"createdAt":"2026-01-01T00:00:00Z","updatedAt":"2026-01-01T00:00:00Z","webhookUrl":""}`, id, status, orderID)
+}
+
+// step is one answer of a scripted status endpoint.
+type step struct {
+	status int    // HTTP status; 0 means 200
+	value  string // the object's status on 200
+	err    error  // a transport error instead of a response
+}
+
+// script answers the steps in order and repeats the last one forever. It
+// counts every request (retries inside the request path included).
+type script struct {
+	mu    sync.Mutex
+	steps []step
+	calls atomic.Int32
+	body  func(status string) string
+	after func(n int) // called with the request number, before answering
+}
+
+func (s *script) responder(r *http.Request) (*http.Response, error) {
+	n := int(s.calls.Add(1))
+	if s.after != nil {
+		s.after(n)
+	}
+	s.mu.Lock()
+	st := s.steps[min(n-1, len(s.steps)-1)]
+	s.mu.Unlock()
+	if st.err != nil {
+		return nil, st.err
+	}
+	code := st.status
+	if code == 0 {
+		code = http.StatusOK
+	}
+	body := `{"code":"e","message":"scripted"}`
+	if code == http.StatusOK {
+		body = s.body(st.value)
+	}
+	resp := httpmock.NewStringResponse(code, body)
+	resp.Header.Set("Content-Type", "application/json")
+	return resp, nil
+}
+
+func paymentScript(steps ...step) *script {
+	return &script{steps: steps, body: func(v string) string {
+		return waitPaymentJSON(waitPaymentID, v, "order-1", time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	}}
+}
+
+func payoutScript(steps ...step) *script {
+	return &script{steps: steps, body: func(v string) string { return waitPayoutJSON(waitPayoutID, v, "order-1") }}
+}
+
+func statuses(vs ...string) []step {
+	out := make([]step, len(vs))
+	for i, v := range vs {
+		out[i] = step{value: v}
+	}
+	return out
+}
+
+func TestWaitForPaymentEndsOnTerminal(t *testing.T) {
+	t.Parallel()
+	for _, final := range []PaymentStatus{PaymentPaid, PaymentPaidOver, PaymentPaidPartial, PaymentFailed, PaymentRejected, PaymentExpired} {
+		t.Run(string(final), func(t *testing.T) {
+			t.Parallel()
+			c, mt := setup(t)
+			s := paymentScript(statuses("waiting", "waiting", "confirming", "locked", "weird_new_status", string(final), "waiting")...)
+			mt.RegisterResponder(http.MethodGet, testBase+"/v1/payment/"+waitPaymentID+"/status", s.responder)
+
+			p, err := c.WaitForPayment(context.Background(), waitPaymentID, fastWait...)
+			require.NoError(t, err)
+			assert.Equal(t, final, p.Status)
+			assert.Equal(t, int32(6), s.calls.Load(), "one read per poll, none after the terminal status")
+		})
+	}
+}
+
+func TestWaitForPayoutEndsOnTerminal(t *testing.T) {
+	t.Parallel()
+	for _, final := range []PayoutStatus{PayoutPaid, PayoutFailed, PayoutCancelled} {
+		t.Run(string(final), func(t *testing.T) {
+			t.Parallel()
+			c, mt := setup(t)
+			s := payoutScript(statuses("created", "review", "processing", "confirming", string(final))...)
+			mt.RegisterResponder(http.MethodGet, testBase+"/v1/payout/"+waitPayoutID+"/status", s.responder)
+
+			p, err := c.WaitForPayout(context.Background(), waitPayoutID, fastWait...)
+			require.NoError(t, err)
+			assert.Equal(t, final, p.Status)
+			assert.Equal(t, int32(5), s.calls.Load())
+		})
+	}
+}
+
+func TestWaitStopOptions(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		opt   WaitOption
+		want  PaymentStatus
+		calls int32
+	}{
+		{"StopOn locked", StopOn(PaymentLocked), PaymentLocked, 3},
+		{"StopOn several", StopOn(PaymentConfirming, PaymentLocked), PaymentConfirming, 2},
+		{"StopWhen NeedsAction", StopWhen(func(p *Payment) bool { return p.Status.NeedsAction() }), PaymentLocked, 3},
+		{"StopOn nothing", StopOn[PaymentStatus](), PaymentPaid, 4},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c, mt := setup(t)
+			s := paymentScript(statuses("waiting", "confirming", "locked", "paid")...)
+			mt.RegisterResponder(http.MethodGet, testBase+"/v1/payment/"+waitPaymentID+"/status", s.responder)
+
+			p, err := c.WaitForPayment(context.Background(), waitPaymentID, append(fastWait, tt.opt)...)
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, p.Status)
+			assert.Equal(t, tt.calls, s.calls.Load())
+		})
+	}
+}
+
+func TestWaitPayoutStopOn(t *testing.T) {
+	t.Parallel()
+	c, mt := setup(t)
+	s := payoutScript(statuses("created", "review", "paid")...)
+	mt.RegisterResponder(http.MethodGet, testBase+"/v1/payout/"+waitPayoutID+"/status", s.responder)
+	p, err := c.WaitForPayout(context.Background(), waitPayoutID, append(fastWait, StopOn(PayoutReview))...)
+	require.NoError(t, err)
+	assert.Equal(t, PayoutReview, p.Status)
+	assert.False(t, p.Status.IsTerminal(), "a StopOn result is not necessarily terminal")
+}
+
+func TestWaitOnStatusChange(t *testing.T) {
+	t.Parallel()
+	c, mt := setup(t)
+	s := paymentScript(statuses("waiting", "waiting", "confirming", "confirming", "confirming", "paid")...)
+	mt.RegisterResponder(http.MethodGet, testBase+"/v1/payment/"+waitPaymentID+"/status", s.responder)
+
+	var seen []PaymentStatus
+	p, err := c.WaitForPayment(context.Background(), waitPaymentID, append(fastWait,
+		OnStatusChange(func(p *Payment) {
+			seen = append(seen, p.Status)
+			p.Status = "mutated by the callback" // its own copy
+		}))...)
+	require.NoError(t, err)
+	assert.Equal(t, []PaymentStatus{PaymentWaiting, PaymentConfirming, PaymentPaid}, seen)
+	assert.Equal(t, PaymentPaid, p.Status, "the callback's changes do not leak into the result")
+}
+
+func TestWaitOptionsRefusedBeforeSending(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		run  func(c *Client) error
+	}{
+		{"payout StopOn on a payment", func(c *Client) error {
+			_, err := c.WaitForPayment(context.Background(), waitPaymentID, StopOn(PayoutPaid))
+			return err
+		}},
+		{"payment StopWhen on a payout", func(c *Client) error {
+			_, err := c.WaitForPayout(context.Background(), waitPayoutID, StopWhen(func(*Payment) bool { return true }))
+			return err
+		}},
+		{"payment OnStatusChange on a payout", func(c *Client) error {
+			_, err := c.WaitForPayout(context.Background(), waitPayoutID, OnStatusChange(func(*Payment) {}))
+			return err
+		}},
+		{"nil StopWhen", func(c *Client) error {
+			_, err := c.WaitForPayment(context.Background(), waitPaymentID, StopWhen[Payment](nil))
+			return err
+		}},
+		{"nil OnStatusChange", func(c *Client) error {
+			_, err := c.WaitForPayout(context.Background(), waitPayoutID, OnStatusChange[Payout](nil))
+			return err
+		}},
+		{"zero interval", func(c *Client) error {
+			_, err := c.WaitForPayment(context.Background(), waitPaymentID, WithPollInterval(0))
+			return err
+		}},
+		{"negative max interval", func(c *Client) error {
+			_, err := c.WaitForPayment(context.Background(), waitPaymentID, WithMaxPollInterval(-time.Second))
+			return err
+		}},
+		{"payment id not a UUID", func(c *Client) error {
+			_, err := c.WaitForPayment(context.Background(), "../admin")
+			return err
+		}},
+		{"empty payout id", func(c *Client) error {
+			_, err := c.WaitForPayout(context.Background(), "")
+			return err
+		}},
+		{"nil ctx", func(c *Client) error {
+			//lint:ignore SA1012 a nil ctx must be refused, not crash
+			_, err := c.WaitForPayment(nil, waitPaymentID)
+			return err
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c, mt := setup(t)
+			err := tt.run(c)
+			require.ErrorIs(t, err, ErrInvalidParams)
+			var ve *ValidationError
+			require.ErrorAs(t, err, &ve)
+			assert.Zero(t, mt.GetTotalCallCount(), "nothing sent")
+		})
+	}
+}
+
+func TestWaitAbsorbsTransientErrors(t *testing.T) {
+	t.Parallel()
+	// fastRetry makes one GetPayment 4 attempts; 10 failures need 3 polls.
+	tests := []struct {
+		name string
+		fail step
+	}{
+		{"500", step{status: http.StatusInternalServerError}},
+		{"502", step{status: http.StatusBadGateway}},
+		{"503", step{status: http.StatusServiceUnavailable}},
+		{"504", step{status: http.StatusGatewayTimeout}},
+		{"429", step{status: http.StatusTooManyRequests}},
+		{"408", step{status: http.StatusRequestTimeout}},
+		{"transport", step{err: errors.New("connection reset by peer")}},
+		{"unreadable 2xx", step{value: "\x00"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c, mt := setup(t)
+			steps := []step{{value: "waiting"}}
+			for range 10 {
+				steps = append(steps, tt.fail)
+			}
+			steps = append(steps, step{value: "paid"})
+			s := paymentScript(steps...)
+			if tt.name == "unreadable 2xx" {
+				body := s.body
+				s.body = func(v string) string {
+					if v == "\x00" {
+						return `{"paymentId":`
+					}
+					return body(v)
+				}
+			}
+			mt.RegisterResponder(http.MethodGet, testBase+"/v1/payment/"+waitPaymentID+"/status", s.responder)
+
+			p, err := c.WaitForPayment(context.Background(), waitPaymentID, fastWait...)
+			require.NoError(t, err)
+			assert.Equal(t, PaymentPaid, p.Status)
+			assert.Equal(t, int32(12), s.calls.Load())
+		})
+	}
+}
+
+func TestWaitReturnsPermanentErrorsAtOnce(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		code     int
+		sentinel error
+	}{
+		{http.StatusUnauthorized, ErrUnauthorized},
+		{http.StatusForbidden, ErrUnauthorized},
+		{http.StatusNotFound, ErrNotFound},
+		{http.StatusBadRequest, ErrInvalidRequest},
+		{http.StatusUnprocessableEntity, ErrInvalidRequest},
+		{http.StatusGone, nil},
+	}
+	for _, tt := range tests {
+		t.Run(http.StatusText(tt.code), func(t *testing.T) {
+			t.Parallel()
+			c, mt := setup(t)
+			s := payoutScript(step{value: "created"}, step{status: tt.code})
+			mt.RegisterResponder(http.MethodGet, testBase+"/v1/payout/"+waitPayoutID+"/status", s.responder)
+
+			p, err := c.WaitForPayout(context.Background(), waitPayoutID, fastWait...)
+			require.Error(t, err)
+			var apiErr *APIError
+			require.ErrorAs(t, err, &apiErr)
+			assert.Equal(t, tt.code, apiErr.StatusCode)
+			if tt.sentinel != nil {
+				assert.ErrorIs(t, err, tt.sentinel)
+			}
+			require.NotNil(t, p, "the last object read comes back with the error")
+			assert.Equal(t, PayoutCreated, p.Status)
+			assert.Equal(t, int32(2), s.calls.Load(), "no retry of a permanent error")
+		})
+	}
+}
+
+func TestWaitContextEnds(t *testing.T) {
+	t.Parallel()
+	t.Run("cancel while sleeping", func(t *testing.T) {
+		t.Parallel()
+		c, mt := setup(t)
+		ctx, cancel := context.WithCancel(context.Background())
+		s := paymentScript(step{value: "waiting"})
+		s.after = func(n int) {
+			if n == 3 {
+				cancel()
+			}
+		}
+		mt.RegisterResponder(http.MethodGet, testBase+"/v1/payment/"+waitPaymentID+"/status", s.responder)
+		p, err := c.WaitForPayment(ctx, waitPaymentID, fastWait...)
+		require.ErrorIs(t, err, context.Canceled)
+		require.NotNil(t, p)
+		assert.Equal(t, PaymentWaiting, p.Status)
+		assert.LessOrEqual(t, s.calls.Load(), int32(3))
+	})
+	t.Run("long interval is cut short", func(t *testing.T) {
+		t.Parallel()
+		c, mt := setup(t)
+		s := paymentScript(step{value: "confirming"})
+		mt.RegisterResponder(http.MethodGet, testBase+"/v1/payment/"+waitPaymentID+"/status", s.responder)
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+		defer cancel()
+		p, err := c.WaitForPayment(ctx, waitPaymentID, WithPollInterval(time.Hour))
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		assert.Equal(t, PaymentConfirming, p.Status)
+		assert.Equal(t, int32(1), s.calls.Load())
+	})
+	t.Run("names the last transient failure", func(t *testing.T) {
+		t.Parallel()
+		c, mt := setup(t)
+		ctx, cancel := context.WithCancel(context.Background())
+		s := paymentScript(step{status: http.StatusServiceUnavailable})
+		s.after = func(n int) {
+			if n == 8 { // second poll's last attempt
+				cancel()
+			}
+		}
+		mt.RegisterResponder(http.MethodGet, testBase+"/v1/payment/"+waitPaymentID+"/status", s.responder)
+		p, err := c.WaitForPayment(ctx, waitPaymentID, fastWait...)
+		require.ErrorIs(t, err, context.Canceled)
+		assert.Nil(t, p, "nothing was read")
+		assert.Contains(t, err.Error(), "503")
+	})
+	t.Run("already cancelled", func(t *testing.T) {
+		t.Parallel()
+		c, mt := setup(t)
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		_, err := c.WaitForPayout(ctx, waitPayoutID)
+		require.ErrorIs(t, err, context.Canceled)
+		assert.Zero(t, mt.GetTotalCallCount())
+	})
+}
+
+func TestWaitBackoff(t *testing.T) {
+	t.Parallel()
+	for _, d := range []time.Duration{1, time.Millisecond, 2 * time.Second, 30 * time.Second} {
+		for range 200 {
+			w := jitterWait(d)
+			assert.LessOrEqual(t, w, d)
+			assert.GreaterOrEqual(t, w, d-d/4)
+		}
+	}
+	var got []time.Duration
+	d := DefaultPollInterval
+	for range 10 {
+		got = append(got, d)
+		d = nextInterval(d, DefaultMaxPollInterval)
+	}
+	assert.Equal(t, []time.Duration{2 * time.Second, 3 * time.Second, 4500 * time.Millisecond, 6750 * time.Millisecond,
+		10125 * time.Millisecond, 15187500 * time.Microsecond, 22781250 * time.Microsecond, 30 * time.Second, 30 * time.Second, 30 * time.Second}, got)
+}
+
+// waitUntil polls cond every millisecond (it is not a timing assertion: the
+// test fails only if cond never becomes true within a generous bound).
+func waitUntil(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not reached")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func (r *waitRegistry) count(kind objKind, id string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.m[waitKey(kind, id)])
+}
+
+func TestWaitWokenByNotify(t *testing.T) {
+	t.Parallel()
+	c, mt := setup(t)
+	s := paymentScript(step{value: "waiting"})
+	mt.RegisterResponder(http.MethodGet, testBase+"/v1/payment/"+waitPaymentID+"/status", s.responder)
+
+	type result struct {
+		p   *Payment
+		err error
+	}
+	done := make(chan result, 1)
+	var changes []PaymentStatus
+	go func() {
+		p, err := c.WaitForPayment(context.Background(), waitPaymentID, WithPollInterval(time.Hour),
+			OnStatusChange(func(p *Payment) { changes = append(changes, p.Status) }))
+		done <- result{p, err}
+	}()
+	waitUntil(t, func() bool { return s.calls.Load() == 1 })
+	require.Equal(t, 1, c.waiters.count(kindPayment, waitPaymentID))
+
+	// Upper case id: payment ids are UUIDs and match case-insensitively.
+	obj := &Payment{ID: waitPaymentID, Status: PaymentConfirming, UpdatedAt: time.Date(2026, 1, 1, 0, 1, 0, 0, time.UTC)}
+	assert.Equal(t, 1, c.waiters.notify(kindPayment, "7B0D9A52-3C1E-4F8A-A6B4-2D9E0C5F1A73", func() any { cp := *obj; return &cp }))
+	// An older object than the one the wait has (a reordered event) is ignored.
+	stale := &Payment{ID: waitPaymentID, Status: PaymentWaiting, UpdatedAt: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)}
+	c.waiters.notify(kindPayment, waitPaymentID, func() any { return stale })
+	paid := &Payment{ID: waitPaymentID, Status: PaymentPaid, UpdatedAt: time.Date(2026, 1, 1, 0, 2, 0, 0, time.UTC)}
+	c.waiters.notify(kindPayment, waitPaymentID, func() any { return paid })
+
+	r := <-done
+	require.NoError(t, r.err)
+	assert.Equal(t, PaymentPaid, r.p.Status)
+	assert.Equal(t, int32(1), s.calls.Load(), "the wake-up carries the API's object: no extra read")
+	assert.Equal(t, 0, c.waiters.count(kindPayment, waitPaymentID), "unregistered when done")
+	// waiting (polled), then perhaps confirming (it may be overwritten by
+	// the next notify before the wait takes it), then paid; never the
+	// stale waiting again.
+	require.NotEmpty(t, changes)
+	assert.Equal(t, PaymentWaiting, changes[0])
+	assert.NotContains(t, changes[1:], PaymentWaiting)
+	assert.Equal(t, PaymentPaid, changes[len(changes)-1])
+}
+
+func TestWaitWakeupIsPerKindAndID(t *testing.T) {
+	t.Parallel()
+	c, _ := setup(t)
+	w := c.waiters.add(kindPayout, waitPayoutID)
+	defer c.waiters.remove(kindPayout, waitPayoutID, w)
+	obj := func() any { return &Payout{ID: waitPayoutID, Status: PayoutPaid} }
+	assert.Zero(t, c.waiters.notify(kindPayment, waitPayoutID, obj), "a payment event does not wake a payout wait")
+	assert.Zero(t, c.waiters.notify(kindPayout, "PO_8F2C61", obj), "payout ids are case-sensitive")
+	assert.Equal(t, 1, c.waiters.notify(kindPayout, waitPayoutID, obj))
+	assert.Equal(t, 1, c.waiters.notify(kindPayout, waitPayoutID, obj), "never blocks on a full mailbox")
+	assert.Equal(t, PayoutPaid, w.take().(*Payout).Status)
+	assert.Nil(t, w.take())
+	var nilReg *waitRegistry
+	assert.Zero(t, nilReg.notify(kindPayout, waitPayoutID, obj))
+}
+
+func TestWaitWithoutWakeup(t *testing.T) {
+	t.Parallel()
+	c, mt := setup(t)
+	s := paymentScript(step{value: "waiting"}, step{value: "paid"})
+	s.after = func(n int) {
+		if n == 1 {
+			// Registered before the first read, unless disabled.
+			assert.Zero(t, c.waiters.count(kindPayment, waitPaymentID))
+		}
+	}
+	mt.RegisterResponder(http.MethodGet, testBase+"/v1/payment/"+waitPaymentID+"/status", s.responder)
+	_, err := c.WaitForPayment(context.Background(), waitPaymentID, append(fastWait, WithWebhookWakeup(false))...)
+	require.NoError(t, err)
+}
+
+func TestWaitManyWaitersOneEvent(t *testing.T) {
+	t.Parallel()
+	c, mt := setup(t)
+	s := payoutScript(step{value: "processing"})
+	mt.RegisterResponder(http.MethodGet, testBase+"/v1/payout/"+waitPayoutID+"/status", s.responder)
+	const n = 8
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for range n {
+		wg.Go(func() {
+			p, err := c.WaitForPayout(context.Background(), waitPayoutID, WithPollInterval(time.Hour))
+			if err == nil && p.Status != PayoutPaid {
+				err = fmt.Errorf("status %s", p.Status)
+			}
+			errs <- err
+		})
+	}
+	waitUntil(t, func() bool { return s.calls.Load() == n })
+	assert.Equal(t, n, c.waiters.notify(kindPayout, waitPayoutID, func() any { return &Payout{ID: waitPayoutID, Status: PayoutPaid} }))
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		assert.NoError(t, err)
+	}
+	assert.Zero(t, c.waiters.count(kindPayout, waitPayoutID))
+}

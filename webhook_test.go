@@ -1,0 +1,684 @@
+package cryptopay
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+var whSecret = []byte("whsec-0123456789abcdef-0123456789")
+
+const whOrder = "order-1"
+
+// whURL is the signed webhook URL for orderID under whSecret.
+func whURL(t testing.TB, orderID string) string {
+	t.Helper()
+	u, err := WebhookURL("https://shop.example/hooks/cryptopay", whSecret, orderID)
+	require.NoError(t, err)
+	return u
+}
+
+func whRequest(t testing.TB, target, body string) *http.Request {
+	t.Helper()
+	r := httptest.NewRequest(http.MethodPost, target, strings.NewReader(body))
+	r.Header.Set("Content-Type", "application/json")
+	return r
+}
+
+func serve(h http.Handler, r *http.Request) *httptest.ResponseRecorder {
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	return w
+}
+
+// recorder collects what the callbacks received.
+type recorder struct {
+	mu       sync.Mutex
+	payments []*Payment
+	payouts  []*Payout
+	fail     atomic.Int32 // fail this many calls
+	panics   atomic.Int32 // panic in this many calls
+}
+
+func (rc *recorder) onPayment(_ context.Context, p *Payment) error {
+	if rc.panics.Add(-1) >= 0 {
+		panic("callback exploded")
+	}
+	if rc.fail.Add(-1) >= 0 {
+		return errors.New("database down")
+	}
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	rc.payments = append(rc.payments, p)
+	return nil
+}
+
+func (rc *recorder) onPayout(_ context.Context, p *Payout) error {
+	if rc.fail.Add(-1) >= 0 {
+		return errors.New("database down")
+	}
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	rc.payouts = append(rc.payouts, p)
+	return nil
+}
+
+func (rc *recorder) counts() (int, int) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return len(rc.payments), len(rc.payouts)
+}
+
+// syncBuffer is a log sink for tests.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func newTestHandler(t testing.TB, client *Client, rc *recorder, logs io.Writer) *WebhookHandler {
+	t.Helper()
+	if logs == nil {
+		logs = io.Discard
+	}
+	h, err := NewWebhookHandler(WebhookConfig{
+		Secret:    whSecret,
+		Client:    client,
+		OnPayment: rc.onPayment,
+		OnPayout:  rc.onPayout,
+		Logger:    slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+	})
+	require.NoError(t, err)
+	return h
+}
+
+func TestWebhookURL(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, base, order string
+		secret            []byte
+		want              string // prefix of the URL; "" means an error
+	}{
+		{"plain", "https://shop.example/hook", "o-1", whSecret, "https://shop.example/hook?token="},
+		{"keeps query", "https://shop.example/hook?shop=7&x=a%20b", "o-1", whSecret, "https://shop.example/hook?shop=7&x=a%20b&token="},
+		{"http loopback", "http://127.0.0.1:8080/hook", "o-1", whSecret, "http://127.0.0.1:8080/hook?token="},
+		{"unicode order", "https://shop.example/hook", "заказ/1?&", whSecret, "https://shop.example/hook?token="},
+		{"short secret", "https://shop.example/hook", "o-1", []byte("too-short"), ""},
+		{"nil secret", "https://shop.example/hook", "o-1", nil, ""},
+		{"zero secret", "https://shop.example/hook", "o-1", make([]byte, 32), ""},
+		{"empty order", "https://shop.example/hook", "", whSecret, ""},
+		{"relative", "/hook", "o-1", whSecret, ""},
+		{"no host", "https:///hook", "o-1", whSecret, ""},
+		{"ftp", "ftp://shop.example/hook", "o-1", whSecret, ""},
+		{"fragment", "https://shop.example/hook#x", "o-1", whSecret, ""},
+		{"has token", "https://shop.example/hook?token=abc", "o-1", whSecret, ""},
+		{"bad URL", "https://shop.example/%zz", "o-1", whSecret, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := WebhookURL(tt.base, tt.secret, tt.order)
+			if tt.want == "" {
+				require.ErrorIs(t, err, ErrInvalidParams)
+				assert.Empty(t, got)
+				return
+			}
+			require.NoError(t, err)
+			assert.True(t, strings.HasPrefix(got, tt.want), got)
+			u, err := url.Parse(got)
+			require.NoError(t, err)
+			tok := u.Query().Get("token")
+			// The documented construction, computed independently.
+			m := hmac.New(sha256.New, tt.secret)
+			m.Write([]byte("cryptopay-go webhook v1\x00" + tt.order))
+			assert.Equal(t, base64.RawURLEncoding.EncodeToString(m.Sum(nil)), tok)
+		})
+	}
+}
+
+func TestWebhookURLTokenDependsOnSecretAndOrder(t *testing.T) {
+	t.Parallel()
+	tok := func(secret []byte, order string) string {
+		u, err := WebhookURL("https://a.example/h", secret, order)
+		require.NoError(t, err)
+		pu, _ := url.Parse(u)
+		return pu.Query().Get("token")
+	}
+	other := append(bytes.Clone(whSecret), 'x')
+	assert.Equal(t, tok(whSecret, "o-1"), tok(whSecret, "o-1"))
+	assert.NotEqual(t, tok(whSecret, "o-1"), tok(whSecret, "o-2"))
+	assert.NotEqual(t, tok(whSecret, "o-1"), tok(other, "o-1"))
+}
+
+func TestNewWebhookHandlerValidation(t *testing.T) {
+	t.Parallel()
+	cb := func(context.Context, *Payment) error { return nil }
+	c, _ := setup(t)
+	tests := []struct {
+		name string
+		cfg  WebhookConfig
+		ok   bool
+	}{
+		{"ok callback", WebhookConfig{Secret: whSecret, OnPayment: cb}, true},
+		{"ok client only", WebhookConfig{Secret: whSecret, Client: c}, true},
+		{"short secret", WebhookConfig{Secret: []byte("0123456789abcde"), OnPayment: cb}, false},
+		{"zero secret", WebhookConfig{Secret: make([]byte, 64), OnPayment: cb}, false},
+		{"nothing to do", WebhookConfig{Secret: whSecret}, false},
+		{"negative limit", WebhookConfig{Secret: whSecret, OnPayment: cb, MaxBodyBytes: -1}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			h, err := NewWebhookHandler(tt.cfg)
+			if tt.ok {
+				require.NoError(t, err)
+				require.NotNil(t, h)
+				return
+			}
+			require.ErrorIs(t, err, ErrInvalidParams)
+			assert.Nil(t, h)
+		})
+	}
+}
+
+func TestWebhookSecretIsCopied(t *testing.T) {
+	t.Parallel()
+	secret := bytes.Clone(whSecret)
+	rc := &recorder{}
+	h, err := NewWebhookHandler(WebhookConfig{Secret: secret, OnPayment: rc.onPayment})
+	require.NoError(t, err)
+	for i := range secret {
+		secret[i] = 'z'
+	}
+	body := waitPaymentJSON(waitPaymentID, "paid", whOrder, time.Now())
+	w := serve(h, whRequest(t, whURL(t, whOrder), body))
+	assert.Equal(t, http.StatusOK, w.Code)
+}
+
+// TestWebhookRequests covers every answer of a handler without a Client.
+func TestWebhookRequests(t *testing.T) {
+	t.Parallel()
+	payment := waitPaymentJSON(waitPaymentID, "paid", whOrder, time.Now())
+	payout := waitPayoutJSON(waitPayoutID, "paid", whOrder)
+	signed := whURL(t, whOrder)
+	otherOrder := whURL(t, "order-2")
+	good := strings.TrimPrefix(signed, "https://shop.example/hooks/cryptopay?token=")
+	tests := []struct {
+		name     string
+		method   string
+		target   string
+		body     string
+		code     int
+		payments int
+		payouts  int
+	}{
+		{"payment", http.MethodPost, signed, payment, 200, 1, 0},
+		{"payout", http.MethodPost, signed, payout, 200, 0, 1},
+		{"GET", http.MethodGet, signed, "", 405, 0, 0},
+		{"PUT", http.MethodPut, signed, payment, 405, 0, 0},
+		{"no token", http.MethodPost, "/hooks/cryptopay", payment, 401, 0, 0},
+		{"empty token", http.MethodPost, "/hooks/cryptopay?token=", payment, 401, 0, 0},
+		{"token twice", http.MethodPost, signed + "&token=" + good, payment, 401, 0, 0},
+		{"forged token", http.MethodPost, "/h?token=" + base64.RawURLEncoding.EncodeToString(make([]byte, 32)), payment, 401, 0, 0},
+		{"token not base64", http.MethodPost, "/h?token=" + strings.Repeat("*", 43), payment, 401, 0, 0},
+		{"token truncated", http.MethodPost, "/h?token=" + good[:42], payment, 401, 0, 0},
+		{"token in hex", http.MethodPost, "/h?token=" + strings.Repeat("ab", 32), payment, 401, 0, 0},
+		{"token of another order", http.MethodPost, otherOrder, payment, 401, 0, 0},
+		{"body names another order", http.MethodPost, signed, strings.Replace(payment, whOrder, "order-2", 1), 401, 0, 0},
+		{"orderId missing", http.MethodPost, signed, `{"paymentId":"` + waitPaymentID + `","status":"paid"}`, 401, 0, 0},
+		{"empty body", http.MethodPost, signed, "", 400, 0, 0},
+		{"not JSON", http.MethodPost, signed, "paid!", 400, 0, 0},
+		{"truncated JSON", http.MethodPost, signed, payment[:40], 400, 0, 0},
+		{"trailing data", http.MethodPost, signed, payment + "{}", 400, 0, 0},
+		{"array", http.MethodPost, signed, "[" + payment + "]", 400, 0, 0},
+		{"null", http.MethodPost, signed, "null", 400, 0, 0},
+		{"no id", http.MethodPost, signed, `{"orderId":"order-1","status":"paid"}`, 400, 0, 0},
+		{"both ids", http.MethodPost, signed, `{"paymentId":"` + waitPaymentID + `","payoutId":"x","orderId":"order-1","status":"paid"}`, 400, 0, 0},
+		{"null id", http.MethodPost, signed, `{"paymentId":null,"orderId":"order-1","status":"paid"}`, 400, 0, 0},
+		{"numeric id", http.MethodPost, signed, `{"paymentId":12,"orderId":"order-1","status":"paid"}`, 400, 0, 0},
+		{"payment id not a UUID", http.MethodPost, signed, `{"paymentId":"../x","orderId":"order-1","status":"paid"}`, 400, 0, 0},
+		{"payout id with slash", http.MethodPost, signed, `{"payoutId":"a/b","orderId":"order-1","status":"paid"}`, 400, 0, 0},
+		{"no status", http.MethodPost, signed, `{"paymentId":"` + waitPaymentID + `","orderId":"order-1"}`, 400, 0, 0},
+		{"bad amount", http.MethodPost, signed, strings.Replace(payment, "10.5", `"lots"`, 1), 400, 0, 0},
+		{"unknown fields ok", http.MethodPost, signed, strings.Replace(payment, "{", `{"extra":{"a":[1,2]},`, 1), 200, 1, 0},
+		{"unknown status ok", http.MethodPost, signed, strings.Replace(payment, `"paid"`, `"refunded"`, 1), 200, 1, 0},
+		{"too large", http.MethodPost, signed, `{"pad":"` + strings.Repeat("x", 2<<20) + `"}`, 413, 0, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			rc := &recorder{}
+			var logs syncBuffer
+			h := newTestHandler(t, nil, rc, &logs)
+			r := httptest.NewRequest(tt.method, tt.target, strings.NewReader(tt.body))
+			w := serve(h, r)
+			assert.Equal(t, tt.code, w.Code, w.Body.String())
+			assert.LessOrEqual(t, w.Body.Len(), 32, "tiny bodies")
+			assert.Equal(t, "text/plain; charset=utf-8", w.Header().Get("Content-Type"))
+			if tt.code == 405 {
+				assert.Equal(t, "POST", w.Header().Get("Allow"))
+			}
+			p, po := rc.counts()
+			assert.Equal(t, tt.payments, p)
+			assert.Equal(t, tt.payouts, po)
+			// Nothing secret or from the body in the logs.
+			l := logs.String()
+			assert.NotContains(t, l, good)
+			assert.NotContains(t, l, string(whSecret))
+			assert.NotContains(t, l, "203.0.113.7", "customer IP from the body")
+		})
+	}
+}
+
+func TestWebhookChunkedBodyOverLimit(t *testing.T) {
+	t.Parallel()
+	rc := &recorder{}
+	h, err := NewWebhookHandler(WebhookConfig{Secret: whSecret, OnPayment: rc.onPayment, MaxBodyBytes: 100})
+	require.NoError(t, err)
+	body := waitPaymentJSON(waitPaymentID, "paid", whOrder, time.Now())
+	r := whRequest(t, whURL(t, whOrder), body)
+	r.ContentLength = -1 // unknown length: the limit applies while reading
+	assert.Equal(t, http.StatusRequestEntityTooLarge, serve(h, r).Code)
+	r = whRequest(t, whURL(t, whOrder), body)
+	assert.Equal(t, http.StatusRequestEntityTooLarge, serve(h, r).Code, "declared length over the limit")
+	p, _ := rc.counts()
+	assert.Zero(t, p)
+}
+
+func TestWebhookDeliversEachStatusOnce(t *testing.T) {
+	t.Parallel()
+	rc := &recorder{}
+	h := newTestHandler(t, nil, rc, nil)
+	send := func(id, status string) int {
+		return serve(h, whRequest(t, whURL(t, whOrder), waitPaymentJSON(id, status, whOrder, time.Now()))).Code
+	}
+	assert.Equal(t, 200, send(waitPaymentID, "confirming"))
+	assert.Equal(t, 200, send(waitPaymentID, "confirming"), "a duplicate is acknowledged")
+	assert.Equal(t, 200, send(strings.ToUpper(waitPaymentID), "confirming"), "the same UUID in upper case is a duplicate")
+	assert.Equal(t, 200, send(waitPaymentID, "expired"))
+	assert.Equal(t, 200, send(waitPaymentID, "paid"), "terminal is not final: expired then paid is delivered")
+	assert.Equal(t, 200, send(waitPaymentID, "paid"))
+	assert.Equal(t, 200, send(paymentID, "paid"), "another payment")
+	require.Len(t, rc.payments, 4)
+	var got []string
+	for _, p := range rc.payments {
+		got = append(got, string(p.Status))
+	}
+	assert.Equal(t, []string{"confirming", "expired", "paid", "paid"}, got)
+
+	// A payout with the same id string and status is another event.
+	assert.Equal(t, 200, serve(h, whRequest(t, whURL(t, whOrder), waitPayoutJSON(waitPayoutID, "paid", whOrder))).Code)
+	assert.Equal(t, 200, serve(h, whRequest(t, whURL(t, whOrder), waitPayoutJSON(waitPayoutID, "paid", whOrder))).Code)
+	_, po := rc.counts()
+	assert.Equal(t, 1, po)
+}
+
+func TestWebhookCallbackFailureIsRedelivered(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		setup func(rc *recorder)
+		log   string
+	}{
+		{"error", func(rc *recorder) { rc.fail.Store(2) }, "database down"},
+		{"panic", func(rc *recorder) { rc.panics.Store(2) }, "callback exploded"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			rc := &recorder{}
+			tt.setup(rc)
+			var logs syncBuffer
+			h := newTestHandler(t, nil, rc, &logs)
+			body := waitPaymentJSON(waitPaymentID, "paid", whOrder, time.Now())
+			assert.Equal(t, 500, serve(h, whRequest(t, whURL(t, whOrder), body)).Code)
+			assert.Equal(t, 500, serve(h, whRequest(t, whURL(t, whOrder), body)).Code)
+			assert.Equal(t, 200, serve(h, whRequest(t, whURL(t, whOrder), body)).Code, "delivered once it succeeds")
+			assert.Equal(t, 200, serve(h, whRequest(t, whURL(t, whOrder), body)).Code)
+			p, _ := rc.counts()
+			assert.Equal(t, 1, p)
+			l := logs.String()
+			assert.Contains(t, l, tt.log)
+			assert.NotContains(t, l, "203.0.113.7")
+			assert.NotContains(t, l, "payAddress")
+		})
+	}
+}
+
+func TestWebhookConcurrentDuplicates(t *testing.T) {
+	t.Parallel()
+	var calls atomic.Int32
+	release := make(chan struct{})
+	entered := make(chan struct{}, 1)
+	h, err := NewWebhookHandler(WebhookConfig{Secret: whSecret, OnPayment: func(ctx context.Context, p *Payment) error {
+		calls.Add(1)
+		entered <- struct{}{}
+		<-release
+		return nil
+	}})
+	require.NoError(t, err)
+	body := waitPaymentJSON(waitPaymentID, "paid", whOrder, time.Now())
+
+	first := make(chan int, 1)
+	go func() { first <- serve(h, whRequest(t, whURL(t, whOrder), body)).Code }()
+	<-entered // the first delivery is inside the callback
+
+	const n = 16
+	codes := make(chan int, n)
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() { codes <- serve(h, whRequest(t, whURL(t, whOrder), body)).Code })
+	}
+	wg.Wait()
+	close(codes)
+	for code := range codes {
+		assert.Equal(t, http.StatusServiceUnavailable, code, "in progress elsewhere: retry later")
+	}
+	close(release)
+	assert.Equal(t, 200, <-first)
+	assert.Equal(t, 200, serve(h, whRequest(t, whURL(t, whOrder), body)).Code, "the retry finds it delivered")
+	assert.Equal(t, int32(1), calls.Load())
+}
+
+func TestWebhookNilCallbackAcknowledges(t *testing.T) {
+	t.Parallel()
+	rc := &recorder{}
+	h, err := NewWebhookHandler(WebhookConfig{Secret: whSecret, OnPayout: rc.onPayout})
+	require.NoError(t, err)
+	w := serve(h, whRequest(t, whURL(t, whOrder), waitPaymentJSON(waitPaymentID, "paid", whOrder, time.Now())))
+	assert.Equal(t, 200, w.Code, "a payment event without OnPayment is acknowledged and dropped")
+}
+
+// failingStore is a DedupeStore whose calls fail on demand.
+type failingStore struct {
+	*MemoryDedupeStore
+	claimErr, completeErr error
+	claim                 DedupeClaim
+}
+
+func (f *failingStore) Claim(ctx context.Context, key string) (DedupeClaim, error) {
+	if f.claimErr != nil || f.claim != 0 {
+		return f.claim, f.claimErr
+	}
+	return f.MemoryDedupeStore.Claim(ctx, key)
+}
+
+func (f *failingStore) Complete(ctx context.Context, key string) error {
+	if f.completeErr != nil {
+		return f.completeErr
+	}
+	return f.MemoryDedupeStore.Complete(ctx, key)
+}
+
+func TestWebhookDedupeStoreFailures(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		store *failingStore
+		code  int
+		calls int
+	}{
+		{"claim fails", &failingStore{claimErr: errors.New("redis down")}, 503, 0},
+		{"unknown claim", &failingStore{claim: 42}, 503, 0},
+		{"complete fails", &failingStore{completeErr: errors.New("redis down")}, 200, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			tt.store.MemoryDedupeStore = NewMemoryDedupeStore(10, time.Hour)
+			rc := &recorder{}
+			h, err := NewWebhookHandler(WebhookConfig{Secret: whSecret, OnPayment: rc.onPayment, Dedupe: tt.store})
+			require.NoError(t, err)
+			w := serve(h, whRequest(t, whURL(t, whOrder), waitPaymentJSON(waitPaymentID, "paid", whOrder, time.Now())))
+			assert.Equal(t, tt.code, w.Code)
+			if tt.code == 503 {
+				assert.NotEmpty(t, w.Header().Get("Retry-After"))
+			}
+			p, _ := rc.counts()
+			assert.Equal(t, tt.calls, p)
+		})
+	}
+}
+
+func TestMemoryDedupeStore(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s := NewMemoryDedupeStore(3, time.Hour)
+	s.now = func() time.Time { return now }
+
+	claim := func(k string) DedupeClaim {
+		c, err := s.Claim(ctx, k)
+		require.NoError(t, err)
+		return c
+	}
+	assert.Equal(t, DedupeClaimed, claim("a"))
+	assert.Equal(t, DedupeInProgress, claim("a"))
+	require.NoError(t, s.Release(ctx, "a"))
+	assert.Equal(t, DedupeClaimed, claim("a"), "released: claimable again")
+	require.NoError(t, s.Complete(ctx, "a"))
+	assert.Equal(t, DedupeSeen, claim("a"))
+	assert.Equal(t, 1, s.Len())
+
+	for _, k := range []string{"b", "c", "d"} {
+		assert.Equal(t, DedupeClaimed, claim(k))
+		require.NoError(t, s.Complete(ctx, k))
+	}
+	assert.Equal(t, 3, s.Len(), "bounded")
+	assert.Equal(t, DedupeClaimed, claim("a"), "the oldest was evicted")
+	require.NoError(t, s.Release(ctx, "a"))
+
+	now = now.Add(59 * time.Minute)
+	assert.Equal(t, DedupeSeen, claim("d"))
+	now = now.Add(time.Minute)
+	assert.Equal(t, 0, s.Len(), "expired after the TTL")
+	assert.Equal(t, DedupeClaimed, claim("d"))
+
+	d := NewMemoryDedupeStore(0, 0)
+	assert.Equal(t, DefaultDedupeEntries, d.max)
+	assert.Equal(t, DefaultDedupeTTL, d.ttl)
+}
+
+func TestStatusAhead(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		kind        objKind
+		posted, api string
+		want        bool
+	}{
+		{kindPayment, "paid", "waiting", true},
+		{kindPayment, "paid", "confirming", true},
+		{kindPayment, "paid", "expired", true},
+		{kindPayment, "confirming", "waiting", true},
+		{kindPayment, "paid", "paid", false},
+		{kindPayment, "waiting", "paid", false},
+		{kindPayment, "expired", "paid", false},
+		{kindPayment, "paid_partial", "paid", false},
+		{kindPayment, "paid", "paid_partial", false},
+		{kindPayment, "locked", "confirming", false},
+		{kindPayment, "brand_new", "waiting", false},
+		{kindPayment, "paid", "brand_new", false},
+		{kindPayout, "paid", "processing", true},
+		{kindPayout, "processing", "created", true},
+		{kindPayout, "created", "paid", false},
+		{kindPayout, "failed", "paid", false},
+		{kindPayout, "paid", "failed", true},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, ahead(tt.kind, tt.posted, tt.api), "%s %s vs %s", tt.kind, tt.posted, tt.api)
+	}
+}
+
+func TestWebhookRereadsThroughTheAPI(t *testing.T) {
+	t.Parallel()
+	posted := func(status string) string { return waitPaymentJSON(waitPaymentID, status, whOrder, time.Now()) }
+	tests := []struct {
+		name     string
+		api      step
+		apiOrder string // orderId the API reports; "" means whOrder
+		apiID    string // id the API reports; "" means the posted one
+		body     string
+		code     int
+		got      PaymentStatus // what the callback received; "" means not called
+	}{
+		{"same status", step{value: "paid"}, "", "", posted("paid"), 200, PaymentPaid},
+		{"forged paid, API waiting", step{value: "waiting"}, "", "", posted("paid"), 503, PaymentWaiting},
+		{"stale event, API moved on", step{value: "paid"}, "", "", posted("confirming"), 200, PaymentPaid},
+		{"late payment after expiry", step{value: "paid"}, "", "", posted("expired"), 200, PaymentPaid},
+		{"another order's payment", step{value: "paid"}, "order-B", "", posted("paid"), 401, ""},
+		{"API answers another id", step{value: "paid"}, "", paymentID, posted("paid"), 503, ""},
+		{"unknown id", step{status: 404}, "", "", posted("paid"), 404, ""},
+		{"API down", step{status: 503}, "", "", posted("paid"), 503, ""},
+		{"API unreachable", step{err: errors.New("connection refused")}, "", "", posted("paid"), 503, ""},
+		{"our key refused", step{status: 401}, "", "", posted("paid"), 500, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c, mt := setup(t)
+			order, id := whOrder, waitPaymentID
+			if tt.apiOrder != "" {
+				order = tt.apiOrder
+			}
+			if tt.apiID != "" {
+				id = tt.apiID
+			}
+			s := &script{steps: []step{tt.api}, body: func(v string) string {
+				return strings.Replace(waitPaymentJSON(id, v, order, time.Now()), `"paidAmount":null`, `"paidAmount":"10.5"`, 1)
+			}}
+			mt.RegisterResponder(http.MethodGet, testBase+"/v1/payment/"+waitPaymentID+"/status", s.responder)
+			rc := &recorder{}
+			var logs syncBuffer
+			h := newTestHandler(t, c, rc, &logs)
+
+			w := serve(h, whRequest(t, whURL(t, whOrder), tt.body))
+			assert.Equal(t, tt.code, w.Code, w.Body.String())
+			if tt.code == 503 {
+				assert.NotEmpty(t, w.Header().Get("Retry-After"))
+			}
+			rc.mu.Lock()
+			defer rc.mu.Unlock()
+			if tt.got == "" {
+				assert.Empty(t, rc.payments)
+				return
+			}
+			require.Len(t, rc.payments, 1)
+			assert.Equal(t, tt.got, rc.payments[0].Status)
+			assert.True(t, rc.payments[0].PaidAmount.Valid, "the API's object, not the posted one")
+			assert.NotContains(t, logs.String(), "203.0.113.7")
+		})
+	}
+}
+
+func TestWebhookForgedStatusDeliveredOnceAsTheAPISaysIt(t *testing.T) {
+	t.Parallel()
+	c, mt := setup(t)
+	s := paymentScript(step{value: "waiting"})
+	mt.RegisterResponder(http.MethodGet, testBase+"/v1/payment/"+waitPaymentID+"/status", s.responder)
+	rc := &recorder{}
+	h := newTestHandler(t, c, rc, nil)
+	for range 3 {
+		w := serve(h, whRequest(t, whURL(t, whOrder), waitPaymentJSON(waitPaymentID, "paid", whOrder, time.Now())))
+		assert.Equal(t, http.StatusServiceUnavailable, w.Code)
+	}
+	require.Len(t, rc.payments, 1)
+	assert.Equal(t, PaymentWaiting, rc.payments[0].Status)
+	assert.Equal(t, int32(3), s.calls.Load(), "every event is re-read")
+}
+
+func TestWebhookPayoutReread(t *testing.T) {
+	t.Parallel()
+	c, mt := setup(t)
+	s := payoutScript(step{value: "processing"}, step{value: "paid"})
+	mt.RegisterResponder(http.MethodGet, testBase+"/v1/payout/"+waitPayoutID+"/status", s.responder)
+	rc := &recorder{}
+	h := newTestHandler(t, c, rc, nil)
+	assert.Equal(t, 200, serve(h, whRequest(t, whURL(t, whOrder), waitPayoutJSON(waitPayoutID, "processing", whOrder))).Code)
+	assert.Equal(t, 200, serve(h, whRequest(t, whURL(t, whOrder), waitPayoutJSON(waitPayoutID, "processing", whOrder))).Code)
+	_, n := rc.counts()
+	require.Equal(t, 2, n)
+	assert.Equal(t, PayoutProcessing, rc.payouts[0].Status)
+	assert.Equal(t, PayoutPaid, rc.payouts[1].Status, "the second read found it paid")
+}
+
+func TestWebhookWakesWaiters(t *testing.T) {
+	t.Parallel()
+	c, mt := setup(t)
+	var paid atomic.Bool
+	s := paymentScript(step{value: "waiting"})
+	s.body = func(string) string {
+		st := "waiting"
+		if paid.Load() {
+			st = "paid"
+		}
+		return waitPaymentJSON(waitPaymentID, st, whOrder, time.Now())
+	}
+	mt.RegisterResponder(http.MethodGet, testBase+"/v1/payment/"+waitPaymentID+"/status", s.responder)
+	// Only a Client: the handler exists to wake waits.
+	h, err := NewWebhookHandler(WebhookConfig{Secret: whSecret, Client: c})
+	require.NoError(t, err)
+
+	done := make(chan *Payment, 1)
+	go func() {
+		p, err := c.WaitForPayment(context.Background(), waitPaymentID, WithPollInterval(time.Hour))
+		assert.NoError(t, err)
+		done <- p
+	}()
+	waitUntil(t, func() bool { return s.calls.Load() == 1 })
+	paid.Store(true)
+	assert.Equal(t, 200, serve(h, whRequest(t, whURL(t, whOrder), waitPaymentJSON(waitPaymentID, "paid", whOrder, time.Now()))).Code)
+	p := <-done
+	assert.Equal(t, PaymentPaid, p.Status)
+	assert.Equal(t, int32(2), s.calls.Load(), "one read by the wait, one by the handler")
+}
+
+func TestWebhookForgedEventDoesNotWakeWithPostedStatus(t *testing.T) {
+	t.Parallel()
+	c, mt := setup(t)
+	s := paymentScript(step{value: "waiting"})
+	mt.RegisterResponder(http.MethodGet, testBase+"/v1/payment/"+waitPaymentID+"/status", s.responder)
+	h, err := NewWebhookHandler(WebhookConfig{Secret: whSecret, Client: c})
+	require.NoError(t, err)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	var changes atomic.Int32
+	done := make(chan *Payment, 1)
+	go func() {
+		p, _ := c.WaitForPayment(ctx, waitPaymentID, WithPollInterval(time.Hour), OnStatusChange(func(*Payment) { changes.Add(1) }))
+		done <- p
+	}()
+	waitUntil(t, func() bool { return s.calls.Load() == 1 })
+	serve(h, whRequest(t, whURL(t, whOrder), waitPaymentJSON(waitPaymentID, "paid", whOrder, time.Now())))
+	waitUntil(t, func() bool { return s.calls.Load() == 2 })
+	cancel()
+	p := <-done
+	assert.Equal(t, PaymentWaiting, p.Status, "the wait got the API's waiting, not the posted paid")
+	assert.Equal(t, int32(1), changes.Load())
+}
