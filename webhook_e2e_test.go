@@ -1,0 +1,343 @@
+package cryptopay_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/shopspring/decimal"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cryptopay/cryptopay-go"
+	"github.com/cryptopay/cryptopay-go/cryptopaytest"
+)
+
+var e2eSecret = []byte("e2e-webhook-secret-0123456789abcdef")
+
+// hookEnv is a fake API, a Client for it, and a merchant's webhook endpoint
+// (a WebhookHandler with that Client) on loopback.
+type hookEnv struct {
+	srv    *cryptopaytest.Server
+	client *cryptopay.Client
+	hook   *httptest.Server
+
+	mu       sync.Mutex
+	payments []*cryptopay.Payment
+	payouts  []*cryptopay.Payout
+	fail     atomic.Int32 // the next n callbacks fail
+}
+
+func newHookEnv(t *testing.T, opts ...cryptopaytest.ServerOption) *hookEnv {
+	t.Helper()
+	e := &hookEnv{srv: cryptopaytest.NewServer(opts...)}
+	t.Cleanup(e.srv.Close)
+	e.client = e.srv.Client()
+	h, err := cryptopay.NewWebhookHandler(cryptopay.WebhookConfig{
+		Secret: e2eSecret,
+		Client: e.client,
+		OnPayment: func(_ context.Context, p *cryptopay.Payment) error {
+			if e.fail.Add(-1) >= 0 {
+				return errors.New("order database unavailable")
+			}
+			e.mu.Lock()
+			defer e.mu.Unlock()
+			e.payments = append(e.payments, p)
+			return nil
+		},
+		OnPayout: func(_ context.Context, p *cryptopay.Payout) error {
+			if e.fail.Add(-1) >= 0 {
+				return errors.New("order database unavailable")
+			}
+			e.mu.Lock()
+			defer e.mu.Unlock()
+			e.payouts = append(e.payouts, p)
+			return nil
+		},
+	})
+	require.NoError(t, err)
+	mux := http.NewServeMux()
+	mux.Handle("/hooks/cryptopay", h)
+	e.hook = httptest.NewServer(mux)
+	t.Cleanup(e.hook.Close)
+	return e
+}
+
+func (e *hookEnv) url(t *testing.T, orderID string) string {
+	t.Helper()
+	u, err := cryptopay.WebhookURL(e.hook.URL+"/hooks/cryptopay", e2eSecret, orderID)
+	require.NoError(t, err)
+	return u
+}
+
+func (e *hookEnv) createPayment(t *testing.T, orderID string) *cryptopay.Payment {
+	t.Helper()
+	p, err := e.client.CreatePayment(context.Background(), cryptopay.CreatePaymentParams{
+		Amount: decimal.RequireFromString("25.50"), Currency: "usdt", Network: "tron",
+		CustomerID: "cust-1", CustomerIP: "203.0.113.9", OrderID: orderID,
+		WebhookURL: e.url(t, orderID),
+	})
+	require.NoError(t, err)
+	return p
+}
+
+func (e *hookEnv) idle(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, e.srv.WaitWebhooksIdle(ctx))
+}
+
+func (e *hookEnv) gotPayments() []*cryptopay.Payment {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]*cryptopay.Payment(nil), e.payments...)
+}
+
+func (e *hookEnv) post(t *testing.T, method, target, body string) int {
+	t.Helper()
+	req, err := http.NewRequest(method, target, strings.NewReader(body))
+	require.NoError(t, err)
+	resp, err := e.hook.Client().Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func TestE2EPaymentWebhookFlow(t *testing.T) {
+	t.Parallel()
+	e := newHookEnv(t)
+	p := e.createPayment(t, "order-flow")
+	require.NoError(t, e.srv.Pay(p.ID, p.PayAmount))
+	e.idle(t)
+
+	got := e.gotPayments()
+	require.Len(t, got, 1, "exactly once")
+	api, err := e.client.GetPayment(context.Background(), p.ID)
+	require.NoError(t, err)
+	assert.Equal(t, cryptopay.PaymentPaid, got[0].Status)
+	assert.Equal(t, api.ID, got[0].ID)
+	assert.Equal(t, "order-flow", got[0].OrderID)
+	assert.True(t, got[0].PaidAmount.Valid)
+	assert.True(t, api.PaidAmount.Decimal.Equal(got[0].PaidAmount.Decimal))
+	assert.True(t, api.MerchantAmount.Decimal.Equal(got[0].MerchantAmount.Decimal))
+	for _, d := range e.srv.Webhooks() {
+		assert.True(t, d.Delivered(), "attempt %d: %d %s", d.Attempt, d.StatusCode, d.Err)
+	}
+}
+
+func TestE2ELatePaymentAfterExpiry(t *testing.T) {
+	t.Parallel()
+	e := newHookEnv(t)
+	p := e.createPayment(t, "order-late")
+	e.srv.Advance(cryptopaytest.DefaultPaymentTTL + time.Minute)
+	e.idle(t)
+	require.NoError(t, e.srv.Pay(p.ID, p.PayAmount))
+	e.idle(t)
+	var seen []cryptopay.PaymentStatus
+	for _, g := range e.gotPayments() {
+		seen = append(seen, g.Status)
+	}
+	assert.Equal(t, []cryptopay.PaymentStatus{cryptopay.PaymentExpired, cryptopay.PaymentPaid}, seen,
+		"terminal is not final: the late payment is delivered")
+}
+
+func TestE2EPayoutWebhookFlow(t *testing.T) {
+	t.Parallel()
+	e := newHookEnv(t)
+	po, err := e.client.CreatePayout(context.Background(), cryptopay.CreatePayoutParams{
+		WalletAddress: "TXyz", Amount: decimal.RequireFromString("3"), Currency: "usdt", Network: "tron",
+		CustomerID: "cust-1", CustomerIP: "203.0.113.9", OrderID: "wd-1", WebhookURL: e.url(t, "wd-1"),
+	})
+	require.NoError(t, err)
+	require.NoError(t, e.srv.SetPayoutStatus(po.ID, cryptopay.PayoutProcessing))
+	e.idle(t)
+	require.NoError(t, e.srv.SetPayoutStatus(po.ID, cryptopay.PayoutPaid))
+	e.idle(t)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	require.Len(t, e.payouts, 2)
+	assert.Equal(t, cryptopay.PayoutProcessing, e.payouts[0].Status)
+	assert.Equal(t, cryptopay.PayoutPaid, e.payouts[1].Status)
+	assert.True(t, e.payouts[1].PaidAmount.Valid)
+}
+
+func TestE2ERejectsForgeries(t *testing.T) {
+	t.Parallel()
+	e := newHookEnv(t)
+	a := e.createPayment(t, "order-A")
+	b := e.createPayment(t, "order-B")
+	require.NoError(t, e.srv.Pay(b.ID, b.PayAmount)) // B is paid, A is not
+	e.idle(t)
+	bDelivery := e.srv.Webhooks()[0]
+	require.Equal(t, b.ID, bDelivery.ObjectID)
+	before := len(e.gotPayments())
+	require.Equal(t, 1, before)
+
+	aURL := e.url(t, "order-A")
+	u, _ := url.Parse(aURL)
+	noToken := e.hook.URL + u.Path
+	wrongToken := noToken + "?token=" + strings.Repeat("A", 43)
+	paidBodyForA := strings.Replace(string(bDelivery.Body), b.ID, a.ID, 1)
+	paidBodyForA = strings.ReplaceAll(paidBodyForA, "order-B", "order-A")
+	bBodyClaimingA := strings.ReplaceAll(string(bDelivery.Body), "order-B", "order-A")
+
+	tests := []struct {
+		name, method, target, body string
+		code                       int
+	}{
+		{"missing token", http.MethodPost, noToken, paidBodyForA, http.StatusUnauthorized},
+		{"forged token", http.MethodPost, wrongToken, paidBodyForA, http.StatusUnauthorized},
+		{"B's genuine body under A's token", http.MethodPost, aURL, string(bDelivery.Body), http.StatusUnauthorized},
+		{"B's id claiming order A", http.MethodPost, aURL, bBodyClaimingA, http.StatusUnauthorized},
+		{"unknown payment id", http.MethodPost, aURL, strings.Replace(paidBodyForA, a.ID, "00000000-0000-4000-8000-000000000000", 1), http.StatusNotFound},
+		{"wrong method", http.MethodGet, aURL, "", http.StatusMethodNotAllowed},
+		{"oversized body", http.MethodPost, aURL, `{"x":"` + strings.Repeat("a", 1<<20) + `"}`, http.StatusRequestEntityTooLarge},
+		{"not JSON", http.MethodPost, aURL, "<xml/>", http.StatusBadRequest},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.code, e.post(t, tt.method, tt.target, tt.body))
+		})
+	}
+	assert.Len(t, e.gotPayments(), before, "no callback for any forgery")
+
+	// A forged "paid" under A's genuine token: the callback gets the API's
+	// version (waiting), once, and never "paid"; the sender is asked to
+	// retry because the posted status is ahead of the API.
+	for range 3 {
+		assert.Equal(t, http.StatusServiceUnavailable, e.post(t, http.MethodPost, aURL, paidBodyForA))
+	}
+	got := e.gotPayments()
+	require.Len(t, got, before+1)
+	assert.Equal(t, a.ID, got[before].ID)
+	assert.Equal(t, cryptopay.PaymentWaiting, got[before].Status)
+	st, err := e.srv.PaymentStatus(a.ID)
+	require.NoError(t, err)
+	assert.Equal(t, cryptopay.PaymentWaiting, st)
+}
+
+func TestE2EReplayIsDeliveredOnce(t *testing.T) {
+	t.Parallel()
+	e := newHookEnv(t)
+	p := e.createPayment(t, "order-replay")
+	require.NoError(t, e.srv.Pay(p.ID, p.PayAmount))
+	e.idle(t)
+	d := e.srv.Webhooks()[0]
+	for range 5 {
+		assert.Equal(t, http.StatusOK, e.post(t, http.MethodPost, d.URL, string(d.Body)), "acknowledged")
+	}
+	assert.Len(t, e.gotPayments(), 1, "a replayed event reaches the callback once")
+}
+
+func TestE2ECallbackFailureIsRedelivered(t *testing.T) {
+	t.Parallel()
+	e := newHookEnv(t, cryptopaytest.WithWebhookRetry(5, time.Millisecond))
+	e.fail.Store(2)
+	p := e.createPayment(t, "order-retry")
+	require.NoError(t, e.srv.Pay(p.ID, p.PayAmount))
+	e.idle(t)
+	var codes []int
+	for _, d := range e.srv.Webhooks() {
+		codes = append(codes, d.StatusCode)
+	}
+	assert.Equal(t, []int{500, 500, 200}, codes, "the fake retried until the callback succeeded")
+	got := e.gotPayments()
+	require.Len(t, got, 1)
+	assert.Equal(t, cryptopay.PaymentPaid, got[0].Status)
+}
+
+func TestE2EAPIDownMeansRetry(t *testing.T) {
+	t.Parallel()
+	e := newHookEnv(t, cryptopaytest.WithWebhookRetry(5, time.Millisecond))
+	p := e.createPayment(t, "order-apidown")
+	// The handler's re-read fails (4 attempts inside GetPayment), so the
+	// webhook is answered 503 and the fake redelivers.
+	e.srv.InjectFault(cryptopaytest.RouteGetPayment, cryptopaytest.Fault{Times: 4, Status: http.StatusServiceUnavailable})
+	require.NoError(t, e.srv.Pay(p.ID, p.PayAmount))
+	e.idle(t)
+	var codes []int
+	for _, d := range e.srv.Webhooks() {
+		codes = append(codes, d.StatusCode)
+	}
+	assert.Equal(t, []int{503, 200}, codes)
+	assert.Len(t, e.gotPayments(), 1)
+}
+
+func TestE2EWebhookWakesWaiter(t *testing.T) {
+	t.Parallel()
+	e := newHookEnv(t)
+	p := e.createPayment(t, "order-wake")
+	before := e.srv.Requests(cryptopaytest.RouteGetPayment)
+
+	type result struct {
+		p   *cryptopay.Payment
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		// An hour between polls: only the webhook can end this wait soon.
+		got, err := e.client.WaitForPayment(context.Background(), p.ID, cryptopay.WithPollInterval(time.Hour))
+		done <- result{got, err}
+	}()
+	hookUntil(t, func() bool { return e.srv.Requests(cryptopaytest.RouteGetPayment) == before+1 })
+	require.NoError(t, e.srv.Pay(p.ID, p.PayAmount))
+	r := <-done
+	require.NoError(t, r.err)
+	assert.Equal(t, cryptopay.PaymentPaid, r.p.Status)
+	assert.True(t, r.p.PaidAmount.Valid)
+	e.idle(t)
+	assert.Equal(t, before+2, e.srv.Requests(cryptopaytest.RouteGetPayment),
+		"one read by the wait, one by the handler: the wake-up hands over the handler's read")
+}
+
+func TestE2EWaitForPayoutPolls(t *testing.T) {
+	t.Parallel()
+	e := newHookEnv(t)
+	po, err := e.client.CreatePayout(context.Background(), cryptopay.CreatePayoutParams{
+		WalletAddress: "TXyz", Amount: decimal.RequireFromString("1.25"), Currency: "usdt", Network: "tron",
+		CustomerID: "cust-1", CustomerIP: "203.0.113.9", OrderID: "wd-poll",
+	})
+	require.NoError(t, err)
+	var seen []cryptopay.PayoutStatus
+	moves := []cryptopay.PayoutStatus{cryptopay.PayoutReview, cryptopay.PayoutProcessing, cryptopay.PayoutConfirming, cryptopay.PayoutPaid}
+	got, err := e.client.WaitForPayout(context.Background(), po.ID,
+		cryptopay.WithPollInterval(time.Millisecond), cryptopay.WithMaxPollInterval(time.Millisecond),
+		cryptopay.OnStatusChange(func(p *cryptopay.Payout) {
+			seen = append(seen, p.Status)
+			// Drive the fake from the callback: each status seen moves it on.
+			if len(seen) <= len(moves) {
+				assert.NoError(t, e.srv.SetPayoutStatus(po.ID, moves[len(seen)-1]))
+			}
+		}))
+	require.NoError(t, err)
+	assert.Equal(t, cryptopay.PayoutPaid, got.Status)
+	assert.Equal(t, []cryptopay.PayoutStatus{"created", "review", "processing", "confirming", "paid"}, seen)
+}
+
+func TestE2EWaitNotFound(t *testing.T) {
+	t.Parallel()
+	e := newHookEnv(t)
+	_, err := e.client.WaitForPayment(context.Background(), "00000000-0000-4000-8000-000000000000", cryptopay.WithPollInterval(time.Millisecond))
+	require.ErrorIs(t, err, cryptopay.ErrNotFound)
+	assert.Equal(t, 1, e.srv.Requests(cryptopaytest.RouteGetPayment))
+}
+
+// hookUntil polls cond every millisecond; it is a bound, not a timing assertion.
+func hookUntil(t testing.TB, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not reached")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
