@@ -33,7 +33,7 @@ import (
 //	GET    /_control/webhooks                                          -> delivery attempts
 //	GET    /_control/state                                             -> counters and balances
 //
-// A fault is {"times", "process", "status", "body", "contentType",
+// A fault is {"times", "process", "status", "body", "emptyBody", "contentType",
 // "retryAfter", "delay" (a Go duration such as "250ms"), "drop",
 // "truncate"}, as Fault. The control API needs no API key.
 func (s *Server) ControlHandler() http.Handler {
@@ -208,6 +208,7 @@ type faultJSON struct {
 	Process     bool   `json:"process"`
 	Status      int    `json:"status"`
 	Body        string `json:"body"`
+	EmptyBody   bool   `json:"emptyBody"`
 	ContentType string `json:"contentType"`
 	RetryAfter  string `json:"retryAfter"`
 	Delay       string `json:"delay"`
@@ -242,7 +243,7 @@ func (s *Server) ctlAddFault(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.InjectFault(route, Fault{
-		Times: f.Times, Process: f.Process, Status: f.Status, Body: f.Body, ContentType: f.ContentType,
+		Times: f.Times, Process: f.Process, Status: f.Status, Body: f.Body, EmptyBody: f.EmptyBody, ContentType: f.ContentType,
 		RetryAfter: f.RetryAfter, Delay: delay, Drop: f.Drop, Truncate: f.Truncate,
 	})
 	writeJSON(w, http.StatusOK, struct {

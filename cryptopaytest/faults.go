@@ -35,8 +35,11 @@ type Fault struct {
 	Status int
 	// Body replaces the response body, raw (an HTML page, "{not json", a
 	// wrong-shape JSON ...). Empty means the default fault body with Status,
-	// or the real body with Process and no Status.
+	// or the real body with Process and no Status; see EmptyBody for none.
 	Body string
+	// EmptyBody sends no body at all (Content-Length 0), overriding Body:
+	// with Status 200 it is the "empty success" a client must refuse.
+	EmptyBody bool
 	// ContentType replaces the Content-Type (default application/json).
 	ContentType string
 	// RetryAfter is sent as the Retry-After header when not empty.
@@ -54,7 +57,7 @@ type Fault struct {
 
 // responds reports whether the fault sends a response of its own.
 func (f Fault) responds() bool {
-	return f.Status != 0 || f.Body != "" || f.ContentType != "" || f.RetryAfter != "" || f.Truncate
+	return f.Status != 0 || f.Body != "" || f.EmptyBody || f.ContentType != "" || f.RetryAfter != "" || f.Truncate
 }
 
 type faultEntry struct {
@@ -156,7 +159,7 @@ func (s *Server) serveFault(w http.ResponseWriter, r *http.Request, idx int, id 
 				status = http.StatusInternalServerError
 			}
 			b := []byte(f.Body)
-			if f.Body == "" {
+			if f.Body == "" && !f.EmptyBody {
 				b = errorBody(codeFault, "fault injected by cryptopaytest; the request was not processed")
 			}
 			ct := f.ContentType
@@ -187,7 +190,7 @@ func (s *Server) serveFault(w http.ResponseWriter, r *http.Request, idx int, id 
 			ct = "application/json"
 		}
 	}
-	if f.Body != "" {
+	if f.Body != "" || f.EmptyBody {
 		b = []byte(f.Body)
 	}
 	if f.ContentType != "" {

@@ -1,0 +1,238 @@
+package cryptopaytest_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	cryptopay "github.com/cryptopay/cryptopay-go"
+	"github.com/cryptopay/cryptopay-go/cryptopaytest"
+)
+
+// hookReceiver records the webhooks it receives; fail decides the answer.
+type hookReceiver struct {
+	*httptest.Server
+	mu     sync.Mutex
+	bodies [][]byte
+	ctypes []string
+	calls  atomic.Int32
+	fail   func(n int32) int // status for the n-th call (from 1)
+}
+
+func newHookReceiver(t *testing.T, fail func(n int32) int) *hookReceiver {
+	h := &hookReceiver{fail: fail}
+	h.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := h.calls.Add(1)
+		b, _ := io.ReadAll(r.Body)
+		status := http.StatusOK
+		if h.fail != nil {
+			status = h.fail(n)
+		}
+		if status < 300 {
+			h.mu.Lock()
+			h.bodies = append(h.bodies, b)
+			h.ctypes = append(h.ctypes, r.Header.Get("Content-Type"))
+			h.mu.Unlock()
+		}
+		w.WriteHeader(status)
+	}))
+	t.Cleanup(h.Close)
+	return h
+}
+
+func (h *hookReceiver) received() [][]byte {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([][]byte(nil), h.bodies...)
+}
+
+func statusOf(t *testing.T, body []byte) string {
+	var m map[string]any
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	require.NoError(t, dec.Decode(&m))
+	return m["status"].(string)
+}
+
+func TestWebhooksPaymentInOrder(t *testing.T) {
+	rcv := newHookReceiver(t, nil)
+	s := newServer(t)
+	c := s.Client()
+	params := paymentParams()
+	params.WebhookURL = rcv.URL + "/hook?token=abc"
+	p, err := c.CreatePayment(ctx(t), params)
+	require.NoError(t, err)
+
+	require.NoError(t, s.SetPaymentStatus(p.ID, cryptopay.PaymentConfirming))
+	require.NoError(t, s.Pay(p.ID, dec("5")))
+	require.NoError(t, s.Pay(p.ID, dec("5.1")))
+	require.NoError(t, s.WaitWebhooksIdle(ctx(t)))
+
+	got := rcv.received()
+	require.Len(t, got, 3)
+	assert.Equal(t, []string{"confirming", "paid_partial", "paid"}, []string{statusOf(t, got[0]), statusOf(t, got[1]), statusOf(t, got[2])})
+	assert.Equal(t, "application/json", rcv.ctypes[0])
+
+	// The body is the status-response shape, which the SDK reads.
+	var hp cryptopay.Payment
+	require.NoError(t, json.Unmarshal(got[2], &hp))
+	assert.Equal(t, p.ID, hp.ID)
+	assert.True(t, hp.PaidAmount.Decimal.Equal(dec("10.1")))
+	assert.True(t, hp.MerchantAmount.Decimal.Equal(dec("10")))
+
+	recs := s.Webhooks()
+	require.Len(t, recs, 3)
+	for _, d := range recs {
+		assert.Equal(t, "payment", d.Kind)
+		assert.Equal(t, p.ID, d.ObjectID)
+		assert.Equal(t, params.WebhookURL, d.URL)
+		assert.Equal(t, 1, d.Attempt)
+		assert.Equal(t, 200, d.StatusCode)
+		assert.True(t, d.Delivered())
+		assert.False(t, d.Time.IsZero())
+	}
+	assert.Equal(t, "paid", recs[2].Status)
+}
+
+func TestWebhooksPayoutAndExpiry(t *testing.T) {
+	rcv := newHookReceiver(t, nil)
+	s := newServer(t)
+	pid := createPayment(t, s, `{"amount":1,"platformFeeByUser":false,"currency":"eth","network":"eth",
+		"customerId":"c","customerIp":"1.2.3.4","orderId":"o","webhookUrl":"`+rcv.URL+`"}`)
+	poid := createPayout(t, s, `{"walletAddress":"0xabc","amount":1,"currency":"eth","network":"eth",
+		"customerId":"c","customerIp":"1.2.3.4","orderId":"o","webhookUrl":"`+rcv.URL+`"}`)
+	s.Advance(cryptopaytest.DefaultPaymentTTL)
+	require.NoError(t, s.SetPayoutStatus(poid, cryptopay.PayoutProcessing))
+	require.NoError(t, s.SetPayoutStatus(poid, cryptopay.PayoutPaid))
+	got, err := s.WaitWebhooks(ctx(t), 3)
+	require.NoError(t, err)
+	byKind := map[string][]string{}
+	for _, d := range got {
+		byKind[d.Kind] = append(byKind[d.Kind], d.Status)
+	}
+	assert.Equal(t, []string{"expired"}, byKind["payment"])
+	assert.Equal(t, []string{"processing", "paid"}, byKind["payout"])
+	for _, d := range got {
+		if d.Kind == "payout" {
+			assert.Equal(t, poid, d.ObjectID)
+			var po cryptopay.Payout
+			require.NoError(t, json.Unmarshal(d.Body, &po))
+			assert.Equal(t, poid, po.ID)
+		} else {
+			assert.Equal(t, pid, d.ObjectID)
+		}
+	}
+}
+
+func TestWebhooksRetried(t *testing.T) {
+	rcv := newHookReceiver(t, func(n int32) int {
+		if n <= 2 {
+			return http.StatusServiceUnavailable
+		}
+		return http.StatusNoContent
+	})
+	s := newServer(t, cryptopaytest.WithWebhookRetry(5, time.Millisecond))
+	id := createPayout(t, s, `{"walletAddress":"0xabc","amount":1,"currency":"eth","network":"eth",
+		"customerId":"c","customerIp":"1.2.3.4","orderId":"o","webhookUrl":"`+rcv.URL+`"}`)
+	require.NoError(t, s.SetPayoutStatus(id, cryptopay.PayoutCancelled))
+	require.NoError(t, s.WaitWebhooksIdle(ctx(t)))
+	recs := s.Webhooks()
+	require.Len(t, recs, 3)
+	for i, d := range recs {
+		assert.Equal(t, i+1, d.Attempt)
+		assert.Equal(t, "cancelled", d.Status)
+	}
+	assert.Equal(t, 503, recs[0].StatusCode)
+	assert.False(t, recs[0].Delivered())
+	assert.Equal(t, 204, recs[2].StatusCode)
+	assert.True(t, recs[2].Delivered())
+	assert.Len(t, rcv.received(), 1)
+}
+
+func TestWebhooksGiveUpAndTransportErrors(t *testing.T) {
+	// A closed port: every attempt is a transport error.
+	dead := httptest.NewServer(http.NotFoundHandler())
+	url := dead.URL
+	dead.Close()
+	s := newServer(t, cryptopaytest.WithWebhookRetry(3, time.Millisecond))
+	id := createPayout(t, s, `{"walletAddress":"0xabc","amount":1,"currency":"eth","network":"eth",
+		"customerId":"c","customerIp":"1.2.3.4","orderId":"o","webhookUrl":"`+url+`/x"}`)
+	require.NoError(t, s.SetPayoutStatus(id, cryptopay.PayoutFailed))
+	require.NoError(t, s.WaitWebhooksIdle(ctx(t)))
+	recs := s.Webhooks()
+	require.Len(t, recs, 3, "3 attempts in all")
+	for _, d := range recs {
+		assert.Zero(t, d.StatusCode)
+		assert.NotEmpty(t, d.Err)
+		assert.False(t, d.Delivered())
+	}
+}
+
+func TestWebhooksNonLoopbackNotSent(t *testing.T) {
+	s := newServer(t)
+	id := createPayment(t, s, `{"amount":1,"platformFeeByUser":false,"currency":"eth","network":"eth",
+		"customerId":"c","customerIp":"1.2.3.4","orderId":"o","webhookUrl":"https://shop.example/hook"}`)
+	require.NoError(t, s.SetPaymentStatus(id, cryptopay.PaymentFailed))
+	require.NoError(t, s.WaitWebhooksIdle(ctx(t)))
+	recs := s.Webhooks()
+	require.Len(t, recs, 1, "not retried")
+	assert.Contains(t, recs[0].Err, "not loopback")
+}
+
+func TestWebhooksCustomClientAnyHost(t *testing.T) {
+	var hits atomic.Int32
+	hc := &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		hits.Add(1)
+		assert.Equal(t, "shop.example", r.URL.Host)
+		return &http.Response{StatusCode: 200, Body: io.NopCloser(bytes.NewReader(nil)), Request: r}, nil
+	})}
+	s := newServer(t, cryptopaytest.WithWebhookClient(hc), cryptopaytest.WithWebhookAnyHost())
+	id := createPayment(t, s, `{"amount":1,"platformFeeByUser":false,"currency":"eth","network":"eth",
+		"customerId":"c","customerIp":"1.2.3.4","orderId":"o","webhookUrl":"https://shop.example/hook"}`)
+	require.NoError(t, s.SetPaymentStatus(id, cryptopay.PaymentFailed))
+	require.NoError(t, s.WaitWebhooksIdle(ctx(t)))
+	assert.Equal(t, int32(1), hits.Load())
+	assert.True(t, s.Webhooks()[0].Delivered())
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+func TestWebhooksStopOnClose(t *testing.T) {
+	// A receiver that always fails and a long backoff: Close must not wait
+	// for the retries.
+	rcv := newHookReceiver(t, func(int32) int { return 500 })
+	s := cryptopaytest.NewServer(cryptopaytest.WithWebhookRetry(10, time.Hour))
+	id := createPayout(t, s, `{"walletAddress":"0xabc","amount":1,"currency":"eth","network":"eth",
+		"customerId":"c","customerIp":"1.2.3.4","orderId":"o","webhookUrl":"`+rcv.URL+`"}`)
+	require.NoError(t, s.SetPayoutStatus(id, cryptopay.PayoutFailed))
+	_, err := s.WaitWebhooks(ctx(t), 1)
+	require.NoError(t, err)
+	start := time.Now()
+	s.Close()
+	assert.Less(t, time.Since(start), 2*time.Second)
+	assert.Len(t, s.Webhooks(), 1)
+	_, err = s.WaitWebhooks(ctx(t), 2)
+	assert.Error(t, err, "no more deliveries after Close")
+	assert.NoError(t, s.WaitWebhooksIdle(ctx(t)), "nothing pending after Close")
+}
+
+func TestWaitWebhooksContext(t *testing.T) {
+	s := newServer(t)
+	c, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	got, err := s.WaitWebhooks(c, 1)
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Empty(t, got)
+}
