@@ -35,7 +35,7 @@ type hookEnv struct {
 	fail     atomic.Int32 // the next n callbacks fail
 }
 
-func newHookEnv(t *testing.T, opts ...cryptopaytest.ServerOption) *hookEnv {
+func newHookEnv(t testing.TB, opts ...cryptopaytest.ServerOption) *hookEnv {
 	t.Helper()
 	e := &hookEnv{srv: cryptopaytest.NewServer(opts...)}
 	t.Cleanup(e.srv.Close)
@@ -70,14 +70,14 @@ func newHookEnv(t *testing.T, opts ...cryptopaytest.ServerOption) *hookEnv {
 	return e
 }
 
-func (e *hookEnv) url(t *testing.T, orderID string) string {
+func (e *hookEnv) url(t testing.TB, orderID string) string {
 	t.Helper()
 	u, err := cryptopay.WebhookURL(e.hook.URL+"/hooks/cryptopay", e2eSecret, orderID)
 	require.NoError(t, err)
 	return u
 }
 
-func (e *hookEnv) createPayment(t *testing.T, orderID string) *cryptopay.Payment {
+func (e *hookEnv) createPayment(t testing.TB, orderID string) *cryptopay.Payment {
 	t.Helper()
 	p, err := e.client.CreatePayment(context.Background(), cryptopay.CreatePaymentParams{
 		Amount: decimal.RequireFromString("25.50"), Currency: "usdt", Network: "tron",
@@ -88,7 +88,7 @@ func (e *hookEnv) createPayment(t *testing.T, orderID string) *cryptopay.Payment
 	return p
 }
 
-func (e *hookEnv) idle(t *testing.T) {
+func (e *hookEnv) idle(t testing.TB) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
