@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"time"
 
@@ -35,7 +36,9 @@ import (
 //
 // A fault is {"times", "process", "status", "body", "emptyBody", "contentType",
 // "retryAfter", "delay" (a Go duration such as "250ms"), "drop",
-// "truncate"}, as Fault. The control API needs no API key.
+// "truncate"}, as Fault. The control API needs no API key; it refuses
+// requests that carry an Origin header or name a non-loopback Host (403), so
+// a web page cannot drive it through the developer's browser.
 func (s *Server) ControlHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /_control/payments/{id}/pay", s.ctlPay)
@@ -62,12 +65,28 @@ type controlHandler struct {
 }
 
 func (c controlHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// The control API has no key. A web page the developer visits could
+	// still reach a loopback port (a cross-origin "simple" POST, or DNS
+	// rebinding), so requests from a browser context or for a non-loopback
+	// host name are refused; curl and test code send neither.
+	if r.Header.Get("Origin") != "" || !isLoopbackHost(hostOnly(r.Host)) {
+		writeError(w, http.StatusForbidden, "forbidden", "the control API only answers loopback clients without an Origin header")
+		return
+	}
 	if !c.s.enter() {
 		writeError(w, http.StatusServiceUnavailable, codeClosed, "the fake server is closed")
 		return
 	}
 	defer c.s.inflight.Done()
 	c.mux.ServeHTTP(w, r)
+}
+
+// hostOnly strips the port from a Host header value.
+func hostOnly(hostport string) string {
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		return h
+	}
+	return hostport
 }
 
 // decodeControl reads a strict JSON body (unknown keys are refused, so a

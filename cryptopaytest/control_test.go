@@ -167,3 +167,13 @@ func TestControlHandlerStandalone(t *testing.T) {
 	// Without WithControlAPI the API listener does not serve it.
 	assert.Equal(t, 404, call(t, s, "GET", "/_control/clock", "").Status)
 }
+
+func TestControlRefusesBrowsers(t *testing.T) {
+	s := newServer(t, cryptopaytest.WithControlAPI())
+	r := call(t, s, "GET", "/_control/state", "", "Origin", "https://evil.example")
+	assert.Equal(t, http.StatusForbidden, r.Status)
+	r = call(t, s, "GET", "/_control/state", "", "Host", "rebound.example:8080")
+	assert.Equal(t, http.StatusForbidden, r.Status)
+	r = call(t, s, "GET", "/_control/state", "", "Host", "localhost:8080")
+	assert.Equal(t, http.StatusOK, r.Status)
+}

@@ -5,9 +5,11 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -263,4 +265,35 @@ func TestInProcessHandlerDropAborts(t *testing.T) {
 	}()
 	s.Handler().ServeHTTP(newRecorder(), req)
 	t.Fatal("Drop should abort")
+}
+
+func TestFaultsWithRequestLogging(t *testing.T) {
+	// The request log wraps the ResponseWriter; Drop and Truncate must still
+	// reach the connection underneath.
+	var logs strings.Builder
+	var mu sync.Mutex
+	s := newServer(t, cryptopaytest.WithLogger(slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs}, nil))))
+	s.InjectFault(cryptopaytest.RouteCurrencies, cryptopaytest.Fault{Process: true, Truncate: true})
+	_, body := rawGet(t, s, "/v1/currencies")
+	assert.NotEmpty(t, body)
+	s.InjectFault(cryptopaytest.RouteCurrencies, cryptopaytest.Fault{Drop: true})
+	req, _ := http.NewRequest("GET", s.URL+"/v1/currencies", nil)
+	_, err := (&http.Client{Transport: &http.Transport{}}).Do(req)
+	require.Error(t, err)
+	call(t, s, "GET", "/v1/currencies", "")
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Contains(t, logs.String(), "route=\"GET /v1/currencies\"")
+	assert.NotContains(t, logs.String(), s.APIKey)
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

@@ -56,8 +56,10 @@ var (
 // Currency is a currency and network pair the server supports, for example
 // {Currency: "usdt", Network: "tron"}. Matching is exact and case-sensitive.
 type Currency struct {
+	// Currency is the currency key, for example "usdt".
 	Currency string
-	Network  string
+	// Network is the network key, for example "tron".
+	Network string
 }
 
 // DefaultCurrencies are the pairs a Server supports unless WithCurrencies
