@@ -1,0 +1,228 @@
+// Command webhook is a small merchant server that takes a payment and learns
+// its outcome from the API's webhook: it serves a cryptopay.WebhookHandler,
+// creates a payment whose webhookUrl points at itself (signed with
+// cryptopay.WebhookURL), has the customer pay (simulated on the bundled fake
+// server), prints what the callback received, and exits.
+//
+//	go run ./examples/webhook
+//
+// It talks to the in-process fake server unless CRYPTOPAY_BASE_URL and
+// CRYPTOPAY_API_KEY are set. Against a real API it also needs
+// CRYPTOPAY_WEBHOOK_PUBLIC_URL, a URL that reaches this process (for example
+// a tunnel to CRYPTOPAY_WEBHOOK_ADDR, default 127.0.0.1:0), and waits for a
+// real payment. The webhook secret comes from CRYPTOPAY_WEBHOOK_SECRET (at
+// least 16 bytes; keep it stable, or the URLs of open payments stop
+// verifying) or is generated for the demo.
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/cryptopay/cryptopay-go"
+	"github.com/cryptopay/cryptopay-go/examples/internal/demo"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "webhook:", err)
+		os.Exit(1)
+	}
+}
+
+// orders is the merchant's order book. Marking an order is idempotent, as a
+// webhook callback must be: an event can arrive twice.
+type orders struct {
+	mu     sync.Mutex
+	status map[string]cryptopay.PaymentStatus
+}
+
+func (o *orders) record(p *cryptopay.Payment) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.status[p.OrderID] = p.Status
+}
+
+func run(ctx context.Context, out io.Writer) error {
+	env, err := demo.Connect()
+	if err != nil {
+		return err
+	}
+	defer env.Close()
+	client := env.Client
+
+	secret, err := webhookSecret()
+	if err != nil {
+		return err
+	}
+	addr := os.Getenv("CRYPTOPAY_WEBHOOK_ADDR")
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	public := strings.TrimRight(os.Getenv("CRYPTOPAY_WEBHOOK_PUBLIC_URL"), "/")
+	if env.Fake == nil && public == "" {
+		return errors.New("against a real API, set CRYPTOPAY_WEBHOOK_PUBLIC_URL to a URL that reaches this process")
+	}
+
+	// The webhook endpoint.
+	book := &orders{status: map[string]cryptopay.PaymentStatus{}}
+	events := make(chan *cryptopay.Payment, 16)
+	handler, err := cryptopay.NewWebhookHandler(cryptopay.WebhookConfig{
+		Secret: secret,
+		Client: client, // every event is re-read through the API
+		OnPayment: func(ctx context.Context, p *cryptopay.Payment) error {
+			book.record(p)
+			select {
+			case events <- p:
+			default:
+			}
+			return nil
+		},
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	})
+	if err != nil {
+		return err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/webhooks/cryptopay", handler)
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	if public == "" {
+		public = "http://" + ln.Addr().String()
+	}
+	endpoint := public + "/webhooks/cryptopay"
+	fmt.Fprintf(out, "Webhook endpoint: %s\n", endpoint)
+
+	// A payment whose events come back to us.
+	orderID := demo.OrderID("order")
+	hookURL, err := cryptopay.WebhookURL(endpoint, secret, orderID)
+	if err != nil {
+		return err
+	}
+	payment, err := client.CreatePayment(ctx, cryptopay.CreatePaymentParams{
+		Amount:     decimal.RequireFromString("25.75"),
+		Currency:   "usdt",
+		Network:    "tron",
+		CustomerID: "customer-42",
+		CustomerIP: "203.0.113.7",
+		OrderID:    orderID,
+		WebhookURL: hookURL,
+	})
+	if err != nil {
+		return fmt.Errorf("create payment: %w", err)
+	}
+	fmt.Fprintf(out, "Created payment %s for order %s (webhookUrl token not shown: it is a credential)\n", payment.ID, orderID)
+	fmt.Fprintf(out, "  pay %s %s on %s to %s\n", payment.PayAmount, payment.Currency, payment.Network, payment.PayAddress)
+
+	// Anyone can POST to the endpoint; without the token it is refused.
+	forged := fmt.Sprintf(`{"paymentId":%q,"orderId":%q,"status":"paid"}`, payment.ID, orderID)
+	if code, err := post(ctx, endpoint, forged); err == nil {
+		fmt.Fprintf(out, "A forged \"paid\" event without a token is answered %d\n", code)
+	}
+
+	// Wait with the default intervals (2 s growing to 30 s): the webhook
+	// wakes the wait the moment it arrives, polling is only the fallback.
+	type result struct {
+		p   *cryptopay.Payment
+		err error
+	}
+	waited := make(chan result, 1)
+	start := time.Now()
+	go func() {
+		p, err := client.WaitForPayment(ctx, payment.ID)
+		waited <- result{p, err}
+	}()
+
+	if env.Fake != nil {
+		fmt.Fprintln(out, "Simulating the customer paying the full amount ...")
+		if err := env.Fake.Pay(payment.ID, payment.PayAmount); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintln(out, "Waiting for the customer to pay (Ctrl-C to stop) ...")
+	}
+	r := <-waited
+	if r.err != nil {
+		return fmt.Errorf("wait for payment: %w", r.err)
+	}
+	fmt.Fprintf(out, "WaitForPayment returned %s after %s\n", r.p.Status, time.Since(start).Round(10*time.Microsecond))
+
+	for {
+		select {
+		case p := <-events:
+			paid := "nothing"
+			if p.PaidAmount.Valid {
+				paid = p.PaidAmount.Decimal.String() + " " + p.Currency
+			}
+			fmt.Fprintf(out, "Webhook callback received: payment %s of order %s is %s (paid %s, as read from the API)\n",
+				p.ID, p.OrderID, p.Status, paid)
+			if !p.Status.IsTerminal() {
+				continue
+			}
+			switch {
+			case p.Status.IsSuccess() && !p.Status.NeedsAction():
+				fmt.Fprintf(out, "Order %s can be fulfilled.\n", p.OrderID)
+			case p.Status.NeedsAction():
+				fmt.Fprintf(out, "Order %s needs a person to look at it.\n", p.OrderID)
+			default:
+				fmt.Fprintf(out, "Order %s was not paid; do not fulfil it.\n", p.OrderID)
+			}
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// webhookSecret reads CRYPTOPAY_WEBHOOK_SECRET or makes a random one.
+func webhookSecret() ([]byte, error) {
+	if s := os.Getenv("CRYPTOPAY_WEBHOOK_SECRET"); s != "" {
+		if len(s) < cryptopay.MinWebhookSecretLen {
+			return nil, fmt.Errorf("CRYPTOPAY_WEBHOOK_SECRET must be at least %d bytes", cryptopay.MinWebhookSecretLen)
+		}
+		return []byte(s), nil
+	}
+	secret := make([]byte, 32)
+	_, _ = rand.Read(secret) // never fails (crypto/rand)
+	return secret, nil
+}
+
+func post(ctx context.Context, url, body string) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	hc := &http.Client{Timeout: 5 * time.Second}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode, nil
+}
