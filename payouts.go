@@ -337,6 +337,20 @@ type wirePayoutPage struct {
 	Count  wire.Amount      `json:"count"`
 }
 
+// check refuses a 2xx body that is not a page: neither key present (an
+// object of another shape, {}, null), or a positive count with no list.
+// Read as an empty page, such a body would make FindPayoutByOrderID report
+// "not found" for a payout that exists, and the caller would pay twice.
+func (w *wirePayoutPage) check() string {
+	switch {
+	case w.Payout == nil && !w.Count.Valid:
+		return "neither payout nor count present"
+	case w.Payout == nil && w.Count.Decimal.IsPositive():
+		return "count " + w.Count.Decimal.String() + " without a payout list"
+	}
+	return ""
+}
+
 // ListPayouts reads one page of payouts.
 //
 // GET /v1/payout/list with limit and offset (omitted when zero). The API
