@@ -1,0 +1,641 @@
+package cryptopay_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/shopspring/decimal"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	cryptopay "github.com/cryptopay/cryptopay-go"
+	"github.com/cryptopay/cryptopay-go/cryptopaytest"
+)
+
+// fmKey is the API key of every fault-matrix server. It is distinctive so
+// that a leak into an error or a log line is found by a plain search.
+const fmKey = "sk_live_faultmatrix_9f8e7d6c5b4a3210"
+
+// fmRetries is the retry budget of the clients under test (the fake's
+// Client(): 3 retries, waits of 1 to 20 ms), so a GET makes at most
+// fmRetries+1 attempts.
+const fmRetries = 3
+
+// fmTimeout is the per-attempt timeout of the timeout cells.
+const fmTimeout = 100 * time.Millisecond
+
+// fmEndpoint is one operation of the API as the matrix calls it.
+type fmEndpoint struct {
+	name  string
+	route cryptopaytest.Route
+	post  bool
+	// call makes the request and returns how many objects it read.
+	call func(ctx context.Context, c *cryptopay.Client, fx *fmFixture, orderID string) (int, error)
+}
+
+// fmFixture holds objects created before the fault is injected, so that
+// the reads have something to read.
+type fmFixture struct {
+	paymentID, payoutID string
+}
+
+func fmPaymentParams(orderID string) cryptopay.CreatePaymentParams {
+	return cryptopay.CreatePaymentParams{
+		Amount: decimal.RequireFromString("10.5"), PlatformFeeByUser: true,
+		Currency: "usdt", Network: "tron", CustomerID: "cust-1", CustomerIP: "203.0.113.7", OrderID: orderID,
+	}
+}
+
+func fmPayoutParams(orderID string) cryptopay.CreatePayoutParams {
+	return cryptopay.CreatePayoutParams{
+		WalletAddress: "TXYZwalletFaultMatrix", Amount: decimal.RequireFromString("1.25"),
+		Currency: "usdt", Network: "tron", CustomerID: "cust-1", CustomerIP: "203.0.113.7", OrderID: orderID,
+	}
+}
+
+var fmEndpoints = []fmEndpoint{
+	{"CreatePayment", cryptopaytest.RouteCreatePayment, true, func(ctx context.Context, c *cryptopay.Client, _ *fmFixture, orderID string) (int, error) {
+		p, err := c.CreatePayment(ctx, fmPaymentParams(orderID))
+		if err != nil {
+			return 0, err
+		}
+		if p.ID == "" || p.OrderID != orderID {
+			return 0, fmt.Errorf("bad payment %+v", p)
+		}
+		return 1, nil
+	}},
+	{"GetPayment", cryptopaytest.RouteGetPayment, false, func(ctx context.Context, c *cryptopay.Client, fx *fmFixture, _ string) (int, error) {
+		p, err := c.GetPayment(ctx, fx.paymentID)
+		if err != nil {
+			return 0, err
+		}
+		if p.ID != fx.paymentID {
+			return 0, fmt.Errorf("read payment %q, want %q", p.ID, fx.paymentID)
+		}
+		return 1, nil
+	}},
+	{"CreatePayout", cryptopaytest.RouteCreatePayout, true, func(ctx context.Context, c *cryptopay.Client, _ *fmFixture, orderID string) (int, error) {
+		p, err := c.CreatePayout(ctx, fmPayoutParams(orderID))
+		if err != nil {
+			return 0, err
+		}
+		if p.ID == "" || p.OrderID != orderID {
+			return 0, fmt.Errorf("bad payout %+v", p)
+		}
+		return 1, nil
+	}},
+	{"GetPayout", cryptopaytest.RouteGetPayout, false, func(ctx context.Context, c *cryptopay.Client, fx *fmFixture, _ string) (int, error) {
+		p, err := c.GetPayout(ctx, fx.payoutID)
+		if err != nil {
+			return 0, err
+		}
+		if p.ID != fx.payoutID {
+			return 0, fmt.Errorf("read payout %q, want %q", p.ID, fx.payoutID)
+		}
+		return 1, nil
+	}},
+	{"ListPayouts", cryptopaytest.RouteListPayouts, false, func(ctx context.Context, c *cryptopay.Client, _ *fmFixture, _ string) (int, error) {
+		page, err := c.ListPayouts(ctx, cryptopay.ListPayoutsParams{Limit: 10})
+		if err != nil {
+			return 0, err
+		}
+		return min(len(page.Payouts), page.Count), nil
+	}},
+	{"GetBalances", cryptopaytest.RouteBalance, false, func(ctx context.Context, c *cryptopay.Client, _ *fmFixture, _ string) (int, error) {
+		b, err := c.GetBalances(ctx)
+		return len(b), err
+	}},
+	{"ListCurrencies", cryptopaytest.RouteCurrencies, false, func(ctx context.Context, c *cryptopay.Client, _ *fmFixture, _ string) (int, error) {
+		cs, err := c.ListCurrencies(ctx)
+		return len(cs), err
+	}},
+}
+
+// fmFault is one row of the matrix: a fault and what each kind of request
+// must make of it.
+type fmFault struct {
+	name  string
+	fault cryptopaytest.Fault
+	// refused points the client at a closed 127.0.0.1 port instead.
+	refused bool
+	// timeout and maxBytes configure the client under test.
+	timeout  time.Duration
+	maxBytes int64
+	// retried: a GET retries this fault, so it recovers when the fault
+	// hits fewer attempts than the budget, and fails when it hits all.
+	retried bool
+	// killsConn: the fault ends the connection (reset, cut body, timeout).
+	killsConn bool
+	// getErr checks the error of a GET that did not recover.
+	getErr func(t *testing.T, err error)
+	// postUnknown: a POST hit by the fault must report ErrOutcomeUnknown
+	// (it may have reached the server); otherwise the error is a definite
+	// answer, checked by postErr.
+	postUnknown bool
+	postErr     func(t *testing.T, err error)
+	// processed: the server created the object before the fault (the
+	// ambiguous case); reconciliation must find it.
+	processed bool
+	// postOnly: the row differs from another only for create requests.
+	postOnly bool
+}
+
+// Checks of the final error.
+
+func fmAPIError(status int, sentinel error, msg string) func(*testing.T, error) {
+	return func(t *testing.T, err error) {
+		t.Helper()
+		assert.ErrorIs(t, err, sentinel)
+		var apiErr *cryptopay.APIError
+		if assert.ErrorAs(t, err, &apiErr) {
+			assert.Equal(t, status, apiErr.StatusCode)
+			assert.NotEmpty(t, apiErr.Message, "every API error has a readable message")
+			assert.NotContains(t, apiErr.Message, "<", "markup is stripped")
+			if msg != "" {
+				assert.Contains(t, apiErr.Message, msg)
+			}
+		}
+	}
+}
+
+func fmResponseError(t *testing.T, err error) {
+	t.Helper()
+	assert.ErrorIs(t, err, cryptopay.ErrUnexpectedResponse)
+	var re *cryptopay.ResponseError
+	assert.ErrorAs(t, err, &re)
+	var apiErr *cryptopay.APIError
+	assert.False(t, errors.As(err, &apiErr), "a 2xx is not an APIError")
+}
+
+// fmTransport checks a transport failure: no APIError, no ResponseError,
+// and what the cause must match.
+func fmTransport(check func(error) bool, what string) func(*testing.T, error) {
+	return func(t *testing.T, err error) {
+		t.Helper()
+		var apiErr *cryptopay.APIError
+		var re *cryptopay.ResponseError
+		assert.False(t, errors.As(err, &apiErr), "no response was read: %v", err)
+		assert.False(t, errors.As(err, &re), "no response was read: %v", err)
+		assert.Truef(t, check(err), "want %s, got %v", what, err)
+	}
+}
+
+func isDial(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+func isReset(err error) bool {
+	// A reset reads as ECONNRESET, or as EOF when it lands between
+	// requests; both are transport errors without a response.
+	var op *net.OpError
+	return errors.As(err, &op) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+}
+
+func isCut(err error) bool { return errors.Is(err, io.ErrUnexpectedEOF) }
+
+func fmFaults() []fmFault {
+	html := "<html><head><title>502 Bad Gateway</title></head><body><h1>Bad Gateway</h1><p>upstream hiccup</p></body></html>"
+	status := func(code int, sentinel error, processed bool) fmFault {
+		f := fmFault{
+			name:        fmt.Sprint(code),
+			fault:       cryptopaytest.Fault{Status: code, Process: processed},
+			retried:     true,
+			getErr:      fmAPIError(code, sentinel, ""),
+			postUnknown: true,
+			postErr:     fmAPIError(code, sentinel, ""),
+			processed:   processed,
+		}
+		if processed {
+			f.name += " after processing"
+		}
+		return f
+	}
+	return []fmFault{
+		{
+			name: "connection refused", refused: true, retried: true,
+			getErr:  fmTransport(isDial, "a dial error"),
+			postErr: fmTransport(isDial, "a dial error"), // nothing was sent: definite, retried
+		},
+		{
+			name: "reset before processing", fault: cryptopaytest.Fault{Drop: true},
+			retried: true, killsConn: true, getErr: fmTransport(isReset, "a reset"),
+			postUnknown: true, postErr: fmTransport(isReset, "a reset"),
+		},
+		{
+			name: "reset after processing", fault: cryptopaytest.Fault{Drop: true, Process: true},
+			retried: true, killsConn: true, getErr: fmTransport(isReset, "a reset"),
+			postUnknown: true, postErr: fmTransport(isReset, "a reset"), processed: true,
+		},
+		{
+			name: "timeout", fault: cryptopaytest.Fault{Delay: time.Hour}, timeout: fmTimeout,
+			retried: true, killsConn: true, getErr: fmTransport(isTimeout, "a timeout"),
+			postUnknown: true, postErr: fmTransport(isTimeout, "a timeout"),
+		},
+		{
+			name: "timeout after processing", fault: cryptopaytest.Fault{Delay: time.Hour, Process: true}, timeout: fmTimeout,
+			retried: true, killsConn: true, getErr: fmTransport(isTimeout, "a timeout"),
+			postUnknown: true, postErr: fmTransport(isTimeout, "a timeout"), processed: true,
+			postOnly: true, // for a read, the same as "timeout"
+		},
+		{
+			name: "429 Retry-After 0", fault: cryptopaytest.Fault{Status: 429, RetryAfter: "0"},
+			retried: true, getErr: fmAPIError(429, cryptopay.ErrRateLimited, ""),
+			postErr: fmAPIError(429, cryptopay.ErrRateLimited, ""), // a definite no
+		},
+		{
+			// A Retry-After beyond the policy's MaxWait is not slept
+			// through: the 429 comes back at once, RetryAfter set.
+			name: "429 Retry-After 3600", fault: cryptopaytest.Fault{Status: 429, RetryAfter: "3600"},
+			getErr: func(t *testing.T, err error) {
+				fmAPIError(429, cryptopay.ErrRateLimited, "")(t, err)
+				var apiErr *cryptopay.APIError
+				if errors.As(err, &apiErr) {
+					assert.Equal(t, time.Hour, apiErr.RetryAfter)
+				}
+			},
+			postErr: fmAPIError(429, cryptopay.ErrRateLimited, ""),
+		},
+		status(500, cryptopay.ErrServer, false),
+		status(500, cryptopay.ErrServer, true),
+		status(502, cryptopay.ErrServer, false),
+		status(503, cryptopay.ErrServer, false),
+		status(504, cryptopay.ErrServer, false),
+		{
+			// A hostile or broken server that echoes the request headers.
+			name:    "500 echoing the API key",
+			fault:   cryptopaytest.Fault{Status: 500, Body: `{"code":"echo","message":"bad header x-api-key: ` + fmKey + `"}`},
+			retried: true, getErr: fmAPIError(500, cryptopay.ErrServer, "[REDACTED]"),
+			postUnknown: true, postErr: fmAPIError(500, cryptopay.ErrServer, "[REDACTED]"),
+		},
+		{
+			name:    "502 HTML page",
+			fault:   cryptopaytest.Fault{Status: 502, Body: html, ContentType: "text/html"},
+			retried: true, getErr: fmAPIError(502, cryptopay.ErrServer, "Bad Gateway"),
+			postUnknown: true, postErr: fmAPIError(502, cryptopay.ErrServer, "Bad Gateway"),
+		},
+		{
+			name:    "503 empty body",
+			fault:   cryptopaytest.Fault{Status: 503, EmptyBody: true},
+			retried: true, getErr: fmAPIError(503, cryptopay.ErrServer, "Service Unavailable"),
+			postUnknown: true, postErr: fmAPIError(503, cryptopay.ErrServer, "Service Unavailable"),
+		},
+		{
+			name:   "200 HTML page",
+			fault:  cryptopaytest.Fault{Process: true, Status: 200, Body: html, ContentType: "text/html"},
+			getErr: fmResponseError, postUnknown: true, postErr: fmResponseError, processed: true,
+		},
+		{
+			name:   "200 empty body",
+			fault:  cryptopaytest.Fault{Process: true, Status: 200, EmptyBody: true},
+			getErr: fmResponseError, postUnknown: true, postErr: fmResponseError, processed: true,
+		},
+		{
+			name:   "200 wrong shape",
+			fault:  cryptopaytest.Fault{Process: true, Status: 200, Body: `{"unexpected":"shape"}`},
+			getErr: fmResponseError, postUnknown: true, postErr: fmResponseError, processed: true,
+		},
+		{
+			name:   "200 JSON null",
+			fault:  cryptopaytest.Fault{Process: true, Status: 200, Body: `null`},
+			getErr: fmNullOK, postUnknown: true, postErr: fmResponseError, processed: true,
+		},
+		{
+			name:    "truncated JSON",
+			fault:   cryptopaytest.Fault{Process: true, Truncate: true},
+			retried: true, killsConn: true, getErr: fmTransport(isCut, "an unexpected EOF"),
+			postUnknown: true, postErr: fmTransport(isCut, "an unexpected EOF"), processed: true,
+		},
+		{
+			name: "oversized body", maxBytes: 64,
+			getErr: fmResponseError, postUnknown: true, postErr: fmResponseError, processed: true,
+		},
+	}
+}
+
+// fmNullOK is the GET check for a 200 "null" body: objects and the payout
+// page refuse it; the two plain arrays (balances, currencies) may read it
+// as empty, which fmNullArrays lists.
+func fmNullOK(t *testing.T, err error) { fmResponseError(t, err) }
+
+// fmNullArrays are the endpoints whose body is a bare JSON array: a null
+// there is an empty list, as a Go server writes a nil slice.
+var fmNullArrays = map[string]bool{"GetBalances": true, "ListCurrencies": true}
+
+// fmLog collects every log line of every client in the matrix.
+type fmLog struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *fmLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *fmLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// TestFaultMatrix runs every fault against every endpoint on the fake
+// server, over real loopback sockets. Each cell checks the error type, how
+// many requests reached the server, that a POST is never resent once it may
+// have arrived (and that what the server did is found again by orderId),
+// that connections survive faults that do not kill them, and that the API
+// key is in no error. After the matrix, no goroutine is left behind and
+// the debug log of every client holds no key.
+func TestFaultMatrix(t *testing.T) {
+	settle() // let goroutines of earlier tests end before counting
+	before := runtime.NumGoroutine()
+	logs := new(fmLog)
+	logger := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+
+	t.Run("cells", func(t *testing.T) {
+		for _, f := range fmFaults() {
+			for _, ep := range fmEndpoints {
+				if f.postOnly && !ep.post {
+					continue
+				}
+				modes := []string{"once"}
+				switch {
+				case f.refused:
+					modes = []string{"always"}
+				case !ep.post && f.retried:
+					modes = []string{"recovers", "exhausts"}
+				}
+				for _, mode := range modes {
+					name := f.name + "/" + ep.name
+					if len(modes) > 1 {
+						name += "/" + mode
+					}
+					t.Run(name, func(t *testing.T) {
+						t.Parallel()
+						fmCell(t, f, ep, mode, logger)
+					})
+				}
+			}
+		}
+	})
+	if t.Failed() {
+		return
+	}
+
+	out := logs.String()
+	assert.NotContains(t, out, fmKey, "the API key is in no log line")
+	assert.Contains(t, out, "outcome unknown", "unknown outcomes are logged as warnings")
+
+	// Every server is closed and every client's idle connections too (by
+	// the cells' cleanups): nothing may be left running.
+	n := settle()
+	for n > before {
+		buf := make([]byte, 1<<20)
+		t.Fatalf("%d goroutines after the matrix, %d before:\n%s", n, before, buf[:runtime.Stack(buf, true)])
+	}
+}
+
+// settle waits (bounded) for the goroutine count to stop falling and
+// returns it.
+func settle() int {
+	n := runtime.NumGoroutine()
+	for i := 0; i < 300; i++ {
+		time.Sleep(10 * time.Millisecond)
+		m := runtime.NumGoroutine()
+		if m == n && i >= 5 {
+			return m
+		}
+		n = m
+	}
+	return n
+}
+
+func fmCell(t *testing.T, f fmFault, ep fmEndpoint, mode string, logger *slog.Logger) {
+	s := cryptopaytest.NewServer(cryptopaytest.WithAPIKey(fmKey))
+	t.Cleanup(s.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	// Objects to read, made with a client of its own.
+	var fx fmFixture
+	setup := s.Client()
+	p, err := setup.CreatePayment(ctx, fmPaymentParams("fixture-payment"))
+	require.NoError(t, err)
+	po, err := setup.CreatePayout(ctx, fmPayoutParams("fixture-payout"))
+	require.NoError(t, err)
+	fx.paymentID, fx.payoutID = p.ID, po.ID
+
+	opts := []cryptopay.Option{cryptopay.WithLogger(logger)}
+	if f.timeout > 0 {
+		opts = append(opts, cryptopay.WithTimeout(f.timeout))
+	}
+	if f.maxBytes > 0 {
+		opts = append(opts, cryptopay.WithMaxResponseBytes(f.maxBytes))
+	}
+	var c *cryptopay.Client
+	var attempts func() int
+	if f.refused {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		addr := ln.Addr().String()
+		require.NoError(t, ln.Close())
+		var lines bytes.Buffer
+		var mu sync.Mutex
+		counting := slog.New(slog.NewTextHandler(lockedWriter{&mu, &lines}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		opts = append(opts, cryptopay.WithLogger(counting),
+			cryptopay.WithRetryPolicy(cryptopay.RetryPolicy{MaxRetries: fmRetries, MinWait: time.Millisecond, MaxWait: 20 * time.Millisecond}))
+		c, err = cryptopay.NewClient("http://"+addr, fmKey, opts...)
+		require.NoError(t, err)
+		t.Cleanup(c.CloseIdleConnections)
+		attempts = func() int {
+			mu.Lock()
+			defer mu.Unlock()
+			return strings.Count(lines.String(), "cryptopay request")
+		}
+	} else {
+		c = s.Client(opts...)
+	}
+
+	conns0 := s.ConnectionsOpened()
+	reqs0 := s.Requests(ep.route)
+	payments0, payouts0 := s.PaymentCount(), s.PayoutCount()
+	orderID := "fm-" + strings.NewReplacer(" ", "-", "/", "-").Replace(t.Name())
+
+	if !f.refused {
+		fault := f.fault
+		switch mode {
+		case "recovers":
+			fault.Times = fmRetries // one attempt fewer than the budget
+		case "exhausts":
+			fault.Times = fmRetries + 1 // every attempt
+		default:
+			fault.Times = 1
+		}
+		if f.maxBytes == 0 {
+			s.InjectFault(ep.route, fault)
+		}
+	}
+
+	n, err := ep.call(ctx, c, &fx, orderID)
+	reqs := s.Requests(ep.route) - reqs0
+
+	// The key is in no error, whatever its shape.
+	if err != nil {
+		assert.NotContains(t, err.Error(), fmKey)
+		assert.NotContains(t, fmt.Sprintf("%+v %#v", err, err), fmKey)
+		var apiErr *cryptopay.APIError
+		if errors.As(err, &apiErr) {
+			assert.NotContains(t, string(apiErr.Body), fmKey)
+		}
+	}
+
+	switch {
+	case f.refused:
+		require.Error(t, err)
+		assert.NotErrorIs(t, err, cryptopay.ErrOutcomeUnknown, "nothing was sent")
+		if ep.post {
+			f.postErr(t, err)
+		} else {
+			f.getErr(t, err)
+		}
+		assert.Equal(t, fmRetries+1, attempts(), "a refused connection is retried for every method")
+		assert.Zero(t, reqs)
+
+	case !ep.post && mode == "recovers":
+		require.NoError(t, err, "a GET recovers when the fault hits fewer attempts than the budget")
+		assert.Positive(t, n, "and reads what the server holds")
+		assert.Equal(t, fmRetries+1, reqs)
+
+	case !ep.post && f.name == "200 JSON null" && fmNullArrays[ep.name]:
+		assert.NoError(t, err, "a null array is an empty list")
+		assert.Zero(t, n)
+		assert.Equal(t, 1, reqs)
+
+	case !ep.post:
+		require.Error(t, err)
+		assert.NotErrorIs(t, err, cryptopay.ErrOutcomeUnknown, "a read has no unknown outcome")
+		f.getErr(t, err)
+		if f.retried {
+			assert.Equal(t, fmRetries+1, reqs, "retried up to the budget")
+		} else {
+			assert.Equal(t, 1, reqs, "not retried")
+		}
+
+	default: // a create request
+		require.Error(t, err)
+		assert.Equal(t, 1, reqs, "a create request that reached the server is never resent")
+		if f.postUnknown {
+			assert.ErrorIs(t, err, cryptopay.ErrOutcomeUnknown)
+			var ou *cryptopay.OutcomeUnknownError
+			if assert.ErrorAs(t, err, &ou) {
+				assert.Equal(t, orderID, ou.OrderID)
+				assert.Equal(t, "POST", ou.Method)
+			}
+		} else {
+			assert.NotErrorIs(t, err, cryptopay.ErrOutcomeUnknown, "a definite answer")
+		}
+		f.postErr(t, err)
+	}
+	if !f.refused {
+		assert.Zero(t, s.PendingFaults(ep.route), "every queued fault was met by an attempt")
+	}
+
+	// What the server did: at most one object, and only when it processed
+	// the request; reconciliation by orderId agrees with the server.
+	created := 0
+	if ep.post && f.processed {
+		created = 1
+	}
+	switch ep.route {
+	case cryptopaytest.RouteCreatePayout:
+		assert.Equal(t, created, s.PayoutsWithOrderID(orderID), "payouts with this orderId")
+		assert.Equal(t, payouts0+created, s.PayoutCount())
+		if !f.refused {
+			item, found, ferr := setup.FindPayoutByOrderID(ctx, orderID)
+			require.NoError(t, ferr)
+			assert.Equal(t, created == 1, found, "reconciliation finds exactly what the server holds")
+			if found {
+				assert.Equal(t, orderID, item.OrderID)
+				assert.True(t, fmPayoutParams(orderID).Amount.Equal(item.Amount))
+			}
+		}
+	case cryptopaytest.RouteCreatePayment:
+		assert.Equal(t, payments0+created, s.PaymentCount())
+		assert.Equal(t, payouts0, s.PayoutCount())
+	default:
+		assert.Equal(t, payments0, s.PaymentCount(), "a read creates nothing")
+		assert.Equal(t, payouts0, s.PayoutCount(), "a read creates nothing")
+	}
+	if f.refused {
+		return
+	}
+
+	// The client still works after the fault, and a fault that does not
+	// kill the connection leaves it in the pool.
+	if f.maxBytes > 0 {
+		_, err = c.GetBalances(ctx)
+		assert.ErrorIs(t, err, cryptopay.ErrUnexpectedResponse, "still over the cap")
+	} else {
+		_, err = c.GetBalances(ctx)
+		require.NoError(t, err, "the client recovers")
+	}
+	conns := s.ConnectionsOpened() - conns0
+	if f.killsConn {
+		assert.GreaterOrEqual(t, conns, int64(2), "the fault killed the connection")
+		assert.LessOrEqual(t, conns, int64(reqs+1), "at most one new connection per killed attempt")
+	} else {
+		assert.Equal(t, int64(1), conns, "one connection for the call, its retries and the next call")
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// TestReconcileNeverSaysNotFoundOnGarbage: a 2xx payout list that is not a
+// page must make FindPayoutByOrderID fail, not report "not found", which
+// the caller would take as "safe to send again" and pay twice.
+func TestReconcileNeverSaysNotFoundOnGarbage(t *testing.T) {
+	for _, body := range []string{`{"unexpected":"shape"}`, `{}`, `null`, `{"count":3}`, `{"payout":null,"count":1}`} {
+		t.Run(body, func(t *testing.T) {
+			s := cryptopaytest.NewServer()
+			t.Cleanup(s.Close)
+			c := s.Client()
+			ctx := context.Background()
+			_, err := c.CreatePayout(ctx, fmPayoutParams("po-garbage"))
+			require.NoError(t, err)
+			s.InjectFault(cryptopaytest.RouteListPayouts, cryptopaytest.Fault{Status: 200, Body: body})
+			item, found, err := c.FindPayoutByOrderID(ctx, "po-garbage")
+			require.ErrorIs(t, err, cryptopay.ErrUnexpectedResponse)
+			assert.False(t, found)
+			assert.Nil(t, item)
+			// Once the list answers properly, the payout is found.
+			_, found, err = c.FindPayoutByOrderID(ctx, "po-garbage")
+			require.NoError(t, err)
+			assert.True(t, found)
+		})
+	}
+}
