@@ -1,0 +1,26 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestPayoutExample(t *testing.T) {
+	t.Setenv("CRYPTOPAY_BASE_URL", "")
+	t.Setenv("CRYPTOPAY_API_KEY", "")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var out bytes.Buffer
+	require.NoError(t, run(ctx, &out))
+	s := out.String()
+	assert.Contains(t, s, "(status created)")
+	assert.Contains(t, s, "Final status: paid (paid 25.5 usdt)")
+	assert.Contains(t, s, "Outcome unknown for order withdrawal-")
+	assert.Contains(t, s, "exists with status created; not sending it again.")
+	assert.Contains(t, s, "The server holds 1 payout(s) for order")
+}
