@@ -362,8 +362,8 @@ func waitLoop[T any, S ~string](
 			case <-woke:
 				v, ok := wake.take().(*T)
 				if !ok {
-					// A wake-up without an object: read now.
-					break sleep
+					// A second signal for an object already taken.
+					continue
 				}
 				done, changed := see(v, true)
 				if done {

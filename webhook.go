@@ -371,6 +371,9 @@ type event struct {
 
 var errBadEvent = errors.New("not a payment or payout event")
 
+// maxStatusLen bounds the status a body may carry.
+const maxStatusLen = 64
+
 // parseEvent reads a body as a payment or a payout. The body is decoded
 // once, into the object, and the id, orderId and status are taken from
 // that object, so what the token is checked against is what the callback
@@ -411,7 +414,8 @@ func parseEvent(body []byte) (*event, error) {
 	default:
 		return nil, errBadEvent
 	}
-	if ev.status == "" {
+	// A status is a short word; a long one would bloat the dedupe store.
+	if ev.status == "" || len(ev.status) > maxStatusLen {
 		return nil, errBadEvent
 	}
 	return ev, nil

@@ -266,6 +266,7 @@ func TestWebhookRequests(t *testing.T) {
 		{"payment id not a UUID", http.MethodPost, signed, `{"paymentId":"../x","orderId":"order-1","status":"paid"}`, 400, 0, 0},
 		{"payout id with slash", http.MethodPost, signed, `{"payoutId":"a/b","orderId":"order-1","status":"paid"}`, 400, 0, 0},
 		{"no status", http.MethodPost, signed, `{"paymentId":"` + waitPaymentID + `","orderId":"order-1"}`, 400, 0, 0},
+		{"overlong status", http.MethodPost, signed, strings.Replace(payment, `"paid"`, `"`+strings.Repeat("p", 65)+`"`, 1), 400, 0, 0},
 		{"bad amount", http.MethodPost, signed, strings.Replace(payment, "10.5", `"lots"`, 1), 400, 0, 0},
 		{"unknown fields ok", http.MethodPost, signed, strings.Replace(payment, "{", `{"extra":{"a":[1,2]},`, 1), 200, 1, 0},
 		{"unknown status ok", http.MethodPost, signed, strings.Replace(payment, `"paid"`, `"refunded"`, 1), 200, 1, 0},
