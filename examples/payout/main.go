@@ -15,8 +15,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"sync"
 	"time"
 
@@ -27,14 +25,7 @@ import (
 	"github.com/cryptopay/cryptopay-go/examples/internal/demo"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	if err := run(ctx, os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "payout:", err)
-		os.Exit(1)
-	}
-}
+func main() { demo.Main("payout", run) }
 
 func run(ctx context.Context, out io.Writer) error {
 	env, err := demo.Connect()

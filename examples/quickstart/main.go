@@ -12,8 +12,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 
 	"github.com/shopspring/decimal"
 
@@ -21,14 +19,7 @@ import (
 	"github.com/cryptopay/cryptopay-go/examples/internal/demo"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	if err := run(ctx, os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "quickstart:", err)
-		os.Exit(1)
-	}
-}
+func main() { demo.Main("quickstart", run) }
 
 func run(ctx context.Context, out io.Writer) error {
 	env, err := demo.Connect()

@@ -25,7 +25,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/signal"
 	"strings"
 	"sync"
 	"time"
@@ -36,14 +35,7 @@ import (
 	"github.com/cryptopay/cryptopay-go/examples/internal/demo"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	if err := run(ctx, os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "webhook:", err)
-		os.Exit(1)
-	}
-}
+func main() { demo.Main("webhook", run) }
 
 // orders is the merchant's order book. Marking an order is idempotent, as a
 // webhook callback must be: an event can arrive twice.

@@ -4,8 +4,11 @@
 package demo
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"os"
+	"os/signal"
 	"time"
 
 	"github.com/google/uuid"
@@ -55,4 +58,16 @@ func (e *Env) Close() {
 // and webhook signing require.
 func OrderID(prefix string) string {
 	return prefix + "-" + uuid.NewString()[:8]
+}
+
+// Main runs an example's run function with a context that ends on Ctrl-C,
+// writing to standard output, and exits non-zero on error.
+func Main(name string, run func(context.Context, io.Writer) error) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	err := run(ctx, os.Stdout)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, name+":", err)
+		os.Exit(1)
+	}
 }
