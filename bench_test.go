@@ -1,0 +1,643 @@
+package cryptopay_test
+
+// Benchmarks: each SDK call beside a floor, a hand-written client with plain
+// net/http + encoding/json, against the same loopback server in the same
+// run, so the ratio SDK/floor comes from one process on one machine.
+//
+// Fairness rules (see BENCHMARKS.md):
+//   - same server: an httptest server on 127.0.0.1 that answers every route
+//     with canned, spec-shaped JSON (the same bytes for both clients);
+//   - same transport settings: the floor's http.Transport copies the SDK's
+//     default transport (MaxIdleConns 256, MaxIdleConnsPerHost 128, the same
+//     dialer and timeouts);
+//   - same headers (x-api-key, Accept, User-Agent, Content-Type on POST),
+//     same request body, the body read whole under a size cap;
+//   - equivalent result: the floor decodes into a struct with the same
+//     fields, amounts as decimal.Decimal (exact money, what a careful
+//     hand-written client does) and time.Time timestamps. A "floatfloor"
+//     variant decodes amounts as float64, to show what exactness costs.
+//
+// Modes: "seq" is one caller; "par64" is 64 goroutines sharing one client
+// (ns/op is then wall time per call, the inverse of throughput). Every
+// benchmark reports "conns", the connections the server saw opened
+// (http.Server.ConnState StateNew) from a fresh client, and par64 also
+// "conns/caller".
+//
+// Run them with `go run ./internal/benchtable` (prints the SDK/floor table)
+// or `go test -run '^$' -bench . -benchmem`.
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	cryptopay "github.com/cryptopay/cryptopay-go"
+)
+
+const (
+	benchKey       = "sk_bench_0123456789abcdef"
+	benchPaymentID = "6f1c2a4e-8b9d-4e3f-a1b2-c3d4e5f60718"
+	benchCallers   = 64
+)
+
+var benchPaymentJSON = []byte(`{"paymentId":"` + benchPaymentID + `","status":"paid","payAmount":101.5,` +
+	`"payAddress":"TQn9Y2khEsLJW1ChVWFMSMeRDow5KcbLSE","payQrCodeUri":"tron:TQn9Y2khEsLJW1ChVWFMSMeRDow5KcbLSE?amount=101.5",` +
+	`"currency":"usdt","network":"tron","customerId":"customer-42","customerIp":"203.0.113.7","orderId":"order-1001",` +
+	`"additionalData":"cart 17","platformFeeByUser":true,"createdAt":"2025-01-02T03:04:05.123Z",` +
+	`"updatedAt":"2025-01-02T03:09:05.456Z","expiredAt":"2025-01-02T04:04:05Z",` +
+	`"webhookUrl":"https://shop.example/hook?token=abc","paidAmount":101.5,"merchantAmount":100,` +
+	`"paidAddress":"TQn9Y2khEsLJW1ChVWFMSMeRDow5KcbLSE"}`)
+
+var benchPayoutJSON = []byte(`{"payoutId":"po_8f7e6d5c4b3a","status":"created","amount":25.75,` +
+	`"walletAddress":"0x52908400098527886E0F7030069857D2E4169EE7","networkFeeByUser":false,"currency":"usdt",` +
+	`"network":"eth","customerId":"customer-42","customerIp":"203.0.113.7","orderId":"payout-2002",` +
+	`"createdAt":"2025-01-02T03:04:05.123Z","updatedAt":"2025-01-02T03:04:05.123Z",` +
+	`"webhookUrl":"https://shop.example/hook?token=def"}`)
+
+// benchListJSON is a 100-item payout list page.
+var benchListJSON = func() []byte {
+	var b bytes.Buffer
+	b.WriteString(`{"payout":[`)
+	for i := range 100 {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"status":"paid","amount":%d.%02d,"merchantAmount":%d.%02d,`+
+			`"paidAddress":"0x52908400098527886E0F7030069857D2E41%05d","orderId":"order-%d","customerId":"customer-%d",`+
+			`"payCurrency":{"name":"usdt"},"payNetwork":{"name":"tron"},"createdAt":"2025-01-02T03:04:%02d.123Z",`+
+			`"payoutWallet":{"label":"hot","address":"TQn9Y2khEsLJW1ChVWFMSMeRDow5Kc%04d"}}`,
+			10+i, i, 10+i, (i+1)%100, i, i, i%50, i%60, i)
+	}
+	b.WriteString(`],"count":100}`)
+	return b.Bytes()
+}()
+
+// benchServer is the loopback server both clients talk to.
+type benchServer struct {
+	*httptest.Server
+	conns atomic.Int64
+}
+
+func newBenchServer(tb testing.TB) *benchServer {
+	tb.Helper()
+	s := &benchServer{}
+	write := func(w http.ResponseWriter, code int, body []byte) {
+		h := w.Header()
+		h["Content-Type"] = []string{"application/json"}
+		w.WriteHeader(code)
+		_, _ = w.Write(body)
+	}
+	s.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Api-Key") != benchKey {
+			write(w, http.StatusUnauthorized, []byte(`{"code":"unauthorized","message":"bad key"}`))
+			return
+		}
+		_, _ = io.Copy(io.Discard, r.Body)
+		p := r.URL.Path
+		switch {
+		case r.Method == http.MethodGet && strings.HasPrefix(p, "/v1/payment/") && strings.HasSuffix(p, "/status"):
+			write(w, http.StatusOK, benchPaymentJSON)
+		case r.Method == http.MethodPost && p == "/v1/payment":
+			write(w, http.StatusCreated, benchPaymentJSON)
+		case r.Method == http.MethodPost && p == "/v1/payout":
+			write(w, http.StatusOK, benchPayoutJSON)
+		case r.Method == http.MethodGet && p == "/v1/payout/list":
+			write(w, http.StatusOK, benchListJSON)
+		default:
+			write(w, http.StatusNotFound, []byte(`{"code":"not_found","message":"no route"}`))
+		}
+	}))
+	s.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			s.conns.Add(1)
+		}
+	}
+	s.Start()
+	tb.Cleanup(s.Close)
+	return s
+}
+
+func newBenchSDK(tb testing.TB, s *benchServer) *cryptopay.Client {
+	tb.Helper()
+	c, err := cryptopay.NewClient(s.URL, benchKey)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(c.CloseIdleConnections)
+	return c
+}
+
+// floorClient is the hand-written client: what a careful developer writes
+// with net/http and encoding/json, with the SDK's transport settings.
+type floorClient struct {
+	hc   *http.Client
+	base string
+	ua   string
+}
+
+func newFloorClient(tb testing.TB, s *benchServer) *floorClient {
+	tb.Helper()
+	tr := &http.Transport{ // the SDK's default transport, field by field
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          256,
+		MaxIdleConnsPerHost:   128,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: time.Second,
+	}
+	tb.Cleanup(tr.CloseIdleConnections)
+	return &floorClient{
+		hc:   &http.Client{Transport: tr, Timeout: 30 * time.Second},
+		base: s.URL,
+		ua:   "floor/0.1.0 (go)",
+	}
+}
+
+var errFloorStatus = errors.New("floor: unexpected status")
+
+func (f *floorClient) call(ctx context.Context, method, path string, body []byte, out any) error {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, f.base+path, rd)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("X-Api-Key", benchKey)
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", f.ua)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := f.hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return errFloorStatus
+	}
+	return json.Unmarshal(b, out)
+}
+
+// The floor's result types: the SDK's fields, exact amounts.
+type floorPayment struct {
+	ID                string              `json:"paymentId"`
+	Status            string              `json:"status"`
+	PayAmount         decimal.Decimal     `json:"payAmount"`
+	PayAddress        string              `json:"payAddress"`
+	PayQRCodeURI      string              `json:"payQrCodeUri"`
+	Currency          string              `json:"currency"`
+	Network           string              `json:"network"`
+	CustomerID        string              `json:"customerId"`
+	CustomerIP        string              `json:"customerIp"`
+	OrderID           string              `json:"orderId"`
+	AdditionalData    string              `json:"additionalData"`
+	PlatformFeeByUser bool                `json:"platformFeeByUser"`
+	CreatedAt         time.Time           `json:"createdAt"`
+	UpdatedAt         time.Time           `json:"updatedAt"`
+	ExpiredAt         time.Time           `json:"expiredAt"`
+	WebhookURL        string              `json:"webhookUrl"`
+	PaidAmount        decimal.NullDecimal `json:"paidAmount"`
+	MerchantAmount    decimal.NullDecimal `json:"merchantAmount"`
+	PaidAddress       string              `json:"paidAddress"`
+}
+
+type floorPaymentFloat struct {
+	ID                string    `json:"paymentId"`
+	Status            string    `json:"status"`
+	PayAmount         float64   `json:"payAmount"`
+	PayAddress        string    `json:"payAddress"`
+	PayQRCodeURI      string    `json:"payQrCodeUri"`
+	Currency          string    `json:"currency"`
+	Network           string    `json:"network"`
+	CustomerID        string    `json:"customerId"`
+	CustomerIP        string    `json:"customerIp"`
+	OrderID           string    `json:"orderId"`
+	AdditionalData    string    `json:"additionalData"`
+	PlatformFeeByUser bool      `json:"platformFeeByUser"`
+	CreatedAt         time.Time `json:"createdAt"`
+	UpdatedAt         time.Time `json:"updatedAt"`
+	ExpiredAt         time.Time `json:"expiredAt"`
+	WebhookURL        string    `json:"webhookUrl"`
+	PaidAmount        *float64  `json:"paidAmount"`
+	MerchantAmount    *float64  `json:"merchantAmount"`
+	PaidAddress       string    `json:"paidAddress"`
+}
+
+type floorPayout struct {
+	ID               string              `json:"payoutId"`
+	Status           string              `json:"status"`
+	Amount           decimal.Decimal     `json:"amount"`
+	WalletAddress    string              `json:"walletAddress"`
+	NetworkFeeByUser bool                `json:"networkFeeByUser"`
+	Currency         string              `json:"currency"`
+	Network          string              `json:"network"`
+	CustomerID       string              `json:"customerId"`
+	CustomerIP       string              `json:"customerIp"`
+	OrderID          string              `json:"orderId"`
+	CreatedAt        time.Time           `json:"createdAt"`
+	UpdatedAt        time.Time           `json:"updatedAt"`
+	AdditionalData   string              `json:"additionalData"`
+	WebhookURL       string              `json:"webhookUrl"`
+	PaidAmount       decimal.NullDecimal `json:"paidAmount"`
+	MerchantAmount   decimal.NullDecimal `json:"merchantAmount"`
+}
+
+type floorName struct {
+	Name string `json:"name"`
+}
+
+type floorListItem struct {
+	Status         string              `json:"status"`
+	Amount         decimal.Decimal     `json:"amount"`
+	MerchantAmount decimal.NullDecimal `json:"merchantAmount"`
+	PaidAddress    string              `json:"paidAddress"`
+	OrderID        string              `json:"orderId"`
+	CustomerID     string              `json:"customerId"`
+	PayCurrency    floorName           `json:"payCurrency"`
+	PayNetwork     floorName           `json:"payNetwork"`
+	CreatedAt      time.Time           `json:"createdAt"`
+	PayoutWallet   struct {
+		Label   string `json:"label"`
+		Address string `json:"address"`
+	} `json:"payoutWallet"`
+}
+
+type floorPage struct {
+	Payout []floorListItem `json:"payout"`
+	Count  int             `json:"count"`
+}
+
+type floorListItemFloat struct {
+	Status         string    `json:"status"`
+	Amount         float64   `json:"amount"`
+	MerchantAmount *float64  `json:"merchantAmount"`
+	PaidAddress    string    `json:"paidAddress"`
+	OrderID        string    `json:"orderId"`
+	CustomerID     string    `json:"customerId"`
+	PayCurrency    floorName `json:"payCurrency"`
+	PayNetwork     floorName `json:"payNetwork"`
+	CreatedAt      time.Time `json:"createdAt"`
+	PayoutWallet   struct {
+		Label   string `json:"label"`
+		Address string `json:"address"`
+	} `json:"payoutWallet"`
+}
+
+type floorPageFloat struct {
+	Payout []floorListItemFloat `json:"payout"`
+	Count  int                  `json:"count"`
+}
+
+// floorNumber writes a decimal as a bare JSON number, as the SDK does.
+type floorNumber decimal.Decimal
+
+func (n floorNumber) MarshalJSON() ([]byte, error) { return []byte(decimal.Decimal(n).String()), nil }
+
+type floorCreatePayment struct {
+	Amount            floorNumber `json:"amount"`
+	PlatformFeeByUser bool        `json:"platformFeeByUser"`
+	Currency          string      `json:"currency"`
+	Network           string      `json:"network"`
+	CustomerID        string      `json:"customerId"`
+	CustomerIP        string      `json:"customerIp"`
+	OrderID           string      `json:"orderId"`
+	AdditionalData    string      `json:"additionalData,omitempty"`
+	WebhookURL        string      `json:"webhookUrl,omitempty"`
+}
+
+type floorCreatePayout struct {
+	WalletAddress    string      `json:"walletAddress"`
+	NetworkFeeByUser bool        `json:"networkFeeByUser"`
+	Amount           floorNumber `json:"amount"`
+	Currency         string      `json:"currency"`
+	Network          string      `json:"network"`
+	CustomerID       string      `json:"customerId"`
+	CustomerIP       string      `json:"customerIp"`
+	OrderID          string      `json:"orderId"`
+	AdditionalData   string      `json:"additionalData,omitempty"`
+	WebhookURL       string      `json:"webhookUrl,omitempty"`
+}
+
+var (
+	benchPaymentParams = cryptopay.CreatePaymentParams{
+		Amount: decimal.RequireFromString("100"), PlatformFeeByUser: true, Currency: "usdt", Network: "tron",
+		CustomerID: "customer-42", CustomerIP: "203.0.113.7", OrderID: "order-1001", AdditionalData: "cart 17",
+		WebhookURL: "https://shop.example/hook?token=abc",
+	}
+	benchPayoutParams = cryptopay.CreatePayoutParams{
+		WalletAddress: "0x52908400098527886E0F7030069857D2E4169EE7", Amount: decimal.RequireFromString("25.75"),
+		Currency: "usdt", Network: "eth", CustomerID: "customer-42", CustomerIP: "203.0.113.7", OrderID: "payout-2002",
+		WebhookURL: "https://shop.example/hook?token=def",
+	}
+)
+
+// benchCase is one operation: the SDK's call and the floor's.
+type benchCase struct {
+	sdk        func(ctx context.Context, c *cryptopay.Client) error
+	floor      func(ctx context.Context, f *floorClient) error
+	floatFloor func(ctx context.Context, f *floorClient) error
+}
+
+var benchCases = map[string]benchCase{
+	"GetPayment": {
+		sdk: func(ctx context.Context, c *cryptopay.Client) error {
+			p, err := c.GetPayment(ctx, benchPaymentID)
+			if err == nil && !p.PaidAmount.Valid {
+				err = errors.New("paidAmount not decoded")
+			}
+			return err
+		},
+		floor: func(ctx context.Context, f *floorClient) error {
+			p := new(floorPayment)
+			return f.call(ctx, http.MethodGet, "/v1/payment/"+benchPaymentID+"/status", nil, p)
+		},
+		floatFloor: func(ctx context.Context, f *floorClient) error {
+			p := new(floorPaymentFloat)
+			return f.call(ctx, http.MethodGet, "/v1/payment/"+benchPaymentID+"/status", nil, p)
+		},
+	},
+	"CreatePayment": {
+		sdk: func(ctx context.Context, c *cryptopay.Client) error {
+			_, err := c.CreatePayment(ctx, benchPaymentParams)
+			return err
+		},
+		floor: func(ctx context.Context, f *floorClient) error {
+			p := benchPaymentParams
+			body, err := json.Marshal(floorCreatePayment{
+				Amount: floorNumber(p.Amount), PlatformFeeByUser: p.PlatformFeeByUser, Currency: p.Currency,
+				Network: p.Network, CustomerID: p.CustomerID, CustomerIP: p.CustomerIP, OrderID: p.OrderID,
+				AdditionalData: p.AdditionalData, WebhookURL: p.WebhookURL,
+			})
+			if err != nil {
+				return err
+			}
+			return f.call(ctx, http.MethodPost, "/v1/payment", body, new(floorPayment))
+		},
+	},
+	"CreatePayout": {
+		sdk: func(ctx context.Context, c *cryptopay.Client) error {
+			_, err := c.CreatePayout(ctx, benchPayoutParams)
+			return err
+		},
+		floor: func(ctx context.Context, f *floorClient) error {
+			p := benchPayoutParams
+			body, err := json.Marshal(floorCreatePayout{
+				WalletAddress: p.WalletAddress, NetworkFeeByUser: p.NetworkFeeByUser, Amount: floorNumber(p.Amount),
+				Currency: p.Currency, Network: p.Network, CustomerID: p.CustomerID, CustomerIP: p.CustomerIP,
+				OrderID: p.OrderID, AdditionalData: p.AdditionalData, WebhookURL: p.WebhookURL,
+			})
+			if err != nil {
+				return err
+			}
+			return f.call(ctx, http.MethodPost, "/v1/payout", body, new(floorPayout))
+		},
+	},
+	"ListPayouts100": {
+		sdk: func(ctx context.Context, c *cryptopay.Client) error {
+			p, err := c.ListPayouts(ctx, cryptopay.ListPayoutsParams{Limit: 100})
+			if err == nil && len(p.Payouts) != 100 {
+				err = fmt.Errorf("%d items", len(p.Payouts))
+			}
+			return err
+		},
+		floor: func(ctx context.Context, f *floorClient) error {
+			return f.call(ctx, http.MethodGet, "/v1/payout/list?limit=100", nil, new(floorPage))
+		},
+		floatFloor: func(ctx context.Context, f *floorClient) error {
+			return f.call(ctx, http.MethodGet, "/v1/payout/list?limit=100", nil, new(floorPageFloat))
+		},
+	},
+}
+
+func BenchmarkGetPayment(b *testing.B)     { runBenchCase(b, benchCases["GetPayment"]) }
+func BenchmarkCreatePayment(b *testing.B)  { runBenchCase(b, benchCases["CreatePayment"]) }
+func BenchmarkCreatePayout(b *testing.B)   { runBenchCase(b, benchCases["CreatePayout"]) }
+func BenchmarkListPayouts100(b *testing.B) { runBenchCase(b, benchCases["ListPayouts100"]) }
+
+func runBenchCase(b *testing.B, bc benchCase) {
+	for _, mode := range []string{"seq", "par64"} {
+		callers := 1
+		if mode == "par64" {
+			callers = benchCallers
+		}
+		b.Run(mode+"/sdk", func(b *testing.B) {
+			s := newBenchServer(b)
+			c := newBenchSDK(b, s)
+			benchLoop(b, s, callers, func(ctx context.Context) error { return bc.sdk(ctx, c) })
+		})
+		b.Run(mode+"/floor", func(b *testing.B) {
+			s := newBenchServer(b)
+			f := newFloorClient(b, s)
+			benchLoop(b, s, callers, func(ctx context.Context) error { return bc.floor(ctx, f) })
+		})
+		if bc.floatFloor != nil {
+			b.Run(mode+"/floatfloor", func(b *testing.B) {
+				s := newBenchServer(b)
+				f := newFloorClient(b, s)
+				benchLoop(b, s, callers, func(ctx context.Context) error { return bc.floatFloor(ctx, f) })
+			})
+		}
+	}
+}
+
+// benchLoop runs b.N calls spread over callers goroutines (1: the
+// benchmark's own) and reports the connections the server saw opened.
+func benchLoop(b *testing.B, s *benchServer, callers int, call func(context.Context) error) {
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	if callers == 1 {
+		for range b.N {
+			if err := call(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+	} else {
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		n := int64(b.N)
+		for range callers {
+			wg.Go(func() {
+				for next.Add(1) <= n {
+					if err := call(ctx); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+	}
+	b.StopTimer()
+	conns := s.conns.Load()
+	b.ReportMetric(float64(conns), "conns")
+	if callers > 1 {
+		b.ReportMetric(float64(conns)/float64(callers), "conns/caller")
+	}
+}
+
+// --- webhook handler, per event, in process (no network) ---
+
+var benchSecret = []byte("bench-webhook-secret-0123456789ab")
+
+// benchNoDedupe claims every event, so each one runs the whole path up to
+// the callback (the floor does not dedupe either).
+type benchNoDedupe struct{}
+
+func (benchNoDedupe) Claim(context.Context, string) (cryptopay.DedupeClaim, error) {
+	return cryptopay.DedupeClaimed, nil
+}
+func (benchNoDedupe) Complete(context.Context, string) error { return nil }
+func (benchNoDedupe) Release(context.Context, string) error  { return nil }
+
+// floorWebhook is the hand-written handler: POST only, body capped and read,
+// decoded once into the exact-money struct, the orderId's HMAC token checked
+// in constant time, the callback called, 200.
+func floorWebhook(secret []byte, on func(context.Context, *floorPayment) error) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+			return
+		}
+		token := r.URL.Query().Get("token")
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 1<<20))
+		if err != nil {
+			http.Error(w, "bad request", http.StatusBadRequest)
+			return
+		}
+		p := new(floorPayment)
+		if err := json.Unmarshal(body, p); err != nil || p.ID == "" || p.OrderID == "" {
+			http.Error(w, "bad request", http.StatusBadRequest)
+			return
+		}
+		got, err := base64.RawURLEncoding.DecodeString(token)
+		m := hmac.New(sha256.New, secret)
+		m.Write([]byte("cryptopay-go webhook v1\x00"))
+		m.Write([]byte(p.OrderID))
+		if err != nil || !hmac.Equal(got, m.Sum(nil)) {
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		if err := on(r.Context(), p); err != nil {
+			http.Error(w, "callback failed", http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(http.StatusOK)
+		_, _ = io.WriteString(w, "ok\n")
+	})
+}
+
+// benchWriter is a ResponseWriter that keeps only the status.
+type benchWriter struct {
+	h    http.Header
+	code int
+}
+
+func (w *benchWriter) Header() http.Header         { return w.h }
+func (w *benchWriter) WriteHeader(code int)        { w.code = code }
+func (w *benchWriter) Write(p []byte) (int, error) { return len(p), nil }
+
+func BenchmarkWebhookPayment(b *testing.B) {
+	hookURL, err := cryptopay.WebhookURL("https://shop.example/hook", benchSecret, "order-1001")
+	if err != nil {
+		b.Fatal(err)
+	}
+	target := strings.TrimPrefix(hookURL, "https://shop.example")
+	var delivered atomic.Int64
+	sdk, err := cryptopay.NewWebhookHandler(cryptopay.WebhookConfig{
+		Secret: benchSecret,
+		OnPayment: func(_ context.Context, p *cryptopay.Payment) error {
+			delivered.Add(1)
+			return nil
+		},
+		Dedupe: benchNoDedupe{},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	floor := floorWebhook(benchSecret, func(context.Context, *floorPayment) error {
+		delivered.Add(1)
+		return nil
+	})
+	for _, mode := range []string{"seq", "par64"} {
+		callers := 1
+		if mode == "par64" {
+			callers = benchCallers
+		}
+		for _, v := range []struct {
+			name string
+			h    http.Handler
+		}{{"sdk", sdk}, {"floor", floor}} {
+			b.Run(mode+"/"+v.name, func(b *testing.B) {
+				delivered.Store(0)
+				benchHandler(b, v.h, target, callers)
+				if got := delivered.Load(); got != int64(b.N) {
+					b.Fatalf("delivered %d of %d events", got, b.N)
+				}
+			})
+		}
+	}
+}
+
+// benchHandler serves b.N events through h, each caller reusing its own
+// request and writer.
+func benchHandler(b *testing.B, h http.Handler, target string, callers int) {
+	serve := func(n func() bool) {
+		rd := bytes.NewReader(benchPaymentJSON)
+		req := httptest.NewRequest(http.MethodPost, target, nil)
+		req.Header.Set("Content-Type", "application/json")
+		w := &benchWriter{h: http.Header{}}
+		for n() {
+			rd.Reset(benchPaymentJSON)
+			req.Body = io.NopCloser(rd)
+			req.ContentLength = int64(len(benchPaymentJSON))
+			clear(w.h)
+			w.code = 0
+			h.ServeHTTP(w, req)
+			if w.code != http.StatusOK {
+				b.Errorf("status %d", w.code)
+				return
+			}
+		}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	if callers == 1 {
+		i := 0
+		serve(func() bool { i++; return i <= b.N })
+	} else {
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		n := int64(b.N)
+		for range callers {
+			wg.Go(func() { serve(func() bool { return next.Add(1) <= n }) })
+		}
+		wg.Wait()
+	}
+}
