@@ -20,18 +20,24 @@ type Balance struct {
 	Amount decimal.Decimal `json:"amount"`
 }
 
+type wireBalance struct {
+	Currency string      `json:"currency"`
+	Network  string      `json:"network"`
+	Amount   wire.Amount `json:"amount"`
+}
+
 // UnmarshalJSON reads a balance entry; the amount may be a number or a string.
 func (b *Balance) UnmarshalJSON(data []byte) error {
-	var w struct {
-		Currency string      `json:"currency"`
-		Network  string      `json:"network"`
-		Amount   wire.Amount `json:"amount"`
-	}
+	var w wireBalance
 	if err := json.Unmarshal(data, &w); err != nil {
 		return err
 	}
-	*b = Balance{Currency: w.Currency, Network: w.Network, Amount: w.Amount.Decimal}
+	*b = w.balance()
 	return nil
+}
+
+func (w *wireBalance) balance() Balance {
+	return Balance{Currency: w.Currency, Network: w.Network, Amount: w.Amount.Decimal}
 }
 
 // GetBalances reads the merchant's balances, one entry per currency and
@@ -39,12 +45,13 @@ func (b *Balance) UnmarshalJSON(data []byte) error {
 //
 // GET /v1/balance. The API marks this operation as under development.
 func (c *Client) GetBalances(ctx context.Context) ([]Balance, error) {
-	var out []Balance
-	if err := c.do(ctx, request{method: http.MethodGet, path: "/v1/balance"}, &out); err != nil {
+	var w []wireBalance // decoded in one pass, then converted
+	if err := c.do(ctx, request{method: http.MethodGet, path: "/v1/balance"}, &w); err != nil {
 		return nil, err
 	}
-	if out == nil {
-		out = []Balance{}
+	out := make([]Balance, len(w))
+	for i := range w {
+		out[i] = w[i].balance()
 	}
 	return out, nil
 }

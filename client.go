@@ -54,6 +54,12 @@ type Client struct {
 	logger *slog.Logger
 	// waiters lets a WebhookHandler wake this Client's waits (wait.go).
 	waiters *waitRegistry
+	// shareHeaders: every request may use the prebuilt header maps as they
+	// are, because nothing on the way changes them: the transport is the
+	// Client's own *http.Transport and its http.Client has no cookie jar
+	// (http.Client adds cookies to req.Header). With a caller's
+	// http.Client, each request gets a copy.
+	shareHeaders bool
 }
 
 // config holds what the options set. The API key lives only here, behind a
@@ -228,6 +234,7 @@ func NewClient(baseURL, apiKey string, opts ...Option) (*Client, error) {
 
 	c := &Client{base: base, cfg: cfg, inner: inner, logger: cfg.logger}
 	c.waiters = new(waitRegistry)
+	c.shareHeaders = cfg.httpClient == nil
 	c.rc = &retryablehttp.Client{
 		HTTPClient:     &hc,
 		Logger:         nil, // retryablehttp's own logger prints URLs; we log through slog
@@ -368,7 +375,7 @@ type request struct {
 // callState follows one call through retryablehttp's hooks, which see only
 // the request's context.
 type callState struct {
-	req      *request
+	req      request
 	attempt  int
 	start    time.Time
 	traced   atomic.Bool // POST: the transport reported connection events
@@ -403,7 +410,7 @@ func (c *Client) do(ctx context.Context, r request, out any) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	st := &callState{req: &r}
+	st := &callState{req: r}
 	ctx = context.WithValue(ctx, stateKey{}, st)
 	idempotent := r.method == http.MethodGet
 	if !idempotent {
@@ -421,11 +428,14 @@ func (c *Client) do(ctx context.Context, r request, out any) error {
 	if err != nil {
 		return &ValidationError{Field: "request", Reason: "cannot build request"}
 	}
+	h := c.cfg.headers.get
 	if r.body != nil {
-		req.Header = c.cfg.headers.post.Clone()
-	} else {
-		req.Header = c.cfg.headers.get.Clone()
+		h = c.cfg.headers.post
 	}
+	if !c.shareHeaders {
+		h = h.Clone()
+	}
+	req.Header = h
 	// Read the final body inside retryablehttp so that a body cut short is a
 	// transport error, which a GET retries, rather than a decode error.
 	req.SetResponseHandler(func(resp *http.Response) error {
@@ -500,7 +510,7 @@ func drainClose(b io.ReadCloser) {
 
 // decode turns the final response into the result or an error.
 func (c *Client) decode(ctx context.Context, st *callState, resp *http.Response, out any) error {
-	r := st.req
+	r := &st.req
 	path := pathOnly(r.path)
 	body := st.buf.Bytes()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
@@ -542,7 +552,7 @@ func (c *Client) decode(ctx context.Context, st *callState, resp *http.Response,
 
 // transportError classifies an error from sending or reading.
 func (c *Client) transportError(ctx context.Context, st *callState, err error) error {
-	r := st.req
+	r := &st.req
 	err = c.scrubErr(err)
 	if r.method != http.MethodGet && !st.notSent() && !isDialError(err) {
 		return c.outcomeUnknown(ctx, r, err)

@@ -91,7 +91,15 @@ func (p *Payment) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &w); err != nil {
 		return err
 	}
-	*p = Payment{
+	*p = w.payment()
+	return nil
+}
+
+// payment converts the wire form. The client decodes responses straight
+// into wirePayment (one pass over the body) and converts; going through
+// Payment.UnmarshalJSON would scan the body twice more.
+func (w *wirePayment) payment() Payment {
+	return Payment{
 		ID:                w.ID,
 		Status:            w.Status,
 		PayAmount:         w.PayAmount.Decimal,
@@ -112,15 +120,21 @@ func (p *Payment) UnmarshalJSON(b []byte) error {
 		MerchantAmount:    w.MerchantAmount.Null(),
 		PaidAddress:       w.PaidAddress,
 	}
-	return nil
+}
+
+// check is Payment.check for the wire form.
+func (w *wirePayment) check() string {
+	return checkIDStatus(w.ID, string(w.Status), "paymentId missing")
 }
 
 // check reports what makes p unusable as an API answer.
-func (p *Payment) check() string {
+func (p *Payment) check() string { return checkIDStatus(p.ID, string(p.Status), "paymentId missing") }
+
+func checkIDStatus(id, status, noID string) string {
 	switch {
-	case p.ID == "":
-		return "paymentId missing"
-	case p.Status == "":
+	case id == "":
+		return noID
+	case status == "":
 		return "status missing"
 	}
 	return ""
@@ -207,11 +221,12 @@ func (c *Client) CreatePayment(ctx context.Context, params CreatePaymentParams) 
 	if err != nil {
 		return nil, err
 	}
-	p := new(Payment)
-	if err := c.do(ctx, request{method: http.MethodPost, path: "/v1/payment", body: body, orderID: params.OrderID}, p); err != nil {
+	var w wirePayment
+	if err := c.do(ctx, request{method: http.MethodPost, path: "/v1/payment", body: body, orderID: params.OrderID}, &w); err != nil {
 		return nil, err
 	}
-	return p, nil
+	p := w.payment()
+	return &p, nil
 }
 
 // GetPayment reads a payment's current status, including the status-only
@@ -223,11 +238,12 @@ func (c *Client) GetPayment(ctx context.Context, id string) (*Payment, error) {
 	if err := validatePaymentID(id); err != nil {
 		return nil, err
 	}
-	p := new(Payment)
-	if err := c.do(ctx, request{method: http.MethodGet, path: "/v1/payment/" + id + "/status"}, p); err != nil {
+	var w wirePayment
+	if err := c.do(ctx, request{method: http.MethodGet, path: "/v1/payment/" + id + "/status"}, &w); err != nil {
 		return nil, err
 	}
-	return p, nil
+	p := w.payment()
+	return &p, nil
 }
 
 // validatePaymentID accepts only the canonical 36-character UUID form, so

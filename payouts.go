@@ -79,7 +79,13 @@ func (p *Payout) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &w); err != nil {
 		return err
 	}
-	*p = Payout{
+	*p = w.payout()
+	return nil
+}
+
+// payout converts the wire form (see wirePayment.payment).
+func (w *wirePayout) payout() Payout {
+	return Payout{
 		ID:               w.ID,
 		Status:           w.Status,
 		Amount:           w.Amount.Decimal,
@@ -97,18 +103,11 @@ func (p *Payout) UnmarshalJSON(b []byte) error {
 		PaidAmount:       w.PaidAmount.Null(),
 		MerchantAmount:   w.MerchantAmount.Null(),
 	}
-	return nil
 }
 
-func (p *Payout) check() string {
-	switch {
-	case p.ID == "":
-		return "payoutId missing"
-	case p.Status == "":
-		return "status missing"
-	}
-	return ""
-}
+func (p *Payout) check() string { return checkIDStatus(p.ID, string(p.Status), "payoutId missing") }
+
+func (w *wirePayout) check() string { return checkIDStatus(w.ID, string(w.Status), "payoutId missing") }
 
 // CreatePayoutParams are the fields of POST /v1/payout.
 type CreatePayoutParams struct {
@@ -196,11 +195,12 @@ func (c *Client) CreatePayout(ctx context.Context, params CreatePayoutParams) (*
 	if err != nil {
 		return nil, err
 	}
-	p := new(Payout)
-	if err := c.do(ctx, request{method: http.MethodPost, path: "/v1/payout", body: body, orderID: params.OrderID}, p); err != nil {
+	var w wirePayout
+	if err := c.do(ctx, request{method: http.MethodPost, path: "/v1/payout", body: body, orderID: params.OrderID}, &w); err != nil {
 		return nil, err
 	}
-	return p, nil
+	p := w.payout()
+	return &p, nil
 }
 
 // GetPayout reads a payout's current status, including PaidAmount and
@@ -212,11 +212,12 @@ func (c *Client) GetPayout(ctx context.Context, id string) (*Payout, error) {
 	if err := validatePayoutID(id); err != nil {
 		return nil, err
 	}
-	p := new(Payout)
-	if err := c.do(ctx, request{method: http.MethodGet, path: "/v1/payout/" + url.PathEscape(id) + "/status"}, p); err != nil {
+	var w wirePayout
+	if err := c.do(ctx, request{method: http.MethodGet, path: "/v1/payout/" + url.PathEscape(id) + "/status"}, &w); err != nil {
 		return nil, err
 	}
-	return p, nil
+	p := w.payout()
+	return &p, nil
 }
 
 // validatePayoutID refuses ids that are empty, overlong, or that could change
@@ -311,11 +312,17 @@ func (it *PayoutListItem) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &w); err != nil {
 		return err
 	}
+	*it = w.item()
+	return nil
+}
+
+// item converts the wire form (see wirePayment.payment).
+func (w *wirePayoutListItem) item() PayoutListItem {
 	id := w.PayoutID
 	if id == "" {
 		id = w.ID
 	}
-	*it = PayoutListItem{
+	return PayoutListItem{
 		ID:             id,
 		Status:         w.Status,
 		Amount:         w.Amount.Decimal,
@@ -329,12 +336,11 @@ func (it *PayoutListItem) UnmarshalJSON(b []byte) error {
 		WalletLabel:    w.PayoutWallet.Label,
 		WalletAddress:  w.PayoutWallet.Address,
 	}
-	return nil
 }
 
 type wirePayoutPage struct {
-	Payout []PayoutListItem `json:"payout"`
-	Count  wire.Amount      `json:"count"`
+	Payout []wirePayoutListItem `json:"payout"`
+	Count  wire.Amount          `json:"count"`
 }
 
 // check refuses a 2xx body that is not a page: neither key present (an
@@ -378,10 +384,11 @@ func (c *Client) ListPayouts(ctx context.Context, params ListPayoutsParams) (*Pa
 	if err := c.do(ctx, request{method: http.MethodGet, path: path}, &w); err != nil {
 		return nil, err
 	}
-	if w.Payout == nil {
-		w.Payout = []PayoutListItem{}
+	items := make([]PayoutListItem, len(w.Payout))
+	for i := range w.Payout {
+		items[i] = w.Payout[i].item()
 	}
-	return &PayoutPage{Payouts: w.Payout, Count: int(w.Count.Decimal.IntPart())}, nil
+	return &PayoutPage{Payouts: items, Count: int(w.Count.Decimal.IntPart())}, nil
 }
 
 // defaultPageSize is the page size AllPayouts asks for when none is given.
