@@ -18,7 +18,9 @@ package cryptopay_test
 //     variant decodes amounts as float64, to show what exactness costs.
 //
 // Modes: "seq" is one caller; "par64" is 64 goroutines sharing one client
-// (ns/op is then wall time per call, the inverse of throughput). Every
+// (ns/op is then wall time per call, the inverse of throughput);
+// "cpu-ns/op" is the process's CPU time per call, client and server
+// together, which other load on the machine disturbs less. Every
 // benchmark reports "conns", the connections the server saw opened
 // (http.Server.ConnState StateNew) from a fresh client, and par64 also
 // "conns/caller".
@@ -470,6 +472,7 @@ func runBenchCase(b *testing.B, bc benchCase) {
 func benchLoop(b *testing.B, s *benchServer, callers int, call func(context.Context) error) {
 	ctx := context.Background()
 	b.ReportAllocs()
+	cpu0, cpuOK := processCPU()
 	b.ResetTimer()
 	if callers == 1 {
 		for range b.N {
@@ -494,6 +497,7 @@ func benchLoop(b *testing.B, s *benchServer, callers int, call func(context.Cont
 		wg.Wait()
 	}
 	b.StopTimer()
+	reportCPU(b, cpu0, cpuOK)
 	conns := s.conns.Load()
 	b.ReportMetric(float64(conns), "conns")
 	if callers > 1 {
@@ -627,6 +631,7 @@ func benchHandler(b *testing.B, h http.Handler, target string, callers int) {
 		}
 	}
 	b.ReportAllocs()
+	cpu0, cpuOK := processCPU()
 	b.ResetTimer()
 	if callers == 1 {
 		i := 0
@@ -639,5 +644,15 @@ func benchHandler(b *testing.B, h http.Handler, target string, callers int) {
 			wg.Go(func() { serve(func() bool { return next.Add(1) <= n }) })
 		}
 		wg.Wait()
+	}
+	b.StopTimer()
+	reportCPU(b, cpu0, cpuOK)
+}
+
+// reportCPU reports the process's CPU time per call since cpu0: the
+// client's and the in-process server's, the same server for SDK and floor.
+func reportCPU(b *testing.B, cpu0 time.Duration, ok bool) {
+	if cpu1, ok1 := processCPU(); ok && ok1 {
+		b.ReportMetric(float64(cpu1-cpu0)/float64(b.N), "cpu-ns/op")
 	}
 }
