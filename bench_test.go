@@ -656,3 +656,59 @@ func reportCPU(b *testing.B, cpu0 time.Duration, ok bool) {
 		b.ReportMetric(float64(cpu1-cpu0)/float64(b.N), "cpu-ns/op")
 	}
 }
+
+// --- the client alone: an in-memory transport, no sockets ---
+
+// memTransport answers every request with the canned payment, in memory,
+// so what is left is each client's own work per call.
+type memTransport struct{}
+
+func (memTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Body != nil {
+		_, _ = io.Copy(io.Discard, r.Body)
+		_ = r.Body.Close()
+	}
+	return &http.Response{
+		StatusCode:    http.StatusOK,
+		Status:        "200 OK",
+		Proto:         "HTTP/1.1",
+		ProtoMajor:    1,
+		ProtoMinor:    1,
+		Header:        http.Header{"Content-Type": {"application/json"}},
+		Body:          io.NopCloser(bytes.NewReader(benchPaymentJSON)),
+		ContentLength: int64(len(benchPaymentJSON)),
+		Request:       r,
+	}, nil
+}
+
+// BenchmarkClientOverheadGetPayment is GetPayment with the network taken
+// out: the SDK (request path, retry wrapper, decoding) against the floor
+// over the same in-memory transport. Diagnostic, not a target: the SDK
+// gets the transport through WithHTTPClient, so it copies its headers per
+// call as it does for every caller-supplied http.Client.
+func BenchmarkClientOverheadGetPayment(b *testing.B) {
+	hc := &http.Client{Transport: memTransport{}, Timeout: 30 * time.Second}
+	b.Run("seq/sdk", func(b *testing.B) {
+		c, err := cryptopay.NewClient("http://127.0.0.1:1", benchKey, cryptopay.WithHTTPClient(hc))
+		if err != nil {
+			b.Fatal(err)
+		}
+		ctx := context.Background()
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := c.GetPayment(ctx, benchPaymentID); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("seq/floor", func(b *testing.B) {
+		f := &floorClient{hc: hc, base: "http://127.0.0.1:1", ua: "floor/0.1.0 (go)"}
+		ctx := context.Background()
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := f.call(ctx, http.MethodGet, "/v1/payment/"+benchPaymentID+"/status", nil, new(floorPayment)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

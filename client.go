@@ -47,11 +47,14 @@ const (
 // connections: create one and share it. The API key is never printed: not
 // by fmt, not in errors, not in log lines.
 type Client struct {
-	base   string // scheme://host[/prefix], no trailing slash
-	cfg    *config
-	rc     *retryablehttp.Client
-	inner  http.RoundTripper
-	logger *slog.Logger
+	base string // scheme://host[/prefix], no trailing slash
+	// base, parsed once: scheme, host, escaped path prefix ("" or
+	// "/prefix"), and the Host of a request to it (http.NewRequest's).
+	scheme, host, basePath, reqHost string
+	cfg                             *config
+	rc                              *retryablehttp.Client
+	inner                           http.RoundTripper
+	logger                          *slog.Logger
 	// waiters lets a WebhookHandler wake this Client's waits (wait.go).
 	waiters *waitRegistry
 	// shareHeaders: every request may use the prebuilt header maps as they
@@ -233,6 +236,16 @@ func NewClient(baseURL, apiKey string, opts ...Option) (*Client, error) {
 	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 	c := &Client{base: base, cfg: cfg, inner: inner, logger: cfg.logger}
+	bu, err := url.Parse(base)
+	if err != nil {
+		return nil, &ValidationError{Field: "baseURL", Reason: "not a URL"}
+	}
+	probe, err := http.NewRequest(http.MethodGet, base, nil)
+	if err != nil {
+		return nil, &ValidationError{Field: "baseURL", Reason: "not a URL"}
+	}
+	// Host as http.NewRequest leaves it (an empty port dropped).
+	c.scheme, c.host, c.basePath, c.reqHost = bu.Scheme, probe.URL.Host, bu.EscapedPath(), probe.Host
 	c.waiters = new(waitRegistry)
 	c.shareHeaders = cfg.httpClient == nil
 	c.rc = &retryablehttp.Client{
@@ -420,11 +433,7 @@ func (c *Client) do(ctx context.Context, r request, out any) error {
 			WroteHeaders: func() { st.wrote.Store(true) },
 		})
 	}
-	var body any
-	if r.body != nil {
-		body = r.body
-	}
-	req, err := retryablehttp.NewRequestWithContext(ctx, r.method, c.base+r.path, body)
+	req, err := c.newRequest(ctx, &r)
 	if err != nil {
 		return &ValidationError{Field: "request", Reason: "cannot build request"}
 	}
@@ -465,6 +474,44 @@ func (c *Client) do(ctx context.Context, r request, out any) error {
 		}
 	}
 	return c.decode(ctx, st, resp, out)
+}
+
+// newRequest builds the request for r from the base URL parsed once in
+// NewClient, instead of formatting and parsing c.base+r.path on every call.
+// The URL is the one url.Parse would give: the same scheme, host, query and
+// escaped path, so the same bytes on the wire.
+func (c *Client) newRequest(ctx context.Context, r *request) (*retryablehttp.Request, error) {
+	p, q, _ := strings.Cut(r.path, "?")
+	if c.basePath != "" {
+		p = c.basePath + p
+	}
+	u := &url.URL{Scheme: c.scheme, Host: c.host, Path: p, RawQuery: q}
+	if strings.IndexByte(p, '%') >= 0 {
+		// p is escaped (url.PathEscape); Path is its unescaped form and
+		// RawPath keeps p, so EscapedPath (what is sent) is p itself.
+		path, err := url.PathUnescape(p)
+		if err != nil {
+			return nil, err
+		}
+		u.Path, u.RawPath = path, p
+	}
+	hreq, err := http.NewRequestWithContext(ctx, r.method, "", nil)
+	if err != nil {
+		return nil, err
+	}
+	hreq.URL, hreq.Host = u, c.reqHost
+	req, err := retryablehttp.FromRequest(hreq)
+	if err != nil {
+		return nil, err
+	}
+	var body any // untyped nil for no body, as retryablehttp.NewRequest is given
+	if r.body != nil {
+		body = r.body
+	}
+	if err := req.SetBody(body); err != nil {
+		return nil, err
+	}
+	return req, nil
 }
 
 type bodyReadError struct{ err error }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -221,8 +222,9 @@ func (c *Client) CreatePayment(ctx context.Context, params CreatePaymentParams) 
 	if err != nil {
 		return nil, err
 	}
-	var w wirePayment
-	if err := c.do(ctx, request{method: http.MethodPost, path: "/v1/payment", body: body, orderID: params.OrderID}, &w); err != nil {
+	w := getWirePayment()
+	defer putWirePayment(w)
+	if err := c.do(ctx, request{method: http.MethodPost, path: "/v1/payment", body: body, orderID: params.OrderID}, w); err != nil {
 		return nil, err
 	}
 	p := w.payment()
@@ -238,8 +240,9 @@ func (c *Client) GetPayment(ctx context.Context, id string) (*Payment, error) {
 	if err := validatePaymentID(id); err != nil {
 		return nil, err
 	}
-	var w wirePayment
-	if err := c.do(ctx, request{method: http.MethodGet, path: "/v1/payment/" + id + "/status"}, &w); err != nil {
+	w := getWirePayment()
+	defer putWirePayment(w)
+	if err := c.do(ctx, request{method: http.MethodGet, path: "/v1/payment/" + id + "/status"}, w); err != nil {
 		return nil, err
 	}
 	p := w.payment()
@@ -277,4 +280,27 @@ func positiveAmount(d decimal.Decimal) error {
 		return &ValidationError{Field: "Amount", Reason: "must be greater than 0, got " + d.String()}
 	}
 	return nil
+}
+
+// The wire structs responses are decoded into are reused: each call then
+// allocates only the Payment or Payout it returns. A struct goes back
+// zeroed, so no field of one response can show through in the next (json
+// leaves absent fields as they were) and nothing it pointed to is kept.
+var (
+	wirePaymentPool = sync.Pool{New: func() any { return new(wirePayment) }}
+	wirePayoutPool  = sync.Pool{New: func() any { return new(wirePayout) }}
+)
+
+func getWirePayment() *wirePayment { return wirePaymentPool.Get().(*wirePayment) }
+
+func putWirePayment(w *wirePayment) {
+	*w = wirePayment{}
+	wirePaymentPool.Put(w)
+}
+
+func getWirePayout() *wirePayout { return wirePayoutPool.Get().(*wirePayout) }
+
+func putWirePayout(w *wirePayout) {
+	*w = wirePayout{}
+	wirePayoutPool.Put(w)
 }

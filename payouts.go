@@ -195,8 +195,9 @@ func (c *Client) CreatePayout(ctx context.Context, params CreatePayoutParams) (*
 	if err != nil {
 		return nil, err
 	}
-	var w wirePayout
-	if err := c.do(ctx, request{method: http.MethodPost, path: "/v1/payout", body: body, orderID: params.OrderID}, &w); err != nil {
+	w := getWirePayout()
+	defer putWirePayout(w)
+	if err := c.do(ctx, request{method: http.MethodPost, path: "/v1/payout", body: body, orderID: params.OrderID}, w); err != nil {
 		return nil, err
 	}
 	p := w.payout()
@@ -212,8 +213,9 @@ func (c *Client) GetPayout(ctx context.Context, id string) (*Payout, error) {
 	if err := validatePayoutID(id); err != nil {
 		return nil, err
 	}
-	var w wirePayout
-	if err := c.do(ctx, request{method: http.MethodGet, path: "/v1/payout/" + url.PathEscape(id) + "/status"}, &w); err != nil {
+	w := getWirePayout()
+	defer putWirePayout(w)
+	if err := c.do(ctx, request{method: http.MethodGet, path: "/v1/payout/" + url.PathEscape(id) + "/status"}, w); err != nil {
 		return nil, err
 	}
 	p := w.payout()
