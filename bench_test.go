@@ -441,22 +441,39 @@ func BenchmarkCreatePayment(b *testing.B)  { runBenchCase(b, benchCases["CreateP
 func BenchmarkCreatePayout(b *testing.B)   { runBenchCase(b, benchCases["CreatePayout"]) }
 func BenchmarkListPayouts100(b *testing.B) { runBenchCase(b, benchCases["ListPayouts100"]) }
 
+// benchRound alternates which of SDK and floor runs first, from one -count
+// round to the next, so neither always inherits the other's heap and
+// scheduler state.
+var benchRound atomic.Int64
+
 func runBenchCase(b *testing.B, bc benchCase) {
+	sdkFirst := benchRound.Add(1)%2 == 1
 	for _, mode := range []string{"seq", "par64"} {
 		callers := 1
 		if mode == "par64" {
 			callers = benchCallers
 		}
-		b.Run(mode+"/sdk", func(b *testing.B) {
-			s := newBenchServer(b)
-			c := newBenchSDK(b, s)
-			benchLoop(b, s, callers, func(ctx context.Context) error { return bc.sdk(ctx, c) })
-		})
-		b.Run(mode+"/floor", func(b *testing.B) {
-			s := newBenchServer(b)
-			f := newFloorClient(b, s)
-			benchLoop(b, s, callers, func(ctx context.Context) error { return bc.floor(ctx, f) })
-		})
+		sdk := func() {
+			b.Run(mode+"/sdk", func(b *testing.B) {
+				s := newBenchServer(b)
+				c := newBenchSDK(b, s)
+				benchLoop(b, s, callers, func(ctx context.Context) error { return bc.sdk(ctx, c) })
+			})
+		}
+		floor := func() {
+			b.Run(mode+"/floor", func(b *testing.B) {
+				s := newBenchServer(b)
+				f := newFloorClient(b, s)
+				benchLoop(b, s, callers, func(ctx context.Context) error { return bc.floor(ctx, f) })
+			})
+		}
+		if sdkFirst {
+			sdk()
+			floor()
+		} else {
+			floor()
+			sdk()
+		}
 		if bc.floatFloor != nil {
 			b.Run(mode+"/floatfloor", func(b *testing.B) {
 				s := newBenchServer(b)
@@ -589,15 +606,19 @@ func BenchmarkWebhookPayment(b *testing.B) {
 		delivered.Add(1)
 		return nil
 	})
+	handlers := []struct {
+		name string
+		h    http.Handler
+	}{{"sdk", sdk}, {"floor", floor}}
+	if benchRound.Add(1)%2 == 0 {
+		handlers[0], handlers[1] = handlers[1], handlers[0]
+	}
 	for _, mode := range []string{"seq", "par64"} {
 		callers := 1
 		if mode == "par64" {
 			callers = benchCallers
 		}
-		for _, v := range []struct {
-			name string
-			h    http.Handler
-		}{{"sdk", sdk}, {"floor", floor}} {
+		for _, v := range handlers {
 			b.Run(mode+"/"+v.name, func(b *testing.B) {
 				delivered.Store(0)
 				benchHandler(b, v.h, target, callers)

@@ -42,7 +42,7 @@ var (
 )
 
 // sdkBench selects the root package's SDK-vs-floor benchmarks.
-const sdkBench = `^Benchmark(GetPayment|CreatePayment|CreatePayout|ListPayouts100|WebhookPayment)$`
+const sdkBench = `^Benchmark(GetPayment|CreatePayment|CreatePayout|ListPayouts100|WebhookPayment|ClientOverheadGetPayment)$`
 
 // serverBench selects the fake server's throughput benchmark.
 const serverBench = `^BenchmarkServerGetPayment$`
@@ -206,6 +206,13 @@ func printTable(w io.Writer, r results) {
 			}
 			fmt.Fprintf(w, "| %s | %d | %.0f | %.0f | %.0f |\n", op, n, ns, b, a)
 		}
+	}
+	if sn, ok := r.median("ClientOverheadGetPayment/seq/sdk", "ns/op"); ok {
+		fn, _ := r.median("ClientOverheadGetPayment/seq/floor", "ns/op")
+		sa, _ := r.median("ClientOverheadGetPayment/seq/sdk", "allocs/op")
+		fa, _ := r.median("ClientOverheadGetPayment/seq/floor", "allocs/op")
+		fmt.Fprintln(w)
+		fmt.Fprintf(w, "Client alone (GetPayment over an in-memory transport, no sockets; diagnostic): SDK %.0f ns/op, %.0f allocs; floor %.0f ns/op, %.0f allocs; × %.2f\n", sn, sa, fn, fa, sn/fn)
 	}
 	if rps, ok := r.median("ServerGetPayment", "req/s"); ok {
 		fmt.Fprintln(w)
