@@ -44,9 +44,9 @@ func (w *wireBalance) balance() Balance {
 // network.
 //
 // GET /v1/balance. The API marks this operation as under development.
-func (c *Client) GetBalances(ctx context.Context) ([]Balance, error) {
+func (c *Client) GetBalances(ctx context.Context, opts ...RequestOption) ([]Balance, error) {
 	var w []wireBalance // decoded in one pass, then converted
-	if err := c.do(ctx, request{method: http.MethodGet, path: "/v1/balance"}, &w); err != nil {
+	if err := c.do(ctx, request{method: http.MethodGet, path: "/v1/balance", route: "GET /v1/balance", opts: opts}, &w); err != nil {
 		return nil, err
 	}
 	out := make([]Balance, len(w))

@@ -79,6 +79,8 @@ type config struct {
 	insecureHTTP     bool
 	maxResponseBytes int64
 	headers          struct{ get, post http.Header }
+	observers        []Observer
+	bus              WakeupBus
 }
 
 // Option configures a Client.
@@ -381,8 +383,10 @@ func (p RetryPolicy) withDefaults() RetryPolicy {
 // request is one API operation.
 type request struct {
 	method, path string
+	route        string // "GET /v1/payment/{id}/status": no id, no query
 	body         []byte
 	orderID      string // carried into OutcomeUnknownError
+	opts         []RequestOption
 }
 
 // callState follows one call through retryablehttp's hooks, which see only

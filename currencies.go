@@ -16,9 +16,9 @@ type Currency struct {
 // ListCurrencies reads the supported currency and network pairs.
 //
 // GET /v1/currencies. The API marks this operation as under development.
-func (c *Client) ListCurrencies(ctx context.Context) ([]Currency, error) {
+func (c *Client) ListCurrencies(ctx context.Context, opts ...RequestOption) ([]Currency, error) {
 	var out []Currency
-	if err := c.do(ctx, request{method: http.MethodGet, path: "/v1/currencies"}, &out); err != nil {
+	if err := c.do(ctx, request{method: http.MethodGet, path: "/v1/currencies", route: "GET /v1/currencies", opts: opts}, &out); err != nil {
 		return nil, err
 	}
 	if out == nil {

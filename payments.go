@@ -214,7 +214,7 @@ func (p CreatePaymentParams) Validate() error {
 // sent. If the request may have reached the server but no answer was read
 // (timeout, broken connection, 5xx), the error matches ErrOutcomeUnknown and
 // the request is not resent: look the order up before creating it again.
-func (c *Client) CreatePayment(ctx context.Context, params CreatePaymentParams) (*Payment, error) {
+func (c *Client) CreatePayment(ctx context.Context, params CreatePaymentParams, opts ...RequestOption) (*Payment, error) {
 	if err := params.Validate(); err != nil {
 		return nil, err
 	}
@@ -224,7 +224,7 @@ func (c *Client) CreatePayment(ctx context.Context, params CreatePaymentParams) 
 	}
 	w := getWirePayment()
 	defer putWirePayment(w)
-	if err := c.do(ctx, request{method: http.MethodPost, path: "/v1/payment", body: body, orderID: params.OrderID}, w); err != nil {
+	if err := c.do(ctx, request{method: http.MethodPost, path: "/v1/payment", route: "POST /v1/payment", body: body, orderID: params.OrderID, opts: opts}, w); err != nil {
 		return nil, err
 	}
 	p := w.payment()
@@ -236,13 +236,13 @@ func (c *Client) CreatePayment(ctx context.Context, params CreatePaymentParams) 
 //
 // GET /v1/payment/{id}/status. id must be a UUID. Retried on transient
 // failures; an unknown id matches ErrNotFound.
-func (c *Client) GetPayment(ctx context.Context, id string) (*Payment, error) {
+func (c *Client) GetPayment(ctx context.Context, id string, opts ...RequestOption) (*Payment, error) {
 	if err := validatePaymentID(id); err != nil {
 		return nil, err
 	}
 	w := getWirePayment()
 	defer putWirePayment(w)
-	if err := c.do(ctx, request{method: http.MethodGet, path: "/v1/payment/" + id + "/status"}, w); err != nil {
+	if err := c.do(ctx, request{method: http.MethodGet, path: "/v1/payment/" + id + "/status", route: "GET /v1/payment/{id}/status", opts: opts}, w); err != nil {
 		return nil, err
 	}
 	p := w.payment()

@@ -187,7 +187,7 @@ func (p CreatePayoutParams) Validate() error {
 // ErrServer for a 5xx) and names the orderId. Resending could pay twice;
 // call FindPayoutByOrderID first. Only a request that never left (connection
 // refused) is retried.
-func (c *Client) CreatePayout(ctx context.Context, params CreatePayoutParams) (*Payout, error) {
+func (c *Client) CreatePayout(ctx context.Context, params CreatePayoutParams, opts ...RequestOption) (*Payout, error) {
 	if err := params.Validate(); err != nil {
 		return nil, err
 	}
@@ -197,7 +197,7 @@ func (c *Client) CreatePayout(ctx context.Context, params CreatePayoutParams) (*
 	}
 	w := getWirePayout()
 	defer putWirePayout(w)
-	if err := c.do(ctx, request{method: http.MethodPost, path: "/v1/payout", body: body, orderID: params.OrderID}, w); err != nil {
+	if err := c.do(ctx, request{method: http.MethodPost, path: "/v1/payout", route: "POST /v1/payout", body: body, orderID: params.OrderID, opts: opts}, w); err != nil {
 		return nil, err
 	}
 	p := w.payout()
@@ -209,13 +209,13 @@ func (c *Client) CreatePayout(ctx context.Context, params CreatePayoutParams) (*
 //
 // GET /v1/payout/{id}/status. Retried on transient failures; an unknown id
 // matches ErrNotFound.
-func (c *Client) GetPayout(ctx context.Context, id string) (*Payout, error) {
+func (c *Client) GetPayout(ctx context.Context, id string, opts ...RequestOption) (*Payout, error) {
 	if err := validatePayoutID(id); err != nil {
 		return nil, err
 	}
 	w := getWirePayout()
 	defer putWirePayout(w)
-	if err := c.do(ctx, request{method: http.MethodGet, path: "/v1/payout/" + url.PathEscape(id) + "/status"}, w); err != nil {
+	if err := c.do(ctx, request{method: http.MethodGet, path: "/v1/payout/" + url.PathEscape(id) + "/status", route: "GET /v1/payout/{id}/status", opts: opts}, w); err != nil {
 		return nil, err
 	}
 	p := w.payout()
@@ -364,7 +364,7 @@ func (w *wirePayoutPage) check() string {
 // GET /v1/payout/list with limit and offset (omitted when zero). The API
 // marks this operation as under development: its paging parameters'
 // bounds are not documented.
-func (c *Client) ListPayouts(ctx context.Context, params ListPayoutsParams) (*PayoutPage, error) {
+func (c *Client) ListPayouts(ctx context.Context, params ListPayoutsParams, opts ...RequestOption) (*PayoutPage, error) {
 	if params.Limit < 0 {
 		return nil, &ValidationError{Field: "Limit", Reason: "must not be negative"}
 	}
@@ -383,7 +383,7 @@ func (c *Client) ListPayouts(ctx context.Context, params ListPayoutsParams) (*Pa
 		path += "?" + q.Encode()
 	}
 	var w wirePayoutPage
-	if err := c.do(ctx, request{method: http.MethodGet, path: path}, &w); err != nil {
+	if err := c.do(ctx, request{method: http.MethodGet, path: path, route: "GET /v1/payout/list", opts: opts}, &w); err != nil {
 		return nil, err
 	}
 	items := make([]PayoutListItem, len(w.Payout))
@@ -403,7 +403,7 @@ const defaultPageSize = 100
 // pages (offset paging), so an item can be seen twice or missed.
 //
 // The API marks the payout list as under development.
-func (c *Client) AllPayouts(ctx context.Context, params ListPayoutsParams) iter.Seq2[PayoutListItem, error] {
+func (c *Client) AllPayouts(ctx context.Context, params ListPayoutsParams, opts ...RequestOption) iter.Seq2[PayoutListItem, error] {
 	return func(yield func(PayoutListItem, error) bool) {
 		limit := params.Limit
 		if limit <= 0 {
@@ -411,7 +411,7 @@ func (c *Client) AllPayouts(ctx context.Context, params ListPayoutsParams) iter.
 		}
 		offset := params.Offset
 		for {
-			page, err := c.ListPayouts(ctx, ListPayoutsParams{Limit: limit, Offset: offset})
+			page, err := c.ListPayouts(ctx, ListPayoutsParams{Limit: limit, Offset: offset}, opts...)
 			if err != nil {
 				yield(PayoutListItem{}, err)
 				return
@@ -446,11 +446,11 @@ func (c *Client) AllPayouts(ctx context.Context, params ListPayoutsParams) iter.
 // found is false with a nil error when the list holds no such order. The
 // list may lag behind creation; if in doubt, look again after a short wait.
 // If several payouts share the orderId, the first listed is returned.
-func (c *Client) FindPayoutByOrderID(ctx context.Context, orderID string) (item *PayoutListItem, found bool, err error) {
+func (c *Client) FindPayoutByOrderID(ctx context.Context, orderID string, opts ...RequestOption) (item *PayoutListItem, found bool, err error) {
 	if orderID == "" {
 		return nil, false, &ValidationError{Field: "orderID", Reason: "must not be empty"}
 	}
-	for it, err := range c.AllPayouts(ctx, ListPayoutsParams{}) {
+	for it, err := range c.AllPayouts(ctx, ListPayoutsParams{}, opts...) {
 		if err != nil {
 			return nil, false, err
 		}
@@ -459,4 +459,10 @@ func (c *Client) FindPayoutByOrderID(ctx context.Context, orderID string) (item 
 		}
 	}
 	return nil, false, nil
+}
+
+// reconcilePayout is being built (issue: reconciliation); until then it
+// answers "still unknown", which never leads a caller to resend.
+func (c *Client) reconcilePayout(ctx context.Context, params ReconcileParams, opts []RequestOption) (*ReconcileResult, error) {
+	return &ReconcileResult{Verdict: PayoutStillUnknown, Reason: "not implemented"}, nil
 }

@@ -245,7 +245,7 @@ func (c *Client) WaitForPayout(ctx context.Context, id string, opts ...WaitOptio
 // waitLoop is the one polling loop behind WaitForPayment and WaitForPayout.
 func waitLoop[T any, S ~string](
 	ctx context.Context, c *Client, kind objKind, id string, opts []WaitOption,
-	get func(context.Context, string) (*T, error),
+	get func(context.Context, string, ...RequestOption) (*T, error),
 	state func(*T) (S, time.Time),
 	terminal func(S) bool,
 ) (*T, error) {
