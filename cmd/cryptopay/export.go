@@ -127,6 +127,11 @@ func (a *app) payoutExport(args []string) error {
 			return fmt.Errorf("payout export: writing: %w", err)
 		}
 		n++
+		if n%*pageSize == 0 { // a page is out: let a pipe's reader have it now
+			if err := out.flush(); err != nil {
+				return fmt.Errorf("payout export: writing: %w", err)
+			}
+		}
 		bar.set(n)
 	}
 	bar.done()

@@ -68,6 +68,7 @@ type app struct {
 	getenv         func(string) string
 	isTerminal     func(any) bool
 	now            func() time.Time
+	clientOpts     []cryptopay.Option // added to the Client's options (tests: a fast retry policy)
 
 	global globalFlags
 }
@@ -92,10 +93,6 @@ type quietExit int
 func (q quietExit) Error() string { return fmt.Sprintf("exit %d", int(q)) }
 
 func (a *app) main(args []string) int {
-	if msg := keyOnArgv(args); msg != "" {
-		fmt.Fprintln(a.stderr, "cryptopay: "+msg)
-		return exitUsage
-	}
 	err := a.dispatch(args)
 	if err == nil {
 		return exitOK
