@@ -68,7 +68,7 @@ func (a *app) dispatch(args []string) error {
 		if msg := keyOnArgv(args); msg != "" {
 			return &exitError{exitUsage, errors.New(msg)}
 		}
-		return usageErr("%v", err)
+		return usageErr("%v (see 'cryptopay help')", err)
 	}
 	rest := fs.Args()
 	if len(rest) == 0 {
@@ -96,7 +96,7 @@ func (a *app) dispatch(args []string) error {
 	case "payment", "payout", "webhook":
 		return a.group(name, sub)
 	}
-	return usageErr("unknown command %q", name)
+	return usageErr("unknown command %q (see 'cryptopay help')", name)
 }
 
 // group runs "payment get", "payout create" and the like.
@@ -115,7 +115,7 @@ func (a *app) group(name string, args []string) error {
 	}
 	run, ok := cmds[args[0]]
 	if !ok {
-		return usageErr("unknown command %q", name+" "+args[0])
+		return usageErr("unknown command %q (see 'cryptopay %s --help')", name+" "+args[0], name)
 	}
 	return run(args[1:])
 }

@@ -72,7 +72,7 @@ func (a *app) parse(fs *flag.FlagSet, args []string, minArgs, maxArgs int) ([]st
 				fs.Usage()
 				return nil, quietExit(exitOK)
 			}
-			return nil, usageErr("%s: %v", fs.Name(), err)
+			return nil, usageErr("%s: %v (see --help)", fs.Name(), err)
 		}
 		consumed := len(args) - fs.NArg()
 		if consumed > 0 && args[consumed-1] == "--" {

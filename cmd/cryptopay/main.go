@@ -87,7 +87,7 @@ func usageErr(format string, args ...any) error {
 	return &exitError{exitUsage, fmt.Errorf(format, args...)}
 }
 
-// errQuiet ends a command with a code after it has said everything itself.
+// quietExit ends a command with a code after it has said everything itself.
 type quietExit int
 
 func (q quietExit) Error() string { return fmt.Sprintf("exit %d", int(q)) }
@@ -102,10 +102,11 @@ func (a *app) main(args []string) int {
 		return int(q)
 	}
 	code := exitCode(a.ctx, err)
-	fmt.Fprintln(a.stderr, "cryptopay: "+errorLine(err))
-	if code == exitUsage && !errors.Is(err, cryptopay.ErrInvalidParams) {
-		fmt.Fprintln(a.stderr, "Run 'cryptopay help' for usage.")
+	if code == exitInterrupted {
+		fmt.Fprintln(a.stderr, "cryptopay: interrupted")
+		return code
 	}
+	fmt.Fprintln(a.stderr, "cryptopay: "+errorLine(err))
 	return code
 }
 

@@ -3,8 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -196,6 +198,23 @@ func TestInterrupted(t *testing.T) {
 	cancel()
 	r := <-done
 	assert.Equal(t, exitInterrupted, r.code, r.stderr)
+	assert.Equal(t, "cryptopay: interrupted\n", r.stderr)
+
+	// Ctrl-C at the confirmation prompt sends nothing.
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	stdin := &readSignal{r: pr, reading: make(chan struct{})}
+	ctx, cancel = context.WithCancel(t.Context())
+	errOut := make(chan result, 1)
+	go func() {
+		errOut <- f.runWith(ctx, terms{stdin: true}, stdin, &bytes.Buffer{}, payoutCreateArgs...)
+	}()
+	<-stdin.reading // the prompt is shown and the answer awaited
+	cancel()
+	r = <-errOut
+	assert.Equal(t, exitInterrupted, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "Type yes to create this payout: \ncryptopay: interrupted\n")
+	assert.Equal(t, 0, f.srv.PayoutCount())
 }
 
 func TestFake(t *testing.T) {
@@ -228,4 +247,16 @@ func TestFake(t *testing.T) {
 	r = f.run("fake", "-addr", "0.0.0.0:0")
 	assert.Equal(t, exitUsage, r.code)
 	assert.Contains(t, r.stderr, "not loopback")
+}
+
+// readSignal closes reading on its first Read.
+type readSignal struct {
+	r       io.Reader
+	once    sync.Once
+	reading chan struct{}
+}
+
+func (s *readSignal) Read(p []byte) (int, error) {
+	s.once.Do(func() { close(s.reading) })
+	return s.r.Read(p)
 }
