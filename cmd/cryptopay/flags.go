@@ -46,30 +46,38 @@ type command struct {
 	summary string
 }
 
+// cmdFlags is a command's FlagSet and what its --help prints.
+type cmdFlags struct {
+	*flag.FlagSet
+	cmd command
+}
+
 // newFlagSet returns a FlagSet for cmd with the global flags registered.
-// Errors are returned, never printed; --help prints to stdout.
-func (a *app) newFlagSet(cmd command) *flag.FlagSet {
+// The flag package prints nothing: errors are returned, --help is printed
+// to stdout by parse.
+func (a *app) newFlagSet(cmd command) *cmdFlags {
 	fs := flag.NewFlagSet("cryptopay "+cmd.name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
 	a.global.register(fs)
-	fs.Usage = func() {
-		fmt.Fprintf(a.stdout, "Usage: cryptopay %s [flags] %s\n\n%s\n\nFlags:\n", cmd.name, cmd.args, cmd.summary)
-		fs.SetOutput(a.stdout)
-		fs.PrintDefaults()
-		fs.SetOutput(io.Discard)
-	}
-	return fs
+	return &cmdFlags{fs, cmd}
+}
+
+func (a *app) printUsage(fs *cmdFlags) {
+	fmt.Fprintf(a.stdout, "Usage: cryptopay %s [flags] %s\n\n%s\n\nFlags:\n", fs.cmd.name, fs.cmd.args, fs.cmd.summary)
+	fs.SetOutput(a.stdout)
+	fs.PrintDefaults()
+	fs.SetOutput(io.Discard)
 }
 
 // parse parses args with flags anywhere among the positional arguments
 // (everything after "--" is positional) and checks their number.
-func (a *app) parse(fs *flag.FlagSet, args []string, minArgs, maxArgs int) ([]string, error) {
+func (a *app) parse(fs *cmdFlags, args []string, minArgs, maxArgs int) ([]string, error) {
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
-				fs.Usage()
+				a.printUsage(fs)
 				return nil, quietExit(exitOK)
 			}
 			return nil, usageErr("%s: %v (see --help)", fs.Name(), err)

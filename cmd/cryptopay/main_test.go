@@ -42,6 +42,7 @@ func TestHelp(t *testing.T) {
 			assert.Equal(t, tt.wantCode, r.code, r.stderr)
 			assert.Contains(t, r.stdout, tt.wantOut)
 			assert.Empty(t, r.stderr)
+			assert.Equal(t, 1, strings.Count(r.stdout, "Usage"), "printed once")
 		})
 	}
 }
@@ -70,6 +71,10 @@ func TestUsageErrors(t *testing.T) {
 			r := f.run(tt.args...)
 			assert.Equal(t, exitUsage, r.code)
 			assert.Contains(t, r.stderr, tt.wantErr)
+			if tt.args != nil && tt.name != "group alone" {
+				assert.Empty(t, r.stdout, "no usage on stdout")
+				assert.Equal(t, 1, strings.Count(r.stderr, "\n"), "one line: %q", r.stderr)
+			}
 			assert.Equal(t, 0, f.srv.PaymentCount()+f.srv.PayoutCount(), "nothing created")
 		})
 	}

@@ -129,7 +129,7 @@ func (o *objectFlags) register(fs *flag.FlagSet, feeUsage string) {
 func (a *app) paymentCreate(args []string) error {
 	fs := a.newFlagSet(command{"payment create", "", "Create a payment link: the answer says where and how much the customer pays."})
 	var o objectFlags
-	o.register(fs, "the customer bears the platform fee (it is added to the amount to pay)")
+	o.register(fs.FlagSet, "the customer bears the platform fee (it is added to the amount to pay)")
 	if _, err := a.parse(fs, args, 0, 0); err != nil {
 		return err
 	}
