@@ -264,7 +264,7 @@ func TestWebhookRequests(t *testing.T) {
 		{"null id", http.MethodPost, signed, `{"paymentId":null,"orderId":"order-1","status":"paid"}`, 400, 0, 0},
 		{"numeric id", http.MethodPost, signed, `{"paymentId":12,"orderId":"order-1","status":"paid"}`, 400, 0, 0},
 		{"payment id not a UUID", http.MethodPost, signed, `{"paymentId":"../x","orderId":"order-1","status":"paid"}`, 400, 0, 0},
-		{"payout id with slash", http.MethodPost, signed, `{"payoutId":"a/b","orderId":"order-1","status":"paid"}`, 400, 0, 0},
+		{"payout id with control character", http.MethodPost, signed, `{"payoutId":"a\u0001b","orderId":"order-1","status":"paid"}`, 400, 0, 0},
 		{"no status", http.MethodPost, signed, `{"paymentId":"` + waitPaymentID + `","orderId":"order-1"}`, 400, 0, 0},
 		{"overlong status", http.MethodPost, signed, strings.Replace(payment, `"paid"`, `"`+strings.Repeat("p", 65)+`"`, 1), 400, 0, 0},
 		{"bad amount", http.MethodPost, signed, strings.Replace(payment, "10.5", `"lots"`, 1), 400, 0, 0},
