@@ -153,9 +153,9 @@ func (a *app) payoutFind(args []string) error {
 	if err != nil {
 		return err
 	}
-	res, err := c.ReconcilePayout(a.ctx, cryptopay.ReconcileParams{OrderID: *orderID, AttemptedAt: at})
-	if err != nil {
-		return err
+	res, rerr := c.ReconcilePayout(a.ctx, cryptopay.ReconcileParams{OrderID: *orderID, AttemptedAt: at})
+	if rerr != nil && (res == nil || a.ctx.Err() != nil) {
+		return rerr
 	}
 	out := findOutput{Verdict: res.Verdict.String(), OrderID: *orderID, Reason: res.Reason, Requests: res.Requests}
 	if res.Payout != nil {
@@ -169,6 +169,9 @@ func (a *app) payoutFind(args []string) error {
 	}
 	if err != nil {
 		return err
+	}
+	if rerr != nil { // the list could not be read as evidence: still unknown
+		return &exitError{exitNotYet, fmt.Errorf("payout find: still_unknown: %w", rerr)}
 	}
 	switch res.Verdict {
 	case cryptopay.PayoutExists:

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -78,6 +79,13 @@ func TestPayoutCreateOutcomeUnknown(t *testing.T) {
 	assert.Equal(t, 1, f.srv.Requests(cryptopaytest.RouteCreatePayout), "never resent")
 	assert.Regexp(t, `do NOT resend: run 'cryptopay payout find --order-id po-7 --attempted-at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ'\n$`, r.stderr)
 	assert.Equal(t, 1, strings.Count(r.stderr, "\n"), "one line")
+
+	// The command it prints finds the payout the server did create.
+	m := regexp.MustCompile(`run 'cryptopay (payout find .*)'`).FindStringSubmatch(r.stderr)
+	require.NotNil(t, m)
+	r = f.run(strings.Fields(m[1])...)
+	assert.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, `"verdict": "exists"`)
 
 	f.srv.InjectFault(cryptopaytest.RouteCreatePayout, cryptopaytest.Fault{Status: 400, Body: `{"code":"insufficient_funds","message":"no"}`})
 	r = f.run(append(payoutCreateArgs, "--yes")...)
