@@ -3,130 +3,38 @@ package main
 import (
 	"bytes"
 	"context"
-	"flag"
-	"io"
-	"net/http"
-	"regexp"
-	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-
-	"github.com/cryptopay/cryptopay-go/cryptopaytest"
 )
 
-func TestParseFlags(t *testing.T) {
+func TestRunExitCodes(t *testing.T) {
 	tests := []struct {
-		name    string
-		args    []string
-		wantErr string
+		name     string
+		args     []string
+		want     int
+		wantErr  string
+		canceled bool
 	}{
-		{"defaults", nil, ""},
-		{"everything", []string{"-addr", "127.0.0.1:0", "-api-key", "k", "-fee-percent", "2.5", "-network-fee-percent", "0",
-			"-payment-ttl", "1m", "-balance", "usdt/tron=5", "-balance", "btc/bitcoin=0.1", "-unpaid-fields", "omit",
-			"-webhook-attempts", "2", "-webhook-backoff", "10ms", "-webhook-any-host", "-v"}, ""},
-		{"bad fee", []string{"-fee-percent", "x"}, "not a decimal"},
-		{"bad balance", []string{"-balance", "usdt=5"}, "currency/network=amount"},
-		{"negative balance", []string{"-balance", "usdt/tron=-5"}, "non-negative"},
-		{"bad mode", []string{"-unpaid-fields", "none"}, "unpaid fields"},
-		{"unknown flag", []string{"-port", "1"}, "not defined"},
-		{"extra arg", []string{"serve"}, "unexpected argument"},
+		{"help", []string{"-h"}, 0, "-addr", false},
+		{"bad flag", []string{"-port", "1"}, 2, "not defined", false},
+		{"not loopback", []string{"-addr", "0.0.0.0:0"}, 2, "not loopback", false},
+		{"serves until canceled", []string{"-addr", "127.0.0.1:0"}, 0, "", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			opts, err := parseFlags(tt.args, io.Discard)
-			if tt.wantErr != "" {
-				require.Error(t, err)
-				assert.Contains(t, err.Error(), tt.wantErr)
-				return
+			ctx, cancel := context.WithCancel(context.Background())
+			if tt.canceled {
+				cancel()
 			}
-			require.NoError(t, err)
-			assert.NotEmpty(t, opts)
+			defer cancel()
+			var out, errOut bytes.Buffer
+			assert.Equal(t, tt.want, run(ctx, tt.args, &out, &errOut))
+			assert.Contains(t, errOut.String(), tt.wantErr)
+			if tt.canceled {
+				assert.Contains(t, out.String(), "cryptopay-fakeserver listening on http://127.0.0.1:")
+				assert.Contains(t, out.String(), "shutting down")
+			}
 		})
 	}
-	_, err := parseFlags([]string{"-h"}, io.Discard)
-	assert.ErrorIs(t, err, flag.ErrHelp)
-}
-
-func TestRunRefusesBadSettings(t *testing.T) {
-	for _, args := range [][]string{
-		{"-addr", "0.0.0.0:8080"},
-		{"-addr", ":8080"},
-		{"-addr", "192.0.2.1:8080"},
-		{"-payment-ttl", "0s"},
-		{"-webhook-attempts", "0"},
-		{"-api-key", ""},
-		{"-fee-percent", "-1"},
-	} {
-		err := run(context.Background(), append([]string{"-addr", "127.0.0.1:0"}, args...), io.Discard, io.Discard)
-		assert.ErrorIs(t, err, cryptopaytest.ErrInvalid, "%v", args)
-	}
-}
-
-// syncBuffer is a bytes.Buffer safe for the server goroutine and the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-func TestRunServesAndStops(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var out, logs syncBuffer
-	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, []string{"-addr", "127.0.0.1:0", "-api-key", "cli_key", "-v", "-balance", "usdt/tron=7"}, &out, &logs)
-	}()
-
-	urlRE := regexp.MustCompile(`listening on (http://127\.0\.0\.1:\d+)`)
-	var base string
-	require.Eventually(t, func() bool {
-		m := urlRE.FindStringSubmatch(out.String())
-		if m != nil {
-			base = m[1]
-		}
-		return m != nil
-	}, 5*time.Second, 5*time.Millisecond)
-	assert.Contains(t, out.String(), "API key:     cli_key")
-
-	req, _ := http.NewRequest("GET", base+"/v1/balance", nil)
-	req.Header.Set("x-api-key", "cli_key")
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	assert.Equal(t, 200, resp.StatusCode)
-	assert.Contains(t, string(body), `{"currency":"usdt","network":"tron","amount":7}`)
-
-	resp, err = http.Post(base+"/_control/clock/advance", "application/json", strings.NewReader(`{"seconds":60}`))
-	require.NoError(t, err)
-	resp.Body.Close()
-	assert.Equal(t, 200, resp.StatusCode)
-	assert.Contains(t, logs.String(), "cryptopaytest request", "-v logs requests")
-
-	cancel()
-	select {
-	case err := <-done:
-		require.NoError(t, err)
-	case <-time.After(5 * time.Second):
-		t.Fatal("run did not return after the context ended")
-	}
-	assert.Contains(t, out.String(), "shutting down")
-	_, err = http.Get(base + "/v1/balance")
-	assert.Error(t, err, "the listener is closed")
 }
