@@ -4,8 +4,10 @@ go 1.26
 
 require (
 	github.com/cryptopay/cryptopay-go v0.0.0
+	github.com/makiuchi-d/gozxing v0.1.1
 	github.com/shopspring/decimal v1.6.0
 	github.com/stretchr/testify v1.12.1
+	rsc.io/qr v0.2.0
 )
 
 require (
@@ -13,6 +15,8 @@ require (
 	github.com/hashicorp/go-cleanhttp v0.5.2 // indirect
 	github.com/hashicorp/go-retryablehttp v0.7.8 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
+	golang.org/x/text v0.3.7 // indirect
+	golang.org/x/xerrors v0.0.0-20200804184101-5ec99f83aff1 // indirect
 )
 
 replace github.com/cryptopay/cryptopay-go => ../
