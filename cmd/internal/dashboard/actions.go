@@ -33,12 +33,12 @@ type faultPreset struct {
 // must survive, including the ones after which a create call's outcome is
 // unknown.
 var faultPresets = []faultPreset{
-	{"500", "500 Internal Server Error (not processed)", cryptopaytest.Fault{Status: http.StatusInternalServerError}},
-	{"503", "503 with Retry-After: 1 (not processed)", cryptopaytest.Fault{Status: http.StatusServiceUnavailable, RetryAfter: "1"}},
-	{"429", "429 with Retry-After: 1 (not processed)", cryptopaytest.Fault{Status: http.StatusTooManyRequests, RetryAfter: "1"}},
-	{"drop", "connection dropped (not processed)", cryptopaytest.Fault{Drop: true}},
+	{"500", "500 error, not processed", cryptopaytest.Fault{Status: http.StatusInternalServerError}},
+	{"503", "503 + Retry-After: 1, not processed", cryptopaytest.Fault{Status: http.StatusServiceUnavailable, RetryAfter: "1"}},
+	{"429", "429 + Retry-After: 1, not processed", cryptopaytest.Fault{Status: http.StatusTooManyRequests, RetryAfter: "1"}},
+	{"drop", "connection dropped, not processed", cryptopaytest.Fault{Drop: true}},
 	{"slow", "2 s delay, then the normal answer", cryptopaytest.Fault{Delay: 2 * time.Second}},
-	{"processed-drop", "processed, then connection dropped (outcome unknown)", cryptopaytest.Fault{Process: true, Drop: true}},
+	{"processed-drop", "processed, then dropped (outcome unknown)", cryptopaytest.Fault{Process: true, Drop: true}},
 	{"processed-500", "processed, then 500 (outcome unknown)", cryptopaytest.Fault{Process: true, Status: http.StatusInternalServerError}},
 }
 
