@@ -36,8 +36,10 @@ const DefaultAddr = "127.0.0.1:8080"
 type Config struct {
 	// Addr is the listen address; its host must be loopback.
 	Addr string
-	// Options configure the fake (key, fees, balances, webhooks, logging).
+	// Options configure the fake (key, fees, balances, webhooks).
 	Options []cryptopaytest.ServerOption
+	// Log, when set, receives a line per request and webhook attempt (-v).
+	Log io.Writer
 }
 
 // Run parses args (the flags listed by -h, under the program name name),
@@ -50,6 +52,12 @@ func Run(ctx context.Context, name string, args []string, stdout, stderr io.Writ
 	if err != nil {
 		return err
 	}
+	return Serve(ctx, name, cfg, stdout)
+}
+
+// Serve starts the fake described by cfg, prints its URL, key and control
+// API on stdout under the program name name, and serves until ctx ends.
+func Serve(ctx context.Context, name string, cfg Config, stdout io.Writer) error {
 	inst, err := Start(cfg)
 	if err != nil {
 		return err
@@ -84,7 +92,11 @@ func Start(cfg Config) (*Instance, error) {
 	}
 	// The Server's own listener stays on a free port of 127.0.0.1; the
 	// runner serves the same handlers on cfg.Addr next to whatever Mux adds.
-	srv, err := cryptopaytest.StartServer(append(cfg.Options, cryptopaytest.WithAddr("127.0.0.1:0"))...)
+	opts := append(cfg.Options[:len(cfg.Options):len(cfg.Options)], cryptopaytest.WithAddr("127.0.0.1:0"))
+	if cfg.Log != nil {
+		opts = append(opts, cryptopaytest.WithLogger(slog.New(slog.NewTextHandler(cfg.Log, &slog.HandlerOptions{Level: slog.LevelDebug}))))
+	}
+	srv, err := cryptopaytest.StartServer(opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -179,7 +191,7 @@ func (f decimalFlag) Set(v string) error {
 }
 
 // Parse turns the command line into a Config. Usage and flag errors go to
-// stderr.
+// stderr, and so does the request log of -v (Config.Log).
 func Parse(name string, args []string, stderr io.Writer) (Config, error) {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -222,8 +234,9 @@ func Parse(name string, args []string, stderr io.Writer) (Config, error) {
 	if *anyHost {
 		opts = append(opts, cryptopaytest.WithWebhookAnyHost())
 	}
+	cfg := Config{Addr: *addr, Options: append(opts, balances...)}
 	if *verbose {
-		opts = append(opts, cryptopaytest.WithLogger(slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))))
+		cfg.Log = stderr
 	}
-	return Config{Addr: *addr, Options: append(opts, balances...)}, nil
+	return cfg, nil
 }

@@ -1,0 +1,141 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+
+	"github.com/cryptopay/cryptopay-go/cmd/internal/fakeserve"
+)
+
+const helpText = `cryptopay: operator CLI for the cryptopay API
+
+Usage: cryptopay [global flags] <command> [flags] [args]
+
+Commands:
+  payment get ID        show a payment
+  payment wait ID       follow a payment's status live until it is terminal
+  payment create        create a payment
+  payout create         create a payout (asks for confirmation unless --yes)
+  payout get ID         show a payout
+  payout find           look a payout up by --order-id: exists, not_created or still_unknown
+  payout export         write every payout to stdout (--format csv|jsonl)
+  balances              show the balances
+  currencies            list the supported currency/network pairs
+  webhook url           print the tokened webhook URL for --order-id
+  webhook send          post a tokened test event for a payment or payout to a local receiver
+  fake                  run the fake API server on loopback
+  help                  show this help
+
+Global flags (also accepted after the command):
+  --base-url URL          API base URL (default $CRYPTOPAY_BASE_URL)
+  --api-key-file PATH     read the API key from PATH (default $CRYPTOPAY_API_KEY)
+  --output table|json     output format (default: table on a terminal, json otherwise)
+  --request-timeout D     timeout of each HTTP attempt (default 30s)
+
+Environment:
+  CRYPTOPAY_API_KEY         API key (never pass it as a flag: ps shows flags)
+  CRYPTOPAY_BASE_URL        API base URL
+  CRYPTOPAY_WEBHOOK_SECRET  webhook secret for 'webhook url' and 'webhook send'
+
+Exit codes:
+  0    success (payout find: the payout exists)
+  1    negative answer: a wait ended on a non-success status, payout find says
+       not_created, a receiver refused a webhook
+  2    no answer yet: a wait timed out, payout find says still_unknown
+  3    the request failed (API error, network, unreadable answer)
+  4    outcome unknown: a create may have taken effect; run 'payout find' before retrying
+  5    payout create was not confirmed
+  64   usage: bad command, flag, argument or configuration
+  130  interrupted
+
+Amounts are printed exactly as decimal strings (JSON too), never as floats.
+Run 'cryptopay <command> --help' for a command's flags.
+`
+
+// dispatch parses the global flags in front of the command and runs it.
+func (a *app) dispatch(args []string) error {
+	fs := flag.NewFlagSet("cryptopay", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	a.global.register(fs)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(a.stdout, helpText)
+			return nil
+		}
+		if msg := keyOnArgv(args); msg != "" {
+			return &exitError{exitUsage, errors.New(msg)}
+		}
+		return usageErr("%v", err)
+	}
+	rest := fs.Args()
+	if len(rest) == 0 {
+		fmt.Fprint(a.stderr, helpText)
+		return quietExit(exitUsage)
+	}
+	name, sub := rest[0], rest[1:]
+	checked := args
+	if name == "fake" {
+		checked = args[:len(args)-len(rest)] // the fake's own -api-key is a test value
+	}
+	if msg := keyOnArgv(checked); msg != "" {
+		return &exitError{exitUsage, errors.New(msg)}
+	}
+	switch name {
+	case "help", "-h", "--help":
+		fmt.Fprint(a.stdout, helpText)
+		return nil
+	case "fake":
+		return a.fake(sub)
+	case "balances":
+		return a.balances(sub)
+	case "currencies":
+		return a.currencies(sub)
+	case "payment", "payout", "webhook":
+		return a.group(name, sub)
+	}
+	return usageErr("unknown command %q", name)
+}
+
+// group runs "payment get", "payout create" and the like.
+func (a *app) group(name string, args []string) error {
+	cmds := map[string]map[string]func([]string) error{
+		"payment": {"get": a.paymentGet, "wait": a.paymentWait, "create": a.paymentCreate},
+		"payout":  {"get": a.payoutGet, "create": a.payoutCreate, "find": a.payoutFind, "export": a.payoutExport},
+		"webhook": {"url": a.webhookURL, "send": a.webhookSend},
+	}[name]
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(a.stdout, helpText)
+		if len(args) == 0 {
+			return quietExit(exitUsage)
+		}
+		return nil
+	}
+	run, ok := cmds[args[0]]
+	if !ok {
+		return usageErr("unknown command %q", name+" "+args[0])
+	}
+	return run(args[1:])
+}
+
+// fake runs the fake server until the context ends (SIGINT/SIGTERM), with
+// the flags of cryptopay-fakeserver.
+func (a *app) fake(args []string) error {
+	cfg, err := fakeserve.Parse("cryptopay fake", args, io.Discard)
+	if errors.Is(err, flag.ErrHelp) {
+		_, _ = fakeserve.Parse("cryptopay fake", args, a.stdout)
+		return nil
+	}
+	if err != nil {
+		return usageErr("fake: %v", err)
+	}
+	if cfg.Log != nil {
+		cfg.Log = a.stderr
+	}
+	if err := fakeserve.Serve(a.ctx, "cryptopay fake", cfg, a.stdout); err != nil {
+		return usageErr("fake: %v", err)
+	}
+	return nil
+}

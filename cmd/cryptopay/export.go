@@ -1,0 +1,183 @@
+package main
+
+import (
+	"bufio"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	cryptopay "github.com/cryptopay/cryptopay-go"
+)
+
+// listItem is a payout list item as the CLI writes it: amounts as exact
+// decimal strings, times in RFC 3339.
+type listItem struct {
+	PayoutID       string  `json:"payoutId,omitempty"`
+	Status         string  `json:"status"`
+	Amount         string  `json:"amount"`
+	MerchantAmount *string `json:"merchantAmount"`
+	Currency       string  `json:"currency"`
+	Network        string  `json:"network"`
+	OrderID        string  `json:"orderId"`
+	CustomerID     string  `json:"customerId"`
+	PaidAddress    string  `json:"paidAddress"`
+	WalletLabel    string  `json:"walletLabel"`
+	WalletAddress  string  `json:"walletAddress"`
+	CreatedAt      string  `json:"createdAt"`
+}
+
+func newListItem(it cryptopay.PayoutListItem) listItem {
+	out := listItem{
+		PayoutID: it.ID, Status: string(it.Status), Amount: money(it.Amount), Currency: it.Currency, Network: it.Network,
+		OrderID: it.OrderID, CustomerID: it.CustomerID, PaidAddress: it.PaidAddress,
+		WalletLabel: it.WalletLabel, WalletAddress: it.WalletAddress, CreatedAt: when(it.CreatedAt),
+	}
+	if it.MerchantAmount.Valid {
+		s := it.MerchantAmount.Decimal.String()
+		out.MerchantAmount = &s
+	}
+	return out
+}
+
+// csvHeader names the CSV columns, in order.
+var csvHeader = []string{"payout_id", "status", "amount", "merchant_amount", "currency", "network", "order_id",
+	"customer_id", "paid_address", "wallet_label", "wallet_address", "created_at"}
+
+func (it listItem) csvRecord(spreadsheetSafe bool) []string {
+	merchant := ""
+	if it.MerchantAmount != nil {
+		merchant = *it.MerchantAmount
+	}
+	rec := []string{it.PayoutID, it.Status, it.Amount, merchant, it.Currency, it.Network, it.OrderID,
+		it.CustomerID, it.PaidAddress, it.WalletLabel, it.WalletAddress, it.CreatedAt}
+	if spreadsheetSafe {
+		for i, v := range rec {
+			if v != "" && strings.ContainsRune("=+-@\t\r", rune(v[0])) {
+				rec[i] = "'" + v
+			}
+		}
+	}
+	return rec
+}
+
+// exportWriter writes items in one format.
+type exportWriter interface {
+	write(listItem) error
+	flush() error
+}
+
+type csvExport struct {
+	w    *csv.Writer
+	safe bool
+}
+
+func (e *csvExport) write(it listItem) error { return e.w.Write(it.csvRecord(e.safe)) }
+func (e *csvExport) flush() error            { e.w.Flush(); return e.w.Error() }
+
+type jsonlExport struct {
+	bw  *bufio.Writer
+	enc *json.Encoder
+}
+
+func (e *jsonlExport) write(it listItem) error { return e.enc.Encode(it) }
+func (e *jsonlExport) flush() error            { return e.bw.Flush() }
+
+func (a *app) payoutExport(args []string) error {
+	fs := a.newFlagSet(command{"payout export", "", "Write every payout in the list to stdout, streaming, as CSV (with a header) or JSON\n" +
+		"lines. A progress bar goes to stderr when stderr is a terminal. On an error the output\n" +
+		"is incomplete and the exit code is 3."})
+	format := fs.String("format", "csv", "`format`: csv or jsonl")
+	pageSize := fs.Int("page-size", 100, "payouts per list request")
+	safe := fs.Bool("spreadsheet-safe", false, "CSV only: prefix a ' to cells starting with = + - @ so a spreadsheet\ndoes not run them as formulas (changes the data)")
+	if _, err := a.parse(fs, args, 0, 0); err != nil {
+		return err
+	}
+	if *pageSize <= 0 {
+		return usageErr("payout export: --page-size must be positive")
+	}
+	var out exportWriter
+	switch *format {
+	case "csv":
+		w := csv.NewWriter(a.stdout)
+		if err := w.Write(csvHeader); err != nil {
+			return err
+		}
+		out = &csvExport{w: w, safe: *safe}
+	case "jsonl":
+		bw := bufio.NewWriterSize(a.stdout, 64<<10)
+		out = &jsonlExport{bw: bw, enc: json.NewEncoder(bw)}
+	default:
+		return usageErr("payout export: --format %q: want csv or jsonl", *format)
+	}
+	c, err := a.client()
+	if err != nil {
+		return err
+	}
+	bar := a.newProgress(c)
+	n := 0
+	for it, err := range c.AllPayouts(a.ctx, cryptopay.ListPayoutsParams{Limit: *pageSize}) {
+		if err != nil {
+			_ = out.flush()
+			bar.done()
+			return fmt.Errorf("payout export: stopped after %d payouts, the output is incomplete: %w", n, err)
+		}
+		if err := out.write(newListItem(it)); err != nil {
+			return fmt.Errorf("payout export: writing: %w", err)
+		}
+		n++
+		if n%*pageSize == 0 { // a page is out: let a pipe's reader have it now
+			if err := out.flush(); err != nil {
+				return fmt.Errorf("payout export: writing: %w", err)
+			}
+		}
+		bar.set(n)
+	}
+	bar.done()
+	return out.flush()
+}
+
+// progress draws "exported n/total" on a terminal's stderr; it does
+// nothing when stderr is not a terminal.
+type progress struct {
+	w     io.Writer
+	total int
+	last  int
+}
+
+func (a *app) newProgress(c *cryptopay.Client) *progress {
+	if !a.isTerminal(a.stderr) {
+		return &progress{}
+	}
+	p := &progress{w: a.stderr, last: -1}
+	if page, err := c.ListPayouts(a.ctx, cryptopay.ListPayoutsParams{Limit: 1}); err == nil {
+		p.total = page.Count
+	}
+	p.draw(0)
+	return p
+}
+
+func (p *progress) set(n int) {
+	if p.w != nil && (n-p.last >= 100 || n == p.total) {
+		p.draw(n)
+	}
+}
+
+func (p *progress) draw(n int) {
+	p.last = n
+	if p.total <= 0 {
+		fmt.Fprintf(p.w, "\rexported %d payouts", n)
+		return
+	}
+	const width = 30
+	filled := min(width, n*width/p.total)
+	fmt.Fprintf(p.w, "\r[%s%s] %d/%d payouts", strings.Repeat("#", filled), strings.Repeat(".", width-filled), n, p.total)
+}
+
+func (p *progress) done() {
+	if p.w != nil {
+		p.draw(p.last)
+		fmt.Fprintln(p.w)
+	}
+}

@@ -1,0 +1,204 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	cryptopay "github.com/cryptopay/cryptopay-go"
+)
+
+// Environment variables the CLI reads.
+const (
+	envAPIKey        = "CRYPTOPAY_API_KEY"
+	envBaseURL       = "CRYPTOPAY_BASE_URL"
+	envWebhookSecret = "CRYPTOPAY_WEBHOOK_SECRET"
+)
+
+// maxSecretFile caps a key or secret file: a key is a short line.
+const maxSecretFile = 4 << 10
+
+// globalFlags are accepted before the command and after it.
+type globalFlags struct {
+	baseURL        string
+	apiKeyFile     string
+	output         string
+	requestTimeout time.Duration
+}
+
+func (g *globalFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&g.baseURL, "base-url", g.baseURL, "API base `URL` (default $"+envBaseURL+")")
+	fs.StringVar(&g.apiKeyFile, "api-key-file", g.apiKeyFile, "read the API key from `path` (default: $"+envAPIKey+")")
+	fs.StringVar(&g.output, "output", g.output, "output `format`: table or json (default: table on a terminal, json otherwise)")
+	fs.DurationVar(&g.requestTimeout, "request-timeout", g.requestTimeout, "timeout of each HTTP attempt (default 30s)")
+}
+
+// command describes one command for its --help.
+type command struct {
+	name    string // "payout create"
+	args    string // "ID", or ""
+	summary string
+}
+
+// newFlagSet returns a FlagSet for cmd with the global flags registered.
+// Errors are returned, never printed; --help prints to stdout.
+func (a *app) newFlagSet(cmd command) *flag.FlagSet {
+	fs := flag.NewFlagSet("cryptopay "+cmd.name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	a.global.register(fs)
+	fs.Usage = func() {
+		fmt.Fprintf(a.stdout, "Usage: cryptopay %s [flags] %s\n\n%s\n\nFlags:\n", cmd.name, cmd.args, cmd.summary)
+		fs.SetOutput(a.stdout)
+		fs.PrintDefaults()
+		fs.SetOutput(io.Discard)
+	}
+	return fs
+}
+
+// parse parses args with flags anywhere among the positional arguments
+// (everything after "--" is positional) and checks their number.
+func (a *app) parse(fs *flag.FlagSet, args []string, minArgs, maxArgs int) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				fs.Usage()
+				return nil, quietExit(exitOK)
+			}
+			return nil, usageErr("%s: %v", fs.Name(), err)
+		}
+		consumed := len(args) - fs.NArg()
+		if consumed > 0 && args[consumed-1] == "--" {
+			pos = append(pos, fs.Args()...)
+			break
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+	if len(pos) < minArgs || len(pos) > maxArgs {
+		want := fmt.Sprintf("%d", minArgs)
+		if maxArgs != minArgs {
+			want = fmt.Sprintf("%d to %d", minArgs, maxArgs)
+		}
+		return nil, usageErr("%s: want %s argument(s), got %d (see --help)", fs.Name(), want, len(pos))
+	}
+	return pos, nil
+}
+
+// jsonOutput says whether to print JSON: --output json, or stdout is not
+// a terminal and --output is not table.
+func (a *app) jsonOutput() (bool, error) {
+	switch a.global.output {
+	case "json":
+		return true, nil
+	case "table":
+		return false, nil
+	case "":
+		return !a.isTerminal(a.stdout), nil
+	}
+	return false, usageErr("--output %q: want table or json", a.global.output)
+}
+
+// client builds the API client from the flags and the environment.
+func (a *app) client() (*cryptopay.Client, error) {
+	base := a.global.baseURL
+	if base == "" {
+		base = a.getenv(envBaseURL)
+	}
+	if base == "" {
+		return nil, usageErr("no API base URL: set %s or pass --base-url", envBaseURL)
+	}
+	key, err := a.secret(a.global.apiKeyFile, envAPIKey, "API key", "--api-key-file")
+	if err != nil {
+		return nil, err
+	}
+	timeout := a.global.requestTimeout
+	if timeout == 0 {
+		timeout = 30 * time.Second
+	}
+	opts := append([]cryptopay.Option{cryptopay.WithUserAgent("cryptopay-cli/1"), cryptopay.WithTimeout(timeout)}, a.clientOpts...)
+	c, err := cryptopay.NewClient(base, string(key), opts...)
+	if err != nil {
+		return nil, &exitError{exitUsage, err}
+	}
+	return c, nil
+}
+
+// secret reads a key from file (when given) or from the environment
+// variable env. A file's surrounding white space (a final newline) is
+// dropped. The value never appears in an error.
+func (a *app) secret(file, env, what, flagName string) ([]byte, error) {
+	if file == "" {
+		v := strings.TrimSpace(a.getenv(env))
+		if v == "" {
+			return nil, usageErr("no %s: set %s or pass %s", what, env, flagName)
+		}
+		return []byte(v), nil
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, usageErr("%s %s: %v", flagName, file, errors.Unwrap(err))
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxSecretFile+1))
+	if err != nil {
+		return nil, usageErr("%s %s: %v", flagName, file, err)
+	}
+	if len(b) > maxSecretFile {
+		return nil, usageErr("%s %s: larger than %d bytes; want the %s alone", flagName, file, maxSecretFile, what)
+	}
+	b = []byte(strings.TrimSpace(string(b)))
+	if len(b) == 0 {
+		return nil, usageErr("%s %s: the file is empty", flagName, file)
+	}
+	return b, nil
+}
+
+// isTerminal reports whether v is an *os.File open on a character device
+// other than the null device: a terminal, in practice. (Another character
+// device would only make the CLI more talkative, or read a confirmation
+// that is not "yes" and refuse.)
+func isTerminal(v any) bool {
+	f, ok := v.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	if err != nil || fi.Mode()&os.ModeCharDevice == 0 {
+		return false
+	}
+	null, err := os.Stat(os.DevNull)
+	return err != nil || !os.SameFile(fi, null)
+}
+
+// decimalValue is a flag holding an exact decimal amount.
+type decimalValue struct {
+	d   *decimal.Decimal
+	set bool
+}
+
+func (v *decimalValue) String() string {
+	if v == nil || v.d == nil || !v.set {
+		return ""
+	}
+	return v.d.String()
+}
+
+func (v *decimalValue) Set(s string) error {
+	d, err := decimal.NewFromString(s)
+	if err != nil {
+		return errors.New("not a decimal number")
+	}
+	*v.d, v.set = d, true
+	return nil
+}

@@ -1,0 +1,231 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cryptopay/cryptopay-go/cryptopaytest"
+)
+
+func TestHelp(t *testing.T) {
+	f := setup(t)
+	tests := []struct {
+		args     []string
+		wantCode int
+		wantOut  string
+	}{
+		{[]string{"--help"}, 0, "Exit codes:"},
+		{[]string{"-h"}, 0, "payout export"},
+		{[]string{"help"}, 0, "CRYPTOPAY_API_KEY"},
+		{[]string{"payment", "--help"}, 0, "payment wait ID"},
+		{[]string{"payment", "get", "--help"}, 0, "Usage: cryptopay payment get [flags] ID"},
+		{[]string{"payment", "wait", "-h"}, 0, "-max-interval"},
+		{[]string{"payout", "create", "--help"}, 0, "-yes"},
+		{[]string{"payout", "find", "--help"}, 0, "-attempted-at"},
+		{[]string{"payout", "export", "--help"}, 0, "-format"},
+		{[]string{"webhook", "send", "--help"}, 0, "-allow-remote"},
+		{[]string{"balances", "--help"}, 0, "-base-url"},
+		{[]string{"fake", "-h"}, 0, "-webhook-attempts"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			r := f.run(tt.args...)
+			assert.Equal(t, tt.wantCode, r.code, r.stderr)
+			assert.Contains(t, r.stdout, tt.wantOut)
+			assert.Empty(t, r.stderr)
+		})
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	f := setup(t)
+	tests := []struct {
+		name    string
+		args    []string
+		wantErr string
+	}{
+		{"no command", nil, "Usage: cryptopay"},
+		{"unknown command", []string{"refund"}, `unknown command "refund"`},
+		{"unknown subcommand", []string{"payment", "delete"}, `unknown command "payment delete"`},
+		{"group alone", []string{"payout"}, ""},
+		{"unknown flag", []string{"balances", "--colour"}, "flag provided but not defined: -colour"},
+		{"missing id", []string{"payment", "get"}, "want 1 argument(s), got 0"},
+		{"extra arg", []string{"balances", "x"}, "want 0 argument(s), got 1"},
+		{"bad output", []string{"currencies", "--output", "xml"}, `--output "xml": want table or json`},
+		{"bad amount", []string{"payment", "create", "--amount", "ten"}, "not a decimal number"},
+		{"invalid params", []string{"payment", "create", "--amount", "1", "--customer-id", "c", "--customer-ip", "1.2.3.4"}, "Currency"},
+		{"zero amount", []string{"payout", "create", "--amount", "0", "--yes"}, "Amount"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := f.run(tt.args...)
+			assert.Equal(t, exitUsage, r.code)
+			assert.Contains(t, r.stderr, tt.wantErr)
+			assert.Equal(t, 0, f.srv.PaymentCount()+f.srv.PayoutCount(), "nothing created")
+		})
+	}
+}
+
+func TestConfiguration(t *testing.T) {
+	f := setup(t)
+	keyFile := writeFile(t, "key", f.srv.APIKey+"\n")
+
+	t.Run("key from a file", func(t *testing.T) {
+		delete(f.env, envAPIKey)
+		defer func() { f.env[envAPIKey] = f.srv.APIKey }()
+		r := f.run("currencies", "--api-key-file", keyFile)
+		assert.Equal(t, 0, r.code, r.stderr)
+		r = f.run("--api-key-file", keyFile, "currencies")
+		assert.Equal(t, 0, r.code, r.stderr, "a global flag before the command")
+	})
+	t.Run("no key", func(t *testing.T) {
+		delete(f.env, envAPIKey)
+		defer func() { f.env[envAPIKey] = f.srv.APIKey }()
+		r := f.run("currencies")
+		assert.Equal(t, exitUsage, r.code)
+		assert.Contains(t, r.stderr, "no API key: set CRYPTOPAY_API_KEY or pass --api-key-file")
+	})
+	t.Run("empty or missing key file", func(t *testing.T) {
+		r := f.run("currencies", "--api-key-file", writeFile(t, "empty", "\n"))
+		assert.Equal(t, exitUsage, r.code)
+		assert.Contains(t, r.stderr, "the file is empty")
+		r = f.run("currencies", "--api-key-file", "/nonexistent/key")
+		assert.Equal(t, exitUsage, r.code)
+		assert.Contains(t, r.stderr, "no such file")
+	})
+	t.Run("base URL flag beats the environment", func(t *testing.T) {
+		f.env[envBaseURL] = "http://127.0.0.1:1"
+		defer func() { f.env[envBaseURL] = f.srv.URL }()
+		r := f.run("currencies", "--base-url", f.srv.URL)
+		assert.Equal(t, 0, r.code, r.stderr)
+		r = f.run("currencies", "--request-timeout", "2s")
+		assert.Equal(t, exitFailed, r.code, "the environment's URL is used without the flag")
+	})
+	t.Run("no base URL", func(t *testing.T) {
+		delete(f.env, envBaseURL)
+		defer func() { f.env[envBaseURL] = f.srv.URL }()
+		r := f.run("balances")
+		assert.Equal(t, exitUsage, r.code)
+		assert.Contains(t, r.stderr, "no API base URL: set CRYPTOPAY_BASE_URL or pass --base-url")
+	})
+}
+
+// TestKeyNeverOnArgv: no flag takes the API key or the webhook secret, and
+// an attempt to pass one is refused without echoing the value.
+func TestKeyNeverOnArgv(t *testing.T) {
+	f := setup(t)
+	const secretValue = "sk_live_SHOULD_NOT_BE_ECHOED"
+	for _, args := range [][]string{
+		{"--api-key", secretValue, "balances"},
+		{"--api-key=" + secretValue, "balances"},
+		{"balances", "-api-key", secretValue},
+		{"payout", "create", "--key=" + secretValue},
+		{"webhook", "url", "--order-id", "o", "--base", "http://127.0.0.1/h", "--secret", secretValue},
+		{"webhook", "send", "--webhook-secret=" + secretValue},
+	} {
+		r := f.run(args...)
+		assert.Equal(t, exitUsage, r.code, "%v", args)
+		assert.Contains(t, r.stderr, "not accepted on the command line")
+		assert.NotContains(t, r.stderr+r.stdout, secretValue)
+	}
+	for _, name := range []string{"api-key", "apikey", "key", "secret", "webhook-secret"} {
+		assert.NotContains(t, helpText, "--"+name+" ", "no such flag is documented")
+	}
+	// The fake's own -api-key is the test key it accepts, not a secret.
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	r := f.runWith(ctx, terms{}, strings.NewReader(""), &bytes.Buffer{}, "fake", "-addr", "127.0.0.1:0", "-api-key", "fake_key")
+	assert.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "API key:     fake_key")
+}
+
+// TestAPIErrorLine: an API error is one line on stderr with the request
+// id, without the key, exit 3.
+func TestAPIErrorLine(t *testing.T) {
+	f := setup(t)
+	r := f.run("payment", "get", "6f1c0f9e-7d43-4b8e-9a8e-1f2a3b4c5d6e")
+	assert.Equal(t, exitFailed, r.code)
+	assert.Regexp(t, regexp.MustCompile(`^cryptopay: GET /v1/payment/6f1c0f9e-7d43-4b8e-9a8e-1f2a3b4c5d6e/status: 404 not_found: .* \(request id req_[0-9a-f]+_\d+\)\n$`), r.stderr)
+	assert.Empty(t, r.stdout)
+
+	f.env[envAPIKey] = "wrong_key_0123456789"
+	r = f.run("balances")
+	assert.Equal(t, exitFailed, r.code)
+	assert.Equal(t, 1, strings.Count(r.stderr, "\n"), r.stderr)
+	assert.Contains(t, r.stderr, "401")
+	assert.Contains(t, r.stderr, "request id")
+	assert.NotContains(t, r.stderr, "wrong_key_0123456789")
+
+	f.env[envAPIKey] = f.srv.APIKey
+	f.srv.InjectFault(cryptopaytest.RouteBalance, cryptopaytest.Fault{Times: 10, Status: 503})
+	r = f.run("balances", "--request-timeout", "1s")
+	assert.Equal(t, exitFailed, r.code)
+	assert.Contains(t, r.stderr, "503")
+}
+
+func TestRunEntryPoint(t *testing.T) {
+	f := setup(t)
+	var out, errOut bytes.Buffer
+	code := run(t.Context(), []string{"currencies"}, strings.NewReader(""), &out, &errOut, func(k string) string { return f.env[k] })
+	require.Equal(t, 0, code, errOut.String())
+	assert.True(t, strings.HasPrefix(out.String(), "["), "JSON when stdout is not a terminal")
+	assert.False(t, isTerminal(&out))
+}
+
+func TestInterrupted(t *testing.T) {
+	f := setup(t)
+	p := f.createPayment("o-int", "1", "")
+	ctx, cancel := context.WithCancel(t.Context())
+	out := newLineWriter()
+	done := make(chan result, 1)
+	go func() {
+		done <- f.runWith(ctx, terms{stdout: true}, strings.NewReader(""), out, "payment", "wait", p.ID, "--interval", "10ms")
+	}()
+	select {
+	case <-out.lines: // the first status is shown: the wait is running
+	case <-time.After(10 * time.Second):
+		t.Fatal("no status line")
+	}
+	cancel()
+	r := <-done
+	assert.Equal(t, exitInterrupted, r.code, r.stderr)
+}
+
+func TestFake(t *testing.T) {
+	f := setup(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	out := newLineWriter()
+	done := make(chan result, 1)
+	go func() {
+		done <- f.runWith(ctx, terms{}, strings.NewReader(""), out, "fake", "-addr", "127.0.0.1:0", "-balance", "usdt/tron=0.000000000000000001")
+	}()
+	var base string
+	select {
+	case line := <-out.lines:
+		m := regexp.MustCompile(`^cryptopay fake listening on (http://127\.0\.0\.1:\d+)$`).FindStringSubmatch(line)
+		require.NotNil(t, m, line)
+		base = m[1]
+	case <-time.After(10 * time.Second):
+		t.Fatal("the fake did not start")
+	}
+	f.env[envBaseURL], f.env[envAPIKey] = base, cryptopaytest.DefaultAPIKey
+	r := f.run("balances", "--output", "table")
+	assert.Equal(t, 0, r.code, r.stderr)
+	assert.Regexp(t, `usdt\s+tron\s+0\.000000000000000001\n`, r.stdout)
+	cancel()
+	r = <-done
+	assert.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, out.String(), "cryptopay fake: shutting down")
+
+	r = f.run("fake", "-addr", "0.0.0.0:0")
+	assert.Equal(t, exitUsage, r.code)
+	assert.Contains(t, r.stderr, "not loopback")
+}

@@ -1,0 +1,143 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	cryptopay "github.com/cryptopay/cryptopay-go"
+)
+
+// printJSON writes v as indented JSON. Amounts are decimal.Decimal, whose
+// JSON is a quoted exact decimal string (the package's global switch to
+// bare numbers is never set), so no reader parses money as a float.
+func (a *app) printJSON(v any) error {
+	enc := json.NewEncoder(a.stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// printRows writes label/value rows as an aligned two-column table.
+func (a *app) printRows(rows [][2]string) error {
+	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%s\n", r[0], cell(r[1]))
+	}
+	return tw.Flush()
+}
+
+// printTable writes a header and rows as aligned columns.
+func (a *app) printTable(header []string, rows [][]string) error {
+	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, strings.Join(header, "\t"))
+	for _, r := range rows {
+		cells := make([]string, len(r))
+		for i, c := range r {
+			cells[i] = cell(c)
+		}
+		fmt.Fprintln(tw, strings.Join(cells, "\t"))
+	}
+	return tw.Flush()
+}
+
+// cell makes a value safe for one table cell: no tabs, line breaks or
+// terminal control characters (a value comes from the API).
+func cell(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return strings.Map(func(r rune) rune {
+		if r < ' ' || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			return ' '
+		}
+		return r
+	}, s)
+}
+
+// money writes an amount exactly.
+func money(d decimal.Decimal) string { return d.String() }
+
+// nullMoney writes an amount that may be absent ("" when absent).
+func nullMoney(d decimal.NullDecimal) string {
+	if !d.Valid {
+		return ""
+	}
+	return d.Decimal.String()
+}
+
+// when writes a time in RFC 3339 UTC ("" for the zero time).
+func when(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339Nano)
+}
+
+// paymentClass says what a payment status means for the operator.
+func paymentClass(s cryptopay.PaymentStatus) string {
+	return statusClass(s.IsTerminal(), s.IsSuccess(), s.NeedsAction())
+}
+
+// payoutClass says what a payout status means for the operator.
+func payoutClass(s cryptopay.PayoutStatus) string {
+	return statusClass(s.IsTerminal(), s.IsSuccess(), s.NeedsAction())
+}
+
+func statusClass(terminal, success, action bool) string {
+	var parts []string
+	switch {
+	case success:
+		parts = append(parts, "terminal, success")
+	case terminal:
+		parts = append(parts, "terminal, not a success")
+	default:
+		parts = append(parts, "in progress")
+	}
+	if action {
+		parts = append(parts, "needs a person")
+	}
+	return strings.Join(parts, "; ")
+}
+
+func paymentRows(p *cryptopay.Payment) [][2]string {
+	return [][2]string{
+		{"Payment ID", p.ID},
+		{"Status", string(p.Status) + " (" + paymentClass(p.Status) + ")"},
+		{"Order ID", p.OrderID},
+		{"Pay amount", money(p.PayAmount) + " " + p.Currency + " on " + p.Network},
+		{"Fee paid by customer", fmt.Sprint(p.PlatformFeeByUser)},
+		{"Pay address", p.PayAddress},
+		{"QR code URI", p.PayQRCodeURI},
+		{"Paid amount", nullMoney(p.PaidAmount)},
+		{"Merchant amount", nullMoney(p.MerchantAmount)},
+		{"Paid address", p.PaidAddress},
+		{"Customer", p.CustomerID + " (" + p.CustomerIP + ")"},
+		{"Additional data", p.AdditionalData},
+		{"Created", when(p.CreatedAt)},
+		{"Updated", when(p.UpdatedAt)},
+		{"Expires", when(p.ExpiredAt)},
+		{"Webhook URL", p.WebhookURL},
+	}
+}
+
+func payoutRows(p *cryptopay.Payout) [][2]string {
+	return [][2]string{
+		{"Payout ID", p.ID},
+		{"Status", string(p.Status) + " (" + payoutClass(p.Status) + ")"},
+		{"Order ID", p.OrderID},
+		{"Amount", money(p.Amount) + " " + p.Currency + " on " + p.Network},
+		{"Network fee paid by user", fmt.Sprint(p.NetworkFeeByUser)},
+		{"Wallet address", p.WalletAddress},
+		{"Paid amount", nullMoney(p.PaidAmount)},
+		{"Merchant amount", nullMoney(p.MerchantAmount)},
+		{"Customer", p.CustomerID + " (" + p.CustomerIP + ")"},
+		{"Additional data", p.AdditionalData},
+		{"Created", when(p.CreatedAt)},
+		{"Updated", when(p.UpdatedAt)},
+		{"Webhook URL", p.WebhookURL},
+	}
+}

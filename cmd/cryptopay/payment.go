@@ -1,0 +1,156 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	cryptopay "github.com/cryptopay/cryptopay-go"
+)
+
+func (a *app) paymentGet(args []string) error {
+	fs := a.newFlagSet(command{"payment get", "ID", "Show a payment's current status and amounts."})
+	pos, err := a.parse(fs, args, 1, 1)
+	if err != nil {
+		return err
+	}
+	asJSON, err := a.jsonOutput()
+	if err != nil {
+		return err
+	}
+	c, err := a.client()
+	if err != nil {
+		return err
+	}
+	p, err := c.GetPayment(a.ctx, pos[0])
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		return a.printJSON(p)
+	}
+	return a.printRows(paymentRows(p))
+}
+
+func (a *app) paymentWait(args []string) error {
+	fs := a.newFlagSet(command{"payment wait", "ID", "Follow a payment's status live until it is terminal. Exit 0 on paid or paid_over,\n" +
+		"1 on another terminal status (paid_partial, expired, failed, rejected), 2 on timeout.\n" +
+		"Table output prints a line per status change; JSON output prints the payment as\n" +
+		"one JSON line per status change, the last line being the final state."})
+	timeout := fs.Duration("timeout", 15*time.Minute, "give up after `duration` (exit 2)")
+	interval := fs.Duration("interval", 2*time.Second, "first wait between two reads; grows up to --max-interval")
+	maxInterval := fs.Duration("max-interval", 30*time.Second, "longest wait between two reads")
+	pos, err := a.parse(fs, args, 1, 1)
+	if err != nil {
+		return err
+	}
+	asJSON, err := a.jsonOutput()
+	if err != nil {
+		return err
+	}
+	if *timeout <= 0 || *interval <= 0 || *maxInterval <= 0 {
+		return usageErr("payment wait: --timeout, --interval and --max-interval must be positive")
+	}
+	c, err := a.client()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(a.ctx, *timeout)
+	defer cancel()
+	enc := json.NewEncoder(a.stdout)
+	onChange := func(p *cryptopay.Payment) {
+		if asJSON {
+			_ = enc.Encode(p)
+			return
+		}
+		fmt.Fprintf(a.stdout, "%s  %-12s paid %s of %s %s\n", a.now().UTC().Format(time.TimeOnly), p.Status,
+			orZero(p.PaidAmount), money(p.PayAmount), p.Currency)
+	}
+	p, err := c.WaitForPayment(ctx, pos[0], cryptopay.OnStatusChange(onChange),
+		cryptopay.WithPollInterval(*interval), cryptopay.WithMaxPollInterval(*maxInterval))
+	switch {
+	case err != nil && a.ctx.Err() == nil && ctx.Err() != nil && errors.Is(err, ctx.Err()):
+		return &exitError{exitNotYet, fmt.Errorf("payment %s: no terminal status after %s (last seen: %s)", pos[0], *timeout, lastStatus(p))}
+	case err != nil:
+		return err
+	case !p.Status.IsSuccess():
+		if !asJSON {
+			fmt.Fprintf(a.stdout, "payment %s ended %s (%s)\n", p.ID, p.Status, paymentClass(p.Status))
+		}
+		return quietExit(exitNo)
+	}
+	if !asJSON {
+		fmt.Fprintf(a.stdout, "payment %s is %s (%s)\n", p.ID, p.Status, paymentClass(p.Status))
+	}
+	return nil
+}
+
+func orZero(d decimal.NullDecimal) string {
+	if !d.Valid {
+		return "0"
+	}
+	return d.Decimal.String()
+}
+
+func lastStatus(p *cryptopay.Payment) string {
+	if p == nil {
+		return "nothing read"
+	}
+	return string(p.Status)
+}
+
+// objectFlags are the fields payment create and payout create share.
+type objectFlags struct {
+	amount                     decimal.Decimal
+	currency, network          string
+	customerID, customerIP     string
+	orderID                    string
+	additionalData, webhookURL string
+	feeByUser                  bool
+}
+
+func (o *objectFlags) register(fs *flag.FlagSet, feeUsage string) {
+	fs.Var(&decimalValue{d: &o.amount}, "amount", "amount in the currency, an exact `decimal` such as 10.5 (required)")
+	fs.StringVar(&o.currency, "currency", "", "currency `key`, for example usdt (required)")
+	fs.StringVar(&o.network, "network", "", "network `key`, for example tron")
+	fs.StringVar(&o.customerID, "customer-id", "", "your customer's `id` (required)")
+	fs.StringVar(&o.customerIP, "customer-ip", "", "your customer's IP `address` (required)")
+	fs.StringVar(&o.orderID, "order-id", "", "your order `id`; unique per order (it is how an unknown outcome is reconciled)")
+	fs.StringVar(&o.additionalData, "additional-data", "", "free-form `text` stored with the object")
+	fs.StringVar(&o.webhookURL, "webhook-url", "", "where events are sent; build it with 'cryptopay webhook url'")
+	fs.BoolVar(&o.feeByUser, "fee-by-user", false, feeUsage)
+}
+
+func (a *app) paymentCreate(args []string) error {
+	fs := a.newFlagSet(command{"payment create", "", "Create a payment link: the answer says where and how much the customer pays."})
+	var o objectFlags
+	o.register(fs, "the customer bears the platform fee (it is added to the amount to pay)")
+	if _, err := a.parse(fs, args, 0, 0); err != nil {
+		return err
+	}
+	asJSON, err := a.jsonOutput()
+	if err != nil {
+		return err
+	}
+	c, err := a.client()
+	if err != nil {
+		return err
+	}
+	p, err := c.CreatePayment(a.ctx, cryptopay.CreatePaymentParams{
+		Amount: o.amount, PlatformFeeByUser: o.feeByUser, Currency: o.currency, Network: o.network,
+		CustomerID: o.customerID, CustomerIP: o.customerIP, OrderID: o.orderID,
+		AdditionalData: o.additionalData, WebhookURL: o.webhookURL,
+	})
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		return a.printJSON(p)
+	}
+	return a.printRows(paymentRows(p))
+}

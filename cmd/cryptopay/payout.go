@@ -1,0 +1,211 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	cryptopay "github.com/cryptopay/cryptopay-go"
+)
+
+func (a *app) payoutGet(args []string) error {
+	fs := a.newFlagSet(command{"payout get", "ID", "Show a payout's current status and amounts."})
+	pos, err := a.parse(fs, args, 1, 1)
+	if err != nil {
+		return err
+	}
+	asJSON, err := a.jsonOutput()
+	if err != nil {
+		return err
+	}
+	c, err := a.client()
+	if err != nil {
+		return err
+	}
+	p, err := c.GetPayout(a.ctx, pos[0])
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		return a.printJSON(p)
+	}
+	return a.printRows(payoutRows(p))
+}
+
+func (a *app) payoutCreate(args []string) error {
+	fs := a.newFlagSet(command{"payout create", "", "Send crypto to a wallet. Shows the payout and asks for confirmation on the terminal\n" +
+		"unless --yes is given; refuses (exit 5) when stdin is not a terminal and --yes is absent.\n" +
+		"A payout is never resent: on an unknown outcome (exit 4) run 'cryptopay payout find'."})
+	var o objectFlags
+	o.register(fs, "the end user bears the network fee")
+	wallet := fs.String("wallet", "", "destination wallet `address` (required; a wrong address loses the funds)")
+	yes := fs.Bool("yes", false, "create the payout without asking")
+	if _, err := a.parse(fs, args, 0, 0); err != nil {
+		return err
+	}
+	asJSON, err := a.jsonOutput()
+	if err != nil {
+		return err
+	}
+	params := cryptopay.CreatePayoutParams{
+		WalletAddress: *wallet, NetworkFeeByUser: o.feeByUser, Amount: o.amount, Currency: o.currency, Network: o.network,
+		CustomerID: o.customerID, CustomerIP: o.customerIP, OrderID: o.orderID,
+		AdditionalData: o.additionalData, WebhookURL: o.webhookURL,
+	}
+	if err := params.Validate(); err != nil {
+		return err
+	}
+	c, err := a.client()
+	if err != nil {
+		return err
+	}
+	if !*yes {
+		if err := a.confirmPayout(params); err != nil {
+			return err
+		}
+	}
+	attempted := a.now()
+	p, err := c.CreatePayout(a.ctx, params)
+	if errors.Is(err, cryptopay.ErrOutcomeUnknown) {
+		return &exitError{exitOutcomeUnknown, fmt.Errorf("%w; do NOT resend: run 'cryptopay payout find --order-id %s --attempted-at %s'",
+			err, shellQuote(params.OrderID), attempted.UTC().Format(time.RFC3339))}
+	}
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		return a.printJSON(p)
+	}
+	return a.printRows(payoutRows(p))
+}
+
+// confirmPayout shows the payout on stderr and reads "yes" from stdin.
+func (a *app) confirmPayout(p cryptopay.CreatePayoutParams) error {
+	if !a.isTerminal(a.stdin) {
+		return &exitError{exitNotConfirmed, errors.New("payout create: stdin is not a terminal, so nobody can confirm; pass --yes to create the payout without asking")}
+	}
+	feeBy := "you"
+	if p.NetworkFeeByUser {
+		feeBy = "the user"
+	}
+	fmt.Fprintf(a.stderr, "About to send %s %s on %s\n  to wallet   %s\n  order       %s\n  customer    %s (%s)\n  network fee paid by %s\n",
+		money(p.Amount), cell(p.Currency), cell(p.Network), cell(p.WalletAddress), cell(p.OrderID), cell(p.CustomerID), cell(p.CustomerIP), feeBy)
+	fmt.Fprint(a.stderr, "Type yes to create this payout: ")
+	answer := make(chan string, 1)
+	go func() {
+		line, _ := bufio.NewReader(a.stdin).ReadString('\n')
+		answer <- line
+	}()
+	select {
+	case <-a.ctx.Done():
+		fmt.Fprintln(a.stderr)
+		return a.ctx.Err()
+	case line := <-answer:
+		if strings.EqualFold(strings.TrimSpace(line), "yes") {
+			return nil
+		}
+	}
+	return &exitError{exitNotConfirmed, errors.New("payout create: not confirmed; nothing was sent")}
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && !strings.ContainsFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_.:/@+=,", r))
+	}) {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// findOutput is payout find's JSON answer.
+type findOutput struct {
+	Verdict  string    `json:"verdict"`
+	OrderID  string    `json:"orderId"`
+	Reason   string    `json:"reason"`
+	Requests int       `json:"requests"`
+	Payout   *listItem `json:"payout,omitempty"`
+}
+
+func (a *app) payoutFind(args []string) error {
+	fs := a.newFlagSet(command{"payout find", "", "Decide whether a payout whose creation had an unknown outcome exists, by its order id.\n" +
+		"Verdicts: exists (exit 0: do not create it again), not_created (exit 1: creating it\n" +
+		"again is safe), still_unknown (exit 2: do not resend; look again later)."})
+	orderID := fs.String("order-id", "", "the order `id` the payout was created with (required)")
+	attemptedAt := fs.String("attempted-at", "", "when the create was sent: RFC 3339 `time`, or a duration ago such as 15m\n(default: unknown, the whole list is searched)")
+	if _, err := a.parse(fs, args, 0, 0); err != nil {
+		return err
+	}
+	asJSON, err := a.jsonOutput()
+	if err != nil {
+		return err
+	}
+	if *orderID == "" {
+		return usageErr("payout find: --order-id is required")
+	}
+	at, err := a.parseAttemptedAt(*attemptedAt)
+	if err != nil {
+		return err
+	}
+	c, err := a.client()
+	if err != nil {
+		return err
+	}
+	res, err := c.ReconcilePayout(a.ctx, cryptopay.ReconcileParams{OrderID: *orderID, AttemptedAt: at})
+	if err != nil {
+		return err
+	}
+	out := findOutput{Verdict: res.Verdict.String(), OrderID: *orderID, Reason: res.Reason, Requests: res.Requests}
+	if res.Payout != nil {
+		it := newListItem(*res.Payout)
+		out.Payout = &it
+	}
+	if asJSON {
+		err = a.printJSON(out)
+	} else {
+		err = a.printFind(out)
+	}
+	if err != nil {
+		return err
+	}
+	switch res.Verdict {
+	case cryptopay.PayoutExists:
+		return nil
+	case cryptopay.PayoutNotCreated:
+		return quietExit(exitNo)
+	}
+	return quietExit(exitNotYet)
+}
+
+func (a *app) printFind(out findOutput) error {
+	advice := map[string]string{
+		"exists":        "the payout exists: do NOT create it again",
+		"not_created":   "no payout was created: creating it again is safe",
+		"still_unknown": "the evidence does not decide: do NOT resend; look again later or ask the processor",
+	}[out.Verdict]
+	rows := [][2]string{{"Verdict", out.Verdict + " (" + advice + ")"}, {"Order ID", out.OrderID}, {"Reason", out.Reason}}
+	if p := out.Payout; p != nil {
+		rows = append(rows, [][2]string{
+			{"Status", p.Status}, {"Amount", p.Amount + " " + p.Currency + " on " + p.Network},
+			{"Wallet address", p.WalletAddress}, {"Created", p.CreatedAt},
+		}...)
+	}
+	return a.printRows(rows)
+}
+
+// parseAttemptedAt reads an RFC 3339 time or a duration before now; ""
+// means unknown, so the search covers the whole list.
+func (a *app) parseAttemptedAt(s string) (time.Time, error) {
+	if s == "" {
+		return time.Unix(0, 0).UTC(), nil
+	}
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, nil
+	}
+	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
+		return a.now().Add(-d), nil
+	}
+	return time.Time{}, usageErr("payout find: --attempted-at %q: want an RFC 3339 time (2025-01-02T15:04:05Z) or a duration ago (15m)", s)
+}

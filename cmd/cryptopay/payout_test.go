@@ -1,0 +1,111 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	cryptopay "github.com/cryptopay/cryptopay-go"
+	"github.com/cryptopay/cryptopay-go/cryptopaytest"
+)
+
+var payoutCreateArgs = []string{"payout", "create", "--amount", "12.000000000000000001", "--currency", "usdt", "--network", "tron",
+	"--wallet", "TWalletX", "--customer-id", "cust-3", "--customer-ip", "198.51.100.3", "--order-id", "po-7"}
+
+func TestPayoutCreateConfirmation(t *testing.T) {
+	tests := []struct {
+		name       string
+		tm         terms
+		stdin      string
+		yes        bool
+		wantCode   int
+		wantCreate bool
+		wantErr    string
+	}{
+		{"terminal, yes", terms{stdin: true, stdout: true}, "yes\n", false, 0, true, ""},
+		{"terminal, YES without newline", terms{stdin: true}, "YES", false, 0, true, ""},
+		{"terminal, no", terms{stdin: true}, "no\n", false, exitNotConfirmed, false, "not confirmed; nothing was sent"},
+		{"terminal, y is not yes", terms{stdin: true}, "y\n", false, exitNotConfirmed, false, "not confirmed"},
+		{"terminal, empty answer", terms{stdin: true}, "", false, exitNotConfirmed, false, "not confirmed"},
+		{"not a terminal, no --yes", terms{}, "yes\n", false, exitNotConfirmed, false, "stdin is not a terminal"},
+		{"not a terminal, --yes", terms{}, "", true, 0, true, ""},
+		{"terminal, --yes does not ask", terms{stdin: true}, "", true, 0, true, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := setup(t)
+			args := payoutCreateArgs
+			if tt.yes {
+				args = append(args[:len(args):len(args)], "--yes")
+			}
+			r := f.runCLI(tt.tm, tt.stdin, args...)
+			assert.Equal(t, tt.wantCode, r.code, r.stderr)
+			assert.Contains(t, r.stderr, tt.wantErr)
+			asked := strings.Contains(r.stderr, "Type yes to create this payout")
+			assert.Equal(t, tt.tm.stdin && !tt.yes, asked, "asks only on a terminal without --yes")
+			if asked {
+				assert.Contains(t, r.stderr, "About to send 12.000000000000000001 usdt on tron\n  to wallet   TWalletX\n  order       po-7")
+			}
+			if !tt.wantCreate {
+				assert.Equal(t, 0, f.srv.PayoutCount())
+				assert.Empty(t, r.stdout)
+				return
+			}
+			require.Equal(t, 1, f.srv.PayoutCount())
+			id := f.srv.PayoutIDsWithOrderID("po-7")[0]
+			assert.Contains(t, r.stdout, id)
+			if tt.tm.stdout {
+				assert.Regexp(t, `Amount\s+12\.000000000000000001 usdt on tron`, r.stdout)
+			} else {
+				var p cryptopay.Payout
+				require.NoError(t, json.Unmarshal([]byte(r.stdout), &p))
+				assert.Equal(t, "12.000000000000000001", p.Amount.String())
+				assert.Contains(t, r.stdout, `"amount": "12.000000000000000001"`)
+			}
+		})
+	}
+}
+
+func TestPayoutCreateOutcomeUnknown(t *testing.T) {
+	f := setup(t)
+	f.srv.InjectFault(cryptopaytest.RouteCreatePayout, cryptopaytest.Fault{Process: true, Status: 502})
+	r := f.run(append(payoutCreateArgs, "--yes")...)
+	assert.Equal(t, exitOutcomeUnknown, r.code, r.stderr)
+	assert.Equal(t, 1, f.srv.PayoutCount(), "the server acted")
+	assert.Equal(t, 1, f.srv.Requests(cryptopaytest.RouteCreatePayout), "never resent")
+	assert.Regexp(t, `do NOT resend: run 'cryptopay payout find --order-id po-7 --attempted-at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ'\n$`, r.stderr)
+	assert.Equal(t, 1, strings.Count(r.stderr, "\n"), "one line")
+
+	f.srv.InjectFault(cryptopaytest.RouteCreatePayout, cryptopaytest.Fault{Status: 400, Body: `{"code":"insufficient_funds","message":"no"}`})
+	r = f.run(append(payoutCreateArgs, "--yes")...)
+	assert.Equal(t, exitFailed, r.code, "a refusal is not an unknown outcome")
+	assert.Contains(t, r.stderr, "insufficient_funds")
+}
+
+func TestPayoutGet(t *testing.T) {
+	f := setup(t)
+	p := f.createPayout("po-get", "0.5")
+	require.NoError(t, f.srv.SetPayoutStatus(p.ID, cryptopay.PayoutProcessing))
+	require.NoError(t, f.srv.SetPayoutStatus(p.ID, cryptopay.PayoutPaid))
+
+	r := f.run("payout", "get", p.ID)
+	require.Equal(t, 0, r.code, r.stderr)
+	var m map[string]any
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &m))
+	assert.Equal(t, "paid", m["status"])
+	assert.Equal(t, "0.5", m["amount"])
+	assert.Equal(t, "0.5025", m["merchantAmount"], "amount plus the 0.5% network fee, exact")
+
+	r = f.runCLI(terms{stdout: true}, "", "payout", "get", p.ID)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Regexp(t, `Status\s+paid \(terminal, success\)`, r.stdout)
+	assert.Regexp(t, `Merchant amount\s+0\.5025\n`, r.stdout)
+
+	r = f.run("payout", "get", "no-such-payout")
+	assert.Equal(t, exitFailed, r.code)
+	assert.Contains(t, r.stderr, "404")
+	assert.Contains(t, r.stderr, "request id")
+}
