@@ -169,13 +169,17 @@ const (
 	keyAttempt
 )
 
-// callState is one call's span; attempt is its current attempt's span
-// (attempts run one after another on the calling goroutine).
+// callState is one call's span and its current attempt (attempts run one
+// after another on the calling goroutine).
 type callState struct {
 	span    trace.Span
 	start   time.Time
-	attempt trace.Span
+	attempt *attemptState
 }
+
+// attemptState is one attempt's span, behind a pointer so that it can be
+// compared (span values may not be comparable).
+type attemptState struct{ span trace.Span }
 
 // routeAttrs are the attributes every span and metric of a call carries.
 func routeAttrs(call cryptopay.CallInfo) []attribute.KeyValue {
@@ -197,20 +201,28 @@ func (o *observer) attemptStart(ctx context.Context, call cryptopay.CallInfo, at
 	if attempt > 1 {
 		attrs = append(attrs, semconv.HTTPRequestResendCountKey.Int(attempt-1))
 	}
-	ctx, span := o.tracer.Start(ctx, call.Route, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
-	if cs, ok := ctx.Value(ctxKey{o, keyCall}).(*callState); ok {
-		cs.attempt = span
+	// The attempt is a child of this observer's call span, even when
+	// another observer put its own span in ctx since.
+	parent := ctx
+	cs, _ := ctx.Value(ctxKey{o, keyCall}).(*callState)
+	if cs != nil {
+		parent = trace.ContextWithSpan(ctx, cs.span)
 	}
-	return context.WithValue(ctx, ctxKey{o, keyAttempt}, span)
+	_, span := o.tracer.Start(parent, call.Route, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+	as := &attemptState{span: span}
+	if cs != nil {
+		cs.attempt = as
+	}
+	return context.WithValue(trace.ContextWithSpan(ctx, span), ctxKey{o, keyAttempt}, as)
 }
 
-// attemptSpan finds the span of the attempt that ctx belongs to: the
-// attempt's own context, or the call's, which remembers its current attempt.
-func (o *observer) attemptSpan(ctx context.Context) trace.Span {
-	if s, ok := ctx.Value(ctxKey{o, keyAttempt}).(trace.Span); ok {
-		return s
+// attemptOf finds the attempt that ctx belongs to: from the attempt's own
+// context, or from the call's, which remembers its current attempt.
+func (o *observer) attemptOf(ctx context.Context) *attemptState {
+	if as, ok := ctx.Value(ctxKey{o, keyAttempt}).(*attemptState); ok {
+		return as
 	}
-	if cs, ok := ctx.Value(ctxKey{o, keyCall}).(*callState); ok && cs.attempt != nil {
+	if cs, ok := ctx.Value(ctxKey{o, keyCall}).(*callState); ok {
 		return cs.attempt
 	}
 	return nil
@@ -220,10 +232,11 @@ func (o *observer) attemptEnd(ctx context.Context, call cryptopay.CallInfo, res 
 	if res.Retry {
 		o.retries.Add(ctx, 1, metric.WithAttributes(append(routeAttrs(call), attemptErrorType(res))...))
 	}
-	span := o.attemptSpan(ctx)
-	if span == nil {
+	as := o.attemptOf(ctx)
+	if as == nil {
 		return
 	}
+	span := as.span
 	span.SetAttributes(RetryKey.Bool(res.Retry), RetryReasonKey.String(res.Reason))
 	if res.StatusCode != 0 {
 		span.SetAttributes(semconv.HTTPResponseStatusCodeKey.Int(res.StatusCode))
@@ -234,7 +247,7 @@ func (o *observer) attemptEnd(ctx context.Context, call cryptopay.CallInfo, res 
 		span.SetStatus(codes.Error, et.Value.AsString())
 	}
 	span.End()
-	if cs, ok := ctx.Value(ctxKey{o, keyCall}).(*callState); ok && cs.attempt == span {
+	if cs, ok := ctx.Value(ctxKey{o, keyCall}).(*callState); ok && cs.attempt == as {
 		cs.attempt = nil
 	}
 }
@@ -267,7 +280,7 @@ func (o *observer) callEnd(ctx context.Context, call cryptopay.CallInfo, res cry
 		return
 	}
 	if cs.attempt != nil { // an attempt whose end was not reported
-		cs.attempt.End()
+		cs.attempt.span.End()
 	}
 	cs.span.SetAttributes(AttemptsKey.Int(res.Attempts), OutcomeUnknownKey.Bool(res.OutcomeUnknown))
 	if res.StatusCode != 0 {
