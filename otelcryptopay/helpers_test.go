@@ -17,6 +17,9 @@ import (
 	"github.com/cryptopay/cryptopay-go/otelcryptopay"
 )
 
+// tracetestSpan is an ended span as the in-memory exporter holds it.
+type tracetestSpan = tracetest.SpanStub
+
 // fixture is an Observer wired to an in-memory span exporter and a manual
 // metric reader.
 type fixture struct {
