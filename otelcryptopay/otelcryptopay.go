@@ -29,8 +29,11 @@ import (
 	"context"
 	"errors"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -182,13 +185,32 @@ type callState struct {
 type attemptState struct{ span trace.Span }
 
 // routeAttrs are the attributes every span and metric of a call carries.
+// They are built once per route and shared: callers append to a clipped
+// slice, which copies.
 func routeAttrs(call cryptopay.CallInfo) []attribute.KeyValue {
+	if v, ok := routeCache.Load(call); ok {
+		return v.([]attribute.KeyValue)
+	}
 	attrs := []attribute.KeyValue{RouteKey.String(call.Route), semconv.HTTPRequestMethodKey.String(call.Method)}
 	if _, tmpl, ok := strings.Cut(call.Route, " "); ok {
 		attrs = append(attrs, semconv.URLTemplateKey.String(tmpl))
 	}
+	attrs = slices.Clip(attrs)
+	if routeCacheSize.Load() < maxCachedRoutes {
+		routeCacheSize.Add(1)
+		routeCache.Store(call, attrs)
+	}
 	return attrs
 }
+
+// routeCache maps a CallInfo to its attributes. The SDK has a handful of
+// routes; the cap only guards against a caller inventing routes.
+var (
+	routeCache     sync.Map
+	routeCacheSize atomic.Int32
+)
+
+const maxCachedRoutes = 64
 
 func (o *observer) callStart(ctx context.Context, call cryptopay.CallInfo) context.Context {
 	ctx, span := o.tracer.Start(ctx, call.Route, trace.WithSpanKind(trace.SpanKindInternal),
