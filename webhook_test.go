@@ -180,7 +180,7 @@ func TestWebhookURLTokenDependsOnSecretAndOrder(t *testing.T) {
 func TestNewWebhookHandlerValidation(t *testing.T) {
 	t.Parallel()
 	cb := func(context.Context, *Payment) error { return nil }
-	c, _ := setup(t)
+	c, _ := setupMock(t)
 	tests := []struct {
 		name string
 		cfg  WebhookConfig
@@ -563,7 +563,7 @@ func TestWebhookRereadsThroughTheAPI(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			c, mt := setup(t)
+			c, mt := setupMock(t)
 			order, id := whOrder, waitPaymentID
 			if tt.apiOrder != "" {
 				order = tt.apiOrder
@@ -600,7 +600,7 @@ func TestWebhookRereadsThroughTheAPI(t *testing.T) {
 
 func TestWebhookForgedStatusDeliveredOnceAsTheAPISaysIt(t *testing.T) {
 	t.Parallel()
-	c, mt := setup(t)
+	c, mt := setupMock(t)
 	s := paymentScript(step{value: "waiting"})
 	mt.RegisterResponder(http.MethodGet, testBase+"/v1/payment/"+waitPaymentID+"/status", s.responder)
 	rc := &recorder{}
@@ -616,7 +616,7 @@ func TestWebhookForgedStatusDeliveredOnceAsTheAPISaysIt(t *testing.T) {
 
 func TestWebhookPayoutReread(t *testing.T) {
 	t.Parallel()
-	c, mt := setup(t)
+	c, mt := setupMock(t)
 	s := payoutScript(step{value: "processing"}, step{value: "paid"})
 	mt.RegisterResponder(http.MethodGet, testBase+"/v1/payout/"+waitPayoutID+"/status", s.responder)
 	rc := &recorder{}
@@ -631,7 +631,7 @@ func TestWebhookPayoutReread(t *testing.T) {
 
 func TestWebhookWakesWaiters(t *testing.T) {
 	t.Parallel()
-	c, mt := setup(t)
+	c, mt := setupMock(t)
 	var paid atomic.Bool
 	s := paymentScript(step{value: "waiting"})
 	s.body = func(string) string {
@@ -662,7 +662,7 @@ func TestWebhookWakesWaiters(t *testing.T) {
 
 func TestWebhookForgedEventDoesNotWakeWithPostedStatus(t *testing.T) {
 	t.Parallel()
-	c, mt := setup(t)
+	c, mt := setupMock(t)
 	s := paymentScript(step{value: "waiting"})
 	mt.RegisterResponder(http.MethodGet, testBase+"/v1/payment/"+waitPaymentID+"/status", s.responder)
 	h, err := NewWebhookHandler(WebhookConfig{Secret: whSecret, Client: c})
