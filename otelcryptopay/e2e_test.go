@@ -98,11 +98,11 @@ func TestE2E(t *testing.T) {
 				_, err = e.client.GetPayment(context.Background(), p.ID)
 				return err
 			}, 3, []int{503, 503, 200}, "", false},
-		{"get payout dropped once", cryptopaytest.RouteGetPayout, &cryptopaytest.Fault{Drop: true},
+		{"get payout after a timed-out attempt", cryptopaytest.RouteGetPayout, &cryptopaytest.Fault{Delay: 5 * time.Second},
 			func(t *testing.T, e *e2e) error {
 				p, err := e.client.CreatePayout(context.Background(), payoutParams("order-otel-3"))
 				require.NoError(t, err)
-				_, err = e.client.GetPayout(context.Background(), p.ID)
+				_, err = e.client.GetPayout(context.Background(), p.ID, cryptopay.WithRequestTimeout(100*time.Millisecond))
 				return err
 			}, 2, []int{0, 200}, "", false},
 		{"payout not found", cryptopaytest.RouteGetPayout, nil,
@@ -154,8 +154,14 @@ func TestE2E(t *testing.T) {
 			for i, a := range attempts {
 				assert.Contains(t, a.Attributes, otelcryptopay.AttemptKey.Int(i+1))
 				assert.Contains(t, a.Attributes, otelcryptopay.RetryKey.Bool(i < tt.attempts-1), "attempt %d", i+1)
-				reason, ok := attr(a, otelcryptopay.RetryReasonKey)
-				assert.True(t, ok && reason.AsString() != "", "attempt %d says why it was or was not retried", i+1)
+				if i < tt.attempts-1 || tt.statuses[i] == 0 {
+					reason, ok := attr(a, otelcryptopay.RetryReasonKey)
+					assert.True(t, ok && reason.AsString() != "", "attempt %d says why it was or was not retried", i+1)
+				}
+				if tt.statuses[i] == 0 || tt.statuses[i] >= 400 {
+					_, ok := attr(a, semconv.ErrorTypeKey)
+					assert.True(t, ok, "failed attempt %d has an error.type", i+1)
+				}
 				code, has := attr(a, semconv.HTTPResponseStatusCodeKey)
 				if tt.statuses[i] == 0 {
 					assert.False(t, has, "attempt %d got no response", i+1)

@@ -57,7 +57,7 @@ func TestObserverSpansAndMetrics(t *testing.T) {
 		retries   int64
 		unknown   int64
 	}{
-		{"success", getPayout, []cryptopay.AttemptResult{{StatusCode: 200, Reason: "success"}},
+		{"success", getPayout, []cryptopay.AttemptResult{{StatusCode: 200}},
 			cryptopay.CallResult{StatusCode: 200, Duration: 3 * time.Millisecond}, false, "", "success", 0, 0},
 		{"503 then 200", getPayout, []cryptopay.AttemptResult{
 			{StatusCode: 503, Retry: true, Reason: "status 503 Service Unavailable"},
@@ -110,7 +110,12 @@ func TestObserverSpansAndMetrics(t *testing.T) {
 				assert.Equal(t, callSpan.SpanContext.TraceID(), s.SpanContext.TraceID())
 				assert.Contains(t, s.Attributes, otelcryptopay.AttemptKey.Int(i+1))
 				assert.Contains(t, s.Attributes, otelcryptopay.RetryKey.Bool(a.Retry))
-				assert.Contains(t, s.Attributes, otelcryptopay.RetryReasonKey.String(a.Reason))
+				if a.Reason != "" {
+					assert.Contains(t, s.Attributes, otelcryptopay.RetryReasonKey.String(a.Reason))
+				} else {
+					_, has := attr(s, otelcryptopay.RetryReasonKey)
+					assert.False(t, has, "no empty reason")
+				}
 				assert.Contains(t, s.Attributes, otelcryptopay.RouteKey.String(tt.info.Route))
 				if i > 0 {
 					assert.Contains(t, s.Attributes, semconv.HTTPRequestResendCountKey.Int(i))

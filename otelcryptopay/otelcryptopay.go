@@ -10,7 +10,8 @@
 // under it, both named by the route template ("GET /v1/payout/{id}/status"),
 // never by the real path. Attributes: cryptopay.route, http.request.method,
 // url.template; on attempts cryptopay.attempt, http.request.resend_count,
-// http.response.status_code, cryptopay.retry and cryptopay.retry.reason; on
+// http.response.status_code, cryptopay.retry and cryptopay.retry.reason
+// (when the SDK gave one: why it retries, or why it does not); on
 // calls cryptopay.attempts, http.response.status_code,
 // cryptopay.outcome_unknown and, on failure, error.type.
 //
@@ -259,7 +260,10 @@ func (o *observer) attemptEnd(ctx context.Context, call cryptopay.CallInfo, res 
 		return
 	}
 	span := as.span
-	span.SetAttributes(RetryKey.Bool(res.Retry), RetryReasonKey.String(res.Reason))
+	span.SetAttributes(RetryKey.Bool(res.Retry))
+	if res.Reason != "" { // the SDK gives no reason for a final success
+		span.SetAttributes(RetryReasonKey.String(res.Reason))
+	}
 	if res.StatusCode != 0 {
 		span.SetAttributes(semconv.HTTPResponseStatusCodeKey.Int(res.StatusCode))
 	}
