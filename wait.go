@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
-	"sync"
 	"time"
 )
 
@@ -25,22 +24,6 @@ const (
 // WaitForPayment (or the reverse) is refused with a *ValidationError before
 // any request is sent.
 type WaitOption func(*waitConfig) error
-
-// objKind tells payments and payouts apart in options, wake-ups and
-// dedupe keys.
-type objKind uint8
-
-const (
-	kindPayment objKind = iota + 1
-	kindPayout
-)
-
-func (k objKind) String() string {
-	if k == kindPayout {
-		return "payout"
-	}
-	return "payment"
-}
 
 func kindOf[T Payment | Payout]() objKind {
 	var zero T
@@ -220,9 +203,7 @@ func (c *Client) WaitForPayment(ctx context.Context, id string, opts ...WaitOpti
 	if err := validatePaymentID(id); err != nil {
 		return nil, err
 	}
-	return waitLoop(ctx, c, kindPayment, id, opts, c.GetPayment,
-		func(p *Payment) (PaymentStatus, time.Time) { return p.Status, p.UpdatedAt },
-		PaymentStatus.IsTerminal)
+	return waitLoop(ctx, c, paymentWait, id, opts)
 }
 
 // WaitForPayout reads the payout's status (GET /v1/payout/{id}/status) until
@@ -237,144 +218,193 @@ func (c *Client) WaitForPayout(ctx context.Context, id string, opts ...WaitOptio
 	if err := validatePayoutID(id); err != nil {
 		return nil, err
 	}
-	return waitLoop(ctx, c, kindPayout, id, opts, c.GetPayout,
-		func(p *Payout) (PayoutStatus, time.Time) { return p.Status, p.UpdatedAt },
-		PayoutStatus.IsTerminal)
+	return waitLoop(ctx, c, payoutWait, id, opts)
 }
 
-// waitLoop is the one polling loop behind WaitForPayment and WaitForPayout.
-func waitLoop[T any, S ~string](
-	ctx context.Context, c *Client, kind objKind, id string, opts []WaitOption,
-	get func(context.Context, string, ...RequestOption) (*T, error),
-	state func(*T) (S, time.Time),
-	terminal func(S) bool,
-) (*T, error) {
+// waitSpec is what differs between waiting for a payment and for a payout.
+type waitSpec[T any, S ~string] struct {
+	kind     objKind
+	get      func(*Client, context.Context, string, ...RequestOption) (*T, error)
+	state    func(*T) (S, time.Time) // status and UpdatedAt
+	terminal func(S) bool
+}
+
+var (
+	paymentWait = waitSpec[Payment, PaymentStatus]{
+		kind:     kindPayment,
+		get:      (*Client).GetPayment,
+		state:    func(p *Payment) (PaymentStatus, time.Time) { return p.Status, p.UpdatedAt },
+		terminal: PaymentStatus.IsTerminal,
+	}
+	payoutWait = waitSpec[Payout, PayoutStatus]{
+		kind:     kindPayout,
+		get:      (*Client).GetPayout,
+		state:    func(p *Payout) (PayoutStatus, time.Time) { return p.Status, p.UpdatedAt },
+		terminal: PayoutStatus.IsTerminal,
+	}
+)
+
+// waitRun is one wait in progress: its options, what it has seen, and its
+// timer and wake-up mailbox.
+type waitRun[T any, S ~string] struct {
+	spec     waitSpec[T, S]
+	c        *Client
+	id       string
+	cfg      waitConfig
+	wake     *waiter // nil: not woken by webhooks
+	timer    *time.Timer
+	interval time.Duration // the next wait between reads, before jitter
+
+	last       *T
+	lastStatus S
+	lastSeen   time.Time // UpdatedAt of last
+	lastErr    error     // the last transient failure, nil after a good read
+	reads      int
+}
+
+// waitLoop is the one polling loop behind WaitForPayment and WaitForPayout:
+// read, and unless that ends the wait, sleep until the next read or a
+// wake-up; repeat.
+func waitLoop[T any, S ~string](ctx context.Context, c *Client, spec waitSpec[T, S], id string, opts []WaitOption) (*T, error) {
 	if ctx == nil {
 		return nil, &ValidationError{Field: "ctx", Reason: "is nil"}
 	}
-	cfg := waitConfig{kind: kind, interval: DefaultPollInterval, maxInterval: DefaultMaxPollInterval}
+	w, err := newWaitRun(c, spec, id, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer w.close()
+	for {
+		if obj, done, err := w.read(ctx); done {
+			return obj, err
+		}
+		if obj, done, err := w.sleep(ctx); done {
+			return obj, err
+		}
+	}
+}
+
+// newWaitRun applies the options and registers the wait for wake-ups.
+func newWaitRun[T any, S ~string](c *Client, spec waitSpec[T, S], id string, opts []WaitOption) (*waitRun[T, S], error) {
+	w := &waitRun[T, S]{spec: spec, c: c, id: id}
+	w.cfg = waitConfig{kind: spec.kind, interval: DefaultPollInterval, maxInterval: DefaultMaxPollInterval}
 	for _, o := range opts {
 		if o == nil {
 			continue
 		}
-		if err := o(&cfg); err != nil {
+		if err := o(&w.cfg); err != nil {
 			return nil, err
 		}
 	}
-	cfg.interval = min(cfg.interval, cfg.maxInterval)
-
-	var wake *waiter
-	if !cfg.noWake && c.waiters != nil {
-		wake = c.waiters.add(kind, id)
-		defer c.waiters.remove(kind, id, wake)
+	w.cfg.interval = min(w.cfg.interval, w.cfg.maxInterval)
+	w.interval = w.cfg.interval
+	if !w.cfg.noWake && c.waiters != nil {
+		w.wake = c.waiters.add(spec.kind, id)
 	}
+	return w, nil
+}
 
-	var (
-		last       *T
-		lastStatus S
-		lastSeen   time.Time // UpdatedAt of last
-		lastErr    error
-		polls      int
-	)
-	// see handles an object read by this loop or handed over by a webhook;
-	// it reports whether the wait is over.
-	see := func(obj *T, fromWebhook bool) (done, changed bool) {
-		st, updated := state(obj)
-		if fromWebhook && last != nil && !updated.IsZero() && updated.Before(lastSeen) {
-			return false, false // older than what a poll already showed
-		}
-		changed = last == nil || st != lastStatus
-		last, lastStatus, lastSeen = obj, st, updated
-		if changed {
-			for _, fn := range cfg.onChange {
-				fn(obj)
-			}
-		}
-		if terminal(st) {
-			return true, changed
-		}
-		for _, stop := range cfg.stop {
-			if stop(obj) {
-				return true, changed
-			}
-		}
-		return false, changed
+func (w *waitRun[T, S]) close() {
+	if w.wake != nil {
+		w.c.waiters.remove(w.spec.kind, w.id, w.wake)
 	}
-	ctxErr := func() error {
-		if lastErr != nil {
-			return fmt.Errorf("cryptopay: waiting for %s %s: %w (after %d read(s), last failure: %v)", kind, id, ctx.Err(), polls, lastErr)
-		}
-		return fmt.Errorf("cryptopay: waiting for %s %s: %w (after %d read(s))", kind, id, ctx.Err(), polls)
+	if w.timer != nil {
+		w.timer.Stop()
 	}
+}
 
-	interval := cfg.interval
-	var timer *time.Timer
-	defer func() {
-		if timer != nil {
-			timer.Stop()
+// read reads the object once; done says the wait is over, with the object
+// and error to return.
+func (w *waitRun[T, S]) read(ctx context.Context) (_ *T, done bool, _ error) {
+	if ctx.Err() != nil {
+		return w.last, true, w.ctxErr(ctx)
+	}
+	w.reads++
+	obj, err := w.spec.get(w.c, ctx, w.id)
+	switch {
+	case err == nil:
+		w.lastErr = nil
+		if w.see(obj, false) {
+			return obj, true, nil
 		}
-	}()
+	case ctx.Err() != nil:
+		return w.last, true, w.ctxErr(ctx)
+	case !transientWaitError(err):
+		return w.last, true, fmt.Errorf("cryptopay: waiting for %s %s: %w", w.spec.kind, w.id, err)
+	default:
+		w.lastErr = err
+		w.c.logger.LogAttrs(ctx, slog.LevelDebug, "cryptopay: wait: transient failure, will read again",
+			slog.String("kind", w.spec.kind.String()), slog.String("id", w.id), slog.Int("read", w.reads),
+			slog.String("error", err.Error()))
+	}
+	return nil, false, nil
+}
+
+// sleep waits until the next read is due, taking the objects webhooks hand
+// over meanwhile; done says one of them (or ctx) ended the wait.
+func (w *waitRun[T, S]) sleep(ctx context.Context) (_ *T, done bool, _ error) {
+	d := jitterWait(w.interval)
+	w.interval = nextInterval(w.interval, w.cfg.maxInterval)
+	if w.timer == nil {
+		w.timer = time.NewTimer(d)
+	} else {
+		w.timer.Reset(d)
+	}
+	var woke <-chan struct{}
+	if w.wake != nil {
+		woke = w.wake.ch
+	}
 	for {
-		if ctx.Err() != nil {
-			return last, ctxErr()
-		}
-		polls++
-		obj, err := get(ctx, id)
-		switch {
-		case err == nil:
-			lastErr = nil
-			done, changed := see(obj, false)
-			if done {
-				return obj, nil
+		select {
+		case <-ctx.Done():
+			return w.last, true, w.ctxErr(ctx)
+		case <-w.timer.C:
+			return nil, false, nil
+		case <-woke:
+			v, ok := w.wake.take().(*T)
+			if !ok {
+				continue // a second signal for an object already taken
 			}
-			if changed {
-				interval = cfg.interval
-			}
-		case ctx.Err() != nil:
-			return last, ctxErr()
-		case !transientWaitError(err):
-			return last, fmt.Errorf("cryptopay: waiting for %s %s: %w", kind, id, err)
-		default:
-			lastErr = err
-			c.logger.LogAttrs(ctx, slog.LevelDebug, "cryptopay: wait: transient failure, will read again",
-				slog.String("kind", kind.String()), slog.String("id", id), slog.Int("read", polls),
-				slog.String("error", err.Error()))
-		}
-
-		d := jitterWait(interval)
-		interval = nextInterval(interval, cfg.maxInterval)
-		if timer == nil {
-			timer = time.NewTimer(d)
-		} else {
-			timer.Reset(d)
-		}
-	sleep:
-		for {
-			var woke <-chan struct{}
-			if wake != nil {
-				woke = wake.ch
-			}
-			select {
-			case <-ctx.Done():
-				return last, ctxErr()
-			case <-timer.C:
-				break sleep
-			case <-woke:
-				v, ok := wake.take().(*T)
-				if !ok {
-					// A second signal for an object already taken.
-					continue
-				}
-				done, changed := see(v, true)
-				if done {
-					return v, nil
-				}
-				if changed {
-					interval = cfg.interval
-				}
+			if w.see(v, true) {
+				return v, true, nil
 			}
 		}
 	}
+}
+
+// see takes in an object read by this wait or handed over by a webhook and
+// reports whether the wait is over. A status change calls the
+// OnStatusChange callbacks and brings the interval back to its first value.
+func (w *waitRun[T, S]) see(obj *T, fromWebhook bool) bool {
+	st, updated := w.spec.state(obj)
+	if fromWebhook && w.last != nil && !updated.IsZero() && updated.Before(w.lastSeen) {
+		return false // older than what a read already showed
+	}
+	changed := w.last == nil || st != w.lastStatus
+	w.last, w.lastStatus, w.lastSeen = obj, st, updated
+	if changed {
+		w.interval = w.cfg.interval
+		for _, fn := range w.cfg.onChange {
+			fn(obj)
+		}
+	}
+	if w.spec.terminal(st) {
+		return true
+	}
+	for _, stop := range w.cfg.stop {
+		if stop(obj) {
+			return true
+		}
+	}
+	return false
+}
+
+// ctxErr is the error of a wait that ctx ended.
+func (w *waitRun[T, S]) ctxErr(ctx context.Context) error {
+	if w.lastErr != nil {
+		return fmt.Errorf("cryptopay: waiting for %s %s: %w (after %d read(s), last failure: %v)", w.spec.kind, w.id, ctx.Err(), w.reads, w.lastErr)
+	}
+	return fmt.Errorf("cryptopay: waiting for %s %s: %w (after %d read(s))", w.spec.kind, w.id, ctx.Err(), w.reads)
 }
 
 // jitterWait draws a wait from [3/4 d, d], so waits never exceed the
@@ -408,81 +438,4 @@ func transientWaitError(err error) bool {
 	}
 	// Transport failures and unreadable 2xx bodies.
 	return true
-}
-
-// waitRegistry lets a WebhookHandler hand the object it re-read to the
-// waits for that object on the same Client. Its zero value is ready.
-type waitRegistry struct {
-	mu sync.Mutex
-	m  map[string]map[*waiter]struct{}
-}
-
-// waiter is one wait's mailbox: the latest object, and a signal.
-type waiter struct {
-	ch     chan struct{} // capacity 1
-	mu     sync.Mutex
-	latest any
-}
-
-func (w *waiter) take() any {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	v := w.latest
-	w.latest = nil
-	return v
-}
-
-func waitKey(kind objKind, id string) string {
-	return kind.String() + "/" + waitKeyID(kind, id)
-}
-
-func (r *waitRegistry) add(kind objKind, id string) *waiter {
-	w := &waiter{ch: make(chan struct{}, 1)}
-	key := waitKey(kind, id)
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.m == nil {
-		r.m = make(map[string]map[*waiter]struct{})
-	}
-	set := r.m[key]
-	if set == nil {
-		set = make(map[*waiter]struct{}, 1)
-		r.m[key] = set
-	}
-	set[w] = struct{}{}
-	return w
-}
-
-func (r *waitRegistry) remove(kind objKind, id string, w *waiter) {
-	key := waitKey(kind, id)
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if set := r.m[key]; set != nil {
-		delete(set, w)
-		if len(set) == 0 {
-			delete(r.m, key)
-		}
-	}
-}
-
-// notify hands a copy of obj (a *Payment or *Payout read through the API)
-// to every wait for it. It never blocks; it reports how many waits it woke.
-func (r *waitRegistry) notify(kind objKind, id string, obj func() any) int {
-	if r == nil {
-		return 0
-	}
-	key := waitKey(kind, id)
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	set := r.m[key]
-	for w := range set {
-		w.mu.Lock()
-		w.latest = obj()
-		w.mu.Unlock()
-		select {
-		case w.ch <- struct{}{}:
-		default: // already signalled; it will take the latest object
-		}
-	}
-	return len(set)
 }

@@ -419,7 +419,7 @@ func waitUntil(t *testing.T, cond func() bool) {
 func (r *waitRegistry) count(kind objKind, id string) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return len(r.m[waitKey(kind, id)])
+	return len(r.m[objectKey(kind, id)])
 }
 
 func TestWaitWokenByNotify(t *testing.T) {

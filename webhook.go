@@ -2,7 +2,6 @@ package cryptopay
 
 import (
 	"bytes"
-	"container/list"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -16,7 +15,6 @@ import (
 	"net/url"
 	"runtime/debug"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -28,10 +26,6 @@ const (
 	// DefaultWebhookMaxBodyBytes is the default body limit of a
 	// WebhookHandler (1 MiB); a larger body is answered 413.
 	DefaultWebhookMaxBodyBytes = 1 << 20
-	// DefaultDedupeEntries and DefaultDedupeTTL size the in-memory
-	// DedupeStore a WebhookHandler uses when WebhookConfig.Dedupe is nil.
-	DefaultDedupeEntries = 100_000
-	DefaultDedupeTTL     = 72 * time.Hour
 )
 
 // webhookTokenContext separates webhook tokens from any other use of the
@@ -98,155 +92,6 @@ func WebhookURL(base string, secret []byte, orderID string) (string, error) {
 	}
 	u.ForceQuery = false
 	return u.String(), nil
-}
-
-// DedupeClaim is the answer of DedupeStore.Claim.
-type DedupeClaim int
-
-const (
-	// DedupeClaimed: the key is new and now claimed by the caller, which must
-	// call Complete or Release.
-	DedupeClaimed DedupeClaim = iota + 1
-	// DedupeSeen: the key was completed before; the event is a duplicate.
-	DedupeSeen
-	// DedupeInProgress: another delivery holds the claim right now.
-	DedupeInProgress
-)
-
-// DedupeStore remembers which events (a key per payment or payout id and
-// status) a WebhookHandler has delivered, so duplicates reach the callback
-// once. Implementations must be safe for concurrent use.
-//
-// The handler calls Claim before the callback; Complete after the callback
-// returned nil; Release after it failed or panicked (so a redelivery runs it
-// again). Keys are short ASCII strings such as "payment/<uuid>/paid".
-//
-// The default is a bounded in-memory store (NewMemoryDedupeStore), which
-// only dedupes within one process. Replicas behind a load balancer must
-// share one store, for example in Redis (no Redis client is bundled; a
-// sketch using go-redis names):
-//
-//	Claim:    ok := SET prefix+key "busy" NX PX 60000 (a lease: a replica that
-//	          dies mid-callback frees the key when it expires)
-//	          ok → DedupeClaimed; else GET prefix+key: "done" → DedupeSeen,
-//	          otherwise DedupeInProgress
-//	Complete: SET prefix+key "done" PX 259200000 (72 h, at least the sender's
-//	          retry window)
-//	Release:  DEL prefix+key (ideally only if still "busy": a two-line Lua script)
-//
-// A store gives at-most-once delivery per claim, not exactly-once: a
-// process that dies after the callback succeeded but before Complete gets
-// the event again, and an entry evicted or expired lets a late duplicate
-// through. Callbacks must therefore be idempotent (for example, "mark order
-// paid" rather than "add to balance").
-type DedupeStore interface {
-	// Claim claims key, or reports that it is done or held by another
-	// delivery. An error makes the handler answer 503 (the sender retries).
-	Claim(ctx context.Context, key string) (DedupeClaim, error)
-	// Complete records key as done; it is called once the callback succeeded.
-	Complete(ctx context.Context, key string) error
-	// Release drops the claim on key after the callback failed.
-	Release(ctx context.Context, key string) error
-}
-
-// MemoryDedupeStore is the in-memory DedupeStore: it remembers up to a
-// number of completed keys for a time (the oldest are forgotten first) and
-// the keys being processed. It dedupes within one process only. Use
-// NewMemoryDedupeStore; the zero value is not ready.
-type MemoryDedupeStore struct {
-	mu    sync.Mutex
-	max   int
-	ttl   time.Duration
-	now   func() time.Time
-	order *list.List // of *dedupeEntry, oldest first
-	done  map[string]*list.Element
-	busy  map[string]struct{}
-}
-
-type dedupeEntry struct {
-	key string
-	at  time.Time
-}
-
-// NewMemoryDedupeStore returns an in-memory DedupeStore that remembers at
-// most maxEntries completed keys (0: DefaultDedupeEntries) for ttl each
-// (0: DefaultDedupeTTL). About 150 bytes per entry.
-func NewMemoryDedupeStore(maxEntries int, ttl time.Duration) *MemoryDedupeStore {
-	if maxEntries <= 0 {
-		maxEntries = DefaultDedupeEntries
-	}
-	if ttl <= 0 {
-		ttl = DefaultDedupeTTL
-	}
-	return &MemoryDedupeStore{
-		max:   maxEntries,
-		ttl:   ttl,
-		now:   time.Now,
-		order: list.New(),
-		done:  make(map[string]*list.Element),
-		busy:  make(map[string]struct{}),
-	}
-}
-
-// Claim implements DedupeStore.
-func (s *MemoryDedupeStore) Claim(_ context.Context, key string) (DedupeClaim, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.expire()
-	if _, ok := s.busy[key]; ok {
-		return DedupeInProgress, nil
-	}
-	if _, ok := s.done[key]; ok {
-		return DedupeSeen, nil
-	}
-	s.busy[key] = struct{}{}
-	return DedupeClaimed, nil
-}
-
-// Complete implements DedupeStore.
-func (s *MemoryDedupeStore) Complete(_ context.Context, key string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.busy, key)
-	now := s.now()
-	if e, ok := s.done[key]; ok {
-		e.Value.(*dedupeEntry).at = now
-		s.order.MoveToBack(e)
-	} else {
-		s.done[key] = s.order.PushBack(&dedupeEntry{key: key, at: now})
-	}
-	for s.order.Len() > s.max {
-		s.drop(s.order.Front())
-	}
-	return nil
-}
-
-// Release implements DedupeStore.
-func (s *MemoryDedupeStore) Release(_ context.Context, key string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.busy, key)
-	return nil
-}
-
-// Len reports how many completed keys the store remembers.
-func (s *MemoryDedupeStore) Len() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.expire()
-	return s.order.Len()
-}
-
-func (s *MemoryDedupeStore) expire() {
-	now := s.now()
-	for e := s.order.Front(); e != nil && now.Sub(e.Value.(*dedupeEntry).at) >= s.ttl; e = s.order.Front() {
-		s.drop(e)
-	}
-}
-
-func (s *MemoryDedupeStore) drop(e *list.Element) {
-	delete(s.done, e.Value.(*dedupeEntry).key)
-	s.order.Remove(e)
 }
 
 // WebhookConfig configures a WebhookHandler.
@@ -357,16 +202,17 @@ func NewWebhookHandler(cfg WebhookConfig) (*WebhookHandler, error) {
 	return h, nil
 }
 
-// event is a parsed, not yet authenticated, webhook body.
+// event is a webhook body: parsed, then authenticated, then (with a Client)
+// replaced by the API's version of its object.
 type event struct {
-	// postedStatus is the body's status, kept when the API's replaces it.
-	postedStatus string
-	kind         objKind
-	id           string
-	orderID      string
-	status       string // the API's once re-read, else the posted one
-	payment      *Payment
-	payout       *Payout
+	kind    objKind
+	id      string
+	orderID string
+	// status is the API's once re-read, else the posted one; postedStatus
+	// keeps the body's.
+	status, postedStatus string
+	payment              *Payment
+	payout               *Payout
 }
 
 var errBadEvent = errors.New("not a payment or payout event")
@@ -433,215 +279,272 @@ func (h *WebhookHandler) validToken(token, orderID string) bool {
 	return hmac.Equal(got, webhookToken(h.secret, orderID))
 }
 
-func reply(w http.ResponseWriter, code int, msg string) {
-	h := w.Header()
-	h.Set("Content-Type", "text/plain; charset=utf-8")
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Cache-Control", "no-store")
-	w.WriteHeader(code)
-	_, _ = io.WriteString(w, msg+"\n")
+// outcome is how the handler answers a request: the status code and
+// one-word body, the Observer's result word, and for a refusal the reason
+// logged.
+type outcome struct {
+	code   int
+	msg    string
+	result string
+	reason string
 }
 
-func retryLater(w http.ResponseWriter, msg string) {
-	w.Header().Set("Retry-After", "5")
-	reply(w, http.StatusServiceUnavailable, msg)
+// The Observer's result words (WebhookEventInfo.Result).
+const (
+	resultDelivered  = "delivered"
+	resultDuplicate  = "duplicate"
+	resultRejected   = "rejected"
+	resultRetryLater = "retry_later"
+	resultFailed     = "failed"
+)
+
+var (
+	delivered = outcome{code: http.StatusOK, msg: "ok", result: resultDelivered}
+	duplicate = outcome{code: http.StatusOK, msg: "ok", result: resultDuplicate}
+)
+
+// rejected refuses the request; reason goes to the log line, never msg.
+func rejected(code int, msg, reason string) outcome {
+	return outcome{code: code, msg: msg, result: resultRejected, reason: reason}
+}
+
+// retryLater asks the sender to come back (503 with Retry-After).
+func retryLater(msg string) outcome {
+	return outcome{code: http.StatusServiceUnavailable, msg: msg, result: resultRetryLater}
+}
+
+// failed is a 500: the sender retries, but the fault is on this side.
+func failed(msg string) outcome {
+	return outcome{code: http.StatusInternalServerError, msg: msg, result: resultFailed}
 }
 
 // ServeHTTP authenticates the event, re-reads its object through the API
 // (with a Client), wakes waits, and delivers each new (id, status) to the
 // callback once. See WebhookHandler for the answers.
 func (h *WebhookHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	out := h.handle(w, r)
+	h.answer(w, r, out)
+}
+
+// handle runs the steps of one request and says how to answer it.
+func (h *WebhookHandler) handle(w http.ResponseWriter, r *http.Request) outcome {
+	token, out, ok := h.checkRequest(r)
+	if !ok {
+		return out
+	}
+	body, out, ok := h.readBody(w, r)
+	if !ok {
+		return out
+	}
+	ev, out, ok := h.authenticate(token, body)
+	if !ok {
+		return out
+	}
+	// Authenticated for ev.orderID from here on.
 	ctx := r.Context()
+	if h.client != nil {
+		if out, ok := h.reread(ctx, ev); !ok {
+			return out
+		}
+	}
+	if out := h.deliverOnce(ctx, ev); out.code != http.StatusOK {
+		return out
+	}
+	if h.client != nil && ahead(ev.kind, ev.postedStatus, ev.status) {
+		h.logEvent(ctx, slog.LevelInfo, ev, "cryptopay webhook: posted status is ahead of the API; asking the sender to retry",
+			slog.String("posted", truncate(ev.postedStatus, 32)), slog.String("api", ev.status))
+		return retryLater("api behind event")
+	}
+	return delivered
+}
+
+// checkRequest refuses what can be refused before reading the body: a
+// method other than POST, a missing or repeated token, a declared length
+// over the limit. It returns the token.
+func (h *WebhookHandler) checkRequest(r *http.Request) (string, outcome, bool) {
 	if r.Method != http.MethodPost {
-		w.Header().Set("Allow", http.MethodPost)
-		reply(w, http.StatusMethodNotAllowed, "method not allowed")
-		return
+		return "", rejected(http.StatusMethodNotAllowed, "method not allowed", "method not allowed"), false
 	}
 	tokens := r.URL.Query()["token"]
 	if len(tokens) != 1 || tokens[0] == "" {
-		h.reject(ctx, r, http.StatusUnauthorized, "token missing or repeated")
-		reply(w, http.StatusUnauthorized, "unauthorized")
-		return
+		return "", rejected(http.StatusUnauthorized, "unauthorized", "token missing or repeated"), false
 	}
 	if r.ContentLength > h.maxBody {
-		h.reject(ctx, r, http.StatusRequestEntityTooLarge, "body too large")
-		reply(w, http.StatusRequestEntityTooLarge, "too large")
-		return
+		return "", rejected(http.StatusRequestEntityTooLarge, "too large", "body too large"), false
 	}
+	return tokens[0], outcome{}, true
+}
+
+// readBody reads the body under the size limit.
+func (h *WebhookHandler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, outcome, bool) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.maxBody))
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			h.reject(ctx, r, http.StatusRequestEntityTooLarge, "body too large")
-			reply(w, http.StatusRequestEntityTooLarge, "too large")
-			return
+			return nil, rejected(http.StatusRequestEntityTooLarge, "too large", "body too large"), false
 		}
-		h.reject(ctx, r, http.StatusBadRequest, "body not readable")
-		reply(w, http.StatusBadRequest, "bad request")
-		return
+		return nil, rejected(http.StatusBadRequest, "bad request", "body not readable"), false
 	}
-	ev, err := parseEvent(body)
-	if err != nil {
-		h.reject(ctx, r, http.StatusBadRequest, err.Error())
-		reply(w, http.StatusBadRequest, "bad request")
-		return
-	}
-	if !h.validToken(tokens[0], ev.orderID) {
-		h.reject(ctx, r, http.StatusUnauthorized, "token does not match orderId")
-		reply(w, http.StatusUnauthorized, "unauthorized")
-		return
-	}
-	// Authenticated for ev.orderID from here on.
-	log := h.log.With(slog.String("kind", ev.kind.String()), slog.String("id", ev.id), slog.String("orderId", truncate(ev.orderID, 128)))
-
-	lagging := false
-	if h.client != nil {
-		code, msg := h.reread(ctx, log, ev)
-		if code != 0 {
-			if code == http.StatusServiceUnavailable {
-				retryLater(w, msg)
-			} else {
-				reply(w, code, msg)
-			}
-			return
-		}
-		lagging = ahead(ev.kind, ev.postedStatus, ev.status)
-	}
-
-	var deliver func() error
-	switch {
-	case ev.kind == kindPayment && h.onPayment != nil:
-		p := ev.payment
-		deliver = func() error { return h.onPayment(ctx, p) }
-	case ev.kind == kindPayout && h.onPayout != nil:
-		p := ev.payout
-		deliver = func() error { return h.onPayout(ctx, p) }
-	}
-	if deliver != nil {
-		code, msg := h.deliverOnce(ctx, log, ev, deliver)
-		if code != http.StatusOK {
-			if code == http.StatusServiceUnavailable {
-				retryLater(w, msg)
-			} else {
-				reply(w, code, msg)
-			}
-			return
-		}
-	}
-	if lagging {
-		log.LogAttrs(ctx, slog.LevelInfo, "cryptopay webhook: posted status is ahead of the API; asking the sender to retry",
-			slog.String("posted", truncate(ev.postedStatus, 32)), slog.String("api", ev.status))
-		retryLater(w, "api behind event")
-		return
-	}
-	reply(w, http.StatusOK, "ok")
+	return body, outcome{}, true
 }
 
-// reread replaces the posted object by the API's and wakes waits. It
-// returns 0 on success, or the status code and message to answer.
-func (h *WebhookHandler) reread(ctx context.Context, log *slog.Logger, ev *event) (int, string) {
+// authenticate parses the body and checks the token against its orderId.
+func (h *WebhookHandler) authenticate(token string, body []byte) (*event, outcome, bool) {
+	ev, err := parseEvent(body)
+	if err != nil {
+		return nil, rejected(http.StatusBadRequest, "bad request", err.Error()), false
+	}
+	if !h.validToken(token, ev.orderID) {
+		return nil, rejected(http.StatusUnauthorized, "unauthorized", "token does not match orderId"), false
+	}
+	return ev, outcome{}, true
+}
+
+// answer writes out and logs a refusal.
+func (h *WebhookHandler) answer(w http.ResponseWriter, r *http.Request, out outcome) {
+	if out.reason != "" {
+		h.log.LogAttrs(r.Context(), slog.LevelInfo, "cryptopay webhook: rejected",
+			slog.Int("status", out.code), slog.String("reason", out.reason), slog.String("remote", r.RemoteAddr))
+	}
+	hd := w.Header()
+	if out.code == http.StatusMethodNotAllowed {
+		hd.Set("Allow", http.MethodPost)
+	}
+	if out.code == http.StatusServiceUnavailable {
+		hd.Set("Retry-After", "5")
+	}
+	hd.Set("Content-Type", "text/plain; charset=utf-8")
+	hd.Set("X-Content-Type-Options", "nosniff")
+	hd.Set("Cache-Control", "no-store")
+	w.WriteHeader(out.code)
+	_, _ = io.WriteString(w, out.msg+"\n")
+}
+
+// logEvent logs a line about an authenticated event, with its kind, id and
+// orderId (never the body).
+func (h *WebhookHandler) logEvent(ctx context.Context, level slog.Level, ev *event, msg string, attrs ...slog.Attr) {
+	if !h.log.Enabled(ctx, level) {
+		return
+	}
+	all := append([]slog.Attr{slog.String("kind", ev.kind.String()), slog.String("id", ev.id),
+		slog.String("orderId", truncate(ev.orderID, 128))}, attrs...)
+	h.log.LogAttrs(ctx, level, msg, all...)
+}
+
+// reread replaces the posted object by the API's and wakes waits.
+func (h *WebhookHandler) reread(ctx context.Context, ev *event) (outcome, bool) {
 	var (
 		err             error
 		orderID, id, st string
-		payment         *Payment
-		payout          *Payout
 		wakeObj         func() any
-		sameID          bool
 	)
 	if ev.kind == kindPayment {
-		payment, err = h.client.GetPayment(ctx, ev.id)
-		if err == nil {
-			orderID, id, st = payment.OrderID, payment.ID, string(payment.Status)
-			sameID = strings.EqualFold(id, ev.id)
-			wakeObj = func() any { cp := *payment; return &cp }
+		var p *Payment
+		if p, err = h.client.GetPayment(ctx, ev.id); err == nil {
+			orderID, id, st = p.OrderID, p.ID, string(p.Status)
+			wakeObj = func() any { cp := *p; return &cp }
+			ev.payment = p
 		}
 	} else {
-		payout, err = h.client.GetPayout(ctx, ev.id)
-		if err == nil {
-			orderID, id, st = payout.OrderID, payout.ID, string(payout.Status)
-			sameID = id == ev.id
-			wakeObj = func() any { cp := *payout; return &cp }
+		var p *Payout
+		if p, err = h.client.GetPayout(ctx, ev.id); err == nil {
+			orderID, id, st = p.OrderID, p.ID, string(p.Status)
+			wakeObj = func() any { cp := *p; return &cp }
+			ev.payout = p
 		}
 	}
 	if err != nil {
-		switch {
-		case errors.Is(err, ErrNotFound):
-			log.LogAttrs(ctx, slog.LevelWarn, "cryptopay webhook: the API does not know this id")
-			return http.StatusNotFound, "not found"
-		case errors.Is(err, ErrInvalidParams):
-			return http.StatusBadRequest, "bad request"
-		case errors.Is(err, ErrUnauthorized):
-			log.LogAttrs(ctx, slog.LevelError, "cryptopay webhook: the API refused the client's key; cannot verify events", slog.String("error", err.Error()))
-			return http.StatusInternalServerError, "cannot verify"
-		default:
-			log.LogAttrs(ctx, slog.LevelWarn, "cryptopay webhook: re-reading the object failed; asking the sender to retry", slog.String("error", err.Error()))
-			return http.StatusServiceUnavailable, "retry later"
-		}
+		return h.rereadFailed(ctx, ev, err), false
 	}
 	if orderID != ev.orderID {
-		log.LogAttrs(ctx, slog.LevelWarn, "cryptopay webhook: the object belongs to another orderId than the token; refused")
-		return http.StatusUnauthorized, "unauthorized"
+		h.logEvent(ctx, slog.LevelWarn, ev, "cryptopay webhook: the object belongs to another orderId than the token; refused")
+		return outcome{code: http.StatusUnauthorized, msg: "unauthorized", result: resultRejected}, false
 	}
-	if !sameID {
-		log.LogAttrs(ctx, slog.LevelWarn, "cryptopay webhook: the API answered with another object's id")
-		return http.StatusServiceUnavailable, "retry later"
+	if objectID(ev.kind, id) != objectID(ev.kind, ev.id) {
+		h.logEvent(ctx, slog.LevelWarn, ev, "cryptopay webhook: the API answered with another object's id")
+		return retryLater("retry later"), false
 	}
 	h.client.waiters.notify(ev.kind, ev.id, wakeObj)
-	ev.postedStatus, ev.status, ev.payment, ev.payout = ev.status, st, payment, payout
-	return 0, ""
+	ev.postedStatus, ev.status = ev.status, st
+	return outcome{}, true
 }
 
-// deliverOnce runs deliver unless the store says this (id, status) was
-// delivered or is being delivered.
-func (h *WebhookHandler) deliverOnce(ctx context.Context, log *slog.Logger, ev *event, deliver func() error) (int, string) {
-	key := ev.kind.String() + "/" + waitKeyID(ev.kind, ev.id) + "/" + ev.status
-	claim, err := h.dedupe.Claim(ctx, key)
-	if err != nil {
-		log.LogAttrs(ctx, slog.LevelWarn, "cryptopay webhook: dedupe store failed; asking the sender to retry", slog.String("error", err.Error()))
-		return http.StatusServiceUnavailable, "retry later"
-	}
-	switch claim {
-	case DedupeSeen:
-		log.LogAttrs(ctx, slog.LevelDebug, "cryptopay webhook: duplicate, already delivered", slog.String("status", ev.status))
-		return http.StatusOK, "ok"
-	case DedupeInProgress:
-		log.LogAttrs(ctx, slog.LevelDebug, "cryptopay webhook: same event in progress; asking the sender to retry", slog.String("status", ev.status))
-		return http.StatusServiceUnavailable, "in progress"
-	case DedupeClaimed:
+// rereadFailed maps a failed re-read to the answer.
+func (h *WebhookHandler) rereadFailed(ctx context.Context, ev *event, err error) outcome {
+	switch {
+	case errors.Is(err, ErrNotFound):
+		h.logEvent(ctx, slog.LevelWarn, ev, "cryptopay webhook: the API does not know this id")
+		return outcome{code: http.StatusNotFound, msg: "not found", result: resultRejected}
+	case errors.Is(err, ErrInvalidParams):
+		return outcome{code: http.StatusBadRequest, msg: "bad request", result: resultRejected}
+	case errors.Is(err, ErrUnauthorized):
+		h.logEvent(ctx, slog.LevelError, ev, "cryptopay webhook: the API refused the client's key; cannot verify events", slog.String("error", err.Error()))
+		return failed("cannot verify")
 	default:
-		log.LogAttrs(ctx, slog.LevelError, "cryptopay webhook: dedupe store answered an unknown claim", slog.Int("claim", int(claim)))
-		return http.StatusServiceUnavailable, "retry later"
+		h.logEvent(ctx, slog.LevelWarn, ev, "cryptopay webhook: re-reading the object failed; asking the sender to retry", slog.String("error", err.Error()))
+		return retryLater("retry later")
+	}
+}
+
+// deliverOnce hands the event to its callback unless the store says this
+// (id, status) was delivered or is being delivered. Without a callback for
+// its kind the event is acknowledged.
+func (h *WebhookHandler) deliverOnce(ctx context.Context, ev *event) outcome {
+	var deliver func() error
+	switch {
+	case ev.kind == kindPayment && h.onPayment != nil:
+		deliver = func() error { return h.onPayment(ctx, ev.payment) }
+	case ev.kind == kindPayout && h.onPayout != nil:
+		deliver = func() error { return h.onPayout(ctx, ev.payout) }
+	default:
+		return delivered
+	}
+	key := objectKey(ev.kind, ev.id) + "/" + ev.status
+	if out, ok := h.claim(ctx, ev, key); !ok {
+		return out
 	}
 	// The claim must be settled even if the sender hung up.
 	settle, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	if err := callSafely(deliver); err != nil {
 		if rerr := h.dedupe.Release(settle, key); rerr != nil {
-			log.LogAttrs(ctx, slog.LevelError, "cryptopay webhook: releasing the dedupe claim failed", slog.String("error", rerr.Error()))
+			h.logEvent(ctx, slog.LevelError, ev, "cryptopay webhook: releasing the dedupe claim failed", slog.String("error", rerr.Error()))
 		}
 		attrs := []slog.Attr{slog.String("status", ev.status), slog.String("error", err.Error())}
 		var p *callbackPanic
 		if errors.As(err, &p) {
 			attrs = append(attrs, slog.String("stack", string(p.stack)))
 		}
-		log.LogAttrs(ctx, slog.LevelError, "cryptopay webhook: callback failed; the sender should redeliver", attrs...)
-		return http.StatusInternalServerError, "callback failed"
+		h.logEvent(ctx, slog.LevelError, ev, "cryptopay webhook: callback failed; the sender should redeliver", attrs...)
+		return failed("callback failed")
 	}
 	if err := h.dedupe.Complete(settle, key); err != nil {
 		// Delivered: answer 200 all the same. A redelivery may call the
 		// callback again, which must be idempotent anyway.
-		log.LogAttrs(ctx, slog.LevelError, "cryptopay webhook: recording the delivery failed", slog.String("error", err.Error()))
+		h.logEvent(ctx, slog.LevelError, ev, "cryptopay webhook: recording the delivery failed", slog.String("error", err.Error()))
 	}
-	return http.StatusOK, "ok"
+	return delivered
 }
 
-// waitKeyID normalises an id for map keys: payment ids are UUIDs, which
-// compare case-insensitively; payout ids are opaque.
-func waitKeyID(kind objKind, id string) string {
-	if kind == kindPayment {
-		return strings.ToLower(id)
+// claim asks the dedupe store for key; ok means the caller holds it.
+func (h *WebhookHandler) claim(ctx context.Context, ev *event, key string) (outcome, bool) {
+	claim, err := h.dedupe.Claim(ctx, key)
+	if err != nil {
+		h.logEvent(ctx, slog.LevelWarn, ev, "cryptopay webhook: dedupe store failed; asking the sender to retry", slog.String("error", err.Error()))
+		return retryLater("retry later"), false
 	}
-	return id
+	switch claim {
+	case DedupeClaimed:
+		return outcome{}, true
+	case DedupeSeen:
+		h.logEvent(ctx, slog.LevelDebug, ev, "cryptopay webhook: duplicate, already delivered", slog.String("status", ev.status))
+		return duplicate, false
+	case DedupeInProgress:
+		h.logEvent(ctx, slog.LevelDebug, ev, "cryptopay webhook: same event in progress; asking the sender to retry", slog.String("status", ev.status))
+		return retryLater("in progress"), false
+	}
+	h.logEvent(ctx, slog.LevelError, ev, "cryptopay webhook: dedupe store answered an unknown claim", slog.Int("claim", int(claim)))
+	return retryLater("retry later"), false
 }
 
 type callbackPanic struct {
@@ -662,49 +565,15 @@ func callSafely(fn func() error) (err error) {
 	return fn()
 }
 
-func (h *WebhookHandler) reject(ctx context.Context, r *http.Request, code int, reason string) {
-	h.log.LogAttrs(ctx, slog.LevelInfo, "cryptopay webhook: rejected",
-		slog.Int("status", code), slog.String("reason", reason), slog.String("remote", r.RemoteAddr))
-}
-
 // ahead reports whether the posted status is further along than the API's,
 // so the API is probably lagging behind the event: a heuristic over the
 // usual order of statuses. Unknown statuses are never ahead.
 func ahead(kind objKind, posted, api string) bool {
-	var rank func(string) int
+	var p, a int
 	if kind == kindPayment {
-		rank = func(s string) int {
-			switch PaymentStatus(s) {
-			case PaymentWaiting:
-				return 1
-			case PaymentConfirming, PaymentLocked:
-				return 2
-			case PaymentFailed, PaymentRejected, PaymentExpired:
-				return 3
-			case PaymentPaidPartial, PaymentPaid, PaymentPaidOver:
-				return 4
-			}
-			return 0
-		}
+		p, a = PaymentStatus(posted).rank(), PaymentStatus(api).rank()
 	} else {
-		rank = func(s string) int {
-			switch PayoutStatus(s) {
-			case PayoutCreated:
-				return 1
-			case PayoutReview:
-				return 2
-			case PayoutProcessing:
-				return 3
-			case PayoutConfirming:
-				return 4
-			case PayoutFailed, PayoutCancelled:
-				return 5
-			case PayoutPaid:
-				return 6
-			}
-			return 0
-		}
+		p, a = PayoutStatus(posted).rank(), PayoutStatus(api).rank()
 	}
-	p, a := rank(posted), rank(api)
 	return p != 0 && a != 0 && p > a
 }
