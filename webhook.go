@@ -2,20 +2,23 @@ package cryptopay
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"time"
+	"unicode/utf8"
 )
 
 // Webhook defaults and limits.
@@ -31,6 +34,8 @@ const (
 // webhookTokenContext separates webhook tokens from any other use of the
 // secret: token = HMAC-SHA256(secret, webhookTokenContext + orderID).
 const webhookTokenContext = "cryptopay-go webhook v1\x00"
+
+var webhookTokenContextBytes = []byte(webhookTokenContext)
 
 // webhookToken is the token WebhookURL puts in the URL for orderID:
 // base64url without padding (RFC 4648 §5) of
@@ -60,8 +65,8 @@ func checkSecret(secret []byte, field string) error {
 //
 // base must be an absolute http or https URL without a fragment and without
 // a token parameter; its other query parameters are kept. secret must be at
-// least MinWebhookSecretLen bytes and not all zero; orderID must not be
-// empty. Use https: anyone who learns the URL can post events for this
+// least MinWebhookSecretLen bytes and not all zero; orderID must be valid
+// UTF-8 and not empty. Use https: anyone who learns the URL can post events for this
 // order (which a handler with a Client then checks against the API).
 func WebhookURL(base string, secret []byte, orderID string) (string, error) {
 	if err := checkSecret(secret, "secret"); err != nil {
@@ -69,6 +74,11 @@ func WebhookURL(base string, secret []byte, orderID string) (string, error) {
 	}
 	if orderID == "" {
 		return "", &ValidationError{Field: "orderID", Reason: "must not be empty: the token signs it"}
+	}
+	if !utf8.ValidString(orderID) {
+		// JSON carries only valid UTF-8: the orderId would come back
+		// changed, and no event for it would ever match the token.
+		return "", &ValidationError{Field: "orderID", Reason: "is not valid UTF-8"}
 	}
 	u, err := url.Parse(base)
 	if err != nil {
@@ -141,25 +151,34 @@ type WebhookConfig struct {
 // an http.Handler, safe for concurrent use; mount it at the URL given to
 // WebhookURL. Build it with NewWebhookHandler.
 //
+// It checks the token before it decodes anything in the body: a first pass
+// over the body (linear, no allocation, no number converted) finds the
+// orderId, and only an event whose orderId matches its token is decoded.
+// An amount longer than 128 characters is refused.
+//
 // For each request it answers, with a one-word text body:
 //
 //	405 not POST (with Allow: POST)
 //	401 token missing, or not the HMAC of the body's orderId, or the object
 //	    re-read through the API belongs to another orderId
 //	413 body over MaxBodyBytes
-//	400 not a JSON object with exactly one of paymentId or payoutId, a
-//	    non-empty orderId and status, and a valid id
+//	400 not a single JSON object with exactly one of paymentId or payoutId,
+//	    a string orderId, a non-empty status and a valid id; a member
+//	    given twice; an amount that is not a number of at most 128
+//	    characters
 //	404 the API does not know the id (with Client)
 //	503 the API could not be read, the dedupe store failed, the same event
-//	    is being processed right now, or the posted status is ahead of
-//	    what the API reports (the API has not caught up yet): the sender
-//	    should retry later. The callback has then already seen the API's
-//	    current version, if it was new.
+//	    is being processed right now, MaxConcurrentRereads re-reads are
+//	    already running, or the posted status is ahead of what the API
+//	    reports (the API has not caught up yet): the sender should retry
+//	    later (Retry-After says when). The callback has then already seen
+//	    the API's current version, if it was new.
 //	500 the callback returned an error or panicked, or the API refused
 //	    this Client's key (fix the configuration; the sender retries)
 //	200 delivered, or a duplicate of an event already delivered
 type WebhookHandler struct {
 	secret    []byte
+	macs      sync.Pool // of *tokenCheck, keyed with secret
 	client    *Client
 	onPayment func(context.Context, *Payment) error
 	onPayout  func(context.Context, *Payout) error
@@ -186,13 +205,11 @@ func NewWebhookHandler(cfg WebhookConfig) (*WebhookHandler, error) {
 		client:    cfg.Client,
 		onPayment: cfg.OnPayment,
 		onPayout:  cfg.OnPayout,
-		maxBody:   cfg.MaxBodyBytes,
+		maxBody:   cmp.Or(cfg.MaxBodyBytes, DefaultWebhookMaxBodyBytes),
 		dedupe:    cfg.Dedupe,
 		log:       cfg.Logger,
 	}
-	if h.maxBody == 0 {
-		h.maxBody = DefaultWebhookMaxBodyBytes
-	}
+	h.macs.New = func() any { return &tokenCheck{mac: hmac.New(sha256.New, h.secret)} }
 	if h.dedupe == nil {
 		h.dedupe = NewMemoryDedupeStore(0, 0)
 	}
@@ -202,8 +219,8 @@ func NewWebhookHandler(cfg WebhookConfig) (*WebhookHandler, error) {
 	return h, nil
 }
 
-// event is a webhook body: parsed, then authenticated, then (with a Client)
-// replaced by the API's version of its object.
+// event is a webhook body once authenticated: its kind, id, orderId and
+// status, and its object (the posted one, or the API's after a re-read).
 type event struct {
 	kind    objKind
 	id      string
@@ -215,78 +232,84 @@ type event struct {
 	payout               *Payout
 }
 
-var errBadEvent = errors.New("not a payment or payout event")
+var (
+	errAmbiguous = errors.New("a member is given twice")
+	errBigAmount = errors.New("an amount is too long")
+	errOrderID   = errors.New("orderId is not a string")
+	errDecode    = errors.New("body does not decode as its object")
+)
 
-// maxStatusLen bounds the status a body may carry.
-const maxStatusLen = 64
-
-// parseEvent reads a body as a payment or a payout. The body is decoded
-// once, into the object, and the id, orderId and status are taken from
-// that object, so what the token is checked against is what the callback
-// would see.
-func parseEvent(body []byte) (*event, error) {
-	body = bytes.TrimSpace(body)
-	if len(body) == 0 || body[0] != '{' {
-		return nil, errBadEvent
-	}
-	var probe struct {
-		PaymentID json.RawMessage `json:"paymentId"`
-		PayoutID  json.RawMessage `json:"payoutId"`
-	}
-	if err := json.Unmarshal(body, &probe); err != nil {
-		return nil, errBadEvent
-	}
-	present := func(raw json.RawMessage) bool { return len(raw) > 0 && string(raw) != "null" }
-	ev := new(event)
-	switch {
-	case present(probe.PaymentID) && !present(probe.PayoutID):
-		p := new(Payment)
-		if err := json.Unmarshal(body, p); err != nil {
-			return nil, errBadEvent
-		}
-		if validatePaymentID(p.ID) != nil {
-			return nil, errBadEvent
-		}
-		ev.kind, ev.id, ev.orderID, ev.status, ev.payment = kindPayment, p.ID, p.OrderID, string(p.Status), p
-	case present(probe.PayoutID) && !present(probe.PaymentID):
-		p := new(Payout)
-		if err := json.Unmarshal(body, p); err != nil {
-			return nil, errBadEvent
-		}
-		if validatePayoutID(p.ID) != nil {
-			return nil, errBadEvent
-		}
-		ev.kind, ev.id, ev.orderID, ev.status, ev.payout = kindPayout, p.ID, p.OrderID, string(p.Status), p
-	default:
-		return nil, errBadEvent
-	}
-	// A status is a short word; a long one would bloat the dedupe store.
-	if ev.status == "" || len(ev.status) > maxStatusLen {
-		return nil, errBadEvent
-	}
-	return ev, nil
+// tokenCheck is the scratch space of one token check, pooled so that a
+// check allocates nothing.
+type tokenCheck struct {
+	mac       hash.Hash // HMAC-SHA256 keyed with the handler's secret
+	src       [tokenLen]byte
+	got, want [sha256.Size]byte
 }
 
-// validToken checks the token against orderID in constant time.
-func (h *WebhookHandler) validToken(token, orderID string) bool {
-	if orderID == "" || len(token) != base64.RawURLEncoding.EncodedLen(sha256.Size) {
+// tokenLen is the length of a token: base64url of 32 bytes, no padding.
+const tokenLen = 43
+
+// validToken checks token against orderID in constant time.
+func (h *WebhookHandler) validToken(token string, orderID []byte) bool {
+	if len(orderID) == 0 || len(token) != tokenLen {
 		return false
 	}
-	got, err := base64.RawURLEncoding.DecodeString(token)
+	t := h.macs.Get().(*tokenCheck)
+	defer h.macs.Put(t)
+	copy(t.src[:], token)
+	n, err := base64.RawURLEncoding.Decode(t.got[:], t.src[:])
+	t.mac.Reset()
+	t.mac.Write(webhookTokenContextBytes)
+	t.mac.Write(orderID)
+	sum := t.mac.Sum(t.want[:0])
+	return err == nil && n == sha256.Size && hmac.Equal(t.got[:], sum)
+}
+
+// queryToken returns the value of the query's one token parameter, as
+// url.ParseQuery would read it, without building the whole map. ok is
+// false when it is missing, empty or repeated.
+func queryToken(rawQuery string) (token string, ok bool) {
+	n := 0
+	for rest := rawQuery; rest != ""; {
+		var pair string
+		pair, rest, _ = strings.Cut(rest, "&")
+		if strings.Contains(pair, ";") {
+			continue // url.ParseQuery refuses such a pair
+		}
+		k, v, _ := strings.Cut(pair, "=")
+		if k != "token" && (!strings.ContainsAny(k, "%+") || unescapeQuery(k) != "token") {
+			continue
+		}
+		if strings.ContainsAny(v, "%+") {
+			var err error
+			if v, err = url.QueryUnescape(v); err != nil {
+				continue
+			}
+		}
+		token = v
+		n++
+	}
+	return token, n == 1 && token != ""
+}
+
+func unescapeQuery(s string) string {
+	u, err := url.QueryUnescape(s)
 	if err != nil {
-		return false
+		return ""
 	}
-	return hmac.Equal(got, webhookToken(h.secret, orderID))
+	return u
 }
 
-// outcome is how the handler answers a request: the status code and
-// one-word body, the Observer's result word, and for a refusal the reason
-// logged.
+// outcome is how the handler answers a request: the status code and body,
+// the Observer's result word, Retry-After for a 503, and for a refusal the
+// reason logged.
 type outcome struct {
-	code   int
-	msg    string
-	result string
-	reason string
+	code       int
+	body       string
+	result     string
+	retryAfter string
+	reason     string
 }
 
 // The Observer's result words (WebhookEventInfo.Result).
@@ -299,35 +322,36 @@ const (
 )
 
 var (
-	delivered = outcome{code: http.StatusOK, msg: "ok", result: resultDelivered}
-	duplicate = outcome{code: http.StatusOK, msg: "ok", result: resultDuplicate}
+	delivered = outcome{code: http.StatusOK, body: "ok\n", result: resultDelivered}
+	duplicate = outcome{code: http.StatusOK, body: "ok\n", result: resultDuplicate}
 )
 
-// rejected refuses the request; reason goes to the log line, never msg.
-func rejected(code int, msg, reason string) outcome {
-	return outcome{code: code, msg: msg, result: resultRejected, reason: reason}
+// rejected refuses the request; reason goes to the log line, never the body.
+func rejected(code int, body, reason string) outcome {
+	return outcome{code: code, body: body + "\n", result: resultRejected, reason: reason}
 }
 
 // retryLater asks the sender to come back (503 with Retry-After).
-func retryLater(msg string) outcome {
-	return outcome{code: http.StatusServiceUnavailable, msg: msg, result: resultRetryLater}
+func retryLater(body string) outcome {
+	return outcome{code: http.StatusServiceUnavailable, body: body + "\n", result: resultRetryLater, retryAfter: "5"}
 }
 
 // failed is a 500: the sender retries, but the fault is on this side.
-func failed(msg string) outcome {
-	return outcome{code: http.StatusInternalServerError, msg: msg, result: resultFailed}
+func failed(body string) outcome {
+	return outcome{code: http.StatusInternalServerError, body: body + "\n", result: resultFailed}
 }
 
 // ServeHTTP authenticates the event, re-reads its object through the API
 // (with a Client), wakes waits, and delivers each new (id, status) to the
 // callback once. See WebhookHandler for the answers.
 func (h *WebhookHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	out := h.handle(w, r)
+	var ev event
+	out := h.handle(w, r, &ev)
 	h.answer(w, r, out)
 }
 
 // handle runs the steps of one request and says how to answer it.
-func (h *WebhookHandler) handle(w http.ResponseWriter, r *http.Request) outcome {
+func (h *WebhookHandler) handle(w http.ResponseWriter, r *http.Request, ev *event) outcome {
 	token, out, ok := h.checkRequest(r)
 	if !ok {
 		return out
@@ -336,16 +360,18 @@ func (h *WebhookHandler) handle(w http.ResponseWriter, r *http.Request) outcome 
 	if !ok {
 		return out
 	}
-	ev, out, ok := h.authenticate(token, body)
-	if !ok {
+	if out, ok := h.authenticate(token, body, ev); !ok {
 		return out
 	}
 	// Authenticated for ev.orderID from here on.
 	ctx := r.Context()
 	if h.client != nil {
-		if out, ok := h.reread(ctx, ev); !ok {
-			return out
-		}
+		out, ok = h.reread(ctx, ev)
+	} else {
+		out, ok = decodePosted(body, ev)
+	}
+	if !ok {
+		return out
 	}
 	if out := h.deliverOnce(ctx, ev); out.code != http.StatusOK {
 		return out
@@ -365,19 +391,27 @@ func (h *WebhookHandler) checkRequest(r *http.Request) (string, outcome, bool) {
 	if r.Method != http.MethodPost {
 		return "", rejected(http.StatusMethodNotAllowed, "method not allowed", "method not allowed"), false
 	}
-	tokens := r.URL.Query()["token"]
-	if len(tokens) != 1 || tokens[0] == "" {
+	token, ok := queryToken(r.URL.RawQuery)
+	if !ok {
 		return "", rejected(http.StatusUnauthorized, "unauthorized", "token missing or repeated"), false
 	}
 	if r.ContentLength > h.maxBody {
 		return "", rejected(http.StatusRequestEntityTooLarge, "too large", "body too large"), false
 	}
-	return tokens[0], outcome{}, true
+	return token, outcome{}, true
 }
 
-// readBody reads the body under the size limit.
+// readBody reads the body under the size limit, in one allocation when its
+// length is declared.
 func (h *WebhookHandler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, outcome, bool) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.maxBody))
+	var body []byte
+	var err error
+	if n := r.ContentLength; n >= 0 { // checkRequest saw n <= maxBody
+		body = make([]byte, n)
+		_, err = io.ReadFull(r.Body, body)
+	} else {
+		body, err = io.ReadAll(http.MaxBytesReader(w, r.Body, h.maxBody))
+	}
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
@@ -388,21 +422,90 @@ func (h *WebhookHandler) readBody(w http.ResponseWriter, r *http.Request) ([]byt
 	return body, outcome{}, true
 }
 
-// authenticate parses the body and checks the token against its orderId.
-func (h *WebhookHandler) authenticate(token string, body []byte) (*event, outcome, bool) {
-	ev, err := parseEvent(body)
+// authenticate checks the token against the body's orderId, found by a
+// scan that decodes nothing, and only then reads the kind, id and status.
+func (h *WebhookHandler) authenticate(token string, body []byte, ev *event) (outcome, bool) {
+	f, err := scanEvent(body)
 	if err != nil {
-		return nil, rejected(http.StatusBadRequest, "bad request", err.Error()), false
+		return rejected(http.StatusBadRequest, "bad request", err.Error()), false
 	}
-	if !h.validToken(token, ev.orderID) {
-		return nil, rejected(http.StatusUnauthorized, "unauthorized", "token does not match orderId"), false
+	order, ok := rawString(f.orderID)
+	if !ok && present(f.orderID) {
+		s, isString := jsonString(f.orderID)
+		if !isString {
+			return rejected(http.StatusBadRequest, "bad request", errOrderID.Error()), false
+		}
+		order = []byte(s)
 	}
-	return ev, outcome{}, true
+	if !h.validToken(token, order) {
+		return rejected(http.StatusUnauthorized, "unauthorized", "token does not match orderId"), false
+	}
+	if err := ev.identify(&f); err != nil {
+		return rejected(http.StatusBadRequest, "bad request", err.Error()), false
+	}
+	ev.orderID = string(order)
+	return outcome{}, true
+}
+
+// identify reads the event's kind, id and status from an authenticated
+// body's members.
+func (ev *event) identify(f *eventFields) error {
+	switch {
+	case f.ambiguous:
+		return errAmbiguous
+	case f.bigAmount:
+		return errBigAmount
+	}
+	var raw []byte
+	switch {
+	case present(f.paymentID) && !present(f.payoutID):
+		ev.kind, raw = kindPayment, f.paymentID
+	case present(f.payoutID) && !present(f.paymentID):
+		ev.kind, raw = kindPayout, f.payoutID
+	default:
+		return errBadEvent
+	}
+	id, ok := jsonString(raw)
+	if !ok || (ev.kind == kindPayment && validatePaymentID(id) != nil) || (ev.kind == kindPayout && validatePayoutID(id) != nil) {
+		return errBadEvent
+	}
+	status, ok := jsonString(f.status)
+	// A status is a short word; a long one would bloat the dedupe store.
+	if !ok || status == "" || len(status) > maxStatusLen {
+		return errBadEvent
+	}
+	ev.id, ev.status = id, status
+	return nil
+}
+
+// decodePosted decodes the authenticated body into its object, for a
+// handler without a Client. The object must carry the id, orderId and
+// status the scan found (it always does; this guards the two readings
+// against ever drifting apart).
+func decodePosted(body []byte, ev *event) (outcome, bool) {
+	var id, orderID, status string
+	if ev.kind == kindPayment {
+		p := new(Payment)
+		if p.UnmarshalJSON(body) != nil {
+			return rejected(http.StatusBadRequest, "bad request", errDecode.Error()), false
+		}
+		id, orderID, status, ev.payment = p.ID, p.OrderID, string(p.Status), p
+	} else {
+		p := new(Payout)
+		if p.UnmarshalJSON(body) != nil {
+			return rejected(http.StatusBadRequest, "bad request", errDecode.Error()), false
+		}
+		id, orderID, status, ev.payout = p.ID, p.OrderID, string(p.Status), p
+	}
+	if id != ev.id || orderID != ev.orderID || status != ev.status {
+		return rejected(http.StatusBadRequest, "bad request", errAmbiguous.Error()), false
+	}
+	return outcome{}, true
 }
 
 // answer writes out and logs a refusal.
 func (h *WebhookHandler) answer(w http.ResponseWriter, r *http.Request, out outcome) {
-	if out.reason != "" {
+	if out.reason != "" && h.log.Enabled(r.Context(), slog.LevelInfo) {
 		h.log.LogAttrs(r.Context(), slog.LevelInfo, "cryptopay webhook: rejected",
 			slog.Int("status", out.code), slog.String("reason", out.reason), slog.String("remote", r.RemoteAddr))
 	}
@@ -410,14 +513,14 @@ func (h *WebhookHandler) answer(w http.ResponseWriter, r *http.Request, out outc
 	if out.code == http.StatusMethodNotAllowed {
 		hd.Set("Allow", http.MethodPost)
 	}
-	if out.code == http.StatusServiceUnavailable {
-		hd.Set("Retry-After", "5")
+	if out.retryAfter != "" {
+		hd.Set("Retry-After", out.retryAfter)
 	}
-	hd.Set("Content-Type", "text/plain; charset=utf-8")
-	hd.Set("X-Content-Type-Options", "nosniff")
-	hd.Set("Cache-Control", "no-store")
+	// One backing array for the three values (they are never appended to).
+	v := []string{"text/plain; charset=utf-8", "nosniff", "no-store"}
+	hd["Content-Type"], hd["X-Content-Type-Options"], hd["Cache-Control"] = v[0:1:1], v[1:2:2], v[2:3:3]
 	w.WriteHeader(out.code)
-	_, _ = io.WriteString(w, out.msg+"\n")
+	_, _ = io.WriteString(w, out.body)
 }
 
 // logEvent logs a line about an authenticated event, with its kind, id and
@@ -458,7 +561,7 @@ func (h *WebhookHandler) reread(ctx context.Context, ev *event) (outcome, bool) 
 	}
 	if orderID != ev.orderID {
 		h.logEvent(ctx, slog.LevelWarn, ev, "cryptopay webhook: the object belongs to another orderId than the token; refused")
-		return outcome{code: http.StatusUnauthorized, msg: "unauthorized", result: resultRejected}, false
+		return outcome{code: http.StatusUnauthorized, body: "unauthorized\n", result: resultRejected}, false
 	}
 	if objectID(ev.kind, id) != objectID(ev.kind, ev.id) {
 		h.logEvent(ctx, slog.LevelWarn, ev, "cryptopay webhook: the API answered with another object's id")
@@ -474,9 +577,9 @@ func (h *WebhookHandler) rereadFailed(ctx context.Context, ev *event, err error)
 	switch {
 	case errors.Is(err, ErrNotFound):
 		h.logEvent(ctx, slog.LevelWarn, ev, "cryptopay webhook: the API does not know this id")
-		return outcome{code: http.StatusNotFound, msg: "not found", result: resultRejected}
+		return outcome{code: http.StatusNotFound, body: "not found\n", result: resultRejected}
 	case errors.Is(err, ErrInvalidParams):
-		return outcome{code: http.StatusBadRequest, msg: "bad request", result: resultRejected}
+		return outcome{code: http.StatusBadRequest, body: "bad request\n", result: resultRejected}
 	case errors.Is(err, ErrUnauthorized):
 		h.logEvent(ctx, slog.LevelError, ev, "cryptopay webhook: the API refused the client's key; cannot verify events", slog.String("error", err.Error()))
 		return failed("cannot verify")
@@ -486,28 +589,27 @@ func (h *WebhookHandler) rereadFailed(ctx context.Context, ev *event, err error)
 	}
 }
 
+// hasCallback reports whether the handler has a callback for ev's kind.
+func (h *WebhookHandler) hasCallback(ev *event) bool {
+	if ev.kind == kindPayment {
+		return h.onPayment != nil
+	}
+	return h.onPayout != nil
+}
+
 // deliverOnce hands the event to its callback unless the store says this
 // (id, status) was delivered or is being delivered. Without a callback for
 // its kind the event is acknowledged.
 func (h *WebhookHandler) deliverOnce(ctx context.Context, ev *event) outcome {
-	var deliver func() error
-	switch {
-	case ev.kind == kindPayment && h.onPayment != nil:
-		deliver = func() error { return h.onPayment(ctx, ev.payment) }
-	case ev.kind == kindPayout && h.onPayout != nil:
-		deliver = func() error { return h.onPayout(ctx, ev.payout) }
-	default:
+	if !h.hasCallback(ev) {
 		return delivered
 	}
-	key := objectKey(ev.kind, ev.id) + "/" + ev.status
+	key := ev.kind.String() + "/" + objectID(ev.kind, ev.id) + "/" + ev.status
 	if out, ok := h.claim(ctx, ev, key); !ok {
 		return out
 	}
-	// The claim must be settled even if the sender hung up.
-	settle, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	if err := callSafely(deliver); err != nil {
-		if rerr := h.dedupe.Release(settle, key); rerr != nil {
+	if err := h.callback(ctx, ev); err != nil {
+		if rerr := settle(ctx, h.dedupe.Release, key); rerr != nil {
 			h.logEvent(ctx, slog.LevelError, ev, "cryptopay webhook: releasing the dedupe claim failed", slog.String("error", rerr.Error()))
 		}
 		attrs := []slog.Attr{slog.String("status", ev.status), slog.String("error", err.Error())}
@@ -518,12 +620,25 @@ func (h *WebhookHandler) deliverOnce(ctx context.Context, ev *event) outcome {
 		h.logEvent(ctx, slog.LevelError, ev, "cryptopay webhook: callback failed; the sender should redeliver", attrs...)
 		return failed("callback failed")
 	}
-	if err := h.dedupe.Complete(settle, key); err != nil {
+	if err := settle(ctx, h.dedupe.Complete, key); err != nil {
 		// Delivered: answer 200 all the same. A redelivery may call the
 		// callback again, which must be idempotent anyway.
 		h.logEvent(ctx, slog.LevelError, ev, "cryptopay webhook: recording the delivery failed", slog.String("error", err.Error()))
 	}
 	return delivered
+}
+
+// settle runs a store's Complete or Release on key. A claim must be settled
+// even if the sender hung up meanwhile: if ctx has ended, op runs again
+// under a context that only a 10-second bound ends.
+func settle(ctx context.Context, op func(context.Context, string) error, key string) error {
+	err := op(ctx, key)
+	if err == nil || ctx.Err() == nil {
+		return err
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	return op(sctx, key)
 }
 
 // claim asks the dedupe store for key; ok means the caller holds it.
@@ -556,13 +671,17 @@ func (p *callbackPanic) Error() string {
 	return truncate(oneLine(fmt.Sprintf("callback panicked: %v", p.value)), 512)
 }
 
-func callSafely(fn func() error) (err error) {
+// callback runs the callback for ev's kind, turning a panic into an error.
+func (h *WebhookHandler) callback(ctx context.Context, ev *event) (err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			err = &callbackPanic{value: v, stack: debug.Stack()}
 		}
 	}()
-	return fn()
+	if ev.kind == kindPayment {
+		return h.onPayment(ctx, ev.payment)
+	}
+	return h.onPayout(ctx, ev.payout)
 }
 
 // ahead reports whether the posted status is further along than the API's,

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -134,6 +135,7 @@ func TestWebhookURL(t *testing.T) {
 		{"nil secret", "https://shop.example/hook", "o-1", nil, ""},
 		{"zero secret", "https://shop.example/hook", "o-1", make([]byte, 32), ""},
 		{"empty order", "https://shop.example/hook", "", whSecret, ""},
+		{"order not UTF-8", "https://shop.example/hook", "wd-\xff\xfe-42", whSecret, ""},
 		{"relative", "/hook", "o-1", whSecret, ""},
 		{"no host", "https:///hook", "o-1", whSecret, ""},
 		{"ftp", "ftp://shop.example/hook", "o-1", whSecret, ""},
@@ -268,6 +270,10 @@ func TestWebhookRequests(t *testing.T) {
 		{"no status", http.MethodPost, signed, `{"paymentId":"` + waitPaymentID + `","orderId":"order-1"}`, 400, 0, 0},
 		{"overlong status", http.MethodPost, signed, strings.Replace(payment, `"paid"`, `"`+strings.Repeat("p", 65)+`"`, 1), 400, 0, 0},
 		{"bad amount", http.MethodPost, signed, strings.Replace(payment, "10.5", `"lots"`, 1), 400, 0, 0},
+		{"amount over 128 characters", http.MethodPost, signed, strings.Replace(payment, "10.5", strings.Repeat("1", 129), 1), 400, 0, 0},
+		{"orderId twice", http.MethodPost, signed, strings.Replace(payment, "{", `{"orderId":"order-2",`, 1), 400, 0, 0},
+		{"orderId a number", http.MethodPost, signed, strings.Replace(payment, `"orderId":"order-1"`, `"orderId":1`, 1), 400, 0, 0},
+		{"orderId escaped", http.MethodPost, signed, strings.Replace(payment, `"orderId":"order-1"`, `"orderId":"order\u002d1"`, 1), 200, 1, 0},
 		{"unknown fields ok", http.MethodPost, signed, strings.Replace(payment, "{", `{"extra":{"a":[1,2]},`, 1), 200, 1, 0},
 		{"unknown status ok", http.MethodPost, signed, strings.Replace(payment, `"paid"`, `"refunded"`, 1), 200, 1, 0},
 		{"too large", http.MethodPost, signed, `{"pad":"` + strings.Repeat("x", 2<<20) + `"}`, 413, 0, 0},
@@ -682,4 +688,58 @@ func TestWebhookForgedEventDoesNotWakeWithPostedStatus(t *testing.T) {
 	p := <-done
 	assert.Equal(t, PaymentWaiting, p.Status, "the wait got the API's waiting, not the posted paid")
 	assert.Equal(t, int32(1), changes.Load())
+}
+
+// TestWebhookHostileBodyCostsNothingBeforeAuth posts a 1 MiB body whose
+// amount has a million digits. Unauthenticated, it is refused 401 after one
+// scan of the body: what the handler allocates is the body itself and a
+// few small values, where decoding the amount would allocate megabytes.
+// Authenticated, the amount is refused by its length, still undecoded.
+func TestWebhookHostileBodyCostsNothingBeforeAuth(t *testing.T) {
+	prefix := `{"paymentId":"` + waitPaymentID + `","status":"paid","payAmount":`
+	suffix := `,"orderId":"order-1"}`
+	body := prefix + strings.Repeat("7", DefaultWebhookMaxBodyBytes-len(prefix)-len(suffix)) + suffix
+	require.Len(t, body, DefaultWebhookMaxBodyBytes)
+	rc := &recorder{}
+	h := newTestHandler(t, nil, rc, nil)
+	forged := "/hooks/cryptopay?token=" + base64.RawURLEncoding.EncodeToString(make([]byte, 32))
+	tests := []struct {
+		name    string
+		target  string
+		chunked bool
+		code    int
+		maxHeap uint64 // bytes allocated per request
+	}{
+		{"forged token", forged, false, http.StatusUnauthorized, 1<<20 + 64<<10},
+		{"forged token, unknown length", forged, true, http.StatusUnauthorized, 6 << 20},
+		{"valid token", whURL(t, whOrder), false, http.StatusBadRequest, 1<<20 + 64<<10},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := func() *http.Request {
+				r := whRequest(t, tt.target, body)
+				if tt.chunked {
+					r.ContentLength = -1
+				}
+				return r
+			}
+			// Warm up, then count one request's allocations.
+			require.Equal(t, tt.code, serve(h, req()).Code)
+			r, w := req(), httptest.NewRecorder()
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			h.ServeHTTP(w, r)
+			runtime.ReadMemStats(&after)
+			require.Equal(t, tt.code, w.Code)
+			allocs, bytes := after.Mallocs-before.Mallocs, after.TotalAlloc-before.TotalAlloc
+			t.Logf("%d allocations, %d bytes", allocs, bytes)
+			assert.LessOrEqual(t, bytes, tt.maxHeap)
+			if !tt.chunked {
+				assert.LessOrEqual(t, allocs, uint64(100))
+			}
+		})
+	}
+	p, _ := rc.counts()
+	assert.Zero(t, p)
 }
