@@ -1,8 +1,8 @@
 package cryptopay
 
 import (
-	"container/list"
 	"context"
+	"crypto/sha256"
 	"sync"
 	"time"
 )
@@ -68,24 +68,43 @@ type DedupeStore interface {
 // number of completed keys for a time (the oldest are forgotten first) and
 // the keys being processed. It dedupes within one process only. Use
 // NewMemoryDedupeStore; the zero value is not ready.
+//
+// It keeps a 128-bit digest of each key (the first half of its SHA-256),
+// not the key: 66 bytes per completed key measured at 100,000 keys, 101
+// after churn through a full store (TestMemoryDedupeStoreSize). Two keys would have to share
+// that digest for one to be taken for the other.
 type MemoryDedupeStore struct {
-	mu    sync.Mutex
-	max   int
-	ttl   time.Duration
-	now   func() time.Time
-	order *list.List // of *dedupeEntry, oldest first
-	done  map[string]*list.Element
-	busy  map[string]struct{}
+	mu   sync.Mutex
+	max  int
+	ttl  time.Duration
+	now  func() time.Time
+	done map[dedupeDigest]uint64 // digest -> sequence number of its entry in ring
+	busy map[dedupeDigest]struct{}
+	// ring holds the completed keys in completion order, oldest at head;
+	// the entry at head has sequence number headSeq, the next headSeq+1,
+	// and so on. An entry whose key was completed again later is dead:
+	// done names the newer one.
+	ring    []dedupeEntry
+	head, n int
+	headSeq uint64
 }
 
+type dedupeDigest [16]byte
+
 type dedupeEntry struct {
-	key string
-	at  time.Time
+	key dedupeDigest
+	at  int64 // completion time, Unix nanoseconds
+}
+
+func digest(key string) dedupeDigest {
+	sum := sha256.Sum256([]byte(key))
+	return dedupeDigest(sum[:16])
 }
 
 // NewMemoryDedupeStore returns an in-memory DedupeStore that remembers at
 // most maxEntries completed keys (0: DefaultDedupeEntries) for ttl each
-// (0: DefaultDedupeTTL). About 150 bytes per entry.
+// (0: DefaultDedupeTTL). It takes 66 to 101 bytes per key (measured), so
+// the default bound is about 10 MB.
 func NewMemoryDedupeStore(maxEntries int, ttl time.Duration) *MemoryDedupeStore {
 	if maxEntries <= 0 {
 		maxEntries = DefaultDedupeEntries
@@ -94,53 +113,49 @@ func NewMemoryDedupeStore(maxEntries int, ttl time.Duration) *MemoryDedupeStore 
 		ttl = DefaultDedupeTTL
 	}
 	return &MemoryDedupeStore{
-		max:   maxEntries,
-		ttl:   ttl,
-		now:   time.Now,
-		order: list.New(),
-		done:  make(map[string]*list.Element),
-		busy:  make(map[string]struct{}),
+		max:  maxEntries,
+		ttl:  ttl,
+		now:  time.Now,
+		done: make(map[dedupeDigest]uint64),
+		busy: make(map[dedupeDigest]struct{}),
 	}
 }
 
 // Claim implements DedupeStore.
 func (s *MemoryDedupeStore) Claim(_ context.Context, key string) (DedupeClaim, error) {
+	d := digest(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.expire()
-	if _, ok := s.busy[key]; ok {
+	if _, ok := s.busy[d]; ok {
 		return DedupeInProgress, nil
 	}
-	if _, ok := s.done[key]; ok {
+	if _, ok := s.done[d]; ok {
 		return DedupeSeen, nil
 	}
-	s.busy[key] = struct{}{}
+	s.busy[d] = struct{}{}
 	return DedupeClaimed, nil
 }
 
 // Complete implements DedupeStore.
 func (s *MemoryDedupeStore) Complete(_ context.Context, key string) error {
+	d := digest(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	delete(s.busy, key)
-	now := s.now()
-	if e, ok := s.done[key]; ok {
-		e.Value.(*dedupeEntry).at = now
-		s.order.MoveToBack(e)
-	} else {
-		s.done[key] = s.order.PushBack(&dedupeEntry{key: key, at: now})
-	}
-	for s.order.Len() > s.max {
-		s.drop(s.order.Front())
+	delete(s.busy, d)
+	s.push(dedupeEntry{key: d, at: s.now().UnixNano()})
+	for len(s.done) > s.max {
+		s.pop()
 	}
 	return nil
 }
 
 // Release implements DedupeStore.
 func (s *MemoryDedupeStore) Release(_ context.Context, key string) error {
+	d := digest(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	delete(s.busy, key)
+	delete(s.busy, d)
 	return nil
 }
 
@@ -149,17 +164,46 @@ func (s *MemoryDedupeStore) Len() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.expire()
-	return s.order.Len()
+	return len(s.done)
 }
 
+// expire forgets the keys completed ttl ago or earlier.
 func (s *MemoryDedupeStore) expire() {
-	now := s.now()
-	for e := s.order.Front(); e != nil && now.Sub(e.Value.(*dedupeEntry).at) >= s.ttl; e = s.order.Front() {
-		s.drop(e)
+	limit := s.now().UnixNano() - int64(s.ttl)
+	for s.n > 0 && s.ring[s.head].at <= limit {
+		s.pop()
 	}
 }
 
-func (s *MemoryDedupeStore) drop(e *list.Element) {
-	delete(s.done, e.Value.(*dedupeEntry).key)
-	s.order.Remove(e)
+// push appends e as the newest entry, growing the ring when full.
+func (s *MemoryDedupeStore) push(e dedupeEntry) {
+	if s.n == len(s.ring) {
+		s.resize(max(16, 2*len(s.ring)))
+	}
+	s.ring[(s.head+s.n)%len(s.ring)] = e
+	s.done[e.key] = s.headSeq + uint64(s.n)
+	s.n++
+}
+
+// pop drops the oldest entry (and its key, unless completed again since).
+func (s *MemoryDedupeStore) pop() {
+	e := s.ring[s.head]
+	if seq, ok := s.done[e.key]; ok && seq == s.headSeq {
+		delete(s.done, e.key)
+	}
+	s.ring[s.head] = dedupeEntry{}
+	s.head = (s.head + 1) % len(s.ring)
+	s.headSeq++
+	s.n--
+	if len(s.ring) > 1024 && s.n < len(s.ring)/4 {
+		s.resize(len(s.ring) / 2) // give memory back after a burst expires
+	}
+}
+
+// resize moves the entries, oldest first, into a ring of size n.
+func (s *MemoryDedupeStore) resize(n int) {
+	r := make([]dedupeEntry, n)
+	k := copy(r, s.ring[s.head:min(len(s.ring), s.head+s.n)])
+	copy(r[k:], s.ring[:s.n-k])
+	s.ring, s.head = r, 0
 }

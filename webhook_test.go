@@ -474,45 +474,6 @@ func TestWebhookDedupeStoreFailures(t *testing.T) {
 	}
 }
 
-func TestMemoryDedupeStore(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	s := NewMemoryDedupeStore(3, time.Hour)
-	s.now = func() time.Time { return now }
-
-	claim := func(k string) DedupeClaim {
-		c, err := s.Claim(ctx, k)
-		require.NoError(t, err)
-		return c
-	}
-	assert.Equal(t, DedupeClaimed, claim("a"))
-	assert.Equal(t, DedupeInProgress, claim("a"))
-	require.NoError(t, s.Release(ctx, "a"))
-	assert.Equal(t, DedupeClaimed, claim("a"), "released: claimable again")
-	require.NoError(t, s.Complete(ctx, "a"))
-	assert.Equal(t, DedupeSeen, claim("a"))
-	assert.Equal(t, 1, s.Len())
-
-	for _, k := range []string{"b", "c", "d"} {
-		assert.Equal(t, DedupeClaimed, claim(k))
-		require.NoError(t, s.Complete(ctx, k))
-	}
-	assert.Equal(t, 3, s.Len(), "bounded")
-	assert.Equal(t, DedupeClaimed, claim("a"), "the oldest was evicted")
-	require.NoError(t, s.Release(ctx, "a"))
-
-	now = now.Add(59 * time.Minute)
-	assert.Equal(t, DedupeSeen, claim("d"))
-	now = now.Add(time.Minute)
-	assert.Equal(t, 0, s.Len(), "expired after the TTL")
-	assert.Equal(t, DedupeClaimed, claim("d"))
-
-	d := NewMemoryDedupeStore(0, 0)
-	assert.Equal(t, DefaultDedupeEntries, d.max)
-	assert.Equal(t, DefaultDedupeTTL, d.ttl)
-}
-
 func TestStatusAhead(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
