@@ -107,7 +107,7 @@ func TestWaitForPaymentEndsOnTerminal(t *testing.T) {
 	for _, final := range []PaymentStatus{PaymentPaid, PaymentPaidOver, PaymentPaidPartial, PaymentFailed, PaymentRejected, PaymentExpired} {
 		t.Run(string(final), func(t *testing.T) {
 			t.Parallel()
-			c, mt := setup(t)
+			c, mt := setupMock(t)
 			s := paymentScript(statuses("waiting", "waiting", "confirming", "locked", "weird_new_status", string(final), "waiting")...)
 			mt.RegisterResponder(http.MethodGet, testBase+"/v1/payment/"+waitPaymentID+"/status", s.responder)
 
@@ -124,7 +124,7 @@ func TestWaitForPayoutEndsOnTerminal(t *testing.T) {
 	for _, final := range []PayoutStatus{PayoutPaid, PayoutFailed, PayoutCancelled} {
 		t.Run(string(final), func(t *testing.T) {
 			t.Parallel()
-			c, mt := setup(t)
+			c, mt := setupMock(t)
 			s := payoutScript(statuses("created", "review", "processing", "confirming", string(final))...)
 			mt.RegisterResponder(http.MethodGet, testBase+"/v1/payout/"+waitPayoutID+"/status", s.responder)
 
@@ -152,7 +152,7 @@ func TestWaitStopOptions(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			c, mt := setup(t)
+			c, mt := setupMock(t)
 			s := paymentScript(statuses("waiting", "confirming", "locked", "paid")...)
 			mt.RegisterResponder(http.MethodGet, testBase+"/v1/payment/"+waitPaymentID+"/status", s.responder)
 
@@ -166,7 +166,7 @@ func TestWaitStopOptions(t *testing.T) {
 
 func TestWaitPayoutStopOn(t *testing.T) {
 	t.Parallel()
-	c, mt := setup(t)
+	c, mt := setupMock(t)
 	s := payoutScript(statuses("created", "review", "paid")...)
 	mt.RegisterResponder(http.MethodGet, testBase+"/v1/payout/"+waitPayoutID+"/status", s.responder)
 	p, err := c.WaitForPayout(context.Background(), waitPayoutID, append(fastPayoutWait, StopOn(PayoutReview))...)
@@ -177,7 +177,7 @@ func TestWaitPayoutStopOn(t *testing.T) {
 
 func TestWaitOnStatusChange(t *testing.T) {
 	t.Parallel()
-	c, mt := setup(t)
+	c, mt := setupMock(t)
 	s := paymentScript(statuses("waiting", "waiting", "confirming", "confirming", "confirming", "paid")...)
 	mt.RegisterResponder(http.MethodGet, testBase+"/v1/payment/"+waitPaymentID+"/status", s.responder)
 
@@ -238,7 +238,7 @@ func TestWaitOptionsRefusedBeforeSending(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			c, mt := setup(t)
+			c, mt := setupMock(t)
 			err := tt.run(c)
 			require.ErrorIs(t, err, ErrInvalidParams)
 			var ve *ValidationError
@@ -267,7 +267,7 @@ func TestWaitAbsorbsTransientErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			c, mt := setup(t)
+			c, mt := setupMock(t)
 			steps := []step{{value: "waiting"}}
 			for range 10 {
 				steps = append(steps, tt.fail)
@@ -309,7 +309,7 @@ func TestWaitReturnsPermanentErrorsAtOnce(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(http.StatusText(tt.code), func(t *testing.T) {
 			t.Parallel()
-			c, mt := setup(t)
+			c, mt := setupMock(t)
 			s := payoutScript(step{value: "created"}, step{status: tt.code})
 			mt.RegisterResponder(http.MethodGet, testBase+"/v1/payout/"+waitPayoutID+"/status", s.responder)
 
@@ -332,7 +332,7 @@ func TestWaitContextEnds(t *testing.T) {
 	t.Parallel()
 	t.Run("cancel while sleeping", func(t *testing.T) {
 		t.Parallel()
-		c, mt := setup(t)
+		c, mt := setupMock(t)
 		ctx, cancel := context.WithCancel(context.Background())
 		s := paymentScript(step{value: "waiting"})
 		s.after = func(n int) {
@@ -349,7 +349,7 @@ func TestWaitContextEnds(t *testing.T) {
 	})
 	t.Run("long interval is cut short", func(t *testing.T) {
 		t.Parallel()
-		c, mt := setup(t)
+		c, mt := setupMock(t)
 		s := paymentScript(step{value: "confirming"})
 		mt.RegisterResponder(http.MethodGet, testBase+"/v1/payment/"+waitPaymentID+"/status", s.responder)
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
@@ -361,7 +361,7 @@ func TestWaitContextEnds(t *testing.T) {
 	})
 	t.Run("names the last transient failure", func(t *testing.T) {
 		t.Parallel()
-		c, mt := setup(t)
+		c, mt := setupMock(t)
 		ctx, cancel := context.WithCancel(context.Background())
 		s := paymentScript(step{status: http.StatusServiceUnavailable})
 		s.after = func(n int) {
@@ -377,7 +377,7 @@ func TestWaitContextEnds(t *testing.T) {
 	})
 	t.Run("already cancelled", func(t *testing.T) {
 		t.Parallel()
-		c, mt := setup(t)
+		c, mt := setupMock(t)
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
 		_, err := c.WaitForPayout(ctx, waitPayoutID)
@@ -426,7 +426,7 @@ func (r *waitRegistry) count(kind objKind, id string) int {
 
 func TestWaitWokenByNotify(t *testing.T) {
 	t.Parallel()
-	c, mt := setup(t)
+	c, mt := setupMock(t)
 	s := paymentScript(step{value: "waiting"})
 	mt.RegisterResponder(http.MethodGet, testBase+"/v1/payment/"+waitPaymentID+"/status", s.responder)
 
@@ -469,7 +469,7 @@ func TestWaitWokenByNotify(t *testing.T) {
 
 func TestWaitWakeupIsPerKindAndID(t *testing.T) {
 	t.Parallel()
-	c, _ := setup(t)
+	c, _ := setupMock(t)
 	w := c.waiters.add(kindPayout, waitPayoutID)
 	defer c.waiters.remove(kindPayout, waitPayoutID, w)
 	obj := func() any { return &Payout{ID: waitPayoutID, Status: PayoutPaid} }
@@ -485,7 +485,7 @@ func TestWaitWakeupIsPerKindAndID(t *testing.T) {
 
 func TestWaitWithoutWakeup(t *testing.T) {
 	t.Parallel()
-	c, mt := setup(t)
+	c, mt := setupMock(t)
 	s := paymentScript(step{value: "waiting"}, step{value: "paid"})
 	s.after = func(n int) {
 		if n == 1 {
@@ -500,7 +500,7 @@ func TestWaitWithoutWakeup(t *testing.T) {
 
 func TestWaitManyWaitersOneEvent(t *testing.T) {
 	t.Parallel()
-	c, mt := setup(t)
+	c, mt := setupMock(t)
 	s := payoutScript(step{value: "processing"})
 	mt.RegisterResponder(http.MethodGet, testBase+"/v1/payout/"+waitPayoutID+"/status", s.responder)
 	const n = 8

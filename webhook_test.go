@@ -182,7 +182,7 @@ func TestWebhookURLTokenDependsOnSecretAndOrder(t *testing.T) {
 func TestNewWebhookHandlerValidation(t *testing.T) {
 	t.Parallel()
 	cb := func(context.Context, *Payment) error { return nil }
-	c, _ := setup(t)
+	c, _ := setupMock(t)
 	tests := []struct {
 		name string
 		cfg  WebhookConfig
@@ -266,7 +266,7 @@ func TestWebhookRequests(t *testing.T) {
 		{"null id", http.MethodPost, signed, `{"paymentId":null,"orderId":"order-1","status":"paid"}`, 400, 0, 0},
 		{"numeric id", http.MethodPost, signed, `{"paymentId":12,"orderId":"order-1","status":"paid"}`, 400, 0, 0},
 		{"payment id not a UUID", http.MethodPost, signed, `{"paymentId":"../x","orderId":"order-1","status":"paid"}`, 400, 0, 0},
-		{"payout id with slash", http.MethodPost, signed, `{"payoutId":"a/b","orderId":"order-1","status":"paid"}`, 400, 0, 0},
+		{"payout id with control character", http.MethodPost, signed, `{"payoutId":"a\u0001b","orderId":"order-1","status":"paid"}`, 400, 0, 0},
 		{"no status", http.MethodPost, signed, `{"paymentId":"` + waitPaymentID + `","orderId":"order-1"}`, 400, 0, 0},
 		{"overlong status", http.MethodPost, signed, strings.Replace(payment, `"paid"`, `"`+strings.Repeat("p", 65)+`"`, 1), 400, 0, 0},
 		{"bad amount", http.MethodPost, signed, strings.Replace(payment, "10.5", `"lots"`, 1), 400, 0, 0},
@@ -530,7 +530,7 @@ func TestWebhookRereadsThroughTheAPI(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			c, mt := setup(t)
+			c, mt := setupMock(t)
 			order, id := whOrder, waitPaymentID
 			if tt.apiOrder != "" {
 				order = tt.apiOrder
@@ -567,7 +567,7 @@ func TestWebhookRereadsThroughTheAPI(t *testing.T) {
 
 func TestWebhookForgedStatusDeliveredOnceAsTheAPISaysIt(t *testing.T) {
 	t.Parallel()
-	c, mt := setup(t)
+	c, mt := setupMock(t)
 	s := paymentScript(step{value: "waiting"})
 	mt.RegisterResponder(http.MethodGet, testBase+"/v1/payment/"+waitPaymentID+"/status", s.responder)
 	rc := &recorder{}
@@ -583,7 +583,7 @@ func TestWebhookForgedStatusDeliveredOnceAsTheAPISaysIt(t *testing.T) {
 
 func TestWebhookPayoutReread(t *testing.T) {
 	t.Parallel()
-	c, mt := setup(t)
+	c, mt := setupMock(t)
 	s := payoutScript(step{value: "processing"}, step{value: "paid"})
 	mt.RegisterResponder(http.MethodGet, testBase+"/v1/payout/"+waitPayoutID+"/status", s.responder)
 	rc := &recorder{}
@@ -598,7 +598,7 @@ func TestWebhookPayoutReread(t *testing.T) {
 
 func TestWebhookWakesWaiters(t *testing.T) {
 	t.Parallel()
-	c, mt := setup(t)
+	c, mt := setupMock(t)
 	var paid atomic.Bool
 	s := paymentScript(step{value: "waiting"})
 	s.body = func(string) string {
@@ -629,7 +629,7 @@ func TestWebhookWakesWaiters(t *testing.T) {
 
 func TestWebhookForgedEventDoesNotWakeWithPostedStatus(t *testing.T) {
 	t.Parallel()
-	c, mt := setup(t)
+	c, mt := setupMock(t)
 	s := paymentScript(step{value: "waiting"})
 	mt.RegisterResponder(http.MethodGet, testBase+"/v1/payment/"+waitPaymentID+"/status", s.responder)
 	h, err := NewWebhookHandler(WebhookConfig{Secret: whSecret, Client: c})
