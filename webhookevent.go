@@ -12,7 +12,9 @@ import (
 // checks that it is a single JSON object and picks out the raw tokens of
 // the members the token check and the routing need (paymentId, payoutId,
 // orderId, status), without allocating and without converting any number.
-// Only once the orderId matched the token is anything decoded.
+// Only once the orderId matched the token is anything decoded (and then
+// every amount goes through wire.DecodeAmount, which refuses one over
+// wire.MaxAmountLen characters before parsing it).
 
 var errBadEvent = errors.New("not a payment or payout event")
 
@@ -21,9 +23,6 @@ const (
 	// maxStatusLen bounds the status: a long one would bloat the dedupe
 	// store.
 	maxStatusLen = 64
-	// maxAmountLen bounds the text of an amount. Decimal parsing grows
-	// faster than linearly with the digits; real amounts have a few dozen.
-	maxAmountLen = 128
 	// maxEventDepth bounds the nesting of arrays and objects in a body.
 	maxEventDepth = 64
 )
@@ -37,8 +36,6 @@ type eventFields struct {
 	// ambiguous: one of those members appears twice (JSON decoding would
 	// keep the last; the handler refuses the body).
 	ambiguous bool
-	// bigAmount: an amount member is longer than maxAmountLen.
-	bigAmount bool
 }
 
 // eventScanner walks a body; it never allocates except to unescape a key
@@ -296,14 +293,6 @@ func (f *eventFields) member(rawKey, val []byte) {
 		f.keep(&f.orderID, val)
 	case "status":
 		f.keep(&f.status, val)
-	case "amount", "payAmount", "paidAmount", "merchantAmount":
-		n := len(val)
-		if val[0] == '"' {
-			n -= 2
-		}
-		if n > maxAmountLen {
-			f.bigAmount = true
-		}
 	}
 }
 
@@ -322,7 +311,7 @@ func memberOf(key []byte) string {
 		return ""
 	}
 	// Non-ASCII: the Kelvin sign folds to k and the long s to s.
-	for _, ms := range [...][]string{membersByLen(6), membersByLen(7), membersByLen(8), membersByLen(9), membersByLen(10), membersByLen(14)} {
+	for _, ms := range [...][]string{membersByLen(6), membersByLen(7), membersByLen(8), membersByLen(9)} {
 		for _, m := range ms {
 			if bytes.EqualFold(key, []byte(m)) {
 				return m
@@ -336,17 +325,13 @@ func memberOf(key []byte) string {
 func membersByLen(n int) []string {
 	switch n {
 	case 6:
-		return []string{"status", "amount"}
+		return []string{"status"}
 	case 7:
 		return []string{"orderId"}
 	case 8:
 		return []string{"payoutId"}
 	case 9:
-		return []string{"paymentId", "payAmount"}
-	case 10:
-		return []string{"paidAmount"}
-	case 14:
-		return []string{"merchantAmount"}
+		return []string{"paymentId"}
 	}
 	return nil
 }

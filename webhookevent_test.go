@@ -64,24 +64,20 @@ func TestScanEventSyntax(t *testing.T) {
 func TestScanEventMembers(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
-		name              string
-		body              string
-		paymentID, order  string // raw tokens; "" means absent
-		ambiguous, bigAmt bool
+		name             string
+		body             string
+		paymentID, order string // raw tokens; "" means absent
+		ambiguous        bool
 	}{
-		{"plain", `{"paymentId":"p","orderId":"o","status":"paid"}`, `"p"`, `"o"`, false, false},
-		{"nested members ignored", `{"x":{"orderId":"inner"},"orderId":"o"}`, "", `"o"`, false, false},
-		{"case-insensitive, as encoding/json", `{"PAYMENTID":"p","OrderID":"o"}`, `"p"`, `"o"`, false, false},
-		{"escaped key", `{"order\u0049d":"o"}`, "", `"o"`, false, false},
-		{"Kelvin sign is not k", `{"orderId":"o","ſtatus":"x","status":"y"}`, "", `"o"`, true, false},
-		{"twice", `{"orderId":"a","orderId":"b"}`, "", `"b"`, true, false},
-		{"twice under folded keys", `{"orderId":"a","ORDERID":"b"}`, "", `"b"`, true, false},
-		{"null kept as a token", `{"paymentId":null}`, "null", "", false, false},
-		{"amount at the bound", `{"payAmount":` + strings.Repeat("9", maxAmountLen) + `}`, "", "", false, false},
-		{"amount over the bound", `{"payAmount":` + strings.Repeat("9", maxAmountLen+1) + `}`, "", "", false, true},
-		{"string amount over the bound", `{"amount":"` + strings.Repeat("9", maxAmountLen+1) + `"}`, "", "", false, true},
-		{"folded amount key", `{"MERCHANTAMOUNT":` + strings.Repeat("9", maxAmountLen+1) + `}`, "", "", false, true},
-		{"long number elsewhere is not decoded", `{"other":` + strings.Repeat("9", 1000) + `}`, "", "", false, false},
+		{"plain", `{"paymentId":"p","orderId":"o","status":"paid"}`, `"p"`, `"o"`, false},
+		{"nested members ignored", `{"x":{"orderId":"inner"},"orderId":"o"}`, "", `"o"`, false},
+		{"case-insensitive, as encoding/json", `{"PAYMENTID":"p","OrderID":"o"}`, `"p"`, `"o"`, false},
+		{"escaped key", `{"order\u0049d":"o"}`, "", `"o"`, false},
+		{"long s folds to s, as in encoding/json", `{"orderId":"o","ſtatus":"x","status":"y"}`, "", `"o"`, true},
+		{"twice", `{"orderId":"a","orderId":"b"}`, "", `"b"`, true},
+		{"twice under folded keys", `{"orderId":"a","ORDERID":"b"}`, "", `"b"`, true},
+		{"null kept as a token", `{"paymentId":null}`, "null", "", false},
+		{"long number elsewhere is not decoded", `{"other":` + strings.Repeat("9", 1000) + `}`, "", "", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -91,7 +87,6 @@ func TestScanEventMembers(t *testing.T) {
 			assert.Equal(t, tt.paymentID, string(f.paymentID))
 			assert.Equal(t, tt.order, string(f.orderID))
 			assert.Equal(t, tt.ambiguous, f.ambiguous)
-			assert.Equal(t, tt.bigAmt, f.bigAmount)
 		})
 	}
 }
