@@ -29,6 +29,10 @@ const (
 	// DefaultWebhookMaxBodyBytes is the default body limit of a
 	// WebhookHandler (1 MiB); a larger body is answered 413.
 	DefaultWebhookMaxBodyBytes = 1 << 20
+	// DefaultMaxConcurrentRereads is how many events a WebhookHandler
+	// re-reads through the API at once unless
+	// WebhookConfig.MaxConcurrentRereads says otherwise.
+	DefaultMaxConcurrentRereads = 64
 )
 
 // webhookTokenContext separates webhook tokens from any other use of the
@@ -145,6 +149,19 @@ type WebhookConfig struct {
 	// Logger receives one line per rejected or failed event (never the
 	// body, the token or the secret). nil discards.
 	Logger *slog.Logger
+
+	// MaxConcurrentRereads bounds how many events the handler re-reads
+	// through the API at the same time (0: DefaultMaxConcurrentRereads).
+	// An event beyond the bound is answered 503 with Retry-After: 1 at
+	// once, so a burst of events is spread over the sender's retries
+	// instead of piling up connections and goroutines here.
+	MaxConcurrentRereads int
+
+	// Observer.OnWebhookEvent, when set, is called once for every request
+	// the handler answers (with its kind, status code and result, never
+	// its body, token or ids). When it is nil the Client's observers
+	// (WithObserver) are called instead.
+	Observer Observer
 }
 
 // WebhookHandler receives the API's events for payments and payouts. It is
@@ -185,6 +202,8 @@ type WebhookHandler struct {
 	maxBody   int64
 	dedupe    DedupeStore
 	log       *slog.Logger
+	rereads   chan struct{} // a slot per re-read in flight
+	observers []Observer
 }
 
 // NewWebhookHandler checks cfg and returns the handler. It refuses a Secret
@@ -197,6 +216,9 @@ func NewWebhookHandler(cfg WebhookConfig) (*WebhookHandler, error) {
 	if cfg.MaxBodyBytes < 0 {
 		return nil, &ValidationError{Field: "MaxBodyBytes", Reason: "must not be negative"}
 	}
+	if cfg.MaxConcurrentRereads < 0 {
+		return nil, &ValidationError{Field: "MaxConcurrentRereads", Reason: "must not be negative"}
+	}
 	if cfg.Client == nil && cfg.OnPayment == nil && cfg.OnPayout == nil {
 		return nil, &ValidationError{Field: "WebhookConfig", Reason: "needs OnPayment, OnPayout or Client"}
 	}
@@ -208,6 +230,13 @@ func NewWebhookHandler(cfg WebhookConfig) (*WebhookHandler, error) {
 		maxBody:   cmp.Or(cfg.MaxBodyBytes, DefaultWebhookMaxBodyBytes),
 		dedupe:    cfg.Dedupe,
 		log:       cfg.Logger,
+		rereads:   make(chan struct{}, cmp.Or(cfg.MaxConcurrentRereads, DefaultMaxConcurrentRereads)),
+	}
+	switch {
+	case cfg.Observer.OnWebhookEvent != nil:
+		h.observers = []Observer{cfg.Observer}
+	case cfg.Client != nil:
+		h.observers = cfg.Client.cfg.observers
 	}
 	h.macs.New = func() any { return &tokenCheck{mac: hmac.New(sha256.New, h.secret)} }
 	if h.dedupe == nil {
@@ -347,6 +376,23 @@ func (h *WebhookHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var ev event
 	out := h.handle(w, r, &ev)
 	h.answer(w, r, out)
+	h.observe(r.Context(), &ev, out)
+}
+
+// observe tells the observers how the request was answered.
+func (h *WebhookHandler) observe(ctx context.Context, ev *event, out outcome) {
+	if len(h.observers) == 0 {
+		return
+	}
+	info := WebhookEventInfo{StatusCode: out.code, Result: out.result}
+	if ev.kind != 0 {
+		info.Kind = ev.kind.String()
+	}
+	for _, o := range h.observers {
+		if o.OnWebhookEvent != nil {
+			o.OnWebhookEvent(ctx, info)
+		}
+	}
 }
 
 // handle runs the steps of one request and says how to answer it.
@@ -372,7 +418,7 @@ func (h *WebhookHandler) handle(w http.ResponseWriter, r *http.Request, ev *even
 	if !ok {
 		return out
 	}
-	if out := h.deliverOnce(ctx, ev); out.code != http.StatusOK {
+	if out = h.deliverOnce(ctx, ev); out.code != http.StatusOK {
 		return out
 	}
 	if h.client != nil && ahead(ev.kind, ev.postedStatus, ev.status) {
@@ -380,7 +426,7 @@ func (h *WebhookHandler) handle(w http.ResponseWriter, r *http.Request, ev *even
 			slog.String("posted", truncate(ev.postedStatus, 32)), slog.String("api", ev.status))
 		return retryLater("api behind event")
 	}
-	return delivered
+	return out // delivered, or a duplicate
 }
 
 // checkRequest refuses what can be refused before reading the body: a
@@ -428,6 +474,7 @@ func (h *WebhookHandler) authenticate(token string, body []byte, ev *event) (out
 	if err != nil {
 		return rejected(http.StatusBadRequest, "bad request", err.Error()), false
 	}
+	ev.kind = f.kind() // for the Observer, even if the token is refused
 	order, ok := rawString(f.orderID)
 	if !ok && present(f.orderID) {
 		s, isString := jsonString(f.orderID)
@@ -453,11 +500,11 @@ func (ev *event) identify(f *eventFields) error {
 		return errAmbiguous
 	}
 	var raw []byte
-	switch {
-	case present(f.paymentID) && !present(f.payoutID):
-		ev.kind, raw = kindPayment, f.paymentID
-	case present(f.payoutID) && !present(f.paymentID):
-		ev.kind, raw = kindPayout, f.payoutID
+	switch ev.kind {
+	case kindPayment:
+		raw = f.paymentID
+	case kindPayout:
+		raw = f.payoutID
 	default:
 		return errBadEvent
 	}
@@ -530,8 +577,16 @@ func (h *WebhookHandler) logEvent(ctx context.Context, level slog.Level, ev *eve
 	h.log.LogAttrs(ctx, level, msg, all...)
 }
 
-// reread replaces the posted object by the API's and wakes waits.
+// reread replaces the posted object by the API's and wakes waits, unless
+// MaxConcurrentRereads re-reads are running already.
 func (h *WebhookHandler) reread(ctx context.Context, ev *event) (outcome, bool) {
+	select {
+	case h.rereads <- struct{}{}:
+		defer func() { <-h.rereads }()
+	default:
+		h.logEvent(ctx, slog.LevelDebug, ev, "cryptopay webhook: too many re-reads at once; asking the sender to retry")
+		return outcome{code: http.StatusServiceUnavailable, body: "busy\n", result: resultRetryLater, retryAfter: "1"}, false
+	}
 	var (
 		err             error
 		orderID, id, st string

@@ -704,3 +704,117 @@ func TestWebhookHostileBodyCostsNothingBeforeAuth(t *testing.T) {
 	p, _ := rc.counts()
 	assert.Zero(t, p)
 }
+
+// TestWebhookBoundsConcurrentRereads fills the re-read slots with events
+// whose re-read hangs; the next event is answered 503 with Retry-After at
+// once, without a read, and once a slot frees up events go through again.
+func TestWebhookBoundsConcurrentRereads(t *testing.T) {
+	t.Parallel()
+	c, mux := setup(t)
+	entered := make(chan string, 4)
+	release := make(chan struct{})
+	var reads atomic.Int32
+	mux.HandleFunc("GET /v1/payment/{id}/status", func(w http.ResponseWriter, r *http.Request) {
+		reads.Add(1)
+		id := r.PathValue("id")
+		if id != paymentID {
+			entered <- id
+			<-release
+		}
+		_, _ = io.WriteString(w, waitPaymentJSON(id, "paid", whOrder, time.Now()))
+	})
+	rc := &recorder{}
+	h, err := NewWebhookHandler(WebhookConfig{Secret: whSecret, Client: c, OnPayment: rc.onPayment, MaxConcurrentRereads: 2})
+	require.NoError(t, err)
+	post := func(id string) *httptest.ResponseRecorder {
+		return serve(h, whRequest(t, whURL(t, whOrder), waitPaymentJSON(id, "paid", whOrder, time.Now())))
+	}
+
+	held := []string{"11111111-1111-4111-8111-111111111111", "22222222-2222-4222-8222-222222222222"}
+	codes := make(chan int, len(held))
+	for _, id := range held {
+		go func() { codes <- post(id).Code }()
+	}
+	<-entered
+	<-entered // both slots taken
+	w := post(paymentID)
+	assert.Equal(t, http.StatusServiceUnavailable, w.Code)
+	assert.Equal(t, "1", w.Header().Get("Retry-After"))
+	assert.Equal(t, int32(2), reads.Load(), "refused before reading")
+
+	close(release)
+	for range held {
+		assert.Equal(t, http.StatusOK, <-codes)
+	}
+	assert.Equal(t, http.StatusOK, post(paymentID).Code, "a free slot: delivered")
+	p, _ := rc.counts()
+	assert.Equal(t, 3, p)
+
+	_, err = NewWebhookHandler(WebhookConfig{Secret: whSecret, Client: c, MaxConcurrentRereads: -1})
+	require.ErrorIs(t, err, ErrInvalidParams)
+}
+
+// TestWebhookObserver checks that the observer hears once about every
+// request answered, with the kind, the status code and the result word.
+func TestWebhookObserver(t *testing.T) {
+	t.Parallel()
+	type seen struct {
+		kind   string
+		code   int
+		result string
+	}
+	var mu sync.Mutex
+	var got []seen
+	obs := Observer{OnWebhookEvent: func(_ context.Context, ev WebhookEventInfo) {
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, seen{ev.Kind, ev.StatusCode, ev.Result})
+	}}
+	c, mux := setup(t, WithObserver(obs))
+	mux.HandleFunc("GET /v1/payment/{id}/status", func(w http.ResponseWriter, r *http.Request) {
+		if r.PathValue("id") == paymentID {
+			http.Error(w, `{"code":"down"}`, http.StatusBadGateway)
+			return
+		}
+		_, _ = io.WriteString(w, waitPaymentJSON(r.PathValue("id"), "paid", whOrder, time.Now()))
+	})
+	rc := &recorder{}
+	rc.fail.Store(1)
+	h, err := NewWebhookHandler(WebhookConfig{Secret: whSecret, Client: c, OnPayment: rc.onPayment}) // the Client's observer
+	require.NoError(t, err)
+	body := waitPaymentJSON(waitPaymentID, "paid", whOrder, time.Now())
+	steps := []struct {
+		method, target, body string
+		want                 seen
+	}{
+		{http.MethodGet, whURL(t, whOrder), "", seen{"", 405, "rejected"}},
+		{http.MethodPost, "/hook", body, seen{"", 401, "rejected"}},
+		{http.MethodPost, whURL(t, "order-2"), body, seen{"payment", 401, "rejected"}},
+		{http.MethodPost, whURL(t, whOrder), "{", seen{"", 400, "rejected"}},
+		{http.MethodPost, whURL(t, whOrder), body, seen{"payment", 500, "failed"}},
+		{http.MethodPost, whURL(t, whOrder), body, seen{"payment", 200, "delivered"}},
+		{http.MethodPost, whURL(t, whOrder), body, seen{"payment", 200, "duplicate"}},
+		{http.MethodPost, whURL(t, whOrder), waitPaymentJSON(paymentID, "paid", whOrder, time.Now()), seen{"payment", 503, "retry_later"}},
+		{http.MethodPost, whURL(t, whOrder), waitPayoutJSON(waitPayoutID, "paid", whOrder), seen{"payout", 404, "rejected"}},
+	}
+	var want []seen
+	for _, s := range steps {
+		r := httptest.NewRequest(s.method, s.target, strings.NewReader(s.body))
+		assert.Equal(t, s.want.code, serve(h, r).Code, "%+v", s.want)
+		want = append(want, s.want)
+	}
+	mu.Lock()
+	assert.Equal(t, want, got)
+	mu.Unlock()
+
+	// WebhookConfig.Observer takes the place of the Client's.
+	var own atomic.Int32
+	h2, err := NewWebhookHandler(WebhookConfig{Secret: whSecret, Client: c, Observer: Observer{
+		OnWebhookEvent: func(context.Context, WebhookEventInfo) { own.Add(1) }}})
+	require.NoError(t, err)
+	serve(h2, whRequest(t, whURL(t, whOrder), body))
+	assert.Equal(t, int32(1), own.Load())
+	mu.Lock()
+	assert.Len(t, got, len(steps), "the Client's observer was not called")
+	mu.Unlock()
+}

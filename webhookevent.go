@@ -352,6 +352,18 @@ func (f *eventFields) keep(dst *[]byte, val []byte) {
 	*dst = val
 }
 
+// kind tells a payment event from a payout event: exactly one of paymentId
+// and payoutId has a value. 0: neither or both.
+func (f *eventFields) kind() objKind {
+	switch {
+	case present(f.paymentID) && !present(f.payoutID):
+		return kindPayment
+	case present(f.payoutID) && !present(f.paymentID):
+		return kindPayout
+	}
+	return 0
+}
+
 // present reports whether a member was given a value other than null.
 func present(raw []byte) bool { return raw != nil && string(raw) != "null" }
 
