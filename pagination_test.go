@@ -116,7 +116,7 @@ func TestFindPayoutByOrderID(t *testing.T) {
 func TestFindPayoutByOrderIDError(t *testing.T) {
 	c, mt := setupMock(t)
 	listServer(t, mt, 250, 100, map[int]int{100: 500})
-	_, found, err := c.FindPayoutByOrderID(context.Background(), "o234")
+	_, found, err := c.FindPayoutByOrderID(context.Background(), "o120")
 	assert.False(t, found)
 	assert.ErrorIs(t, err, ErrServer, "an error is not 'not found': the outcome stays unknown")
 }
