@@ -39,7 +39,8 @@ func ExampleWithTracerProvider() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	// The handler reports each webhook request to client's observers.
+	// The handler reports each webhook request to client's observers
+	// (without a Client, set WebhookConfig.Observer to obs instead).
 	handler, err := cryptopay.NewWebhookHandler(cryptopay.WebhookConfig{
 		Secret: []byte(os.Getenv("CRYPTOPAY_WEBHOOK_SECRET")),
 		Client: client,
