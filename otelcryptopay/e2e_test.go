@@ -258,3 +258,23 @@ func send(t *testing.T, req *http.Request) int {
 	_ = resp.Body.Close()
 	return resp.StatusCode
 }
+
+// TestWebhookHandlerWithoutClient: a handler given the observer directly
+// (WebhookConfig.Observer, no Client) reports its requests too.
+func TestWebhookHandlerWithoutClient(t *testing.T) {
+	f := setup(t)
+	secret := []byte("webhook-secret-for-otel-tests-0123")
+	h, err := cryptopay.NewWebhookHandler(cryptopay.WebhookConfig{Secret: secret, Observer: f.obs,
+		OnPayout: func(context.Context, *cryptopay.Payout) error { return errors.New("database down") }})
+	require.NoError(t, err)
+	po := &cryptopay.Payout{ID: "po_hidden_1", OrderID: "order-hidden-1", Status: cryptopay.PayoutPaid,
+		Amount: decimal.RequireFromString("1"), Currency: "usdt", Network: "tron"}
+	req, err := cryptopaytest.NewWebhookRequest("http://127.0.0.1/hooks", secret, po, cryptopay.PayoutPaid)
+	require.NoError(t, err)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	assert.Equal(t, http.StatusInternalServerError, rec.Code, "a failing callback asks for redelivery")
+	assert.EqualValues(t, 1, f.counter(t, "cryptopay.webhook.events", otelcryptopay.WebhookResultKey.String("failed"),
+		otelcryptopay.WebhookKindKey.String("payout"), semconv.HTTPResponseStatusCodeKey.Int(500)))
+	assertNoSecret(t, f, "po_hidden_1", "order-hidden-1")
+}
