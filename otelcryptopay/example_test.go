@@ -85,3 +85,28 @@ func Example_spans() {
 	// client   GET /v1/balance cryptopay.attempt=2 cryptopay.retry=false http.response.status_code=200
 	// internal GET /v1/balance cryptopay.attempts=2 http.response.status_code=200
 }
+
+// The observer combines with your own: here a second Observer prints each
+// retry decision, next to the spans and metrics otelcryptopay records.
+func Example_withYourOwnObserver() {
+	srv := cryptopaytest.NewServer()
+	defer srv.Close()
+	srv.InjectFault(cryptopaytest.RouteBalance, cryptopaytest.Fault{Status: 503})
+
+	logRetries := cryptopay.Observer{
+		OnAttemptEnd: func(ctx context.Context, call cryptopay.CallInfo, res cryptopay.AttemptResult) {
+			if res.Retry {
+				fmt.Printf("retrying %s after attempt %d: %s\n", call.Route, res.Attempt, res.Reason)
+			}
+		},
+	}
+	client := srv.Client(
+		cryptopay.WithObserver(otelcryptopay.NewObserver()),
+		cryptopay.WithObserver(logRetries),
+	)
+	if _, err := client.GetBalances(context.Background()); err != nil {
+		log.Fatal(err)
+	}
+	// Output:
+	// retrying GET /v1/balance after attempt 1: status 503 Service Unavailable
+}
