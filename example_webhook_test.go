@@ -22,7 +22,7 @@ func ExampleWebhookURL() {
 
 	hookURL, err := cryptopay.WebhookURL("https://shop.example.com/webhooks/cryptopay", secret, "order-1042")
 	if err != nil {
-		log.Fatal(err) // a short secret, an empty orderID, or a bad base URL
+		log.Fatal(err) // a short secret, an empty or non-UTF-8 orderID, or a bad base URL
 	}
 	fmt.Println(hookURL) // pass it as CreatePaymentParams.WebhookURL or CreatePayoutParams.WebhookURL
 

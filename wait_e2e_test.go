@@ -24,15 +24,15 @@ import (
 func BenchmarkWaitWakeup(b *testing.B) {
 	cases := []struct {
 		name string
-		opts []cryptopay.WaitOption
+		opts []cryptopay.PaymentWaitOption
 		gap  time.Duration // the payment arrives within this after the first read
 	}{
 		// Default intervals (2 s growing to 30 s): only the webhook can end
 		// the wait within the benchmark's time.
 		{"webhook/default-intervals", nil, 20 * time.Millisecond},
-		{"polling/20ms", []cryptopay.WaitOption{cryptopay.WithWebhookWakeup(false),
+		{"polling/20ms", []cryptopay.PaymentWaitOption{cryptopay.WithWebhookWakeup(false),
 			cryptopay.WithPollInterval(20 * time.Millisecond), cryptopay.WithMaxPollInterval(20 * time.Millisecond)}, 20 * time.Millisecond},
-		{"polling/100ms", []cryptopay.WaitOption{cryptopay.WithWebhookWakeup(false),
+		{"polling/100ms", []cryptopay.PaymentWaitOption{cryptopay.WithWebhookWakeup(false),
 			cryptopay.WithPollInterval(100 * time.Millisecond), cryptopay.WithMaxPollInterval(100 * time.Millisecond)}, 100 * time.Millisecond},
 	}
 	for _, bc := range cases {

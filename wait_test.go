@@ -5,6 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -20,8 +24,11 @@ const (
 	waitPayoutID  = "po_8f2c61"
 )
 
-// fastWait keeps the polling loop in milliseconds.
-var fastWait = []WaitOption{WithPollInterval(time.Millisecond), WithMaxPollInterval(2 * time.Millisecond)}
+// fastWait and fastPayoutWait keep the polling loop in milliseconds.
+var (
+	fastWait       = []PaymentWaitOption{WithPollInterval(time.Millisecond), WithMaxPollInterval(2 * time.Millisecond)}
+	fastPayoutWait = []PayoutWaitOption{WithPollInterval(time.Millisecond), WithMaxPollInterval(2 * time.Millisecond)}
+)
 
 func waitPaymentJSON(id, status, orderID string, updated time.Time) string {
 	return fmt.Sprintf(`{"paymentId":%q,"status":%q,"payAmount":10.5,"payAddress":"addr","payQrCodeUri":"qr",
@@ -121,7 +128,7 @@ func TestWaitForPayoutEndsOnTerminal(t *testing.T) {
 			s := payoutScript(statuses("created", "review", "processing", "confirming", string(final))...)
 			mt.RegisterResponder(http.MethodGet, testBase+"/v1/payout/"+waitPayoutID+"/status", s.responder)
 
-			p, err := c.WaitForPayout(context.Background(), waitPayoutID, fastWait...)
+			p, err := c.WaitForPayout(context.Background(), waitPayoutID, fastPayoutWait...)
 			require.NoError(t, err)
 			assert.Equal(t, final, p.Status)
 			assert.Equal(t, int32(5), s.calls.Load())
@@ -133,7 +140,7 @@ func TestWaitStopOptions(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name  string
-		opt   WaitOption
+		opt   PaymentWaitOption
 		want  PaymentStatus
 		calls int32
 	}{
@@ -162,7 +169,7 @@ func TestWaitPayoutStopOn(t *testing.T) {
 	c, mt := setupMock(t)
 	s := payoutScript(statuses("created", "review", "paid")...)
 	mt.RegisterResponder(http.MethodGet, testBase+"/v1/payout/"+waitPayoutID+"/status", s.responder)
-	p, err := c.WaitForPayout(context.Background(), waitPayoutID, append(fastWait, StopOn(PayoutReview))...)
+	p, err := c.WaitForPayout(context.Background(), waitPayoutID, append(fastPayoutWait, StopOn(PayoutReview))...)
 	require.NoError(t, err)
 	assert.Equal(t, PayoutReview, p.Status)
 	assert.False(t, p.Status.IsTerminal(), "a StopOn result is not necessarily terminal")
@@ -191,16 +198,11 @@ func TestWaitOptionsRefusedBeforeSending(t *testing.T) {
 		name string
 		run  func(c *Client) error
 	}{
-		{"payout StopOn on a payment", func(c *Client) error {
-			_, err := c.WaitForPayment(context.Background(), waitPaymentID, StopOn(PayoutPaid))
-			return err
-		}},
-		{"payment StopWhen on a payout", func(c *Client) error {
-			_, err := c.WaitForPayout(context.Background(), waitPayoutID, StopWhen(func(*Payment) bool { return true }))
-			return err
-		}},
-		{"payment OnStatusChange on a payout", func(c *Client) error {
-			_, err := c.WaitForPayout(context.Background(), waitPayoutID, OnStatusChange(func(*Payment) {}))
+		// A payout option given to WaitForPayment (or the reverse) does not
+		// compile: TestWaitOptionsCheckedAtCompileTime.
+		{"refused RequestOption", func(c *Client) error {
+			refuse := RequestOption(func(*callConfig) error { return &ValidationError{Field: "opt", Reason: "refused"} })
+			_, err := c.WaitForPayment(context.Background(), waitPaymentID, refuse)
 			return err
 		}},
 		{"nil StopWhen", func(c *Client) error {
@@ -311,7 +313,7 @@ func TestWaitReturnsPermanentErrorsAtOnce(t *testing.T) {
 			s := payoutScript(step{value: "created"}, step{status: tt.code})
 			mt.RegisterResponder(http.MethodGet, testBase+"/v1/payout/"+waitPayoutID+"/status", s.responder)
 
-			p, err := c.WaitForPayout(context.Background(), waitPayoutID, fastWait...)
+			p, err := c.WaitForPayout(context.Background(), waitPayoutID, fastPayoutWait...)
 			require.Error(t, err)
 			var apiErr *APIError
 			require.ErrorAs(t, err, &apiErr)
@@ -419,7 +421,7 @@ func waitUntil(t *testing.T, cond func() bool) {
 func (r *waitRegistry) count(kind objKind, id string) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return len(r.m[waitKey(kind, id)])
+	return len(r.m[objectKey(kind, id)])
 }
 
 func TestWaitWokenByNotify(t *testing.T) {
@@ -521,4 +523,71 @@ func TestWaitManyWaitersOneEvent(t *testing.T) {
 		assert.NoError(t, err)
 	}
 	assert.Zero(t, c.waiters.count(kindPayout, waitPayoutID))
+}
+
+// TestWaitOptionsCheckedAtCompileTime builds small programs against this
+// module: every option compiles with the call of its kind, and a payment
+// option given to WaitForPayout (or the reverse) is a type error.
+func TestWaitOptionsCheckedAtCompileTime(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds programs with the go command")
+	}
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("the go command is not on PATH")
+		}
+		t.Skip("SKIPPED: the go command is not on PATH")
+	}
+	repo, err := filepath.Abs(".")
+	require.NoError(t, err)
+	dir := t.TempDir()
+	sum, err := os.ReadFile(filepath.Join(repo, "go.sum"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "go.sum"), sum, 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module snippets\n\ngo 1.26\n\n"+
+		"require github.com/cryptopay/cryptopay-go v0.0.0\n\nreplace github.com/cryptopay/cryptopay-go => "+repo+"\n"), 0o644))
+
+	const prelude = "package main\n\nimport (\n\t\"context\"\n\n\t\"github.com/cryptopay/cryptopay-go\"\n)\n\n" +
+		"func main() {\n\tvar c *cryptopay.Client\n\tctx := context.Background()\n\t_ = ctx\n"
+	snippets := map[string]struct {
+		call string
+		ok   bool
+	}{
+		"good": {`
+	_, _ = c.WaitForPayment(ctx, "id", cryptopay.WithPollInterval(1), cryptopay.WithWebhookWakeup(false),
+		cryptopay.StopOn(cryptopay.PaymentLocked), cryptopay.StopWhen(func(*cryptopay.Payment) bool { return false }),
+		cryptopay.OnStatusChange(func(*cryptopay.Payment) {}), cryptopay.RequestOption(nil))
+	_, _ = c.WaitForPayout(ctx, "id", cryptopay.WithMaxPollInterval(1), cryptopay.StopOn(cryptopay.PayoutReview),
+		cryptopay.StopWhen(func(*cryptopay.Payout) bool { return false }), cryptopay.OnStatusChange(func(*cryptopay.Payout) {}))
+	opts := []cryptopay.PaymentWaitOption{cryptopay.WithPollInterval(1)}
+	_, _ = c.WaitForPayment(ctx, "id", opts...)
+`, true},
+		"payoutstatusonpayment": {`_, _ = c.WaitForPayment(ctx, "id", cryptopay.StopOn(cryptopay.PayoutReview))`, false},
+		"paymentstatusonpayout": {`_, _ = c.WaitForPayout(ctx, "id", cryptopay.StopOn(cryptopay.PaymentLocked))`, false},
+		"paymentstopwhenpayout": {`_, _ = c.WaitForPayout(ctx, "id", cryptopay.StopWhen(func(*cryptopay.Payment) bool { return true }))`, false},
+		"payoutchangeonpayment": {`_, _ = c.WaitForPayment(ctx, "id", cryptopay.OnStatusChange(func(*cryptopay.Payout) {}))`, false},
+		"paymentchangeonpayout": {`_, _ = c.WaitForPayout(ctx, "id", cryptopay.OnStatusChange(func(*cryptopay.Payment) {}))`, false},
+		"payoutstopwhenpayment": {`_, _ = c.WaitForPayment(ctx, "id", cryptopay.StopWhen(func(*cryptopay.Payout) bool { return true }))`, false},
+	}
+	for name, s := range snippets {
+		pkg := filepath.Join(dir, name)
+		require.NoError(t, os.Mkdir(pkg, 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(pkg, "main.go"), []byte(prelude+s.call+"\n}\n"), 0o644))
+	}
+	cmd := exec.Command(goBin, "vet", "./...")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY=off", "GOWORK=off")
+	out, _ := cmd.CombinedOutput()
+	t.Logf("go vet:\n%s", out)
+	for name, s := range snippets {
+		// The type checker names each failing program's file.
+		failed := strings.Contains(string(out), name+"/main.go")
+		if s.ok {
+			assert.False(t, failed, "%s should compile", name)
+			continue
+		}
+		assert.True(t, failed, "%s should not compile", name)
+	}
+	assert.Equal(t, len(snippets)-1, strings.Count(string(out), "does not implement"), "each refusal is a type error")
 }

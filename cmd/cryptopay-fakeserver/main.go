@@ -3,7 +3,8 @@
 // curl or testing an application written in any language. Next to the API
 // it serves the control API under /_control/ to pay payments, move payouts
 // along, advance the clock and inject faults (see
-// cryptopaytest.Server.ControlHandler).
+// cryptopaytest.Server.ControlHandler), and at / the sandbox dashboard, a
+// web page with the same state and buttons.
 //
 // Usage:
 //

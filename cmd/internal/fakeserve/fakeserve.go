@@ -5,7 +5,9 @@
 // The server listens on a loopback address only. Next to the API (/v1/) it
 // serves the control API (/_control/, see cryptopaytest.Server.ControlHandler)
 // that pays payments, moves payouts along, advances the clock and injects
-// faults. It holds everything in memory and handles no real money.
+// faults, and at / the sandbox dashboard, a web page showing the same state
+// with buttons for the same actions. It holds everything in memory and
+// handles no real money.
 package fakeserve
 
 import (
@@ -23,6 +25,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"github.com/cryptopay/cryptopay-go/cmd/internal/dashboard"
 	"github.com/cryptopay/cryptopay-go/cryptopaytest"
 )
 
@@ -62,6 +65,7 @@ func Serve(ctx context.Context, name string, cfg Config, stdout io.Writer) error
 	fmt.Fprintf(stdout, "%s listening on %s\n", name, inst.URL)
 	fmt.Fprintf(stdout, "  API key:     %s\n", inst.Server.APIKey)
 	fmt.Fprintf(stdout, "  control API: %s/_control/\n", inst.URL)
+	fmt.Fprintf(stdout, "  dashboard:   %s/\n", inst.URL)
 	fmt.Fprintf(stdout, "  try:         curl -H 'x-api-key: %s' %s/v1/currencies\n", inst.Server.APIKey, inst.URL)
 	<-ctx.Done()
 	fmt.Fprintf(stdout, "%s: shutting down\n", name)
@@ -127,15 +131,12 @@ func (i *Instance) Close() {
 }
 
 // Mux routes the runner's listener: the API under /v1/, the control API
-// under /_control/, and everything else to "/".
-//
-// "/" is where the sandbox dashboard is mounted. Until then it answers
-// like the API does for an unknown path (a JSON 404).
+// under /_control/, and the sandbox dashboard (package dashboard) at "/".
 func Mux(srv *cryptopaytest.Server) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.Handle("/v1/", srv.Handler())
 	mux.Handle("/_control/", srv.ControlHandler())
-	mux.Handle("/", srv.Handler())
+	mux.Handle("/", dashboard.Handler(srv))
 	return mux
 }
 

@@ -132,8 +132,9 @@ func TestRunServesAndStops(t *testing.T) {
 	require.NoError(t, err)
 	body, _ = io.ReadAll(resp.Body)
 	resp.Body.Close()
-	assert.Equal(t, http.StatusNotFound, resp.StatusCode, "nothing is mounted at / yet")
-	assert.Contains(t, string(body), `"code"`)
+	assert.Equal(t, http.StatusOK, resp.StatusCode, "the dashboard is mounted at /")
+	assert.Contains(t, string(body), "cryptopay sandbox")
+	assert.Contains(t, out.String(), "dashboard:   "+base+"/")
 
 	cancel()
 	select {
