@@ -341,7 +341,7 @@ func (s *Server) ctlState(w http.ResponseWriter, _ *http.Request) {
 		Now:               wireTime(s.Now()),
 		Payments:          s.PaymentCount(),
 		Payouts:           s.PayoutCount(),
-		Webhooks:          len(s.Webhooks()),
+		Webhooks:          s.WebhooksRecorded(),
 		ConnectionsOpened: s.ConnectionsOpened(),
 		Requests:          make(map[Route]int, numRoutes),
 		Faults:            make(map[Route]int, numRoutes),

@@ -38,6 +38,12 @@ const (
 	// MaxListLimit caps the page size of GET /v1/payout/list; a larger limit
 	// is served as MaxListLimit (not refused), like servers that cap pages.
 	MaxListLimit = 100
+	// DefaultWebhookConcurrency is how many webhook delivery attempts may
+	// be in flight at once unless WithWebhookConcurrency says otherwise.
+	DefaultWebhookConcurrency = 64
+	// DefaultWebhookLogSize is how many delivery attempts the log keeps
+	// (the newest) unless WithWebhookLog says otherwise.
+	DefaultWebhookLogSize = 10000
 )
 
 // Errors returned by the methods that drive the server's state. They are
@@ -121,24 +127,26 @@ func ParseUnpaidFields(s string) (UnpaidFields, error) {
 }
 
 type serverConfig struct {
-	apiKey            string
-	addr              string
-	feePercent        decimal.Decimal
-	networkFeePercent decimal.Decimal
-	paymentTTL        time.Duration
-	startTime         time.Time
-	balances          []balanceSetting
-	currencies        []Currency
-	webhookAttempts   int
-	webhookFirstWait  time.Duration
-	webhookClient     *http.Client
-	webhookAnyHost    bool
-	unpaid            UnpaidFields
-	controlAPI        bool
-	logger            *slog.Logger
-	maxBody           int64
-	sweepInterval     time.Duration
-	errs              []error
+	apiKey             string
+	addr               string
+	feePercent         decimal.Decimal
+	networkFeePercent  decimal.Decimal
+	paymentTTL         time.Duration
+	startTime          time.Time
+	balances           []balanceSetting
+	currencies         []Currency
+	webhookAttempts    int
+	webhookFirstWait   time.Duration
+	webhookClient      *http.Client
+	webhookAnyHost     bool
+	webhookConcurrency int
+	webhookLogSize     int
+	unpaid             UnpaidFields
+	controlAPI         bool
+	logger             *slog.Logger
+	maxBody            int64
+	sweepInterval      time.Duration
+	errs               []error
 }
 
 type balanceSetting struct {
@@ -279,6 +287,36 @@ func WithWebhookAnyHost() ServerOption {
 	return func(c *serverConfig) { c.webhookAnyHost = true }
 }
 
+// WithWebhookConcurrency bounds how many webhook delivery attempts are in
+// flight at once, across all objects (default DefaultWebhookConcurrency),
+// so a burst of events never opens more connections than that. Events
+// beyond the bound wait in a queue, in order per object; none is dropped
+// while the server runs. A retry's wait does not hold a slot. n must be
+// at least 1.
+func WithWebhookConcurrency(n int) ServerOption {
+	return func(c *serverConfig) {
+		if n < 1 {
+			c.fail("webhook concurrency %d is below 1", n)
+			return
+		}
+		c.webhookConcurrency = n
+	}
+}
+
+// WithWebhookLog sets how many delivery attempts the log keeps (default
+// DefaultWebhookLogSize): Webhooks returns the newest n, bodies included,
+// and older ones are dropped, so memory stays bounded on a long-running
+// server. n must be at least 1.
+func WithWebhookLog(n int) ServerOption {
+	return func(c *serverConfig) {
+		if n < 1 {
+			c.fail("webhook log size %d is below 1", n)
+			return
+		}
+		c.webhookLogSize = n
+	}
+}
+
 // WithUnpaidFields sets how status-only fields are written before payment
 // (default UnpaidNull).
 func WithUnpaidFields(u UnpaidFields) ServerOption {
@@ -375,16 +413,18 @@ func NewServer(opts ...ServerOption) *Server {
 // StartServer is NewServer returning an error instead of panicking.
 func StartServer(opts ...ServerOption) (*Server, error) {
 	cfg := serverConfig{
-		apiKey:            DefaultAPIKey,
-		addr:              "127.0.0.1:0",
-		feePercent:        decimal.NewFromInt(1),
-		networkFeePercent: decimal.New(5, -1),
-		paymentTTL:        DefaultPaymentTTL,
-		webhookAttempts:   5,
-		webhookFirstWait:  10 * time.Millisecond,
-		maxBody:           DefaultMaxBodyBytes,
-		sweepInterval:     time.Second,
-		currencies:        DefaultCurrencies,
+		apiKey:             DefaultAPIKey,
+		addr:               "127.0.0.1:0",
+		feePercent:         decimal.NewFromInt(1),
+		networkFeePercent:  decimal.New(5, -1),
+		paymentTTL:         DefaultPaymentTTL,
+		webhookAttempts:    5,
+		webhookFirstWait:   10 * time.Millisecond,
+		webhookConcurrency: DefaultWebhookConcurrency,
+		webhookLogSize:     DefaultWebhookLogSize,
+		maxBody:            DefaultMaxBodyBytes,
+		sweepInterval:      time.Second,
+		currencies:         DefaultCurrencies,
 	}
 	for _, o := range opts {
 		if o != nil {
