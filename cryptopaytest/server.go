@@ -375,6 +375,7 @@ type Server struct {
 	payments   map[string]*payment
 	payouts    map[string]*payout
 	payoutList []*payout
+	expiry     expiryQueue // waiting payments by expiredAt
 	balances   map[pair]decimal.Decimal
 	balanceKey []pair // listing order
 	currencies []Currency
@@ -412,20 +413,7 @@ func NewServer(opts ...ServerOption) *Server {
 
 // StartServer is NewServer returning an error instead of panicking.
 func StartServer(opts ...ServerOption) (*Server, error) {
-	cfg := serverConfig{
-		apiKey:             DefaultAPIKey,
-		addr:               "127.0.0.1:0",
-		feePercent:         decimal.NewFromInt(1),
-		networkFeePercent:  decimal.New(5, -1),
-		paymentTTL:         DefaultPaymentTTL,
-		webhookAttempts:    5,
-		webhookFirstWait:   10 * time.Millisecond,
-		webhookConcurrency: DefaultWebhookConcurrency,
-		webhookLogSize:     DefaultWebhookLogSize,
-		maxBody:            DefaultMaxBodyBytes,
-		sweepInterval:      time.Second,
-		currencies:         DefaultCurrencies,
-	}
+	cfg := defaultConfig()
 	for _, o := range opts {
 		if o != nil {
 			o(&cfg)
@@ -473,6 +461,24 @@ func StartServer(opts ...ServerOption) (*Server, error) {
 		s.sweep()
 	}()
 	return s, nil
+}
+
+// defaultConfig returns the settings a Server has without options.
+func defaultConfig() serverConfig {
+	return serverConfig{
+		apiKey:             DefaultAPIKey,
+		addr:               "127.0.0.1:0",
+		feePercent:         decimal.NewFromInt(1),
+		networkFeePercent:  decimal.New(5, -1),
+		paymentTTL:         DefaultPaymentTTL,
+		webhookAttempts:    5,
+		webhookFirstWait:   10 * time.Millisecond,
+		webhookConcurrency: DefaultWebhookConcurrency,
+		webhookLogSize:     DefaultWebhookLogSize,
+		maxBody:            DefaultMaxBodyBytes,
+		sweepInterval:      time.Second,
+		currencies:         DefaultCurrencies,
+	}
 }
 
 // newState builds a Server's state without a listener.
@@ -633,7 +639,8 @@ func (s *Server) nextRequestID() string {
 }
 
 // sweep expires due payments once per sweepInterval, so an expiry webhook
-// is sent even when nobody reads the payment.
+// is sent even when nobody reads the payment. Each tick looks only at the
+// earliest expiry (expireDue), not at every payment.
 func (s *Server) sweep() {
 	t := time.NewTicker(s.cfg.sweepInterval)
 	defer t.Stop()
