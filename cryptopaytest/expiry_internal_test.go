@@ -32,10 +32,10 @@ const internalPaymentBody = `{"amount":1,"platformFeeByUser":false,"currency":"u
 
 // mustCreatePayment creates a payment through the route's handler and
 // returns its id.
-func mustCreatePayment(t testing.TB, s *Server) string {
+func mustCreatePayment(t testing.TB, s *Server, body string) string {
 	t.Helper()
 	rec := httptest.NewRecorder()
-	s.createPayment(rec, []byte(internalPaymentBody))
+	s.createPayment(rec, []byte(body))
 	require.Equal(t, 201, rec.Code, rec.Body.String())
 	var out struct {
 		PaymentID string `json:"paymentId"`
@@ -64,7 +64,7 @@ func TestExpiryQueueExpiresOnlyDue(t *testing.T) {
 				if i > 0 {
 					s.clock.offset.Add(int64(time.Minute))
 				}
-				ids = append(ids, mustCreatePayment(t, s))
+				ids = append(ids, mustCreatePayment(t, s, internalPaymentBody))
 			}
 			// One of the due ones is paid first: its entry must be dropped
 			// without changing it.
@@ -95,22 +95,12 @@ func BenchmarkExpireDueIdle(b *testing.B) {
 	for _, n := range []int{1000, 100000} {
 		b.Run(strconv.Itoa(n), func(b *testing.B) {
 			s := newStateT(b)
-			for range n {
-				mustCreatePaymentFast(b, s)
-			}
+			(&scaleFake{s: s}).addPayments(b, n)
 			b.ReportAllocs()
 			b.ResetTimer()
 			for range b.N {
 				s.expireDue()
 			}
 		})
-	}
-}
-
-func mustCreatePaymentFast(b testing.TB, s *Server) {
-	rec := httptest.NewRecorder()
-	s.createPayment(rec, []byte(internalPaymentBody))
-	if rec.Code != 201 {
-		b.Fatal(rec.Body.String())
 	}
 }
