@@ -261,11 +261,23 @@ func TestBalanceAndCurrenciesWire(t *testing.T) {
 func TestDefaultCurrencies(t *testing.T) {
 	s := newServer(t)
 	list := call(t, s, "GET", "/v1/currencies", "").arr(t)
-	require.Len(t, list, len(cryptopaytest.DefaultCurrencies))
-	for i, c := range cryptopaytest.DefaultCurrencies {
+	require.Len(t, list, len(cryptopaytest.DefaultCurrencies()))
+	for i, c := range cryptopaytest.DefaultCurrencies() {
 		assert.Equal(t, map[string]any{"currency": c.Currency, "network": c.Network}, list[i])
-		assert.True(t, s.Balance(c.Currency, c.Network).Equal(cryptopaytest.DefaultBalance))
+		assert.True(t, s.Balance(c.Currency, c.Network).Equal(cryptopaytest.DefaultBalance()))
 	}
+}
+
+func TestDefaultsAreCopies(t *testing.T) {
+	// Changing what the defaults return changes neither the next call nor
+	// a server started afterwards.
+	d := cryptopaytest.DefaultCurrencies()
+	d[0] = cryptopaytest.Currency{Currency: "xxx", Network: "yyy"}
+	assert.Equal(t, cryptopaytest.Currency{Currency: "btc", Network: "bitcoin"}, cryptopaytest.DefaultCurrencies()[0])
+	s := newServer(t)
+	list := call(t, s, "GET", "/v1/currencies", "").arr(t)
+	assert.Equal(t, "btc", list[0]["currency"])
+	assert.True(t, cryptopaytest.DefaultBalance().Equal(dec("1000")))
 }
 
 func TestAuth(t *testing.T) {
@@ -342,7 +354,7 @@ func TestValidation(t *testing.T) {
 	}
 	assert.Equal(t, 0, s.PaymentCount())
 	assert.Equal(t, 0, s.PayoutCount())
-	assert.True(t, s.Balance("usdt", "tron").Equal(cryptopaytest.DefaultBalance), "a refused payout takes nothing")
+	assert.True(t, s.Balance("usdt", "tron").Equal(cryptopaytest.DefaultBalance()), "a refused payout takes nothing")
 }
 
 func TestTrailingDataRefused(t *testing.T) {

@@ -271,7 +271,7 @@ func TestBalanceUnknownPair(t *testing.T) {
 	assert.True(t, s.Balance("nope", "nope").IsZero())
 	s.SetBalance("doge", "doge", dec("7"))
 	list := call(t, s, "GET", "/v1/balance", "").arr(t)
-	n := len(cryptopaytest.DefaultCurrencies)
+	n := len(cryptopaytest.DefaultCurrencies())
 	require.Len(t, list, n+2)
 	assert.Equal(t, "xmr", list[n]["currency"])
 	assert.Equal(t, "doge", list[n+1]["currency"])

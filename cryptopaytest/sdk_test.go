@@ -163,15 +163,15 @@ func TestSDKBalancesAndCurrencies(t *testing.T) {
 	c := s.Client()
 	bal, err := c.GetBalances(ctx(t))
 	require.NoError(t, err)
-	require.Len(t, bal, len(cryptopaytest.DefaultCurrencies))
+	require.Len(t, bal, len(cryptopaytest.DefaultCurrencies()))
 	assert.Equal(t, "btc", bal[0].Currency)
 	assert.Equal(t, "bitcoin", bal[0].Network)
 	assert.True(t, bal[0].Amount.Equal(dec("0.12345678")))
 
 	cur, err := c.ListCurrencies(ctx(t))
 	require.NoError(t, err)
-	require.Len(t, cur, len(cryptopaytest.DefaultCurrencies))
-	for i, want := range cryptopaytest.DefaultCurrencies {
+	require.Len(t, cur, len(cryptopaytest.DefaultCurrencies()))
+	for i, want := range cryptopaytest.DefaultCurrencies() {
 		assert.Equal(t, want.Currency, cur[i].Currency)
 		assert.Equal(t, want.Network, cur[i].Network)
 	}

@@ -1,0 +1,46 @@
+package cryptopaytest
+
+import (
+	"fmt"
+	"strconv"
+)
+
+// UnpaidFields says how the status-only fields (paidAmount, merchantAmount
+// and, for payments, paidAddress) are written before the object has been
+// paid. The spec does not say; a client must cope with each.
+type UnpaidFields int
+
+const (
+	// UnpaidNull writes them as JSON null (the default).
+	UnpaidNull UnpaidFields = iota
+	// UnpaidOmit leaves them out.
+	UnpaidOmit
+	// UnpaidZero writes 0 for the amounts and "" for the address.
+	UnpaidZero
+)
+
+// String names the mode as the cmd's -unpaid-fields flag spells it.
+func (u UnpaidFields) String() string {
+	switch u {
+	case UnpaidNull:
+		return "null"
+	case UnpaidOmit:
+		return "omit"
+	case UnpaidZero:
+		return "zero"
+	}
+	return "UnpaidFields(" + strconv.Itoa(int(u)) + ")"
+}
+
+// ParseUnpaidFields reads "null", "omit" or "zero".
+func ParseUnpaidFields(s string) (UnpaidFields, error) {
+	switch s {
+	case "null":
+		return UnpaidNull, nil
+	case "omit":
+		return UnpaidOmit, nil
+	case "zero":
+		return UnpaidZero, nil
+	}
+	return 0, fmt.Errorf("%w: unpaid fields mode %q (want null, omit or zero)", ErrInvalid, s)
+}
