@@ -226,7 +226,7 @@ func WithWebhookLog(n int) ServerOption {
 }
 
 // WithUnpaidFields sets how status-only fields are written before payment
-// (default UnpaidNull).
+// (default UnpaidZero, the only schema-valid choice; see UnpaidFields).
 func WithUnpaidFields(u UnpaidFields) ServerOption {
 	return func(c *serverConfig) {
 		if u < UnpaidNull || u > UnpaidZero {
@@ -279,5 +279,6 @@ func defaultConfig() serverConfig {
 		maxBody:            DefaultMaxBodyBytes,
 		sweepInterval:      time.Second,
 		currencies:         DefaultCurrencies(),
+		unpaid:             UnpaidZero,
 	}
 }

@@ -6,16 +6,21 @@ import (
 )
 
 // UnpaidFields says how the status-only fields (paidAmount, merchantAmount
-// and, for payments, paidAddress) are written before the object has been
-// paid. The spec does not say; a client must cope with each.
+// and, for payments, paidAddress; merchantAmount in payout list items) are
+// written before the object has been paid. The spec types them as number
+// and string and does not say what an unpaid object carries, so only
+// UnpaidZero, the default, is schema-valid; real servers have been seen to
+// send the others, and a client must cope with each.
 type UnpaidFields int
 
 const (
-	// UnpaidNull writes them as JSON null (the default).
+	// UnpaidNull writes them as JSON null (formerly the default; not
+	// schema-valid: the spec types them as number and string).
 	UnpaidNull UnpaidFields = iota
 	// UnpaidOmit leaves them out.
 	UnpaidOmit
-	// UnpaidZero writes 0 for the amounts and "" for the address.
+	// UnpaidZero writes 0 for the amounts and "" for the address (the
+	// default).
 	UnpaidZero
 )
 
