@@ -32,8 +32,8 @@ import (
 //	POST   /_control/faults                 {"route": "POST /v1/payout", "fault": {...}} -> {"route", "pending"}
 //	DELETE /_control/faults                                            -> 204
 //	PUT    /_control/balances               {"currency", "network", "amount"} -> balances
-//	GET    /_control/webhooks                                          -> delivery attempts
-//	GET    /_control/state                                             -> counters and balances
+//	GET    /_control/webhooks                                          -> delivery attempts the log holds
+//	GET    /_control/state                                             -> counters (webhooks: every attempt) and balances
 //
 // A fault is {"times", "process", "status", "body", "emptyBody", "contentType",
 // "retryAfter", "delay" (a Go duration such as "250ms"), "drop",

@@ -12,7 +12,11 @@
 // The server writes its JSON with its own structs built from the spec, not
 // with the SDK's types, so a wrong JSON tag in the SDK fails a test instead
 // of agreeing with itself. Request keys are matched case-sensitively for the
-// same reason.
+// same reason. By default every answer is valid against the OpenAPI
+// rendering of the spec in the module's testdata/openapi.yaml (a test runs
+// the fake behind Prism's validating proxy); WithUnpaidFields gives the
+// other shapes a server might send for unpaid objects (null, or nothing),
+// which a client must also survive.
 //
 // # Lifecycle
 //

@@ -9,8 +9,8 @@ import (
 // and, for payments, paidAddress; merchantAmount in payout list items) are
 // written before the object has been paid. The spec types them as number
 // and string and does not say what an unpaid object carries, so only
-// UnpaidZero, the default, is schema-valid; real servers have been seen to
-// send the others, and a client must cope with each.
+// UnpaidZero, the default, is schema-valid; a server could still send the
+// others, and a client must cope with each.
 type UnpaidFields int
 
 const (
