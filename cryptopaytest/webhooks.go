@@ -33,6 +33,11 @@ type WebhookDelivery struct {
 	StatusCode int
 	// Err says why the attempt failed without an answer ("" otherwise).
 	Err string
+	// RetryAfter is the receiver's Retry-After on a failed answer (0 when
+	// absent), capped at a minute. The next attempt waits at least this
+	// long, so a receiver that sheds load with 503 and Retry-After is not
+	// hammered.
+	RetryAfter time.Duration
 	// Time is the server clock (Now) when the attempt ended.
 	Time time.Time
 }
@@ -173,19 +178,20 @@ func (w *webhooks) work() {
 		w.busy--
 		w.log.add(d)
 		if !w.closed {
-			w.afterAttemptLocked(q, retry)
+			w.afterAttemptLocked(q, retry, d.RetryAfter)
 		}
 		w.notifyLocked()
 	}
 }
 
-// afterAttemptLocked schedules the retry of q's head event, or drops it
+// afterAttemptLocked schedules the retry of q's head event (after its
+// backoff, or the receiver's Retry-After if longer), or drops it
 // (delivered, refused or out of attempts) and readies q's next event.
-func (w *webhooks) afterAttemptLocked(q *webhookQueue, retry bool) {
+func (w *webhooks) afterAttemptLocked(q *webhookQueue, retry bool, retryAfter time.Duration) {
 	ev := &q.items[0]
 	ev.attempts++
 	if retry && ev.attempts < w.s.cfg.webhookAttempts {
-		wait := ev.wait
+		wait := max(ev.wait, retryAfter)
 		ev.wait = min(ev.wait*2, time.Minute)
 		w.wg.Add(1)
 		q.timer = time.AfterFunc(wait, func() { w.retryDue(q) })
@@ -247,10 +253,31 @@ func (w *webhooks) attempt(ev webhookEvent, n int) (d WebhookDelivery, retry boo
 	_ = resp.Body.Close()
 	d.StatusCode = resp.StatusCode
 	ok := d.Delivered()
+	if !ok {
+		d.RetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"))
+	}
 	w.s.cfg.logger.LogAttrs(w.ctx, slog.LevelDebug, "cryptopaytest webhook",
 		slog.String("kind", ev.kind), slog.String("id", ev.id), slog.String("status", ev.status),
 		slog.Int("attempt", n), slog.Int("httpStatus", resp.StatusCode))
 	return d, !ok
+}
+
+// parseRetryAfter reads Retry-After as seconds or an HTTP date, capped at
+// a minute; 0 when absent, unreadable or past.
+func parseRetryAfter(v string) time.Duration {
+	if v == "" {
+		return 0
+	}
+	var d time.Duration
+	if secs, err := strconv.ParseUint(v, 10, 64); err == nil || errors.Is(err, strconv.ErrRange) {
+		d = time.Minute // too many digits is long, not absent
+		if err == nil && secs < 60 {
+			d = time.Duration(secs) * time.Second
+		}
+	} else if t, err := http.ParseTime(v); err == nil {
+		d = time.Until(t)
+	}
+	return min(max(d, 0), time.Minute)
 }
 
 func (w *webhooks) snapshot() []WebhookDelivery {

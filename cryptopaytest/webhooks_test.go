@@ -405,3 +405,33 @@ func TestWebhookOptionsRefuseBadValues(t *testing.T) {
 		assert.ErrorIs(t, err, cryptopaytest.ErrInvalid)
 	}
 }
+
+func TestWebhooksHonourRetryAfter(t *testing.T) {
+	// A receiver that sheds load with 503 and Retry-After: 1 gets its next
+	// attempt no sooner than a second later, although the backoff is 1 ms.
+	var mu sync.Mutex
+	var at []time.Time
+	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		at = append(at, time.Now())
+		n := len(at)
+		mu.Unlock()
+		if n == 1 {
+			w.Header().Set("Retry-After", "1")
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+	}))
+	t.Cleanup(rcv.Close)
+	s := newServer(t, cryptopaytest.WithWebhookRetry(3, time.Millisecond))
+	burstPayments(t, s, 1, rcv.URL)
+	c, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, s.WaitWebhooksIdle(c))
+	recs := s.Webhooks()
+	require.Len(t, recs, 2)
+	assert.Equal(t, time.Second, recs[0].RetryAfter)
+	assert.True(t, recs[1].Delivered())
+	mu.Lock()
+	defer mu.Unlock()
+	assert.GreaterOrEqual(t, at[1].Sub(at[0]), time.Second, "the retry waited for Retry-After")
+}
