@@ -12,7 +12,11 @@
 // The server writes its JSON with its own structs built from the spec, not
 // with the SDK's types, so a wrong JSON tag in the SDK fails a test instead
 // of agreeing with itself. Request keys are matched case-sensitively for the
-// same reason.
+// same reason. By default every answer is valid against the OpenAPI
+// rendering of the spec in the module's testdata/openapi.yaml (a test runs
+// the fake behind Prism's validating proxy); WithUnpaidFields gives the
+// other shapes a server might send for unpaid objects (null, or nothing),
+// which a client must also survive.
 //
 // # Lifecycle
 //
@@ -67,7 +71,9 @@
 // Every change of a payment or payout (status or paid amount) is POSTed as
 // the status-response JSON to the object's webhookUrl, in order per object,
 // retried on a non-2xx answer or a transport error, and recorded
-// (Webhooks, WaitWebhooks). By default only loopback URLs are called; see
+// (Webhooks, WaitWebhooks). At most WithWebhookConcurrency attempts are in
+// flight at once; the rest wait in a queue. The record keeps the newest
+// WithWebhookLog attempts. By default only loopback URLs are called; see
 // WithWebhookAnyHost.
 //
 // Nothing in this package touches process-wide state: not

@@ -18,7 +18,7 @@
 //	-network-fee-percent dec  payout network fee in percent (default 0.5)
 //	-payment-ttl duration     time before an unpaid payment expires (default 30m)
 //	-balance cur/net=amount   starting balance, repeatable (default 1000 per pair)
-//	-unpaid-fields mode       status-only fields before payment: null, omit or zero (default null)
+//	-unpaid-fields mode       status-only fields before payment: zero, null or omit (default zero)
 //	-webhook-attempts n       delivery attempts per webhook (default 6)
 //	-webhook-backoff duration wait before the first retry, doubling (default 1s)
 //	-webhook-any-host         send webhooks to any host, not only loopback

@@ -201,7 +201,7 @@ func Parse(name string, args []string, stderr io.Writer) (Config, error) {
 		fee            = decimal.NewFromInt(1)
 		networkFee     = decimal.New(5, -1)
 		ttl            = fs.Duration("payment-ttl", cryptopaytest.DefaultPaymentTTL, "`duration` before an unpaid payment expires")
-		unpaid         = fs.String("unpaid-fields", "null", "status-only fields before payment: null, omit or zero")
+		unpaid         = fs.String("unpaid-fields", "zero", "status-only fields before payment: zero (schema-valid), null or omit")
 		attempts       = fs.Int("webhook-attempts", 6, "delivery attempts per webhook event")
 		backoff        = fs.Duration("webhook-backoff", time.Second, "wait before the first webhook retry; doubles each time")
 		anyHost        = fs.Bool("webhook-any-host", false, "send webhooks to any host, not only loopback")
