@@ -477,7 +477,9 @@ func RunDelivery(t *testing.T, cfg Config) Stats {
 		require.True(t, restarted.Load(), "the restart hook never ran")
 		require.NoError(t, <-restartErr, "restart hook")
 	}
+	generated := time.Since(start)
 	c.settle(t, time.Minute)
+	t.Logf("events generated in %v, all delivered after %v", generated, time.Since(start))
 	st := c.check(t, objs)
 	st.Events, st.Duration = made, time.Since(start)
 	assert.GreaterOrEqual(t, st.Callbacks, len(objs), "every object's final status reached a callback")
