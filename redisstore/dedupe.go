@@ -28,10 +28,8 @@ const (
 	DefaultKeyPrefix = "cryptopay:dedupe:"
 )
 
-// doneValue marks a delivered event; a claim's value is "lease:" + token.
-const doneValue = "done"
-
-// The scripts answer 1 (claimed / done / released), 2 (seen), 3 (held by
+// A key's value is "lease:" + a random token while claimed, "done" once
+// delivered. The scripts answer 1 (claimed / done / released), 2 (seen), 3 (held by
 // another claim) or 0 (nothing to do).
 var (
 	// KEYS[1] key; ARGV[1] token, ARGV[2] lease in ms. A value equal to

@@ -33,6 +33,6 @@ func TestReplicas(t *testing.T) {
 			t.Logf("Redis was restarted in %v", time.Since(start))
 			return err
 		},
-		Lease:   lease,
+		Lease: lease,
 	})
 }
