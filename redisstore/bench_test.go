@@ -34,7 +34,6 @@ func (r *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 	}
 }
 
-
 // BenchmarkDedupeStoreEvent measures what the store costs per webhook
 // event on a real redis-server over loopback: a first delivery (Claim and
 // Complete) and a duplicate (Claim answered "seen"). It reports Redis

@@ -239,7 +239,8 @@ func (s *DedupeStore) settle(ctx context.Context, key, op string, run func(tok s
 }
 
 // retry calls fn until it succeeds, fails for good, or ctx ends, waiting
-// 20 ms doubling to 1 s between attempts. The scripts it runs are
+// 20 ms doubling to 250 ms between attempts (so a claim is settled soon
+// after Redis is back, well within its lease). The scripts it runs are
 // idempotent, so a retry after a lost reply is harmless.
 func retry(ctx context.Context, fn func() (int64, error)) (int64, error) {
 	wait := 20 * time.Millisecond
@@ -255,7 +256,7 @@ func retry(ctx context.Context, fn func() (int64, error)) (int64, error) {
 			return n, err
 		case <-t.C:
 		}
-		wait = min(2*wait, time.Second)
+		wait = min(2*wait, 250*time.Millisecond)
 	}
 }
 

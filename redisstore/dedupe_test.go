@@ -28,7 +28,7 @@ func TestDedupeStoreConformance(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
 	rdb := srv.Client(t)
-	const lease, ttl = 300 * time.Millisecond, 700 * time.Millisecond
+	const lease, ttl = 300 * time.Millisecond, 1500 * time.Millisecond
 	dedupetest.Run(t, func(t *testing.T) cryptopay.DedupeStore {
 		return newStore(t, rdb, redisstore.WithLease(lease), redisstore.WithDoneTTL(ttl))
 	}, dedupetest.Lease(lease), dedupetest.DoneTTL(ttl))
