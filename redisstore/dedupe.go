@@ -120,6 +120,14 @@ func WithKeyPrefix(p string) Option {
 // process) its own DedupeStore: it remembers the tokens of its own claims,
 // which is what lets Complete and Release act only on them. It is safe for
 // concurrent use. See the package documentation for its guarantees.
+//
+// The interface names a claim by its key only, so within one instance two
+// claims of the same key are not told apart: if this instance claims a key
+// again after its own earlier claim lapsed (the first callback still
+// running), the first callback's Complete settles the second claim. That
+// case is a double run already (see the package documentation); keep the
+// lease above the slowest callback. A token is kept until its claim is
+// settled, so a callback that never returns keeps one small map entry.
 type DedupeStore struct {
 	rdb     redis.UniversalClient
 	lease   time.Duration
