@@ -40,6 +40,9 @@ func objectKey(kind objKind, id string) string {
 type waitRegistry struct {
 	mu sync.Mutex
 	m  map[string][]*waiter
+
+	readsOnce sync.Once
+	reads     chan struct{} // a slot per wait read in flight (wait.go)
 }
 
 // waiter is one wait's mailbox: the latest object, and a signal.
