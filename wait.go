@@ -384,6 +384,9 @@ func waitLoop[T any, S ~string](ctx context.Context, c *Client, spec waitSpec[T,
 	}
 	w := newWaitRun(c, spec, id, cfg)
 	defer w.close()
+	if w.wake != nil {
+		c.subscribeBus(ctx)
+	}
 	for {
 		if obj, done, err := w.read(ctx); done {
 			return obj, err
@@ -465,12 +468,12 @@ func (w *waitRun[T, S]) sleep(ctx context.Context) (_ *T, done bool, _ error) {
 		case <-w.timer.C:
 			return nil, false, nil
 		case <-woke:
-			v, ok := w.wake.take().(*T)
-			if !ok {
-				continue // a second signal for an object already taken
-			}
-			if w.see(v, true) {
+			obj, hinted := w.wake.take()
+			if v, ok := obj.(*T); ok && w.see(v, true) {
 				return v, true, nil
+			}
+			if hinted {
+				return nil, false, nil // read now: a hint is not a status
 			}
 		}
 	}

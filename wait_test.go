@@ -419,12 +419,6 @@ func waitUntil(t *testing.T, cond func() bool) {
 	}
 }
 
-func (r *waitRegistry) count(kind objKind, id string) int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.m[objectKey(kind, id)])
-}
-
 func TestWaitWokenByNotify(t *testing.T) {
 	t.Parallel()
 	c, mt := setupMock(t)
@@ -466,22 +460,6 @@ func TestWaitWokenByNotify(t *testing.T) {
 	assert.Equal(t, PaymentWaiting, changes[0])
 	assert.NotContains(t, changes[1:], PaymentWaiting)
 	assert.Equal(t, PaymentPaid, changes[len(changes)-1])
-}
-
-func TestWaitWakeupIsPerKindAndID(t *testing.T) {
-	t.Parallel()
-	c, _ := setupMock(t)
-	w := c.waiters.add(kindPayout, waitPayoutID)
-	defer c.waiters.remove(kindPayout, waitPayoutID, w)
-	obj := func() any { return &Payout{ID: waitPayoutID, Status: PayoutPaid} }
-	assert.Zero(t, c.waiters.notify(kindPayment, waitPayoutID, obj), "a payment event does not wake a payout wait")
-	assert.Zero(t, c.waiters.notify(kindPayout, "PO_8F2C61", obj), "payout ids are case-sensitive")
-	assert.Equal(t, 1, c.waiters.notify(kindPayout, waitPayoutID, obj))
-	assert.Equal(t, 1, c.waiters.notify(kindPayout, waitPayoutID, obj), "never blocks on a full mailbox")
-	assert.Equal(t, PayoutPaid, w.take().(*Payout).Status)
-	assert.Nil(t, w.take())
-	var nilReg *waitRegistry
-	assert.Zero(t, nilReg.notify(kindPayout, waitPayoutID, obj))
 }
 
 func TestWaitWithoutWakeup(t *testing.T) {
