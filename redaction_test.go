@@ -118,7 +118,6 @@ func TestDefaultLoggerSilent(t *testing.T) {
 	_, err := c.GetBalances(context.Background())
 	require.NoError(t, err)
 	assert.False(t, c.logger.Enabled(context.Background(), slog.LevelError), "the default logger discards everything")
-	assert.Nil(t, c.rc.Logger, "retryablehttp's own logger (which prints URLs to stderr) is off")
 }
 
 func TestTransportErrorScrubbed(t *testing.T) {

@@ -259,11 +259,11 @@ func TestRetryAfterHonouredAndCapped(t *testing.T) {
 		assert.Equal(t, 1, mt.GetTotalCallCount())
 	})
 	t.Run("backoff waits at least Retry-After up to the cap", func(t *testing.T) {
-		c, err := NewClient(testBase, testKey, WithRetryPolicy(RetryPolicy{MaxRetries: 3, MinWait: time.Millisecond, MaxWait: 3 * time.Second}))
-		require.NoError(t, err)
-		resp := &http.Response{Header: http.Header{"Retry-After": {"2"}}}
+		p := RetryPolicy{MaxRetries: 3, MinWait: time.Millisecond, MaxWait: 3 * time.Second}
+		ra, ok := parseRetryAfter("2", time.Now())
+		require.True(t, ok)
 		for n := range 5 {
-			w := c.backoff(time.Millisecond, 3*time.Second, n, resp)
+			w := backoff(p, n, ra)
 			assert.GreaterOrEqual(t, w, 2*time.Second)
 			assert.LessOrEqual(t, w, 3*time.Second)
 		}
@@ -271,12 +271,10 @@ func TestRetryAfterHonouredAndCapped(t *testing.T) {
 }
 
 func TestBackoffBoundsAndJitter(t *testing.T) {
-	c, err := NewClient(testBase, testKey)
-	require.NoError(t, err)
 	minW, maxW := 100*time.Millisecond, 2*time.Second
 	seen := map[time.Duration]bool{}
 	for n := range 64 {
-		w := c.backoff(minW, maxW, n, nil)
+		w := backoff(RetryPolicy{MinWait: minW, MaxWait: maxW}, n, 0)
 		base := maxW
 		if n < 5 {
 			base = minW << n
