@@ -46,8 +46,10 @@ func ExampleNewDedupeStore() {
 	http.Handle("/hooks/cryptopay", hook)
 }
 
-// A bus carries "this payment changed" hints between replicas; each one
-// re-reads the payment through the API before a wait acts on it.
+// A bus carries "this payment changed" hints between replicas: the
+// WebhookHandler of the replica that receives a webhook publishes one, and
+// every Client on the bus wakes its waits for that payment, which re-read
+// it through the API (a hint is never a status).
 func ExampleNewWakeupBus() {
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
 	defer rdb.Close()
@@ -56,12 +58,20 @@ func ExampleNewWakeupBus() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	stop, err := bus.Subscribe(func(w cryptopay.Wakeup) {
-		log.Printf("%s %s changed", w.Kind, w.ID) // a hint, never a status
-	})
+	client, err := cryptopay.NewClient("https://api.example.com", os.Getenv("CRYPTOPAY_API_KEY"),
+		cryptopay.WithWakeupBus(bus))
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer stop()
-	_ = bus.Publish(context.Background(), cryptopay.Wakeup{Kind: "payment", ID: "6f1c2b9e-4a2d-4c8e-9a57-2f1d3e4b5c6d"})
+	defer client.Close() // ends the subscription
+
+	// Polls every 30 s at most, but ends within milliseconds of the webhook
+	// landing on any replica.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	p, err := client.WaitForPayment(ctx, "6f1c2b9e-4a2d-4c8e-9a57-2f1d3e4b5c6d")
+	if err != nil {
+		log.Fatal(err)
+	}
+	log.Println(p.Status)
 }

@@ -30,6 +30,12 @@ func TestReplicas(t *testing.T) {
 		NewStore: func(t *testing.T, _ int) cryptopay.DedupeStore {
 			return newStore(t, srv.FailFastClient(t), redisstore.WithLease(lease))
 		},
+		// Each replica's Client is on the bus too, as in production: its
+		// handler publishes a hint after every re-read, also while Redis
+		// is down (a failed publish is logged and dropped).
+		ClientOptions: func(t *testing.T, _ int) []cryptopay.Option {
+			return []cryptopay.Option{cryptopay.WithWakeupBus(newBus(t, srv.FailFastClient(t)))}
+		},
 		Restart: func() error {
 			start := time.Now()
 			err := srv.Restart(200 * time.Millisecond)

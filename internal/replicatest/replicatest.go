@@ -158,6 +158,7 @@ func (c *cluster) newReplica(t *testing.T, cfg Config, i int) *replica {
 		opts = cfg.ClientOptions(t, i)
 	}
 	r.client = c.srv.Client(opts...)
+	t.Cleanup(func() { _ = r.client.Close() })
 	h, err := cryptopay.NewWebhookHandler(cryptopay.WebhookConfig{
 		Secret: Secret,
 		Client: r.client,

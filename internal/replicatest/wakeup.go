@@ -36,6 +36,7 @@ func NewWakeupRig(tb testing.TB, newBus func(tb testing.TB, replica int) cryptop
 	tb.Cleanup(r.srv.Close)
 	r.a = r.srv.Client(cryptopay.WithWakeupBus(newBus(tb, 0)))
 	b := r.srv.Client(cryptopay.WithWakeupBus(newBus(tb, 1)))
+	tb.Cleanup(func() { _ = r.a.Close(); _ = b.Close() })
 	hook, err := cryptopay.NewWebhookHandler(cryptopay.WebhookConfig{Secret: Secret, Client: b})
 	if err != nil {
 		tb.Fatal(err)

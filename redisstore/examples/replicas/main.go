@@ -142,7 +142,7 @@ func startReplica(ctx context.Context, name, addr, prefix string, fake *cryptopa
 		return nil, nil, err
 	}
 	r.url = "http://" + ln.Addr().String()
-	return r, func() { _ = ln.Close(); _ = rdb.Close() }, nil
+	return r, func() { _ = r.client.Close(); _ = ln.Close(); _ = rdb.Close() }, nil
 }
 
 // paymentID peeks at the body's paymentId, for timing only.
