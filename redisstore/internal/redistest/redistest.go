@@ -75,6 +75,7 @@ func (s *Server) start() error {
 		"--save", "", "--appendonly", "no", "--dir", s.dir,
 		"--protected-mode", "yes", "--loglevel", "warning", "--logfile", "redis.log")
 	cmd.Dir = s.dir
+	dieWithParent(cmd)
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start redis-server: %w", err)
 	}
