@@ -75,6 +75,7 @@ type config struct {
 	headers          struct{ get, post http.Header }
 	observers        []Observer
 	bus              WakeupBus
+	waitReads        int // WithMaxConcurrentWaitReads; 0: the default
 }
 
 // Option configures a Client.

@@ -18,7 +18,45 @@ const (
 	DefaultPollInterval = 2 * time.Second
 	// DefaultMaxPollInterval caps the wait between two status reads.
 	DefaultMaxPollInterval = 30 * time.Second
+	// DefaultMaxConcurrentWaitReads is how many status reads the waits of
+	// one Client make at the same time, unless WithMaxConcurrentWaitReads
+	// says otherwise.
+	DefaultMaxConcurrentWaitReads = 64
 )
+
+// WithMaxConcurrentWaitReads bounds how many status reads the Client's
+// WaitForPayment and WaitForPayout calls make at the same time (default
+// DefaultMaxConcurrentWaitReads); n must be positive. A wait whose read is
+// due while n are in flight queues for its turn (first come, first served;
+// ctx still ends it). This is what keeps a restart with thousands of open
+// orders from stampeding the API: their first reads go out n at a time, at
+// the pace the API answers, and the jittered intervals spread them from
+// there. It also bounds the connections, goroutines and memory that
+// thousands of waits need. Other calls are not limited by it.
+func WithMaxConcurrentWaitReads(n int) Option {
+	return func(c *config) error {
+		if n <= 0 {
+			return &ValidationError{Field: "WithMaxConcurrentWaitReads", Reason: "must be positive"}
+		}
+		c.waitReads = n
+		return nil
+	}
+}
+
+// acquireWaitRead takes one of the Client's wait-read slots, or reports
+// false when ctx ends first. releaseWaitRead gives it back.
+func (c *Client) acquireWaitRead(ctx context.Context) bool {
+	r := c.waiters
+	r.readsOnce.Do(func() { r.reads = make(chan struct{}, cmp.Or(c.cfg.waitReads, DefaultMaxConcurrentWaitReads)) })
+	select {
+	case r.reads <- struct{}{}:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func (c *Client) releaseWaitRead() { <-c.waiters.reads }
 
 // WaitOption configures WaitForPayment and WaitForPayout alike: the poll
 // intervals and webhook wake-ups. It is both a PaymentWaitOption and a
@@ -346,6 +384,9 @@ func waitLoop[T any, S ~string](ctx context.Context, c *Client, spec waitSpec[T,
 	}
 	w := newWaitRun(c, spec, id, cfg)
 	defer w.close()
+	if w.wake != nil {
+		c.subscribeBus(ctx)
+	}
 	for {
 		if obj, done, err := w.read(ctx); done {
 			return obj, err
@@ -381,8 +422,12 @@ func (w *waitRun[T, S]) read(ctx context.Context) (_ *T, done bool, _ error) {
 	if ctx.Err() != nil {
 		return w.last, true, w.ctxErr(ctx)
 	}
+	if !w.c.acquireWaitRead(ctx) {
+		return w.last, true, w.ctxErr(ctx)
+	}
 	w.reads++
 	obj, err := w.spec.get(w.c, ctx, w.id, w.cfg.reqOpts...)
+	w.c.releaseWaitRead()
 	switch {
 	case err == nil:
 		w.lastErr = nil
@@ -423,12 +468,12 @@ func (w *waitRun[T, S]) sleep(ctx context.Context) (_ *T, done bool, _ error) {
 		case <-w.timer.C:
 			return nil, false, nil
 		case <-woke:
-			v, ok := w.wake.take().(*T)
-			if !ok {
-				continue // a second signal for an object already taken
-			}
-			if w.see(v, true) {
+			obj, hinted := w.wake.take()
+			if v, ok := obj.(*T); ok && w.see(v, true) {
 				return v, true, nil
+			}
+			if hinted {
+				return nil, false, nil // read now: a hint is not a status
 			}
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -418,12 +419,6 @@ func waitUntil(t *testing.T, cond func() bool) {
 	}
 }
 
-func (r *waitRegistry) count(kind objKind, id string) int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.m[objectKey(kind, id)])
-}
-
 func TestWaitWokenByNotify(t *testing.T) {
 	t.Parallel()
 	c, mt := setupMock(t)
@@ -465,22 +460,6 @@ func TestWaitWokenByNotify(t *testing.T) {
 	assert.Equal(t, PaymentWaiting, changes[0])
 	assert.NotContains(t, changes[1:], PaymentWaiting)
 	assert.Equal(t, PaymentPaid, changes[len(changes)-1])
-}
-
-func TestWaitWakeupIsPerKindAndID(t *testing.T) {
-	t.Parallel()
-	c, _ := setupMock(t)
-	w := c.waiters.add(kindPayout, waitPayoutID)
-	defer c.waiters.remove(kindPayout, waitPayoutID, w)
-	obj := func() any { return &Payout{ID: waitPayoutID, Status: PayoutPaid} }
-	assert.Zero(t, c.waiters.notify(kindPayment, waitPayoutID, obj), "a payment event does not wake a payout wait")
-	assert.Zero(t, c.waiters.notify(kindPayout, "PO_8F2C61", obj), "payout ids are case-sensitive")
-	assert.Equal(t, 1, c.waiters.notify(kindPayout, waitPayoutID, obj))
-	assert.Equal(t, 1, c.waiters.notify(kindPayout, waitPayoutID, obj), "never blocks on a full mailbox")
-	assert.Equal(t, PayoutPaid, w.take().(*Payout).Status)
-	assert.Nil(t, w.take())
-	var nilReg *waitRegistry
-	assert.Zero(t, nilReg.notify(kindPayout, waitPayoutID, obj))
 }
 
 func TestWaitWithoutWakeup(t *testing.T) {
@@ -590,4 +569,46 @@ func TestWaitOptionsCheckedAtCompileTime(t *testing.T) {
 		assert.True(t, failed, "%s should not compile", name)
 	}
 	assert.Equal(t, len(snippets)-1, strings.Count(string(out), "does not implement"), "each refusal is a type error")
+}
+
+// TestWaitReadsAreBounded starts more waits than the Client's wait-read
+// bound, with a status endpoint that holds every read until released: no
+// more reads than the bound are ever in flight, the others queue, and all
+// waits finish. Other calls are not held back by the bound.
+func TestWaitReadsAreBounded(t *testing.T) {
+	t.Parallel()
+	const bound, waits = 3, 10
+	var inFlight, maxInFlight, reads atomic.Int32
+	release := make(chan struct{})
+	c, mux := setup(t, WithMaxConcurrentWaitReads(bound))
+	mux.HandleFunc("GET /v1/payout/{id}/status", func(w http.ResponseWriter, r *http.Request) {
+		cur := inFlight.Add(1)
+		defer inFlight.Add(-1)
+		for m := maxInFlight.Load(); cur > m && !maxInFlight.CompareAndSwap(m, cur); m = maxInFlight.Load() {
+		}
+		reads.Add(1)
+		if r.PathValue("id") != "direct" {
+			<-release
+		}
+		_, _ = io.WriteString(w, waitPayoutJSON(r.PathValue("id"), "paid", "order-1"))
+	})
+	var wg sync.WaitGroup
+	for i := range waits {
+		wg.Go(func() {
+			_, err := c.WaitForPayout(context.Background(), fmt.Sprint("po_", i))
+			assert.NoError(t, err)
+		})
+	}
+	waitUntil(t, func() bool { return reads.Load() == bound })
+	_, err := c.GetPayout(context.Background(), "direct")
+	require.NoError(t, err, "a plain call does not queue behind the waits")
+	close(release)
+	wg.Wait()
+	assert.Equal(t, int32(waits+1), reads.Load())
+	assert.Equal(t, int32(bound+1), maxInFlight.Load(), "the bound, plus the plain call")
+
+	for _, n := range []int{0, -1} {
+		_, err := NewClient(testBase, testKey, WithMaxConcurrentWaitReads(n))
+		require.ErrorIs(t, err, ErrInvalidParams)
+	}
 }

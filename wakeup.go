@@ -40,22 +40,30 @@ func objectKey(kind objKind, id string) string {
 type waitRegistry struct {
 	mu sync.Mutex
 	m  map[string][]*waiter
+
+	readsOnce sync.Once
+	reads     chan struct{} // a slot per wait read in flight (wait.go)
+
+	bus busState // the Client's WakeupBus subscription (bus.go)
 }
 
-// waiter is one wait's mailbox: the latest object, and a signal.
+// waiter is one wait's mailbox: the latest object a handler re-read, or a
+// hint to read it again, and a signal.
 type waiter struct {
 	ch     chan struct{} // capacity 1
 	mu     sync.Mutex
 	latest any
+	hinted bool
 }
 
-// take returns the object handed over since the last take, or nil.
-func (w *waiter) take() any {
+// take returns the object handed over since the last take (nil if none)
+// and whether a hint asked for a read meanwhile.
+func (w *waiter) take() (obj any, hinted bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	v := w.latest
-	w.latest = nil
-	return v
+	obj, hinted = w.latest, w.hinted
+	w.latest, w.hinted = nil, false
+	return obj, hinted
 }
 
 // add registers a wait for the object; remove it with remove.
@@ -104,6 +112,23 @@ func (r *waitRegistry) notify(kind objKind, id string, obj func() any) int {
 	for _, w := range set {
 		w.mu.Lock()
 		w.latest = obj()
+		w.mu.Unlock()
+		signal(w.ch)
+	}
+	return len(set)
+}
+
+// hint asks every wait for the object to read it again now (a WakeupBus
+// message: a hint, never a status). It never blocks; it reports how many
+// waits it woke.
+func (r *waitRegistry) hint(kind objKind, id string) int {
+	key := objectKey(kind, id)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	set := r.m[key]
+	for _, w := range set {
+		w.mu.Lock()
+		w.hinted = true
 		w.mu.Unlock()
 		signal(w.ch)
 	}

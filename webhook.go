@@ -619,6 +619,7 @@ func (h *WebhookHandler) reread(ctx context.Context, ev *event) (outcome, bool) 
 		return retryLater("retry later"), false
 	}
 	h.client.waiters.notify(ev.kind, ev.id, wakeObj)
+	h.client.publishWakeup(ctx, ev.kind, id)
 	ev.postedStatus, ev.status = ev.status, st
 	return outcome{}, true
 }

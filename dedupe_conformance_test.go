@@ -1,0 +1,19 @@
+package cryptopay_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/cryptopay/cryptopay-go"
+	"github.com/cryptopay/cryptopay-go/cryptopaytest/dedupetest"
+)
+
+// The in-memory store dedupes within one process: the suite's cases for
+// shared instances and expiring leases do not apply to it.
+func TestMemoryDedupeStoreConformance(t *testing.T) {
+	t.Parallel()
+	const ttl = 300 * time.Millisecond
+	dedupetest.Run(t, func(*testing.T) cryptopay.DedupeStore {
+		return cryptopay.NewMemoryDedupeStore(0, ttl)
+	}, dedupetest.InProcess(), dedupetest.DoneTTL(ttl))
+}

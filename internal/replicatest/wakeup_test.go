@@ -1,0 +1,73 @@
+package replicatest_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/cryptopay/cryptopay-go"
+	"github.com/cryptopay/cryptopay-go/internal/replicatest"
+)
+
+// memBus is an in-process WakeupBus: Publish hands the hint to every
+// subscriber on the publisher's goroutine.
+type memBus struct {
+	mu   sync.Mutex
+	next int
+	subs map[int]func(cryptopay.Wakeup)
+}
+
+func (b *memBus) Publish(_ context.Context, w cryptopay.Wakeup) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, fn := range b.subs {
+		fn(w)
+	}
+	return nil
+}
+
+func (b *memBus) Subscribe(fn func(cryptopay.Wakeup)) (func(), error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	id := b.next
+	b.next++
+	b.subs[id] = fn
+	return func() {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		delete(b.subs, id)
+	}, nil
+}
+
+// The rig itself, on a bus without a server: every wait on A ends by a
+// wake-up (it polls once a minute and would otherwise miss the 10 s limit).
+func TestWakeupRigOnMemoryBus(t *testing.T) {
+	bus := &memBus{subs: map[int]func(cryptopay.Wakeup){}}
+	ds := replicatest.WakeupLatencies(t, func(testing.TB, int) cryptopay.WakeupBus { return bus }, 5)
+	assert.Len(t, ds, 5)
+	t.Logf("median %v", replicatest.Percentile(ds, 50))
+}
+
+func TestPercentile(t *testing.T) {
+	for _, tc := range []struct {
+		in   []int
+		p    float64
+		want int
+	}{
+		{nil, 50, 0},
+		{[]int{7}, 50, 7},
+		{[]int{5, 1, 3}, 50, 3},
+		{[]int{4, 1, 3, 2}, 50, 2},
+		{[]int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, 90, 9},
+		{[]int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, 100, 10},
+	} {
+		var ds []time.Duration
+		for _, v := range tc.in {
+			ds = append(ds, time.Duration(v))
+		}
+		assert.Equal(t, time.Duration(tc.want), replicatest.Percentile(ds, tc.p), "%v p%v", tc.in, tc.p)
+	}
+}
