@@ -16,6 +16,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"net"
 	"os"
 	"os/exec"
@@ -121,9 +122,50 @@ func (s *Server) DSN() string {
 	return fmt.Sprintf("host=127.0.0.1 port=%d user=postgres dbname=postgres sslmode=disable connect_timeout=5", s.Port)
 }
 
+// initdb fills s.dir/data: a copy of a cached template cluster when there
+// is one (initdb costs seconds, a copy a fraction of one), else a fresh
+// initdb, which then becomes the template for the next test binary.
 func (s *Server) initdb() error {
+	data := filepath.Join(s.dir, "data")
+	tmpl := s.templateDir()
+	if _, err := os.Stat(filepath.Join(tmpl, "PG_VERSION")); err == nil {
+		if exec.Command("cp", "-a", tmpl, data).Run() == nil {
+			return nil
+		}
+		_ = os.RemoveAll(data)
+	}
+	if err := s.runInitdb(data); err != nil {
+		return err
+	}
+	// Publish the template atomically: copy aside, then rename into place.
+	tmp, err := os.MkdirTemp(filepath.Dir(tmpl), filepath.Base(tmpl)+".tmp-")
+	if err != nil {
+		return nil
+	}
+	if exec.Command("cp", "-a", data, filepath.Join(tmp, "data")).Run() != nil ||
+		os.Rename(filepath.Join(tmp, "data"), tmpl) != nil {
+		_ = os.RemoveAll(tmp)
+		return nil
+	}
+	_ = os.RemoveAll(tmp)
+	return nil
+}
+
+// templateDir names the cached cluster of this user and PostgreSQL build.
+func (s *Server) templateDir() string {
+	ver, _ := os.ReadFile(filepath.Join(s.bindir, "..", "share", "postgresql", "VERSION"))
+	h := fnv.New64a()
+	h.Write([]byte(s.bindir))
+	h.Write(ver)
+	if out, err := exec.Command(filepath.Join(s.bindir, "postgres"), "--version").Output(); err == nil {
+		h.Write(out)
+	}
+	return filepath.Join(os.TempDir(), fmt.Sprintf("pgstore-initdb-%d-%x", os.Geteuid(), h.Sum64()))
+}
+
+func (s *Server) runInitdb(data string) error {
 	cmd := exec.Command(filepath.Join(s.bindir, "initdb"),
-		"-D", filepath.Join(s.dir, "data"), "-U", "postgres", "--auth=trust",
+		"-D", data, "-U", "postgres", "--auth=trust",
 		"-E", "UTF8", "--locale=C", "--no-sync", "--no-instructions")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred, Pdeathsig: syscall.SIGKILL}
 	cmd.Dir = s.dir

@@ -54,21 +54,41 @@ func TestServerDiesWithTestProcess(t *testing.T) {
 		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL) // no cleanup runs
 		select {}
 	}
-	pgtest.Need(t)
+	srv := pgtest.Need(t)
 	cmd := exec.Command(os.Args[0], "-test.run=^TestServerDiesWithTestProcess$", "-test.count=1", "-test.v")
-	cmd.Env = append(os.Environ(), "PGTEST_ORPHAN=1")
+	cmd.Env = append(srv.ChildEnv(), "PGTEST_ORPHAN=1")
+	start := time.Now()
 	out, _ := cmd.CombinedOutput()
+	t.Logf("child ran %v", time.Since(start))
+	defer func() { t.Logf("server gone after %v", time.Since(start)) }()
 	var pid int
 	for _, line := range strings.Split(string(out), "\n") {
 		if v, ok := strings.CutPrefix(line, "PGTEST_PID="); ok {
 			pid, _ = strconv.Atoi(v)
 		}
 		if dir, ok := strings.CutPrefix(line, "PGTEST_DIR="); ok && strings.Contains(dir, "pgstore-test-") {
-			t.Cleanup(func() { _ = os.RemoveAll(dir) })
+			t.Cleanup(func() {
+				// The server's own children may still be writing as they die.
+				assert.Eventually(t, func() bool { return os.RemoveAll(dir) == nil }, 10*time.Second, 50*time.Millisecond)
+			})
 		}
 	}
 	require.Positive(t, pid, "child output:\n%s", out)
-	assert.Eventually(t, func() bool {
-		return syscall.Kill(pid, 0) == syscall.ESRCH
-	}, 10*time.Second, 20*time.Millisecond, "postgres (pid %d) outlived its test process", pid)
+	assert.Eventually(t, func() bool { return gone(pid) }, 10*time.Second, 20*time.Millisecond,
+		"postgres (pid %d) outlived its test process", pid)
+}
+
+// gone reports whether pid has exited (a zombie waiting for init to reap
+// it counts as exited).
+func gone(pid int) bool {
+	if syscall.Kill(pid, 0) == syscall.ESRCH {
+		return true
+	}
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return os.IsNotExist(err)
+	}
+	// The state follows the parenthesised command name.
+	i := strings.LastIndexByte(string(stat), ')')
+	return i > 0 && i+2 < len(stat) && stat[i+2] == 'Z'
 }
