@@ -29,19 +29,27 @@ const (
 func (s *DedupeStore) buildSQL() {
 	t := s.Table()
 	const micros = "$3::bigint * interval '1 microsecond'"
-	// One round trip. The CTE's INSERT takes the key if it is free, expired,
-	// or already ours (a repeated attempt); the outer SELECT reads the
-	// state from the statement's snapshot, so a key claimed concurrently by
-	// another transaction reads as NULL: in progress.
-	s.sqlClaim = `WITH claimed AS (
-  INSERT INTO ` + t + ` AS d (key, token, done, expires_at)
+	// One round trip for a new key or a duplicate. The CTE inserts the key
+	// if it is free; it neither writes nor waits for a key that exists (a
+	// transactional delivery may hold its row lock). The outer SELECT reads
+	// the existing row from the statement's snapshot: a row committed
+	// concurrently reads as missing, which Claim answers as in progress.
+	s.sqlClaim = `WITH ins AS (
+  INSERT INTO ` + t + ` (key, token, done, expires_at)
   VALUES ($1, $2, false, clock_timestamp() + ` + micros + `)
-  ON CONFLICT (key) DO UPDATE
-     SET token = excluded.token, done = false, expires_at = excluded.expires_at
-   WHERE d.expires_at <= clock_timestamp() OR d.token = excluded.token
+  ON CONFLICT (key) DO NOTHING
   RETURNING 1
 )
-SELECT EXISTS (SELECT FROM claimed), (SELECT done FROM ` + t + ` WHERE key = $1)`
+SELECT EXISTS (SELECT FROM ins), d.done, d.expires_at <= clock_timestamp(), d.token = $2
+FROM (SELECT) AS one LEFT JOIN ` + t + ` AS d ON d.key = $1`
+	// Takes over an expired row (a lease whose holder died, or a done key
+	// past its TTL); a second round trip, only for such keys.
+	s.sqlTakeOver = `WITH upd AS (
+  UPDATE ` + t + ` SET token = $2, done = false, expires_at = clock_timestamp() + ` + micros + `
+  WHERE key = $1 AND expires_at <= clock_timestamp()
+  RETURNING 1
+)
+SELECT EXISTS (SELECT FROM upd), (SELECT done FROM ` + t + ` WHERE key = $1)`
 	// Marks the key done if the caller's token still holds it. The token
 	// stays, so a repeated attempt matches again. No row at all (a cleanup
 	// deleted the expired lease, nobody else claimed it): record it done.
@@ -69,24 +77,33 @@ VALUES ($1, $2, false, clock_timestamp() + ` + micros + `) ON CONFLICT (key) DO 
 func (s *DedupeStore) Claim(ctx context.Context, key string) (cryptopay.DedupeClaim, error) {
 	tok := newToken()
 	var (
-		claimed bool
-		done    *bool
+		inserted            bool
+		done, expired, ours *bool
+		takenOver           bool
 	)
 	err := retry(ctx, claimAttempts, func() error {
-		return s.pool.QueryRow(ctx, s.sqlClaim, []byte(key), tok, s.lease.Microseconds()).Scan(&claimed, &done)
+		return s.pool.QueryRow(ctx, s.sqlClaim, []byte(key), tok, s.lease.Microseconds()).Scan(&inserted, &done, &expired, &ours)
 	})
+	if err == nil && !inserted && isTrue(expired) && !isTrue(ours) {
+		err = retry(ctx, claimAttempts, func() error {
+			return s.pool.QueryRow(ctx, s.sqlTakeOver, []byte(key), tok, s.lease.Microseconds()).Scan(&takenOver, &done)
+		})
+	}
 	switch {
 	case err != nil:
 		return 0, fmt.Errorf("pgstore: claim: %w", err)
-	case claimed:
+	// ours: a repeated attempt whose first try took the key.
+	case inserted || takenOver || isTrue(ours):
 		s.hold(key, tok)
 		return cryptopay.DedupeClaimed, nil
-	case done != nil && *done:
+	case isTrue(done):
 		return cryptopay.DedupeSeen, nil
 	default:
 		return cryptopay.DedupeInProgress, nil
 	}
 }
+
+func isTrue(b *bool) bool { return b != nil && *b }
 
 // Complete implements cryptopay.DedupeStore: it marks key done for the done
 // TTL if this instance's lease on it still holds (or nobody took the key

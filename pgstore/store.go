@@ -51,9 +51,9 @@ type DedupeStore struct {
 	cleanupEvery time.Duration
 	create       bool
 
-	sqlClaim, sqlComplete, sqlRelease, sqlCleanup string
-	sqlLock, sqlInsertBusy, sqlMarkDone           string
-	beginTx                                       string
+	sqlClaim, sqlTakeOver, sqlComplete, sqlRelease, sqlCleanup string
+	sqlLock, sqlInsertBusy, sqlMarkDone                        string
+	beginTx                                                    string
 
 	mu      sync.Mutex
 	held    map[string]*lease // this instance's open claims, by key

@@ -45,9 +45,10 @@ var ErrNoEventRow = errors.New("pgstore: event row vanished while locking it")
 // runs under a deadline of the store's lease, and the server ends the
 // session if the transaction sits idle for longer than the lease (SET
 // LOCAL idle_in_transaction_session_timeout), so a frozen replica cannot
-// hold the row lock for ever. The lock also holds off other replicas'
-// Claims of the same event until the transaction ends. A nil store or fn
-// gives a callback that always fails (the sender keeps retrying).
+// hold the row lock for ever. Meanwhile other deliveries' Claims of the
+// same event answer in progress at once (they do not wait for the lock).
+// A nil store or fn gives a callback that always fails (the sender keeps
+// retrying).
 func OnPayment(store *DedupeStore, fn func(ctx context.Context, tx pgx.Tx, p *cryptopay.Payment) error) func(context.Context, *cryptopay.Payment) error {
 	return func(ctx context.Context, p *cryptopay.Payment) error {
 		switch {

@@ -398,3 +398,25 @@ func crashChild(t *testing.T, point string) {
 	code := post(context.Background(), h, ev)
 	t.Fatalf("the child was meant to crash at %s, but the delivery ended with %d", point, code)
 }
+
+// While a transactional callback holds its event's row lock, another
+// replica's Claim of the same event answers in progress without waiting.
+func TestTxClaimDuringCallback(t *testing.T) {
+	f := setup(t)
+	m := f.merchant(t)
+	st, other := f.store(t), f.store(t)
+	ev := paymentEvent(t, "paid")
+	var (
+		got    cryptopay.DedupeClaim
+		gotErr error
+	)
+	h := handler(t, st, func(ctx context.Context, tx pgx.Tx, p *cryptopay.Payment) error {
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		got, gotErr = other.Claim(cctx, ev.key())
+		return m.credit(ctx, tx, p)
+	})
+	require.Equal(t, http.StatusOK, post(context.Background(), h, ev))
+	require.NoError(t, gotErr)
+	assert.Equal(t, cryptopay.DedupeInProgress, got)
+}
