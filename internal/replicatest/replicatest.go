@@ -53,10 +53,15 @@ type Config struct {
 	// Restart, when set, is called once, a third of the way through the
 	// delivery run, while events keep flowing: it must stop the backing
 	// server and start it again with its data (so done marks survive), and
-	// return once it is back. Handlers answer 503 meanwhile.
+	// return once it is back. Handlers answer 503 meanwhile. The stores'
+	// lease must outlast the outage (plus the store's own reconnect
+	// delay): a claim that lapses while Complete cannot reach the server
+	// lets a redelivery run the callback again, which the run reports as a
+	// double delivery.
 	Restart func() error
 	// Lease is the stores' lease length. It enables the killed-replica run,
-	// which waits for a dead replica's lease to expire. 0 skips that run.
+	// which waits for a dead replica's lease to expire (up to about twice
+	// Lease, given the sender's doubling retry waits). 0 skips that run.
 	Lease time.Duration
 	// KillEvents is how many events the killed-replica run sends (default
 	// 200).
@@ -336,7 +341,7 @@ func (c *cluster) drive(ctx context.Context, n int, payout bool) (object, int, e
 // workers: half payments and half payouts, or only payments. at is called
 // each time an object is done, with the running count of events.
 func (c *cluster) generate(ctx context.Context, events int, onlyPayments bool, at func(done int)) ([]object, int, error) {
-	const workers = 12
+	const workers = 32
 	var (
 		mu      sync.Mutex
 		objs    []object
@@ -477,7 +482,9 @@ func RunDelivery(t *testing.T, cfg Config) Stats {
 		require.True(t, restarted.Load(), "the restart hook never ran")
 		require.NoError(t, <-restartErr, "restart hook")
 	}
+	generated := time.Since(start)
 	c.settle(t, time.Minute)
+	t.Logf("events generated in %v, all delivered after %v", generated, time.Since(start))
 	st := c.check(t, objs)
 	st.Events, st.Duration = made, time.Since(start)
 	assert.GreaterOrEqual(t, st.Callbacks, len(objs), "every object's final status reached a callback")

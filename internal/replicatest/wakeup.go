@@ -1,0 +1,138 @@
+package replicatest
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/cryptopay/cryptopay-go"
+	"github.com/cryptopay/cryptopay-go/cryptopaytest"
+)
+
+// WakeupRig measures cross-replica wake-ups: a wait on replica A (polling
+// once a minute) waits for a payment whose webhook goes to replica B, and
+// the payment is paid. Each bus is on its own connection to the shared
+// server.
+type WakeupRig struct {
+	srv    *cryptopaytest.Server
+	a      *cryptopay.Client
+	hook   *httptest.Server
+	landed atomic.Int64 // unix ns of the first webhook of the round
+	rounds int
+}
+
+// NewWakeupRig builds the fake API and replicas A and B; newBus returns
+// replica i's bus (0 is A, 1 is B).
+func NewWakeupRig(tb testing.TB, newBus func(tb testing.TB, replica int) cryptopay.WakeupBus) *WakeupRig {
+	tb.Helper()
+	r := &WakeupRig{srv: cryptopaytest.NewServer()}
+	tb.Cleanup(r.srv.Close)
+	r.a = r.srv.Client(cryptopay.WithWakeupBus(newBus(tb, 0)))
+	b := r.srv.Client(cryptopay.WithWakeupBus(newBus(tb, 1)))
+	hook, err := cryptopay.NewWebhookHandler(cryptopay.WebhookConfig{Secret: Secret, Client: b})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	r.hook = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		r.landed.CompareAndSwap(0, time.Now().UnixNano())
+		hook.ServeHTTP(w, req)
+	}))
+	tb.Cleanup(r.hook.Close)
+	return r
+}
+
+// Once runs one round and returns the time from the webhook reaching B's
+// handler to A's wait returning the paid payment. It fails if the wait
+// does not end within 10 s, which polling alone could not do.
+func (r *WakeupRig) Once() (time.Duration, error) {
+	r.landed.Store(0)
+	r.rounds++
+	return wakeOnce(r.a, r.srv, r.hook.URL, &r.landed, r.rounds)
+}
+
+// WakeupLatencies runs n rounds of a new WakeupRig, failing tb on error.
+func WakeupLatencies(tb testing.TB, newBus func(tb testing.TB, replica int) cryptopay.WakeupBus, n int) []time.Duration {
+	tb.Helper()
+	rig := NewWakeupRig(tb, newBus)
+	out := make([]time.Duration, 0, n)
+	for i := range n {
+		d, err := rig.Once()
+		if err != nil {
+			tb.Fatalf("wake-up %d: %v", i, err)
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+func wakeOnce(a *cryptopay.Client, srv *cryptopaytest.Server, hookBase string, landed *atomic.Int64, i int) (time.Duration, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	orderID := fmt.Sprintf("wake-%d-%d", time.Now().UnixNano(), i)
+	hookURL, err := cryptopay.WebhookURL(hookBase+"/hooks/cryptopay", Secret, orderID)
+	if err != nil {
+		return 0, err
+	}
+	p, err := a.CreatePayment(ctx, cryptopay.CreatePaymentParams{
+		Amount: decimal.NewFromInt(5), Currency: "usdt", Network: "tron",
+		CustomerID: "cust", CustomerIP: "203.0.113.7", OrderID: orderID, WebhookURL: hookURL,
+	})
+	if err != nil {
+		return 0, err
+	}
+	firstRead := make(chan struct{}, 1)
+	type result struct {
+		p   *cryptopay.Payment
+		err error
+		at  time.Time
+	}
+	done := make(chan result, 1)
+	go func() {
+		got, err := a.WaitForPayment(ctx, p.ID,
+			cryptopay.WithPollInterval(time.Minute), cryptopay.WithMaxPollInterval(time.Minute),
+			cryptopay.OnStatusChange(func(*cryptopay.Payment) {
+				select {
+				case firstRead <- struct{}{}:
+				default:
+				}
+			}))
+		done <- result{got, err, time.Now()}
+	}()
+	select {
+	case <-firstRead:
+	case r := <-done:
+		return 0, fmt.Errorf("the wait ended before the payment was paid: %v", r.err)
+	}
+	if err := srv.Pay(p.ID, p.PayAmount); err != nil {
+		return 0, err
+	}
+	r := <-done
+	switch {
+	case r.err != nil:
+		return 0, fmt.Errorf("the wait on replica A did not end by a wake-up: %w", r.err)
+	case r.p.Status != cryptopay.PaymentPaid:
+		return 0, fmt.Errorf("the wait returned %s", r.p.Status)
+	case landed.Load() == 0:
+		return 0, fmt.Errorf("the webhook never reached replica B")
+	}
+	return r.at.Sub(time.Unix(0, landed.Load())), nil
+}
+
+// Percentile returns the p-th percentile (0 < p <= 100) of ds, nearest
+// rank; 0 for none.
+func Percentile(ds []time.Duration, p float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	i := int(float64(len(s))*p/100+0.5) - 1
+	return s[min(max(i, 0), len(s)-1)]
+}

@@ -1,0 +1,170 @@
+package redisstore_test
+
+import (
+	"context"
+	"strings"
+
+	"github.com/stretchr/testify/assert"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cryptopay/cryptopay-go"
+	"github.com/cryptopay/cryptopay-go/cryptopaytest/dedupetest"
+	"github.com/cryptopay/cryptopay-go/redisstore"
+	"github.com/cryptopay/cryptopay-go/redisstore/internal/redistest"
+)
+
+func newStore(t testing.TB, rdb redis.UniversalClient, opts ...redisstore.Option) *redisstore.DedupeStore {
+	t.Helper()
+	s, err := redisstore.NewDedupeStore(rdb, opts...)
+	require.NoError(t, err)
+	return s
+}
+
+func TestDedupeStoreConformance(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	const lease, ttl = 300 * time.Millisecond, 1500 * time.Millisecond
+	dedupetest.Run(t, func(t *testing.T) cryptopay.DedupeStore {
+		return newStore(t, rdb, redisstore.WithLease(lease), redisstore.WithDoneTTL(ttl))
+	}, dedupetest.Lease(lease), dedupetest.DoneTTL(ttl))
+}
+
+func TestNewDedupeStoreOptions(t *testing.T) {
+	t.Parallel()
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	t.Cleanup(func() { _ = rdb.Close() })
+	for name, tc := range map[string]struct {
+		rdb  redis.UniversalClient
+		opts []redisstore.Option
+		ok   bool
+	}{
+		"defaults":       {rdb: rdb, ok: true},
+		"nil client":     {rdb: nil},
+		"short lease":    {rdb: rdb, opts: []redisstore.Option{redisstore.WithLease(time.Millisecond)}},
+		"short done TTL": {rdb: rdb, opts: []redisstore.Option{redisstore.WithDoneTTL(0)}},
+		"empty prefix":   {rdb: rdb, opts: []redisstore.Option{redisstore.WithKeyPrefix("")}},
+		"all set": {rdb: rdb, ok: true, opts: []redisstore.Option{
+			redisstore.WithLease(time.Second), redisstore.WithDoneTTL(time.Hour), redisstore.WithKeyPrefix("svc:"), nil}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			s, err := redisstore.NewDedupeStore(tc.rdb, tc.opts...)
+			if !tc.ok {
+				require.Error(t, err)
+				assert.Nil(t, s)
+				return
+			}
+			require.NoError(t, err)
+			assert.NotNil(t, s)
+		})
+	}
+	s, err := redisstore.NewDedupeStore(rdb)
+	require.NoError(t, err)
+	assert.Equal(t, redisstore.DefaultLease, s.Lease())
+}
+
+// What the store writes: one key under the prefix, with the lease as its
+// expiry while claimed and the done TTL once completed; nothing once
+// released.
+func TestDedupeStoreKeys(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	ctx := context.Background()
+	s := newStore(t, rdb, redisstore.WithKeyPrefix("svc-a:"), redisstore.WithLease(30*time.Second), redisstore.WithDoneTTL(48*time.Hour))
+	const key = "payment/6f1c2b9e-4a2d-4c8e-9a57-2f1d3e4b5c6d/paid"
+
+	claimed, err := s.Claim(ctx, key)
+	require.NoError(t, err)
+	require.Equal(t, cryptopay.DedupeClaimed, claimed)
+	v, err := rdb.Get(ctx, "svc-a:"+key).Result()
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(v, "lease:"), "a claim stores its token, got %q", v)
+	ttl := rdb.PTTL(ctx, "svc-a:"+key).Val()
+	assert.True(t, ttl > 25*time.Second && ttl <= 30*time.Second, "claim expiry %v", ttl)
+
+	require.NoError(t, s.Complete(ctx, key))
+	assert.Equal(t, "done", rdb.Get(ctx, "svc-a:"+key).Val())
+	ttl = rdb.PTTL(ctx, "svc-a:"+key).Val()
+	assert.True(t, ttl > 47*time.Hour && ttl <= 48*time.Hour, "done expiry %v", ttl)
+
+	// Another prefix is another namespace.
+	other := newStore(t, rdb, redisstore.WithKeyPrefix("svc-b:"))
+	claimed, err = other.Claim(ctx, key)
+	require.NoError(t, err)
+	assert.Equal(t, cryptopay.DedupeClaimed, claimed)
+	require.NoError(t, other.Release(ctx, key))
+	assert.Zero(t, rdb.Exists(ctx, "svc-b:"+key).Val(), "Release deletes the claim")
+}
+
+func TestDedupeStoreLostLeaseErrors(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	ctx := context.Background()
+	a, b := newStore(t, rdb, redisstore.WithLease(time.Minute)), newStore(t, rdb)
+	const key = "payout/po_1/paid"
+	claimed, err := a.Claim(ctx, key)
+	require.NoError(t, err)
+	require.Equal(t, cryptopay.DedupeClaimed, claimed)
+
+	// Another replica took the key over (as after a lease expiry).
+	require.NoError(t, rdb.Set(ctx, redisstore.DefaultKeyPrefix+key, "lease:someone-else", time.Minute).Err())
+	require.ErrorIs(t, a.Release(ctx, key), cryptopay.ErrDedupeLeaseLost)
+	assert.Equal(t, "lease:someone-else", rdb.Get(ctx, redisstore.DefaultKeyPrefix+key).Val())
+
+	claimed, err = a.Claim(ctx, "payout/po_2/paid")
+	require.NoError(t, err)
+	require.Equal(t, cryptopay.DedupeClaimed, claimed)
+	require.NoError(t, rdb.Set(ctx, redisstore.DefaultKeyPrefix+"payout/po_2/paid", "lease:someone-else", time.Minute).Err())
+	err = a.Complete(ctx, "payout/po_2/paid")
+	require.ErrorIs(t, err, cryptopay.ErrDedupeLeaseLost)
+	assert.Contains(t, err.Error(), "payout/po_2/paid")
+
+	require.ErrorIs(t, b.Complete(ctx, "payout/never/paid"), cryptopay.ErrDedupeLeaseLost, "never claimed here")
+	require.NoError(t, b.Release(ctx, "payout/never/paid"), "releasing what was never claimed is a no-op")
+}
+
+// Complete keeps trying while Redis is down, so a restart between the
+// callback and the done mark does not let the event run twice.
+func TestDedupeStoreCompleteSurvivesRestart(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	s := newStore(t, srv.FailFastClient(t))
+	ctx := context.Background()
+	const key = "payment/6f1c2b9e-4a2d-4c8e-9a57-2f1d3e4b5c6d/paid"
+	claimed, err := s.Claim(ctx, key)
+	require.NoError(t, err)
+	require.Equal(t, cryptopay.DedupeClaimed, claimed)
+
+	restarted := make(chan error, 1)
+	go func() { restarted <- srv.Restart(300 * time.Millisecond) }()
+	// Redis is going down: a Claim now fails (the handler answers 503)...
+	require.Eventually(t, func() bool {
+		_, err := s.Claim(ctx, "payment/other/paid")
+		return err != nil
+	}, 5*time.Second, 5*time.Millisecond)
+	// ...and Complete waits for it to come back.
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	require.NoError(t, s.Complete(cctx, key))
+	require.NoError(t, <-restarted)
+	claimed, err = newStore(t, srv.Client(t)).Claim(ctx, key)
+	require.NoError(t, err)
+	assert.Equal(t, cryptopay.DedupeSeen, claimed)
+
+	// With its context over, Complete gives up and says why.
+	claimed, err = s.Claim(ctx, "payment/third/paid")
+	require.NoError(t, err)
+	require.Equal(t, cryptopay.DedupeClaimed, claimed)
+	srv.Stop()
+	short, cancel2 := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel2()
+	err = s.Complete(short, "payment/third/paid")
+	require.Error(t, err)
+	assert.NotErrorIs(t, err, cryptopay.ErrDedupeLeaseLost)
+}

@@ -1,0 +1,67 @@
+package redisstore_test
+
+import (
+	"context"
+	"log"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/cryptopay/cryptopay-go"
+	"github.com/cryptopay/cryptopay-go/redisstore"
+)
+
+// Every replica builds its own store on the shared Redis and hands it to
+// its WebhookHandler: an event delivered to two replicas reaches the
+// callback once.
+func ExampleNewDedupeStore() {
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
+	defer rdb.Close()
+
+	store, err := redisstore.NewDedupeStore(rdb,
+		redisstore.WithLease(2*time.Minute), // above the slowest callback
+		redisstore.WithKeyPrefix("shop:cryptopay:"),
+	)
+	if err != nil {
+		log.Fatal(err)
+	}
+	client, err := cryptopay.NewClient("https://api.example.com", os.Getenv("CRYPTOPAY_API_KEY"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	hook, err := cryptopay.NewWebhookHandler(cryptopay.WebhookConfig{
+		Secret: []byte(os.Getenv("CRYPTOPAY_WEBHOOK_SECRET")),
+		Client: client,
+		Dedupe: store,
+		OnPayment: func(ctx context.Context, p *cryptopay.Payment) error {
+			// Idempotent: "mark order paid", never "add to balance".
+			return nil
+		},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	http.Handle("/hooks/cryptopay", hook)
+}
+
+// A bus carries "this payment changed" hints between replicas; each one
+// re-reads the payment through the API before a wait acts on it.
+func ExampleNewWakeupBus() {
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
+	defer rdb.Close()
+
+	bus, err := redisstore.NewWakeupBus(rdb, redisstore.WithChannel("shop:cryptopay:wakeup"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	stop, err := bus.Subscribe(func(w cryptopay.Wakeup) {
+		log.Printf("%s %s changed", w.Kind, w.ID) // a hint, never a status
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer stop()
+	_ = bus.Publish(context.Background(), cryptopay.Wakeup{Kind: "payment", ID: "6f1c2b9e-4a2d-4c8e-9a57-2f1d3e4b5c6d"})
+}

@@ -1,0 +1,164 @@
+// Package redistest starts a real redis-server for tests: on a free
+// loopback port, in a temporary directory, without persistence unless a
+// restart asks for it, and stopped when the test ends.
+package redistest
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Server is a redis-server process owned by a test.
+type Server struct {
+	// Addr is "127.0.0.1:port".
+	Addr string
+
+	bin, dir string
+	port     int
+	mu       sync.Mutex
+	cmd      *exec.Cmd
+	exited   chan struct{}
+}
+
+// Start starts redis-server, or skips the test loudly when it is not
+// installed; with CI=true a missing redis-server fails the test.
+func Start(t testing.TB) *Server {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("redis-server is not on PATH (CI=true requires it): %v", err)
+		}
+		t.Skip("SKIPPING: redis-server is not on PATH; install it (apt-get install redis-server) to run the Redis tests")
+	}
+	s := &Server{bin: bin, dir: t.TempDir()}
+	var lastErr error
+	for range 5 { // a free port can be taken between probe and start
+		s.port, err = freePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if lastErr = s.start(); lastErr == nil {
+			break
+		}
+	}
+	if lastErr != nil {
+		t.Fatalf("redistest: %v", lastErr)
+	}
+	s.Addr = "127.0.0.1:" + strconv.Itoa(s.port)
+	t.Cleanup(s.Stop)
+	return s
+}
+
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// start runs the process and waits until it answers PING.
+func (s *Server) start() error {
+	cmd := exec.Command(s.bin,
+		"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no", "--dir", s.dir,
+		"--protected-mode", "yes", "--loglevel", "warning", "--logfile", "redis.log")
+	cmd.Dir = s.dir
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start redis-server: %w", err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(exited)
+	}()
+	s.mu.Lock()
+	s.cmd, s.exited = cmd, exited
+	s.mu.Unlock()
+
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + strconv.Itoa(s.port), MaxRetries: -1})
+	defer rdb.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		err := rdb.Ping(ctx).Err()
+		cancel()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-exited:
+			log, _ := os.ReadFile(s.dir + "/redis.log")
+			return fmt.Errorf("redis-server on port %d exited: %s", s.port, log)
+		default:
+		}
+		if time.Now().After(deadline) {
+			s.kill()
+			return fmt.Errorf("redis-server on port %d did not answer PING: %v", s.port, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Client returns a new client for the server, closed when t ends.
+func (s *Server) Client(t testing.TB) *redis.Client {
+	rdb := redis.NewClient(&redis.Options{Addr: s.Addr})
+	t.Cleanup(func() { _ = rdb.Close() })
+	return rdb
+}
+
+// FailFastClient returns a client that neither retries a command nor
+// redials (go-redis otherwise hides an outage of a second or two), so a
+// test sees exactly when Redis is down.
+func (s *Server) FailFastClient(t testing.TB) *redis.Client {
+	rdb := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1, DialerRetries: 1})
+	t.Cleanup(func() { _ = rdb.Close() })
+	return rdb
+}
+
+// Restart saves the data set, stops the server, stays down for down, and
+// starts it again on the same port; the data (claims and done marks with
+// their expiry times) is loaded back. Clients see errors meanwhile.
+func (s *Server) Restart(down time.Duration) error {
+	rdb := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1})
+	// A successful SHUTDOWN answers nothing (the connection closes), so
+	// its error says little: the process's exit is the proof.
+	err := rdb.Do(context.Background(), "SHUTDOWN", "SAVE").Err()
+	_ = rdb.Close()
+	s.mu.Lock()
+	exited := s.exited
+	s.mu.Unlock()
+	select {
+	case <-exited:
+	case <-time.After(10 * time.Second):
+		return fmt.Errorf("redis-server did not exit after SHUTDOWN SAVE: %v", err)
+	}
+	time.Sleep(down)
+	return s.start()
+}
+
+func (s *Server) kill() {
+	s.mu.Lock()
+	cmd, exited := s.cmd, s.exited
+	s.mu.Unlock()
+	if cmd == nil || cmd.Process == nil {
+		return
+	}
+	_ = cmd.Process.Kill()
+	<-exited
+}
+
+// Stop kills the server and waits for it to exit. Start registers it with
+// t.Cleanup.
+func (s *Server) Stop() { s.kill() }
