@@ -20,10 +20,19 @@ type Balance struct {
 	Amount decimal.Decimal `json:"amount"`
 }
 
+// balanceFields is Balance without its methods (see paymentFields).
+type balanceFields Balance
+
+// wireBalance is a balance entry with its amount read leniently.
 type wireBalance struct {
-	Currency string      `json:"currency"`
-	Network  string      `json:"network"`
-	Amount   wire.Amount `json:"amount"`
+	balanceFields
+	Amount wire.Amount `json:"amount"`
+}
+
+func (w *wireBalance) balance() Balance {
+	b := Balance(w.balanceFields)
+	b.Amount = w.Amount.Decimal
+	return b
 }
 
 // UnmarshalJSON reads a balance entry; the amount may be a number or a string.
@@ -36,22 +45,27 @@ func (b *Balance) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-func (w *wireBalance) balance() Balance {
-	return Balance{Currency: w.Currency, Network: w.Network, Amount: w.Amount.Decimal}
+// wireBalances is the GET /v1/balance body.
+type wireBalances []wireBalance
+
+func (w *wireBalances) value() []Balance {
+	out := make([]Balance, len(*w))
+	for i := range *w {
+		out[i] = (*w)[i].balance()
+	}
+	return out
 }
+
+var (
+	getBalances = endpoint{http.MethodGet, "/v1/balance", "GET /v1/balance"}
+	balancePool wirePool[wireBalances]
+)
 
 // GetBalances reads the merchant's balances, one entry per currency and
 // network.
 //
 // GET /v1/balance. The API marks this operation as under development.
 func (c *Client) GetBalances(ctx context.Context, opts ...RequestOption) ([]Balance, error) {
-	var w []wireBalance // decoded in one pass, then converted
-	if err := c.do(ctx, request{method: http.MethodGet, path: "/v1/balance", route: "GET /v1/balance", opts: opts}, &w); err != nil {
-		return nil, err
-	}
-	out := make([]Balance, len(w))
-	for i := range w {
-		out[i] = w[i].balance()
-	}
-	return out, nil
+	r := request{method: getBalances.method, path: getBalances.path, route: getBalances.route, opts: opts}
+	return fetch[[]Balance](ctx, c, r, &balancePool)
 }

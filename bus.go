@@ -1,6 +1,12 @@
 package cryptopay
 
-import "context"
+import (
+	"context"
+	"crypto/rand"
+	"log/slog"
+	"sync"
+	"time"
+)
 
 // Wakeup is a hint, carried by a WakeupBus, that a payment or payout changed.
 // It is never a status: a Client that receives one re-reads the object
@@ -34,8 +40,14 @@ type WakeupBus interface {
 
 // WithWakeupBus connects the Client to bus: a WebhookHandler built with this
 // Client publishes a hint after each event it re-reads, and every Client on
-// the same bus wakes its waits for that object. The Client subscribes when
-// its first wait starts and stays subscribed until Close.
+// the same bus wakes its waits for that object, which then read it again
+// through the API at once (a hint is never taken for a status). A Client
+// ignores its own hints: its handler hands its own waits the object it
+// read. The Client subscribes when its first wait starts (that wait waits
+// for Subscribe; a failure is logged and retried by a later wait, after
+// 5 s) and stays subscribed until Close. A handler's Publish is bounded to
+// 2 s; its failure is logged and does not change the answer. Waits with
+// WithWebhookWakeup(false) ignore hints too.
 func WithWakeupBus(bus WakeupBus) Option {
 	return func(c *config) error {
 		if bus == nil {
@@ -44,4 +56,134 @@ func WithWakeupBus(bus WakeupBus) Option {
 		c.bus = bus
 		return nil
 	}
+}
+
+// busState is a Client's link to its WakeupBus: the subscription, made when
+// the first wait starts and ended by Close, and the Client's Source.
+type busState struct {
+	mu      sync.Mutex
+	stop    func()        // the subscription's, nil when not subscribed
+	pending chan struct{} // closed when a Subscribe in progress returns
+	retryAt time.Time     // after a failed Subscribe, not before this
+	closed  bool
+	source  string
+}
+
+// busRetryAfter is how long a Client waits after a failed Subscribe before
+// a new wait tries again (meanwhile waits poll, as without a bus).
+const busRetryAfter = 5 * time.Second
+
+// busPublishTimeout bounds one Publish by a WebhookHandler.
+const busPublishTimeout = 2 * time.Second
+
+// source returns the Client's random bus identity.
+func (b *busState) sourceLocked() string {
+	if b.source == "" {
+		b.source = rand.Text()
+	}
+	return b.source
+}
+
+// subscribeBus subscribes the Client to its bus if it is not yet. The wait
+// that starts the subscription waits for it (or for ctx); waits that find
+// one in progress go on at once and poll meanwhile.
+func (c *Client) subscribeBus(ctx context.Context) {
+	bus := c.cfg.bus
+	if bus == nil {
+		return
+	}
+	b := &c.waiters.bus
+	b.mu.Lock()
+	if b.stop != nil || b.pending != nil || b.closed || time.Now().Before(b.retryAt) {
+		b.mu.Unlock()
+		return
+	}
+	source := b.sourceLocked()
+	done := make(chan struct{})
+	b.pending = done
+	b.mu.Unlock()
+	go func() {
+		defer close(done)
+		stop, err := bus.Subscribe(func(w Wakeup) { c.onWakeup(source, w) })
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		b.pending = nil
+		switch {
+		case err != nil:
+			b.retryAt = time.Now().Add(busRetryAfter)
+			c.logger.LogAttrs(context.Background(), slog.LevelWarn, "cryptopay: subscribing to the wake-up bus failed; waits poll meanwhile",
+				slog.String("error", c.scrubString(err.Error())))
+		case b.closed:
+			stop() // Close came first
+		default:
+			b.stop = stop
+		}
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+}
+
+// onWakeup handles a hint from the bus: unless it is this Client's own
+// (source), the waits for that object read it again now.
+func (c *Client) onWakeup(source string, w Wakeup) {
+	if w.Source == source {
+		return // our handler has woken our waits already, with the object
+	}
+	var kind objKind
+	switch w.Kind {
+	case kindPayment.String():
+		kind = kindPayment
+	case kindPayout.String():
+		kind = kindPayout
+	default:
+		return
+	}
+	c.waiters.hint(kind, w.ID)
+}
+
+// publishWakeup tells the other Clients on the bus that an object changed.
+// A failure is logged and otherwise ignored: their waits keep polling.
+func (c *Client) publishWakeup(ctx context.Context, kind objKind, id string) {
+	bus := c.cfg.bus
+	if bus == nil {
+		return
+	}
+	b := &c.waiters.bus
+	b.mu.Lock()
+	source := b.sourceLocked()
+	b.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, busPublishTimeout)
+	defer cancel()
+	if err := bus.Publish(ctx, Wakeup{Kind: kind.String(), ID: id, Source: source}); err != nil {
+		c.logger.LogAttrs(ctx, slog.LevelWarn, "cryptopay: publishing a wake-up failed; other replicas' waits will poll",
+			slog.String("kind", kind.String()), slog.String("error", c.scrubString(err.Error())))
+	}
+}
+
+// Close ends the Client's subscription to its WakeupBus (see WithWakeupBus)
+// and closes its idle connections. It returns nil (the error is there so a
+// Client is an io.Closer). Call it when the Client is no longer needed.
+//
+// The Client still works after Close: calls open new connections, and
+// waits poll but are no longer woken by hints from the bus (webhooks
+// received by a WebhookHandler built with this Client still wake them). It
+// does not end calls or waits in flight; their contexts do. If a
+// subscription is being made, Close waits for Subscribe to return.
+func (c *Client) Close() error {
+	b := &c.waiters.bus
+	b.mu.Lock()
+	b.closed = true
+	stop, pending := b.stop, b.pending
+	b.stop = nil
+	b.mu.Unlock()
+	if pending != nil {
+		<-pending // it sees closed and stops what it made
+	}
+	if stop != nil {
+		stop()
+	}
+	c.CloseIdleConnections()
+	return nil
 }

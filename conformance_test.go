@@ -91,7 +91,7 @@ func checkAgainstSpec(route string, body []byte) error {
 }
 
 func TestRequestsConformToSpec(t *testing.T) {
-	c, mt := setup(t)
+	c, mt := setupMock(t)
 	var violations []string
 	routeOf := func(r *http.Request) string {
 		p := r.URL.Path

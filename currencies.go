@@ -13,16 +13,25 @@ type Currency struct {
 	Network string `json:"network"`
 }
 
+// wireCurrencies is the GET /v1/currencies body, decoded as is.
+type wireCurrencies []Currency
+
+func (w *wireCurrencies) value() []Currency {
+	if *w == nil {
+		return []Currency{}
+	}
+	return *w
+}
+
+var (
+	listCurrencies = endpoint{http.MethodGet, "/v1/currencies", "GET /v1/currencies"}
+	currencyPool   wirePool[wireCurrencies]
+)
+
 // ListCurrencies reads the supported currency and network pairs.
 //
 // GET /v1/currencies. The API marks this operation as under development.
 func (c *Client) ListCurrencies(ctx context.Context, opts ...RequestOption) ([]Currency, error) {
-	var out []Currency
-	if err := c.do(ctx, request{method: http.MethodGet, path: "/v1/currencies", route: "GET /v1/currencies", opts: opts}, &out); err != nil {
-		return nil, err
-	}
-	if out == nil {
-		out = []Currency{}
-	}
-	return out, nil
+	r := request{method: listCurrencies.method, path: listCurrencies.path, route: listCurrencies.route, opts: opts}
+	return fetch[[]Currency](ctx, c, r, &currencyPool)
 }

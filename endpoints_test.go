@@ -40,7 +40,7 @@ const payoutBody = `{
  "updatedAt": "2026-11-22T10:00:00Z", "webhookUrl": "https://shop.test/po"}`
 
 func TestCreatePaymentRequestAndDecode(t *testing.T) {
-	c, mt := setup(t, WithUserAgent("shop/1.2"))
+	c, mt := setupMock(t, WithUserAgent("shop/1.2"))
 	var seen capturedRequest
 	mt.RegisterResponder(http.MethodPost, testBase+"/v1/payment", jsonResponder(201, paymentCreated, &seen))
 
@@ -74,7 +74,7 @@ func TestCreatePaymentRequestAndDecode(t *testing.T) {
 }
 
 func TestOptionalFieldsOmitted(t *testing.T) {
-	c, mt := setup(t)
+	c, mt := setupMock(t)
 	var seen capturedRequest
 	mt.RegisterResponder(http.MethodPost, testBase+"/v1/payment", jsonResponder(201, paymentCreated, &seen))
 	_, err := c.CreatePayment(context.Background(), CreatePaymentParams{
@@ -90,7 +90,7 @@ func TestOptionalFieldsOmitted(t *testing.T) {
 }
 
 func TestGetPaymentStatusFields(t *testing.T) {
-	c, mt := setup(t)
+	c, mt := setupMock(t)
 	var seen capturedRequest
 	mt.RegisterResponder(http.MethodGet, testBase+"/v1/payment/"+paymentID+"/status", jsonResponder(200, paymentStatus, &seen))
 	p, err := c.GetPayment(context.Background(), paymentID)
@@ -106,7 +106,7 @@ func TestGetPaymentStatusFields(t *testing.T) {
 }
 
 func TestCreatePayoutRequestAndDecode(t *testing.T) {
-	c, mt := setup(t)
+	c, mt := setupMock(t)
 	var seen capturedRequest
 	mt.RegisterResponder(http.MethodPost, testBase+"/v1/payout", jsonResponder(200, payoutBody, &seen))
 	p, err := c.CreatePayout(context.Background(), CreatePayoutParams{
@@ -124,7 +124,7 @@ func TestCreatePayoutRequestAndDecode(t *testing.T) {
 }
 
 func TestGetPayoutEscapesID(t *testing.T) {
-	c, mt := setup(t)
+	c, mt := setupMock(t)
 	var seen capturedRequest
 	mt.RegisterResponder(http.MethodGet, `=~^`+testBase+`/v1/payout/`, jsonResponder(200,
 		`{"payoutId":"po_ü+1","status":"paid","amount":"5","paidAmount":5,"merchantAmount":"5.1"}`, &seen))
@@ -151,7 +151,7 @@ func TestListPayoutsQueryAndDecode(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, mt := setup(t)
+			c, mt := setupMock(t)
 			var seen capturedRequest
 			mt.RegisterResponder(http.MethodGet, `=~^`+testBase+`/v1/payout/list`, jsonResponder(200, `{"payout":[`+item+`],"count":41}`, &seen))
 			page, err := c.ListPayouts(context.Background(), tt.params)
@@ -177,7 +177,7 @@ func TestListPayoutsQueryAndDecode(t *testing.T) {
 }
 
 func TestBalancesAndCurrencies(t *testing.T) {
-	c, mt := setup(t)
+	c, mt := setupMock(t)
 	mt.RegisterResponder(http.MethodGet, testBase+"/v1/balance", jsonResponder(200,
 		`[{"currency":"usdt","network":"tron","amount":123456789.123456789012},{"currency":"btc","network":"bitcoin","amount":"0.1"}]`, nil))
 	mt.RegisterResponder(http.MethodGet, testBase+"/v1/currencies", jsonResponder(200,
@@ -193,7 +193,7 @@ func TestBalancesAndCurrencies(t *testing.T) {
 }
 
 func TestEmptyArraysAreNotNil(t *testing.T) {
-	c, mt := setup(t)
+	c, mt := setupMock(t)
 	mt.RegisterResponder(http.MethodGet, testBase+"/v1/balance", jsonResponder(200, `null`, nil))
 	mt.RegisterResponder(http.MethodGet, testBase+"/v1/currencies", jsonResponder(200, `[]`, nil))
 	mt.RegisterResponder(http.MethodGet, testBase+"/v1/payout/list", jsonResponder(200, `{"count":0}`, nil))
@@ -288,7 +288,7 @@ func TestLenientTimestamps(t *testing.T) {
 }
 
 func TestUnknownStatusKept(t *testing.T) {
-	c, mt := setup(t)
+	c, mt := setupMock(t)
 	mt.RegisterResponder(http.MethodGet, testBase+"/v1/payment/"+paymentID+"/status",
 		jsonResponder(200, `{"paymentId":"`+paymentID+`","status":"refunded","payAmount":1}`, nil))
 	p, err := c.GetPayment(context.Background(), paymentID)
@@ -353,7 +353,7 @@ func TestWrongShapeResponses(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, mt := setup(t)
+			c, mt := setupMock(t)
 			mt.RegisterResponder(http.MethodGet, testBase+"/v1/payment/"+paymentID+"/status", jsonResponder(200, tt.body, nil))
 			mt.RegisterResponder(http.MethodPost, testBase+"/v1/payment", jsonResponder(201, tt.body, nil))
 			_, err := c.GetPayment(context.Background(), paymentID)
@@ -373,7 +373,7 @@ func TestWrongShapeResponses(t *testing.T) {
 }
 
 func TestResponseTooLarge(t *testing.T) {
-	c, mt := setup(t, WithMaxResponseBytes(64))
+	c, mt := setupMock(t, WithMaxResponseBytes(64))
 	mt.RegisterResponder(http.MethodGet, testBase+"/v1/currencies", jsonResponder(200,
 		`[`+repeat(`{"currency":"usdt","network":"tron"},`, 10)+`{}]`, nil))
 	_, err := c.ListCurrencies(context.Background())

@@ -109,7 +109,7 @@ func newAPIError(method, path string, status int, h http.Header, body []byte) *A
 		StatusCode: status,
 		Method:     method,
 		Path:       path,
-		RequestID:  firstHeader(h, "X-Request-Id", "X-Request-ID", "Request-Id", "X-Correlation-Id"),
+		RequestID:  requestID(h),
 		Body:       body,
 	}
 	e.RetryAfter, _ = parseRetryAfter(h.Get("Retry-After"), time.Now())
@@ -123,8 +123,11 @@ func newAPIError(method, path string, status int, h http.Header, body []byte) *A
 	return e
 }
 
-func firstHeader(h http.Header, names ...string) string {
-	for _, n := range names {
+// requestID is the server's request id: the first of X-Request-Id,
+// Request-Id and X-Correlation-Id that is set, capped at 128 bytes. It is
+// not scrubbed here.
+func requestID(h http.Header) string {
+	for _, n := range [...]string{"X-Request-Id", "Request-Id", "X-Correlation-Id"} {
 		if v := h.Get(n); v != "" {
 			return truncate(v, 128)
 		}
@@ -228,31 +231,6 @@ func truncate(s string, n int) string {
 		n--
 	}
 	return s[:n] + "…"
-}
-
-// parseRetryAfter reads delay-seconds or an HTTP date.
-func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0, false
-	}
-	if secs, err := strconv.ParseInt(v, 10, 64); err == nil {
-		if secs < 0 {
-			return 0, false
-		}
-		if secs > int64(24*time.Hour/time.Second) {
-			secs = int64(24 * time.Hour / time.Second)
-		}
-		return time.Duration(secs) * time.Second, true
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		d := t.Sub(now)
-		if d < 0 {
-			d = 0
-		}
-		return d, true
-	}
-	return 0, false
 }
 
 // ValidationError reports a parameter refused before any network call. It

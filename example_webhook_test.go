@@ -22,7 +22,7 @@ func ExampleWebhookURL() {
 
 	hookURL, err := cryptopay.WebhookURL("https://shop.example.com/webhooks/cryptopay", secret, "order-1042")
 	if err != nil {
-		log.Fatal(err) // a short secret, an empty orderID, or a bad base URL
+		log.Fatal(err) // a short secret, an empty or non-UTF-8 orderID, or a bad base URL
 	}
 	fmt.Println(hookURL) // pass it as CreatePaymentParams.WebhookURL or CreatePayoutParams.WebhookURL
 
@@ -242,4 +242,90 @@ func (k *memKV) Del(_ context.Context, key string) error {
 	defer k.mu.Unlock()
 	delete(k.m, key)
 	return nil
+}
+
+// localBus is a WakeupBus for one process, enough for this example; across
+// processes use redisstore.NewWakeupBus or pgstore.NewWakeupBus.
+type localBus struct {
+	mu   sync.Mutex
+	next int
+	subs map[int]func(cryptopay.Wakeup)
+}
+
+func (b *localBus) Publish(_ context.Context, w cryptopay.Wakeup) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, fn := range b.subs {
+		fn(w)
+	}
+	return nil
+}
+
+func (b *localBus) Subscribe(fn func(cryptopay.Wakeup)) (func(), error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.subs == nil {
+		b.subs = map[int]func(cryptopay.Wakeup){}
+	}
+	id := b.next
+	b.next++
+	b.subs[id] = fn
+	return func() {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		delete(b.subs, id)
+	}, nil
+}
+
+// Two replicas share a WakeupBus: the webhook lands on replica B, and the
+// wait on replica A, which polls only every hour, ends at once.
+func ExampleWithWakeupBus() {
+	fake := cryptopaytest.NewServer()
+	defer fake.Close()
+	bus := &localBus{}
+	replicaA := fake.Client(cryptopay.WithWakeupBus(bus))
+	replicaB := fake.Client(cryptopay.WithWakeupBus(bus))
+	defer replicaA.Close() // ends the bus subscription
+	defer replicaB.Close()
+
+	secret := []byte("example-secret-do-not-use-32byte")
+	handlerB, err := cryptopay.NewWebhookHandler(cryptopay.WebhookConfig{Secret: secret, Client: replicaB})
+	if err != nil {
+		log.Fatal(err)
+	}
+	shopB := httptest.NewServer(handlerB)
+	defer shopB.Close()
+	hookURL, err := cryptopay.WebhookURL(shopB.URL, secret, "order-7")
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx := context.Background()
+	payment, err := replicaA.CreatePayment(ctx, cryptopay.CreatePaymentParams{
+		Amount: decimal.RequireFromString("25"), Currency: "usdt", Network: "tron",
+		CustomerID: "cus_1", CustomerIP: "203.0.113.7", OrderID: "order-7", WebhookURL: hookURL,
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	done := make(chan *cryptopay.Payment)
+	go func() {
+		p, err := replicaA.WaitForPayment(ctx, payment.ID, cryptopay.WithPollInterval(time.Hour))
+		if err != nil {
+			log.Fatal(err)
+		}
+		done <- p
+	}()
+	_ = fake.Pay(payment.ID, payment.PayAmount)
+	fmt.Println((<-done).Status)
+	// Output: paid
+}
+
+func ExampleClient_Close() {
+	client, err := cryptopay.NewClient("https://api.example.com", "sk_live_example")
+	if err != nil {
+		log.Fatal(err)
+	}
+	// Close ends the wake-up bus subscription (if any) and closes idle
+	// connections; the Client stays usable, so close it when done with it.
+	defer client.Close()
 }

@@ -3,6 +3,7 @@ package cryptopay
 import (
 	"context"
 	"net/http"
+	"strings"
 	"time"
 )
 
@@ -23,6 +24,108 @@ type callConfig struct {
 	resp    *Response     // WithResponseInto's target
 }
 
+// refusedHeaders are the headers WithRequestHeader cannot set: the SDK's
+// own authentication and framing, the ones net/http acts on itself, and
+// the idempotency keys that make net/http replay a POST by itself.
+var refusedHeaders = map[string]string{
+	"X-Api-Key":         "carries the Client's API key",
+	"Host":              "is the base URL's host",
+	"Content-Length":    "is set from the body",
+	"Transfer-Encoding": "is set by net/http",
+	"Connection":        "is managed by net/http",
+	"Upgrade":           "is managed by net/http",
+	"Te":                "is managed by net/http",
+	"Trailer":           "is managed by net/http",
+	"Keep-Alive":        "is managed by net/http",
+	"Idempotency-Key":   "makes net/http resend a POST by itself, which could pay twice",
+	"X-Idempotency-Key": "makes net/http resend a POST by itself, which could pay twice",
+}
+
+// WithRequestHeader sets header key to value on this call's requests,
+// replacing the SDK's value for that name (for example User-Agent or
+// Accept). It refuses, with a *ValidationError matching ErrInvalidParams
+// and before anything is sent: x-api-key, Host, Content-Length,
+// Idempotency-Key and X-Idempotency-Key (net/http replays a POST that
+// carries either, which could send a payout twice), the hop-by-hop headers
+// net/http manages, and a name or value that is not valid in HTTP.
+func WithRequestHeader(key, value string) RequestOption {
+	return func(c *callConfig) error {
+		name := http.CanonicalHeaderKey(strings.TrimSpace(key))
+		if why, ok := refusedHeaders[name]; ok {
+			return &ValidationError{Field: "WithRequestHeader", Reason: name + " cannot be set per call: it " + why}
+		}
+		if !validHeaderName(name) {
+			return &ValidationError{Field: "WithRequestHeader", Reason: "not a valid header name"}
+		}
+		if strings.ContainsFunc(value, func(r rune) bool { return (r < 0x20 && r != '\t') || r == 0x7f }) {
+			return &ValidationError{Field: "WithRequestHeader", Reason: "the value of " + name + " is not valid in a header (a line break or control character)"}
+		}
+		if c.header == nil {
+			c.header = make(http.Header, 1)
+		}
+		c.header[name] = []string{value}
+		return nil
+	}
+}
+
+// WithRequestTimeout bounds each attempt of this call to d (d > 0),
+// instead of the Client's WithTimeout. The ctx passed to the call still
+// bounds the whole call. A create request whose attempt times out is not
+// resent and matches ErrOutcomeUnknown.
+func WithRequestTimeout(d time.Duration) RequestOption {
+	return func(c *callConfig) error {
+		if d <= 0 {
+			return &ValidationError{Field: "WithRequestTimeout", Reason: "must be positive"}
+		}
+		c.timeout = d
+		return nil
+	}
+}
+
+// WithRequestRetryPolicy replaces the Client's RetryPolicy for this call
+// (zero MinWait and MaxWait take the defaults, as in WithRetryPolicy). It
+// changes how reads are retried; a create request is still resent only
+// when nothing of it was sent, whatever the policy.
+func WithRequestRetryPolicy(p RetryPolicy) RequestOption {
+	return func(c *callConfig) error {
+		if err := p.check("WithRequestRetryPolicy"); err != nil {
+			return err
+		}
+		c.retry = &p
+		return nil
+	}
+}
+
+// WithResponseInto makes the call fill *r with its last HTTP response's
+// metadata and its attempts, on success and on error alike (StatusCode is
+// 0 and Header nil when no response came). A call refused before it
+// reaches the request path (an invalid parameter) leaves *r unchanged. The
+// API key is replaced by [REDACTED] wherever a header echoes it.
+func WithResponseInto(r *Response) RequestOption {
+	return func(c *callConfig) error {
+		if r == nil {
+			return &ValidationError{Field: "WithResponseInto", Reason: "response is nil"}
+		}
+		c.resp = r
+		return nil
+	}
+}
+
+// validHeaderName reports whether s is an HTTP token (RFC 9110 5.6.2).
+func validHeaderName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		b := s[i]
+		ok := b >= '0' && b <= '9' || b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || strings.IndexByte("!#$%&'*+-.^_`|~", b) >= 0
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
 // Response describes the HTTP exchange behind a call: the last attempt's
 // status and headers, the request id the server gave, how many attempts
 // were made and how long the call took. WithResponseInto fills one on
@@ -39,6 +142,8 @@ type Response struct {
 	Attempts int
 	// Duration is the whole call's time, retries and waits included.
 	Duration time.Duration
+	// Proto is the last response's protocol, for example "HTTP/2.0".
+	Proto string
 }
 
 // Observer receives what happens on every call and attempt, for tracing,

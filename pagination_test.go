@@ -53,7 +53,7 @@ func TestAllPayouts(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, mt := setup(t)
+			c, mt := setupMock(t)
 			queries := listServer(t, mt, tt.total, tt.maxPage, nil)
 			var got []string
 			for it, err := range c.AllPayouts(context.Background(), tt.params) {
@@ -70,7 +70,7 @@ func TestAllPayouts(t *testing.T) {
 }
 
 func TestAllPayoutsBreakStopsFetching(t *testing.T) {
-	c, mt := setup(t)
+	c, mt := setupMock(t)
 	queries := listServer(t, mt, 50, 10, nil)
 	n := 0
 	for _, err := range c.AllPayouts(context.Background(), ListPayoutsParams{Limit: 10}) {
@@ -84,7 +84,7 @@ func TestAllPayoutsBreakStopsFetching(t *testing.T) {
 }
 
 func TestAllPayoutsErrorYieldedOnce(t *testing.T) {
-	c, mt := setup(t)
+	c, mt := setupMock(t)
 	listServer(t, mt, 50, 10, map[int]int{20: 404})
 	var items, errs int
 	for _, err := range c.AllPayouts(context.Background(), ListPayoutsParams{Limit: 10}) {
@@ -100,7 +100,7 @@ func TestAllPayoutsErrorYieldedOnce(t *testing.T) {
 }
 
 func TestFindPayoutByOrderID(t *testing.T) {
-	c, mt := setup(t)
+	c, mt := setupMock(t)
 	listServer(t, mt, 250, 100, nil)
 	it, found, err := c.FindPayoutByOrderID(context.Background(), "o234")
 	require.NoError(t, err)
@@ -114,9 +114,9 @@ func TestFindPayoutByOrderID(t *testing.T) {
 }
 
 func TestFindPayoutByOrderIDError(t *testing.T) {
-	c, mt := setup(t)
+	c, mt := setupMock(t)
 	listServer(t, mt, 250, 100, map[int]int{100: 500})
-	_, found, err := c.FindPayoutByOrderID(context.Background(), "o234")
+	_, found, err := c.FindPayoutByOrderID(context.Background(), "o120")
 	assert.False(t, found)
 	assert.ErrorIs(t, err, ErrServer, "an error is not 'not found': the outcome stays unknown")
 }

@@ -4,10 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"sync"
+	"reflect"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
 
 	"github.com/cryptopay/cryptopay-go/internal/wire"
@@ -60,28 +59,21 @@ type Payment struct {
 	PaidAddress string `json:"paidAddress,omitempty"`
 }
 
-// wirePayment is the payment as read from the wire: amounts as numbers or
-// strings, lenient timestamps.
+// paymentFields is Payment without its methods, so that wirePayment can
+// embed it and json fills its plain fields directly.
+type paymentFields Payment
+
+// wirePayment is a payment as read from the wire: Payment's fields, with
+// the amounts and times shadowed by lenient decoders (amounts as numbers
+// or strings, bounded in length; timestamps never fatal).
 type wirePayment struct {
-	ID                string        `json:"paymentId"`
-	Status            PaymentStatus `json:"status"`
-	PayAmount         wire.Amount   `json:"payAmount"`
-	PayAddress        string        `json:"payAddress"`
-	PayQRCodeURI      string        `json:"payQrCodeUri"`
-	Currency          string        `json:"currency"`
-	Network           string        `json:"network"`
-	CustomerID        string        `json:"customerId"`
-	CustomerIP        string        `json:"customerIp"`
-	OrderID           string        `json:"orderId"`
-	AdditionalData    string        `json:"additionalData"`
-	PlatformFeeByUser bool          `json:"platformFeeByUser"`
-	CreatedAt         wire.Time     `json:"createdAt"`
-	UpdatedAt         wire.Time     `json:"updatedAt"`
-	ExpiredAt         wire.Time     `json:"expiredAt"`
-	WebhookURL        string        `json:"webhookUrl"`
-	PaidAmount        wire.Amount   `json:"paidAmount"`
-	MerchantAmount    wire.Amount   `json:"merchantAmount"`
-	PaidAddress       string        `json:"paidAddress"`
+	paymentFields
+	PayAmount      wire.Amount `json:"payAmount"`
+	CreatedAt      wire.Time   `json:"createdAt"`
+	UpdatedAt      wire.Time   `json:"updatedAt"`
+	ExpiredAt      wire.Time   `json:"expiredAt"`
+	PaidAmount     wire.Amount `json:"paidAmount"`
+	MerchantAmount wire.Amount `json:"merchantAmount"`
 }
 
 // UnmarshalJSON reads a payment as the API sends it: amounts may be JSON
@@ -92,120 +84,75 @@ func (p *Payment) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &w); err != nil {
 		return err
 	}
-	*p = w.payment()
+	*p = *w.value()
 	return nil
 }
 
-// payment converts the wire form. The client decodes responses straight
+// value converts the wire form. The client decodes responses straight
 // into wirePayment (one pass over the body) and converts; going through
 // Payment.UnmarshalJSON would scan the body twice more.
-func (w *wirePayment) payment() Payment {
-	return Payment{
-		ID:                w.ID,
-		Status:            w.Status,
-		PayAmount:         w.PayAmount.Decimal,
-		PayAddress:        w.PayAddress,
-		PayQRCodeURI:      w.PayQRCodeURI,
-		Currency:          w.Currency,
-		Network:           w.Network,
-		CustomerID:        w.CustomerID,
-		CustomerIP:        w.CustomerIP,
-		OrderID:           w.OrderID,
-		AdditionalData:    w.AdditionalData,
-		PlatformFeeByUser: w.PlatformFeeByUser,
-		CreatedAt:         w.CreatedAt.Time,
-		UpdatedAt:         w.UpdatedAt.Time,
-		ExpiredAt:         w.ExpiredAt.Time,
-		WebhookURL:        w.WebhookURL,
-		PaidAmount:        w.PaidAmount.Null(),
-		MerchantAmount:    w.MerchantAmount.Null(),
-		PaidAddress:       w.PaidAddress,
-	}
+func (w *wirePayment) value() *Payment {
+	p := Payment(w.paymentFields)
+	p.PayAmount, p.PaidAmount, p.MerchantAmount = w.PayAmount.Decimal, w.PaidAmount.Null(), w.MerchantAmount.Null()
+	p.CreatedAt, p.UpdatedAt, p.ExpiredAt = w.CreatedAt.Time, w.UpdatedAt.Time, w.ExpiredAt.Time
+	return &p
 }
 
 // check is Payment.check for the wire form.
-func (w *wirePayment) check() string {
-	return checkIDStatus(w.ID, string(w.Status), "paymentId missing")
-}
+func (w *wirePayment) check() string { return (*Payment)(&w.paymentFields).check() }
 
 // check reports what makes p unusable as an API answer.
 func (p *Payment) check() string { return checkIDStatus(p.ID, string(p.Status), "paymentId missing") }
 
-func checkIDStatus(id, status, noID string) string {
-	switch {
-	case id == "":
-		return noID
-	case status == "":
-		return "status missing"
-	}
-	return ""
-}
-
-// CreatePaymentParams are the fields of POST /v1/payment.
+// CreatePaymentParams are the fields of POST /v1/payment. The struct tags
+// give each field's JSON name and the fields Validate requires.
 type CreatePaymentParams struct {
 	// Amount is the crypto amount requested; must be greater than 0.
-	Amount decimal.Decimal
+	Amount decimal.Decimal `json:"-"`
 	// PlatformFeeByUser: true if the customer bears the fee (it is added to
 	// the amount to pay), false if the merchant does.
-	PlatformFeeByUser bool
+	PlatformFeeByUser bool `json:"platformFeeByUser"`
 	// Currency is the cryptocurrency, for example "usdt"; required.
-	Currency string
+	Currency string `json:"currency" cryptopay:"required"`
 	// Network is the network, for example "erc20".
-	Network string
+	Network string `json:"network"`
 	// CustomerID identifies the customer; required.
-	CustomerID string
+	CustomerID string `json:"customerId" cryptopay:"required"`
 	// CustomerIP is the customer's IP address; required.
-	CustomerIP string
+	CustomerIP string `json:"customerIp" cryptopay:"required"`
 	// OrderID is the merchant's order identifier. Make it unique per order:
 	// it is how an unknown outcome is reconciled and how webhook URLs are
 	// signed (see WebhookURL).
-	OrderID string
+	OrderID string `json:"orderId"`
 	// AdditionalData is optional free-form data; empty is not sent.
-	AdditionalData string
+	AdditionalData string `json:"additionalData,omitempty"`
 	// WebhookURL is where events for this payment go; empty is not sent.
 	// Build it with WebhookURL so the handler can authenticate events.
-	WebhookURL string
+	WebhookURL string `json:"webhookUrl,omitempty"`
 }
 
-type wireCreatePayment struct {
-	Amount            wire.Number `json:"amount"`
-	PlatformFeeByUser bool        `json:"platformFeeByUser"`
-	Currency          string      `json:"currency"`
-	Network           string      `json:"network"`
-	CustomerID        string      `json:"customerId"`
-	CustomerIP        string      `json:"customerIp"`
-	OrderID           string      `json:"orderId"`
-	AdditionalData    string      `json:"additionalData,omitempty"`
-	WebhookURL        string      `json:"webhookUrl,omitempty"`
-}
+// paymentRequestFields is CreatePaymentParams without its methods, for marshalling.
+type paymentRequestFields CreatePaymentParams
+
+var paymentParamRules = paramRules(reflect.TypeFor[CreatePaymentParams]())
 
 // MarshalJSON writes the request body with the amount as a JSON number.
 func (p CreatePaymentParams) MarshalJSON() ([]byte, error) {
-	return json.Marshal(wireCreatePayment{
-		Amount:            wire.Number(p.Amount),
-		PlatformFeeByUser: p.PlatformFeeByUser,
-		Currency:          p.Currency,
-		Network:           p.Network,
-		CustomerID:        p.CustomerID,
-		CustomerIP:        p.CustomerIP,
-		OrderID:           p.OrderID,
-		AdditionalData:    p.AdditionalData,
-		WebhookURL:        p.WebhookURL,
-	})
+	return marshalWithAmount(p.Amount, (*paymentRequestFields)(&p))
 }
 
-// Validate applies the API's documented limits: Amount > 0; Currency,
-// CustomerID and CustomerIP not empty.
+// Validate applies the API's documented limits (Amount > 0; Currency,
+// CustomerID and CustomerIP not empty) and refuses any string field that
+// is not valid UTF-8.
 func (p CreatePaymentParams) Validate() error {
-	if err := positiveAmount(p.Amount); err != nil {
-		return err
-	}
-	return firstMissing(
-		field{"Currency", p.Currency},
-		field{"CustomerID", p.CustomerID},
-		field{"CustomerIP", p.CustomerIP},
-	)
+	return checkParams(reflect.ValueOf(&p).Elem(), paymentParamRules, p.Amount)
 }
+
+var (
+	createPayment = endpoint{http.MethodPost, "/v1/payment", "POST /v1/payment"}
+	getPayment    = endpoint{http.MethodGet, "/v1/payment/", "GET /v1/payment/{id}/status"}
+	paymentPool   wirePool[wirePayment]
+)
 
 // CreatePayment creates a payment link: the answer says where and how much
 // the customer pays.
@@ -215,20 +162,7 @@ func (p CreatePaymentParams) Validate() error {
 // (timeout, broken connection, 5xx), the error matches ErrOutcomeUnknown and
 // the request is not resent: look the order up before creating it again.
 func (c *Client) CreatePayment(ctx context.Context, params CreatePaymentParams, opts ...RequestOption) (*Payment, error) {
-	if err := params.Validate(); err != nil {
-		return nil, err
-	}
-	body, err := params.MarshalJSON()
-	if err != nil {
-		return nil, err
-	}
-	w := getWirePayment()
-	defer putWirePayment(w)
-	if err := c.do(ctx, request{method: http.MethodPost, path: "/v1/payment", route: "POST /v1/payment", body: body, orderID: params.OrderID, opts: opts}, w); err != nil {
-		return nil, err
-	}
-	p := w.payment()
-	return &p, nil
+	return create[*Payment](ctx, c, createPayment, params, params.OrderID, opts, &paymentPool)
 }
 
 // GetPayment reads a payment's current status, including the status-only
@@ -237,70 +171,5 @@ func (c *Client) CreatePayment(ctx context.Context, params CreatePaymentParams, 
 // GET /v1/payment/{id}/status. id must be a UUID. Retried on transient
 // failures; an unknown id matches ErrNotFound.
 func (c *Client) GetPayment(ctx context.Context, id string, opts ...RequestOption) (*Payment, error) {
-	if err := validatePaymentID(id); err != nil {
-		return nil, err
-	}
-	w := getWirePayment()
-	defer putWirePayment(w)
-	if err := c.do(ctx, request{method: http.MethodGet, path: "/v1/payment/" + id + "/status", route: "GET /v1/payment/{id}/status", opts: opts}, w); err != nil {
-		return nil, err
-	}
-	p := w.payment()
-	return &p, nil
-}
-
-// validatePaymentID accepts only the canonical 36-character UUID form, so
-// nothing else can reach the path.
-func validatePaymentID(id string) error {
-	if id == "" {
-		return &ValidationError{Field: "id", Reason: "payment id is empty"}
-	}
-	if len(id) != 36 {
-		return &ValidationError{Field: "id", Reason: "payment id is not a UUID"}
-	}
-	if _, err := uuid.Parse(id); err != nil {
-		return &ValidationError{Field: "id", Reason: "payment id is not a UUID"}
-	}
-	return nil
-}
-
-type field struct{ name, value string }
-
-func firstMissing(fields ...field) error {
-	for _, f := range fields {
-		if f.value == "" {
-			return &ValidationError{Field: f.name, Reason: "must not be empty"}
-		}
-	}
-	return nil
-}
-
-func positiveAmount(d decimal.Decimal) error {
-	if !d.IsPositive() {
-		return &ValidationError{Field: "Amount", Reason: "must be greater than 0, got " + d.String()}
-	}
-	return nil
-}
-
-// The wire structs responses are decoded into are reused: each call then
-// allocates only the Payment or Payout it returns. A struct goes back
-// zeroed, so no field of one response can show through in the next (json
-// leaves absent fields as they were) and nothing it pointed to is kept.
-var (
-	wirePaymentPool = sync.Pool{New: func() any { return new(wirePayment) }}
-	wirePayoutPool  = sync.Pool{New: func() any { return new(wirePayout) }}
-)
-
-func getWirePayment() *wirePayment { return wirePaymentPool.Get().(*wirePayment) }
-
-func putWirePayment(w *wirePayment) {
-	*w = wirePayment{}
-	wirePaymentPool.Put(w)
-}
-
-func getWirePayout() *wirePayout { return wirePayoutPool.Get().(*wirePayout) }
-
-func putWirePayout(w *wirePayout) {
-	*w = wirePayout{}
-	wirePayoutPool.Put(w)
+	return getByID[*Payment](ctx, c, getPayment, validatePaymentID, id, opts, &paymentPool)
 }

@@ -4,10 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"iter"
+	"math"
 	"net/http"
 	"net/url"
+	"reflect"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -53,23 +54,18 @@ type Payout struct {
 	MerchantAmount decimal.NullDecimal `json:"merchantAmount"`
 }
 
+// payoutFields is Payout without its methods (see paymentFields).
+type payoutFields Payout
+
+// wirePayout is a payout as read from the wire: Payout's fields with the
+// amounts and times shadowed by lenient decoders (see wirePayment).
 type wirePayout struct {
-	ID               string       `json:"payoutId"`
-	Status           PayoutStatus `json:"status"`
-	Amount           wire.Amount  `json:"amount"`
-	WalletAddress    string       `json:"walletAddress"`
-	NetworkFeeByUser bool         `json:"networkFeeByUser"`
-	Currency         string       `json:"currency"`
-	Network          string       `json:"network"`
-	CustomerID       string       `json:"customerId"`
-	CustomerIP       string       `json:"customerIp"`
-	OrderID          string       `json:"orderId"`
-	CreatedAt        wire.Time    `json:"createdAt"`
-	UpdatedAt        wire.Time    `json:"updatedAt"`
-	AdditionalData   string       `json:"additionalData"`
-	WebhookURL       string       `json:"webhookUrl"`
-	PaidAmount       wire.Amount  `json:"paidAmount"`
-	MerchantAmount   wire.Amount  `json:"merchantAmount"`
+	payoutFields
+	Amount         wire.Amount `json:"amount"`
+	PaidAmount     wire.Amount `json:"paidAmount"`
+	MerchantAmount wire.Amount `json:"merchantAmount"`
+	CreatedAt      wire.Time   `json:"createdAt"`
+	UpdatedAt      wire.Time   `json:"updatedAt"`
 }
 
 // UnmarshalJSON reads a payout as the API sends it: amounts may be JSON
@@ -79,105 +75,74 @@ func (p *Payout) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &w); err != nil {
 		return err
 	}
-	*p = w.payout()
+	*p = *w.value()
 	return nil
 }
 
-// payout converts the wire form (see wirePayment.payment).
-func (w *wirePayout) payout() Payout {
-	return Payout{
-		ID:               w.ID,
-		Status:           w.Status,
-		Amount:           w.Amount.Decimal,
-		WalletAddress:    w.WalletAddress,
-		NetworkFeeByUser: w.NetworkFeeByUser,
-		Currency:         w.Currency,
-		Network:          w.Network,
-		CustomerID:       w.CustomerID,
-		CustomerIP:       w.CustomerIP,
-		OrderID:          w.OrderID,
-		CreatedAt:        w.CreatedAt.Time,
-		UpdatedAt:        w.UpdatedAt.Time,
-		AdditionalData:   w.AdditionalData,
-		WebhookURL:       w.WebhookURL,
-		PaidAmount:       w.PaidAmount.Null(),
-		MerchantAmount:   w.MerchantAmount.Null(),
-	}
+// value converts the wire form (see wirePayment.value).
+func (w *wirePayout) value() *Payout {
+	p := Payout(w.payoutFields)
+	p.Amount, p.PaidAmount, p.MerchantAmount = w.Amount.Decimal, w.PaidAmount.Null(), w.MerchantAmount.Null()
+	p.CreatedAt, p.UpdatedAt = w.CreatedAt.Time, w.UpdatedAt.Time
+	return &p
 }
 
 func (p *Payout) check() string { return checkIDStatus(p.ID, string(p.Status), "payoutId missing") }
 
-func (w *wirePayout) check() string { return checkIDStatus(w.ID, string(w.Status), "payoutId missing") }
+func (w *wirePayout) check() string { return (*Payout)(&w.payoutFields).check() }
 
-// CreatePayoutParams are the fields of POST /v1/payout.
+// CreatePayoutParams are the fields of POST /v1/payout. The struct tags
+// give each field's JSON name and the fields Validate requires.
 type CreatePayoutParams struct {
 	// WalletAddress is the destination address; required. The SDK does not
 	// check it against the network: a wrong address loses the funds.
-	WalletAddress string
+	WalletAddress string `json:"walletAddress" cryptopay:"required"`
 	// NetworkFeeByUser: true if the end user bears the network fee.
-	NetworkFeeByUser bool
+	NetworkFeeByUser bool `json:"networkFeeByUser"`
 	// Amount is the amount to send; must be greater than 0.
-	Amount decimal.Decimal
+	Amount decimal.Decimal `json:"-"`
 	// Currency is the currency key, for example "usdt".
-	Currency string
+	Currency string `json:"currency"`
 	// Network is the network key, for example "tron".
-	Network string
+	Network string `json:"network"`
 	// CustomerID identifies the end user; required.
-	CustomerID string
+	CustomerID string `json:"customerId" cryptopay:"required"`
 	// CustomerIP is the end user's IP address; required.
-	CustomerIP string
+	CustomerIP string `json:"customerIp" cryptopay:"required"`
 	// OrderID identifies the withdrawal; required. Make it unique: it is the
 	// only handle for reconciling a payout whose outcome is unknown.
-	OrderID string
+	OrderID string `json:"orderId" cryptopay:"required"`
 	// AdditionalData is optional free-form data; empty is not sent.
-	AdditionalData string
+	AdditionalData string `json:"additionalData,omitempty"`
 	// WebhookURL is where events for this payout go; empty is not sent.
-	WebhookURL string
+	WebhookURL string `json:"webhookUrl,omitempty"`
 }
 
-type wireCreatePayout struct {
-	WalletAddress    string      `json:"walletAddress"`
-	NetworkFeeByUser bool        `json:"networkFeeByUser"`
-	Amount           wire.Number `json:"amount"`
-	Currency         string      `json:"currency"`
-	Network          string      `json:"network"`
-	CustomerID       string      `json:"customerId"`
-	CustomerIP       string      `json:"customerIp"`
-	OrderID          string      `json:"orderId"`
-	AdditionalData   string      `json:"additionalData,omitempty"`
-	WebhookURL       string      `json:"webhookUrl,omitempty"`
-}
+// payoutRequestFields is CreatePayoutParams without its methods, for marshalling.
+type payoutRequestFields CreatePayoutParams
 
-// MarshalJSON writes the request body with the amount as a JSON number.
+var payoutParamRules = paramRules(reflect.TypeFor[CreatePayoutParams]())
+
+// MarshalJSON writes the request body, the amount first as a JSON number.
 func (p CreatePayoutParams) MarshalJSON() ([]byte, error) {
-	return json.Marshal(wireCreatePayout{
-		WalletAddress:    p.WalletAddress,
-		NetworkFeeByUser: p.NetworkFeeByUser,
-		Amount:           wire.Number(p.Amount),
-		Currency:         p.Currency,
-		Network:          p.Network,
-		CustomerID:       p.CustomerID,
-		CustomerIP:       p.CustomerIP,
-		OrderID:          p.OrderID,
-		AdditionalData:   p.AdditionalData,
-		WebhookURL:       p.WebhookURL,
-	})
+	return marshalWithAmount(p.Amount, (*payoutRequestFields)(&p))
 }
 
 // Validate applies the API's documented limits (CustomerID, CustomerIP and
-// OrderID not empty) and two money-safety rules: Amount > 0 and a non-empty
-// WalletAddress.
+// OrderID not empty), two money-safety rules (Amount > 0 and a non-empty
+// WalletAddress), and refuses any string field that is not valid UTF-8:
+// an orderId altered on the way could never be reconciled.
 func (p CreatePayoutParams) Validate() error {
-	if err := positiveAmount(p.Amount); err != nil {
-		return err
-	}
-	return firstMissing(
-		field{"WalletAddress", p.WalletAddress},
-		field{"CustomerID", p.CustomerID},
-		field{"CustomerIP", p.CustomerIP},
-		field{"OrderID", p.OrderID},
-	)
+	return checkParams(reflect.ValueOf(&p).Elem(), payoutParamRules, p.Amount)
 }
+
+var (
+	createPayout   = endpoint{http.MethodPost, "/v1/payout", "POST /v1/payout"}
+	getPayout      = endpoint{http.MethodGet, "/v1/payout/", "GET /v1/payout/{id}/status"}
+	listPayouts    = endpoint{http.MethodGet, "/v1/payout/list", "GET /v1/payout/list"}
+	payoutPool     wirePool[wirePayout]
+	payoutPagePool wirePool[wirePayoutPage]
+)
 
 // CreatePayout sends crypto to a wallet.
 //
@@ -185,59 +150,21 @@ func (p CreatePayoutParams) Validate() error {
 // if the connection breaks after the request was written, the attempt times
 // out, or the server answers 5xx, the error matches ErrOutcomeUnknown (and
 // ErrServer for a 5xx) and names the orderId. Resending could pay twice;
-// call FindPayoutByOrderID first. Only a request that never left (connection
+// call ReconcilePayout first. Only a request that never left (connection
 // refused) is retried.
 func (c *Client) CreatePayout(ctx context.Context, params CreatePayoutParams, opts ...RequestOption) (*Payout, error) {
-	if err := params.Validate(); err != nil {
-		return nil, err
-	}
-	body, err := params.MarshalJSON()
-	if err != nil {
-		return nil, err
-	}
-	w := getWirePayout()
-	defer putWirePayout(w)
-	if err := c.do(ctx, request{method: http.MethodPost, path: "/v1/payout", route: "POST /v1/payout", body: body, orderID: params.OrderID, opts: opts}, w); err != nil {
-		return nil, err
-	}
-	p := w.payout()
-	return &p, nil
+	return create[*Payout](ctx, c, createPayout, params, params.OrderID, opts, &payoutPool)
 }
 
 // GetPayout reads a payout's current status, including PaidAmount and
 // MerchantAmount.
 //
-// GET /v1/payout/{id}/status. Retried on transient failures; an unknown id
-// matches ErrNotFound.
+// GET /v1/payout/{id}/status. The id is sent path-escaped, so any id the
+// server issued works (spaces included); only an empty id, "." or "..",
+// control characters and ids over 256 bytes are refused. Retried on
+// transient failures; an unknown id matches ErrNotFound.
 func (c *Client) GetPayout(ctx context.Context, id string, opts ...RequestOption) (*Payout, error) {
-	if err := validatePayoutID(id); err != nil {
-		return nil, err
-	}
-	w := getWirePayout()
-	defer putWirePayout(w)
-	if err := c.do(ctx, request{method: http.MethodGet, path: "/v1/payout/" + url.PathEscape(id) + "/status", route: "GET /v1/payout/{id}/status", opts: opts}, w); err != nil {
-		return nil, err
-	}
-	p := w.payout()
-	return &p, nil
-}
-
-// validatePayoutID refuses ids that are empty, overlong, or that could change
-// the request's path or query once sent.
-func validatePayoutID(id string) error {
-	switch {
-	case id == "":
-		return &ValidationError{Field: "id", Reason: "payout id is empty"}
-	case len(id) > 256:
-		return &ValidationError{Field: "id", Reason: "payout id is longer than 256 bytes"}
-	case id == "." || id == "..":
-		return &ValidationError{Field: "id", Reason: "payout id is a path segment"}
-	case strings.ContainsFunc(id, func(r rune) bool {
-		return r <= ' ' || r == 0x7f || strings.ContainsRune(`/\?#%`, r)
-	}):
-		return &ValidationError{Field: "id", Reason: "payout id contains a character that is not allowed in an id"}
-	}
-	return nil
+	return getByID[*Payout](ctx, c, getPayout, validatePayoutID, id, opts, &payoutPool)
 }
 
 // ListPayoutsParams pages through the payout list. Zero values are not sent,
@@ -318,7 +245,8 @@ func (it *PayoutListItem) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// item converts the wire form (see wirePayment.payment).
+// item converts the wire form, whose nested objects the public item
+// flattens.
 func (w *wirePayoutListItem) item() PayoutListItem {
 	id := w.PayoutID
 	if id == "" {
@@ -346,24 +274,39 @@ type wirePayoutPage struct {
 }
 
 // check refuses a 2xx body that is not a page: neither key present (an
-// object of another shape, {}, null), or a positive count with no list.
-// Read as an empty page, such a body would make FindPayoutByOrderID report
-// "not found" for a payout that exists, and the caller would pay twice.
+// object of another shape, {}, null), a positive count with no list, or a
+// count that is not a whole number from 0 to math.MaxInt32. Read as an
+// empty page, such a body would make a payout search report "not found"
+// for a payout that exists, and the caller would pay twice.
 func (w *wirePayoutPage) check() string {
+	n := w.Count.Decimal
 	switch {
 	case w.Payout == nil && !w.Count.Valid:
 		return "neither payout nor count present"
-	case w.Payout == nil && w.Count.Decimal.IsPositive():
-		return "count " + w.Count.Decimal.String() + " without a payout list"
+	case w.Payout == nil && n.IsPositive():
+		return "count " + n.String() + " without a payout list"
+	case !n.IsInteger() || n.IsNegative() || n.GreaterThan(maxPayoutCount):
+		return "count " + n.String() + " is not a whole number of payouts"
 	}
 	return ""
+}
+
+var maxPayoutCount = decimal.NewFromInt(math.MaxInt32)
+
+func (w *wirePayoutPage) value() *PayoutPage {
+	items := make([]PayoutListItem, len(w.Payout))
+	for i := range w.Payout {
+		items[i] = w.Payout[i].item()
+	}
+	return &PayoutPage{Payouts: items, Count: int(w.Count.Decimal.IntPart())}
 }
 
 // ListPayouts reads one page of payouts.
 //
 // GET /v1/payout/list with limit and offset (omitted when zero). The API
 // marks this operation as under development: its paging parameters'
-// bounds are not documented.
+// bounds are not documented. A count that is not a whole number from 0 to
+// math.MaxInt32 is refused (ErrUnexpectedResponse).
 func (c *Client) ListPayouts(ctx context.Context, params ListPayoutsParams, opts ...RequestOption) (*PayoutPage, error) {
 	if params.Limit < 0 {
 		return nil, &ValidationError{Field: "Limit", Reason: "must not be negative"}
@@ -371,7 +314,7 @@ func (c *Client) ListPayouts(ctx context.Context, params ListPayoutsParams, opts
 	if params.Offset < 0 {
 		return nil, &ValidationError{Field: "Offset", Reason: "must not be negative"}
 	}
-	path := "/v1/payout/list"
+	path := listPayouts.path
 	if params.Limit > 0 || params.Offset > 0 {
 		q := make(url.Values, 2)
 		if params.Limit > 0 {
@@ -382,15 +325,7 @@ func (c *Client) ListPayouts(ctx context.Context, params ListPayoutsParams, opts
 		}
 		path += "?" + q.Encode()
 	}
-	var w wirePayoutPage
-	if err := c.do(ctx, request{method: http.MethodGet, path: path, route: "GET /v1/payout/list", opts: opts}, &w); err != nil {
-		return nil, err
-	}
-	items := make([]PayoutListItem, len(w.Payout))
-	for i := range w.Payout {
-		items[i] = w.Payout[i].item()
-	}
-	return &PayoutPage{Payouts: items, Count: int(w.Count.Decimal.IntPart())}, nil
+	return fetch[*PayoutPage](ctx, c, request{method: listPayouts.method, path: path, route: listPayouts.route, opts: opts}, &payoutPagePool)
 }
 
 // defaultPageSize is the page size AllPayouts asks for when none is given.
@@ -433,36 +368,34 @@ func (c *Client) AllPayouts(ctx context.Context, params ListPayoutsParams, opts 
 }
 
 // FindPayoutByOrderID looks a payout up by the orderId it was created with,
-// paging through the payout list. It is the way out of ErrOutcomeUnknown:
+// through the payout list. It is the older, simpler call: it needs no
+// attempt time and never waits. ReconcilePayout, which knows when the
+// create was attempted, answers "not created" in a few requests and
+// allows for list lag; prefer it after ErrOutcomeUnknown.
 //
-//	p, err := client.CreatePayout(ctx, params)
-//	if errors.Is(err, cryptopay.ErrOutcomeUnknown) {
-//		item, found, ferr := client.FindPayoutByOrderID(ctx, params.OrderID)
-//		// found: the payout exists, do not create it again.
-//		// !found and ferr == nil: it was not created; creating it again is safe.
-//		// ferr != nil: still unknown; try again later, do not resend.
-//	}
+//	item, found, err := client.FindPayoutByOrderID(ctx, params.OrderID)
+//	// found: the payout exists, do not create it again.
+//	// !found and err == nil: the whole list was read and does not hold it.
+//	// err != nil: still unknown; try again later, do not resend.
 //
-// found is false with a nil error when the list holds no such order. The
-// list may lag behind creation; if in doubt, look again after a short wait.
-// If several payouts share the orderId, the first listed is returned.
+// The newest payouts are read first (the order is learned from createdAt),
+// so a payout just created is found in 2 or 3 requests; "not found" reads
+// the whole list. found=false comes only with evidence: a list that
+// repeats a page (the server ignores offset), ends before its count, holds
+// more than its count, or shrinks returns an error matching
+// ErrUnexpectedResponse. The list may lag behind creation: "not found"
+// right after the attempt is not proof; ReconcilePayout handles that. If
+// several payouts share the orderId, the first one read is returned.
 func (c *Client) FindPayoutByOrderID(ctx context.Context, orderID string, opts ...RequestOption) (item *PayoutListItem, found bool, err error) {
 	if orderID == "" {
 		return nil, false, &ValidationError{Field: "orderID", Reason: "must not be empty"}
 	}
-	for it, err := range c.AllPayouts(ctx, ListPayoutsParams{}, opts...) {
-		if err != nil {
-			return nil, false, err
-		}
-		if it.OrderID == orderID {
-			return &it, true, nil
-		}
+	if err := validText("orderID", orderID); err != nil {
+		return nil, false, err
 	}
-	return nil, false, nil
-}
-
-// reconcilePayout is being built (issue: reconciliation); until then it
-// answers "still unknown", which never leads a caller to resend.
-func (c *Client) reconcilePayout(ctx context.Context, params ReconcileParams, opts []RequestOption) (*ReconcileResult, error) {
-	return &ReconcileResult{Verdict: PayoutStillUnknown, Reason: "not implemented"}, nil
+	s := newPayoutSearch(ctx, c, orderID, time.Time{}, opts)
+	if err := s.run(); err != nil {
+		return nil, false, err
+	}
+	return s.found, s.found != nil, nil
 }

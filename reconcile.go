@@ -1,7 +1,9 @@
 package cryptopay
 
 import (
+	"cmp"
 	"context"
+	"strconv"
 	"time"
 )
 
@@ -71,8 +73,111 @@ type ReconcileResult struct {
 	Reason string
 }
 
-// ReconcilePayout is the way out of ErrOutcomeUnknown for CreatePayout.
-// Implemented in payouts.go.
+// ReconcilePayout is the way out of ErrOutcomeUnknown for CreatePayout: it
+// says whether the payout was created, from the payout list.
+//
+//	attempted := time.Now()
+//	p, err := client.CreatePayout(ctx, params)
+//	if errors.Is(err, cryptopay.ErrOutcomeUnknown) {
+//		res, rerr := client.ReconcilePayout(ctx, cryptopay.ReconcileParams{
+//			OrderID: params.OrderID, AttemptedAt: attempted})
+//		switch {
+//		case rerr != nil || res.Verdict == cryptopay.PayoutStillUnknown:
+//			// try again later; do NOT resend
+//		case res.Verdict == cryptopay.PayoutExists:
+//			// created: follow it, do not send it again
+//		case res.Verdict == cryptopay.PayoutNotCreated:
+//			// safe to send again, with the same orderId
+//		}
+//	}
+//
+// It reads the list from its newest end and stops at the first payout
+// created before AttemptedAt minus ClockSkew, so both answers cost a few
+// requests whatever the account's size and whichever order the server
+// lists in (the order is learned from createdAt). A search that finds
+// nothing before AttemptedAt plus SettleTime waits until then (bounded by
+// ctx) and looks again, because the list may lag behind creation.
+//
+// PayoutNotCreated is given only on evidence: a list that repeats a page
+// (the server ignores offset), ends before its count, holds more than its
+// count, or shrinks returns an error matching ErrUnexpectedResponse; an API
+// or transport failure returns that error. In both cases the result is
+// still returned, with Verdict PayoutStillUnknown and the requests made.
+// Invalid params return a *ValidationError, a nil result, and nothing is
+// sent. GET /v1/payout/list, which the API marks as under development.
 func (c *Client) ReconcilePayout(ctx context.Context, params ReconcileParams, opts ...RequestOption) (*ReconcileResult, error) {
-	return c.reconcilePayout(ctx, params, opts)
+	if err := params.validate(); err != nil {
+		return nil, err
+	}
+	settle := cmp.Or(params.SettleTime, DefaultReconcileSettleTime)
+	skew := cmp.Or(params.ClockSkew, DefaultReconcileClockSkew)
+	cutoff := params.AttemptedAt.Add(-skew)
+	settled := params.AttemptedAt.Add(settle)
+	res := &ReconcileResult{Verdict: PayoutStillUnknown}
+	for {
+		late := !time.Now().Before(settled)
+		s := newPayoutSearch(ctx, c, params.OrderID, cutoff, opts)
+		err := s.run()
+		res.Requests += s.requests
+		switch {
+		case err != nil:
+			res.Reason = "the payout list could not be read as evidence: " + err.Error()
+			return res, err
+		case s.found != nil:
+			res.Verdict, res.Payout = PayoutExists, s.found
+			res.Reason = "the payout list holds orderId " + strconv.Quote(params.OrderID) + " with status " + string(s.found.Status)
+			return res, nil
+		case late:
+			res.Verdict = PayoutNotCreated
+			res.Reason = notListedReason(s, cutoff, settle)
+			return res, nil
+		}
+		if err := sleepUntil(ctx, settled); err != nil {
+			res.Reason = "waiting for the settle time to look again: " + err.Error()
+			return res, err
+		}
+	}
+}
+
+// validate checks what ReconcilePayout needs before it sends anything.
+func (p ReconcileParams) validate() error {
+	switch {
+	case p.OrderID == "":
+		return &ValidationError{Field: "OrderID", Reason: "must not be empty"}
+	case p.AttemptedAt.IsZero():
+		return &ValidationError{Field: "AttemptedAt", Reason: "must be set: take time.Now() before CreatePayout"}
+	case p.AttemptedAt.After(time.Now()):
+		return &ValidationError{Field: "AttemptedAt", Reason: "is in the future: take time.Now() before CreatePayout"}
+	case p.SettleTime < 0:
+		return &ValidationError{Field: "SettleTime", Reason: "must not be negative"}
+	case p.ClockSkew < 0:
+		return &ValidationError{Field: "ClockSkew", Reason: "must not be negative"}
+	}
+	return validText("OrderID", p.OrderID)
+}
+
+// notListedReason explains a PayoutNotCreated verdict.
+func notListedReason(s *payoutSearch, cutoff time.Time, settle time.Duration) string {
+	how := "the whole list was read"
+	if s.stopped {
+		how = "the list was read from its newest payout back to one created at " +
+			s.edge.UTC().Format(time.RFC3339) + ", before the cutoff " + cutoff.UTC().Format(time.RFC3339)
+	}
+	return "no payout with this orderId is listed " + settle.String() + " or more after the attempt; " + how
+}
+
+// sleepUntil waits until t or until ctx ends.
+func sleepUntil(ctx context.Context, t time.Time) error {
+	d := time.Until(t)
+	if d <= 0 {
+		return nil
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }

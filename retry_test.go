@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,37 +17,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
-
-// loopback starts a real server on 127.0.0.1 that counts requests and new
-// connections.
-type loopback struct {
-	*httptest.Server
-	hits  atomic.Int64
-	conns atomic.Int64
-}
-
-func newLoopback(t *testing.T, h func(n int64, w http.ResponseWriter, r *http.Request)) *loopback {
-	t.Helper()
-	lb := &loopback{}
-	lb.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h(lb.hits.Add(1), w, r)
-	}))
-	lb.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-		if s == http.StateNew {
-			lb.conns.Add(1)
-		}
-	}
-	lb.Start()
-	t.Cleanup(lb.Close)
-	return lb
-}
-
-func (lb *loopback) client(t *testing.T, opts ...Option) *Client {
-	t.Helper()
-	c, err := NewClient(lb.URL, testKey, append([]Option{WithRetryPolicy(fastRetry)}, opts...)...)
-	require.NoError(t, err)
-	return c
-}
 
 // resetAfterReading reads the whole request, then drops the connection with
 // an RST: the server processed it, the client sees a reset.
@@ -201,7 +169,7 @@ func TestGetRetries(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name+" then success", func(t *testing.T) {
-			c, mt := setup(t)
+			c, mt := setupMock(t)
 			// (A.Times(2).Then(B) would not run A twice: count by hand.)
 			var n atomic.Int64
 			mt.RegisterResponder(http.MethodGet, testBase+"/v1/currencies", func(*http.Request) (*http.Response, error) {
@@ -221,7 +189,7 @@ func TestGetRetries(t *testing.T) {
 		})
 		if tt.retried {
 			t.Run(tt.name+" exhausts the budget", func(t *testing.T) {
-				c, mt := setup(t)
+				c, mt := setupMock(t)
 				mt.RegisterResponder(http.MethodGet, testBase+"/v1/currencies", httpmock.NewStringResponder(tt.status, `{"code":"busy","message":"try later"}`))
 				_, err := c.ListCurrencies(context.Background())
 				var apiErr *APIError
@@ -235,7 +203,7 @@ func TestGetRetries(t *testing.T) {
 }
 
 func TestGetRetriesTransportErrors(t *testing.T) {
-	c, mt := setup(t)
+	c, mt := setupMock(t)
 	mt.RegisterResponder(http.MethodGet, testBase+"/v1/balance",
 		httpmock.NewErrorResponder(errors.New("connection reset by peer")).Times(1).Then(httpmock.NewStringResponder(200, `[]`)))
 	_, err := c.GetBalances(context.Background())
@@ -246,7 +214,7 @@ func TestGetRetriesTransportErrors(t *testing.T) {
 func TestPostTransportErrorWithoutTraceIsUnknown(t *testing.T) {
 	// A custom transport that reports no connection events gives no proof
 	// that nothing was sent: the POST is not resent.
-	c, mt := setup(t)
+	c, mt := setupMock(t)
 	mt.RegisterResponder(http.MethodPost, testBase+"/v1/payout", httpmock.NewErrorResponder(errors.New("broken pipe")))
 	_, err := c.CreatePayout(context.Background(), validPayoutParams())
 	assert.ErrorIs(t, err, ErrOutcomeUnknown)
@@ -269,7 +237,7 @@ func TestGetRetriesTruncatedBody(t *testing.T) {
 }
 
 func TestNoRetriesPolicy(t *testing.T) {
-	c, mt := setup(t, WithRetryPolicy(RetryPolicy{}))
+	c, mt := setupMock(t, WithRetryPolicy(RetryPolicy{}))
 	mt.RegisterResponder(http.MethodGet, testBase+"/v1/balance", httpmock.NewStringResponder(503, ``))
 	_, err := c.GetBalances(context.Background())
 	assert.ErrorIs(t, err, ErrServer)
@@ -278,7 +246,7 @@ func TestNoRetriesPolicy(t *testing.T) {
 
 func TestRetryAfterHonouredAndCapped(t *testing.T) {
 	t.Run("beyond the cap: no retry, the 429 is returned with RetryAfter", func(t *testing.T) {
-		c, mt := setup(t)
+		c, mt := setupMock(t)
 		mt.RegisterResponder(http.MethodGet, testBase+"/v1/balance", func(*http.Request) (*http.Response, error) {
 			r := httpmock.NewStringResponse(429, `{"code":"rate_limited","message":"slow down"}`)
 			r.Header.Set("Retry-After", "3600")
@@ -291,11 +259,11 @@ func TestRetryAfterHonouredAndCapped(t *testing.T) {
 		assert.Equal(t, 1, mt.GetTotalCallCount())
 	})
 	t.Run("backoff waits at least Retry-After up to the cap", func(t *testing.T) {
-		c, err := NewClient(testBase, testKey, WithRetryPolicy(RetryPolicy{MaxRetries: 3, MinWait: time.Millisecond, MaxWait: 3 * time.Second}))
-		require.NoError(t, err)
-		resp := &http.Response{Header: http.Header{"Retry-After": {"2"}}}
+		p := RetryPolicy{MaxRetries: 3, MinWait: time.Millisecond, MaxWait: 3 * time.Second}
+		ra, ok := parseRetryAfter("2", time.Now())
+		require.True(t, ok)
 		for n := range 5 {
-			w := c.backoff(time.Millisecond, 3*time.Second, n, resp)
+			w := backoff(p, n, ra)
 			assert.GreaterOrEqual(t, w, 2*time.Second)
 			assert.LessOrEqual(t, w, 3*time.Second)
 		}
@@ -303,12 +271,10 @@ func TestRetryAfterHonouredAndCapped(t *testing.T) {
 }
 
 func TestBackoffBoundsAndJitter(t *testing.T) {
-	c, err := NewClient(testBase, testKey)
-	require.NoError(t, err)
 	minW, maxW := 100*time.Millisecond, 2*time.Second
 	seen := map[time.Duration]bool{}
 	for n := range 64 {
-		w := c.backoff(minW, maxW, n, nil)
+		w := backoff(RetryPolicy{MinWait: minW, MaxWait: maxW}, n, 0)
 		base := maxW
 		if n < 5 {
 			base = minW << n
@@ -322,7 +288,7 @@ func TestBackoffBoundsAndJitter(t *testing.T) {
 
 func TestContextCancelStopsBackoff(t *testing.T) {
 	decided := make(chan struct{}, 8)
-	c, mt := setup(t, WithRetryPolicy(RetryPolicy{MaxRetries: 5, MinWait: time.Hour, MaxWait: time.Hour}),
+	c, mt := setupMock(t, WithRetryPolicy(RetryPolicy{MaxRetries: 5, MinWait: time.Hour, MaxWait: time.Hour}),
 		WithLogger(slog.New(signalHandler{decided})))
 	mt.RegisterResponder(http.MethodGet, testBase+"/v1/balance", httpmock.NewStringResponder(503, ``))
 	ctx, cancel := context.WithCancel(context.Background())
@@ -343,7 +309,7 @@ func TestContextCancelStopsBackoff(t *testing.T) {
 }
 
 func TestCanceledContextSendsNothing(t *testing.T) {
-	c, mt := setup(t)
+	c, mt := setupMock(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	_, err := c.CreatePayout(ctx, validPayoutParams())

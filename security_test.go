@@ -68,9 +68,9 @@ func TestSecurityKeyOnlyInItsHeader(t *testing.T) {
 }
 
 // TestSecurityPathEscaping: ids that try to leave their path segment are
-// refused before sending or, escaped, reach only the status route they
-// were meant for (as a 404), never another endpoint; a payment id that is
-// not a UUID is refused before sending.
+// refused before sending (empty, ".", "..", control characters) or,
+// escaped, stay in their one segment and reach no other endpoint (a 404);
+// a payment id that is not a UUID is refused before sending.
 func TestSecurityPathEscaping(t *testing.T) {
 	s := cryptopaytest.NewServer()
 	t.Cleanup(s.Close)
@@ -88,7 +88,14 @@ func TestSecurityPathEscaping(t *testing.T) {
 			assert.Equal(t, before, s.Requests(cryptopaytest.RouteGetPayout), "%q refused before sending", id)
 		} else {
 			assert.ErrorIs(t, err, cryptopay.ErrNotFound, "%q reaches the payout status route as an id", id)
-			assert.Equal(t, before+1, s.Requests(cryptopaytest.RouteGetPayout), "%q", id)
+			// The fake routes on the unescaped path, so an id holding a
+			// slash (sent as %2F, inside its one segment) matches no route
+			// there: a 404 that reaches no endpoint at all.
+			want := before + 1
+			if strings.Contains(id, "/") {
+				want = before
+			}
+			assert.Equal(t, want, s.Requests(cryptopaytest.RouteGetPayout), "%q", id)
 		}
 
 		_, err = c.GetPayment(ctx, id)

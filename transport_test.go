@@ -12,7 +12,7 @@ import (
 )
 
 func TestDefaultTransport(t *testing.T) {
-	tr := newTransport()
+	tr := newTransport(DefaultMaxConnsPerHost)
 	require.NotNil(t, tr.TLSClientConfig)
 	assert.Equal(t, uint16(tls.VersionTLS12), tr.TLSClientConfig.MinVersion)
 	assert.False(t, tr.TLSClientConfig.InsecureSkipVerify)

@@ -2,11 +2,18 @@ package cryptopay_test
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
+	"net/http"
+	"runtime"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/shopspring/decimal"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/cryptopay/cryptopay-go"
@@ -24,15 +31,15 @@ import (
 func BenchmarkWaitWakeup(b *testing.B) {
 	cases := []struct {
 		name string
-		opts []cryptopay.WaitOption
+		opts []cryptopay.PaymentWaitOption
 		gap  time.Duration // the payment arrives within this after the first read
 	}{
 		// Default intervals (2 s growing to 30 s): only the webhook can end
 		// the wait within the benchmark's time.
 		{"webhook/default-intervals", nil, 20 * time.Millisecond},
-		{"polling/20ms", []cryptopay.WaitOption{cryptopay.WithWebhookWakeup(false),
+		{"polling/20ms", []cryptopay.PaymentWaitOption{cryptopay.WithWebhookWakeup(false),
 			cryptopay.WithPollInterval(20 * time.Millisecond), cryptopay.WithMaxPollInterval(20 * time.Millisecond)}, 20 * time.Millisecond},
-		{"polling/100ms", []cryptopay.WaitOption{cryptopay.WithWebhookWakeup(false),
+		{"polling/100ms", []cryptopay.PaymentWaitOption{cryptopay.WithWebhookWakeup(false),
 			cryptopay.WithPollInterval(100 * time.Millisecond), cryptopay.WithMaxPollInterval(100 * time.Millisecond)}, 100 * time.Millisecond},
 	}
 	for _, bc := range cases {
@@ -72,3 +79,123 @@ func BenchmarkWaitWakeup(b *testing.B) {
 		})
 	}
 }
+
+// createPayments creates n payments on srv through c, 16 at a time.
+func createPayments(tb testing.TB, c *cryptopay.Client, n int, webhookURL func(order string) string) []*cryptopay.Payment {
+	tb.Helper()
+	out := make([]*cryptopay.Payment, n)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for range 16 {
+		wg.Go(func() {
+			for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
+				order := "order-scale-" + strconv.Itoa(i)
+				params := cryptopay.CreatePaymentParams{Amount: decimal.RequireFromString("10"), Currency: "usdt",
+					Network: "tron", CustomerID: "c", CustomerIP: "203.0.113.7", OrderID: order}
+				if webhookURL != nil {
+					params.WebhookURL = webhookURL(order)
+				}
+				p, err := c.CreatePayment(context.Background(), params)
+				if err != nil {
+					errs <- err
+					return
+				}
+				out[i] = p
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	require.NoError(tb, <-errs)
+	return out
+}
+
+// heapAndGoroutines returns the live heap after a GC, and the goroutines.
+func heapAndGoroutines() (uint64, int) {
+	var m runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc, runtime.NumGoroutine()
+}
+
+// TestWaitsAtScale runs 10,000 WaitForPayment calls (1,500 under -race) on
+// one Client against
+// the fake and counts what they cost: connections opened (at most the
+// transport's bound; here WithHTTPClient with MaxConnsPerHost 64), heap and
+// goroutines per wait while they all sleep between reads, and how many
+// reads are in flight at once (at most the Client's wait-read bound, so a
+// restart with 10,000 open orders does not stampede the API).
+func TestWaitsAtScale(t *testing.T) {
+	if testing.Short() {
+		t.Skip("10,000 waits")
+	}
+	const maxConns, waitReads = 64, 32
+	n := 10_000
+	if raceEnabled {
+		n = 1_500 // the race detector's goroutine limit; run without -race for 10,000
+	}
+	srv := cryptopaytest.NewServer()
+	defer srv.Close()
+	payments := createPayments(t, srv.Client(), n, nil)
+
+	var inFlight, maxInFlight atomic.Int64
+	tr := &http.Transport{MaxConnsPerHost: maxConns, MaxIdleConnsPerHost: maxConns}
+	defer tr.CloseIdleConnections()
+	counting := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		cur := inFlight.Add(1)
+		defer inFlight.Add(-1)
+		for m := maxInFlight.Load(); cur > m && !maxInFlight.CompareAndSwap(m, cur); m = maxInFlight.Load() {
+		}
+		return tr.RoundTrip(r)
+	})
+	client := srv.Client(cryptopay.WithHTTPClient(&http.Client{Transport: counting}), cryptopay.WithMaxConcurrentWaitReads(waitReads))
+	connsBefore := srv.ConnectionsOpened()
+	readsBefore := srv.Requests(cryptopaytest.RouteGetPayment)
+	heap0, gr0 := heapAndGoroutines()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for _, p := range payments {
+		wg.Go(func() {
+			got, err := client.WaitForPayment(ctx, p.ID, cryptopay.WithPollInterval(time.Second))
+			if err == nil && got.Status != cryptopay.PaymentPaid {
+				err = fmt.Errorf("status %s", got.Status)
+			}
+			errs <- err
+		})
+	}
+	// Every wait has made its first read and sleeps until its next one.
+	for srv.Requests(cryptopaytest.RouteGetPayment)-readsBefore < n {
+		require.NoError(t, ctx.Err(), "the first reads did not all happen")
+		time.Sleep(time.Millisecond)
+	}
+	heap1, gr1 := heapAndGoroutines()
+
+	for _, p := range payments {
+		require.NoError(t, srv.Pay(p.ID, p.PayAmount))
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	conns := srv.ConnectionsOpened() - connsBefore
+	heapPerWait := float64(int64(heap1)-int64(heap0)) / float64(n)
+	goroutinesPerWait := float64(gr1-gr0) / float64(n)
+	t.Logf("%d waits: %d connections, %.0f B heap and %.3f goroutines per wait, at most %d reads in flight, %d reads",
+		n, conns, heapPerWait, goroutinesPerWait, maxInFlight.Load(), srv.Requests(cryptopaytest.RouteGetPayment)-readsBefore)
+	assert.LessOrEqual(t, conns, int64(maxConns))
+	assert.LessOrEqual(t, heapPerWait, 8192.0)
+	// One goroutine per wait is the caller's own; the rest (connections'
+	// goroutines, client and in-process server side) must stay within
+	// 0.1 per wait at 10,000 waits, whatever n is.
+	assert.LessOrEqual(t, gr1-gr0, n+1_000)
+	assert.LessOrEqual(t, maxInFlight.Load(), int64(waitReads))
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

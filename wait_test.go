@@ -4,7 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -20,8 +25,11 @@ const (
 	waitPayoutID  = "po_8f2c61"
 )
 
-// fastWait keeps the polling loop in milliseconds.
-var fastWait = []WaitOption{WithPollInterval(time.Millisecond), WithMaxPollInterval(2 * time.Millisecond)}
+// fastWait and fastPayoutWait keep the polling loop in milliseconds.
+var (
+	fastWait       = []PaymentWaitOption{WithPollInterval(time.Millisecond), WithMaxPollInterval(2 * time.Millisecond)}
+	fastPayoutWait = []PayoutWaitOption{WithPollInterval(time.Millisecond), WithMaxPollInterval(2 * time.Millisecond)}
+)
 
 func waitPaymentJSON(id, status, orderID string, updated time.Time) string {
 	return fmt.Sprintf(`{"paymentId":%q,"status":%q,"payAmount":10.5,"payAddress":"addr","payQrCodeUri":"qr",
@@ -100,7 +108,7 @@ func TestWaitForPaymentEndsOnTerminal(t *testing.T) {
 	for _, final := range []PaymentStatus{PaymentPaid, PaymentPaidOver, PaymentPaidPartial, PaymentFailed, PaymentRejected, PaymentExpired} {
 		t.Run(string(final), func(t *testing.T) {
 			t.Parallel()
-			c, mt := setup(t)
+			c, mt := setupMock(t)
 			s := paymentScript(statuses("waiting", "waiting", "confirming", "locked", "weird_new_status", string(final), "waiting")...)
 			mt.RegisterResponder(http.MethodGet, testBase+"/v1/payment/"+waitPaymentID+"/status", s.responder)
 
@@ -117,11 +125,11 @@ func TestWaitForPayoutEndsOnTerminal(t *testing.T) {
 	for _, final := range []PayoutStatus{PayoutPaid, PayoutFailed, PayoutCancelled} {
 		t.Run(string(final), func(t *testing.T) {
 			t.Parallel()
-			c, mt := setup(t)
+			c, mt := setupMock(t)
 			s := payoutScript(statuses("created", "review", "processing", "confirming", string(final))...)
 			mt.RegisterResponder(http.MethodGet, testBase+"/v1/payout/"+waitPayoutID+"/status", s.responder)
 
-			p, err := c.WaitForPayout(context.Background(), waitPayoutID, fastWait...)
+			p, err := c.WaitForPayout(context.Background(), waitPayoutID, fastPayoutWait...)
 			require.NoError(t, err)
 			assert.Equal(t, final, p.Status)
 			assert.Equal(t, int32(5), s.calls.Load())
@@ -133,7 +141,7 @@ func TestWaitStopOptions(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name  string
-		opt   WaitOption
+		opt   PaymentWaitOption
 		want  PaymentStatus
 		calls int32
 	}{
@@ -145,7 +153,7 @@ func TestWaitStopOptions(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			c, mt := setup(t)
+			c, mt := setupMock(t)
 			s := paymentScript(statuses("waiting", "confirming", "locked", "paid")...)
 			mt.RegisterResponder(http.MethodGet, testBase+"/v1/payment/"+waitPaymentID+"/status", s.responder)
 
@@ -159,10 +167,10 @@ func TestWaitStopOptions(t *testing.T) {
 
 func TestWaitPayoutStopOn(t *testing.T) {
 	t.Parallel()
-	c, mt := setup(t)
+	c, mt := setupMock(t)
 	s := payoutScript(statuses("created", "review", "paid")...)
 	mt.RegisterResponder(http.MethodGet, testBase+"/v1/payout/"+waitPayoutID+"/status", s.responder)
-	p, err := c.WaitForPayout(context.Background(), waitPayoutID, append(fastWait, StopOn(PayoutReview))...)
+	p, err := c.WaitForPayout(context.Background(), waitPayoutID, append(fastPayoutWait, StopOn(PayoutReview))...)
 	require.NoError(t, err)
 	assert.Equal(t, PayoutReview, p.Status)
 	assert.False(t, p.Status.IsTerminal(), "a StopOn result is not necessarily terminal")
@@ -170,7 +178,7 @@ func TestWaitPayoutStopOn(t *testing.T) {
 
 func TestWaitOnStatusChange(t *testing.T) {
 	t.Parallel()
-	c, mt := setup(t)
+	c, mt := setupMock(t)
 	s := paymentScript(statuses("waiting", "waiting", "confirming", "confirming", "confirming", "paid")...)
 	mt.RegisterResponder(http.MethodGet, testBase+"/v1/payment/"+waitPaymentID+"/status", s.responder)
 
@@ -191,16 +199,11 @@ func TestWaitOptionsRefusedBeforeSending(t *testing.T) {
 		name string
 		run  func(c *Client) error
 	}{
-		{"payout StopOn on a payment", func(c *Client) error {
-			_, err := c.WaitForPayment(context.Background(), waitPaymentID, StopOn(PayoutPaid))
-			return err
-		}},
-		{"payment StopWhen on a payout", func(c *Client) error {
-			_, err := c.WaitForPayout(context.Background(), waitPayoutID, StopWhen(func(*Payment) bool { return true }))
-			return err
-		}},
-		{"payment OnStatusChange on a payout", func(c *Client) error {
-			_, err := c.WaitForPayout(context.Background(), waitPayoutID, OnStatusChange(func(*Payment) {}))
+		// A payout option given to WaitForPayment (or the reverse) does not
+		// compile: TestWaitOptionsCheckedAtCompileTime.
+		{"refused RequestOption", func(c *Client) error {
+			refuse := RequestOption(func(*callConfig) error { return &ValidationError{Field: "opt", Reason: "refused"} })
+			_, err := c.WaitForPayment(context.Background(), waitPaymentID, refuse)
 			return err
 		}},
 		{"nil StopWhen", func(c *Client) error {
@@ -236,7 +239,7 @@ func TestWaitOptionsRefusedBeforeSending(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			c, mt := setup(t)
+			c, mt := setupMock(t)
 			err := tt.run(c)
 			require.ErrorIs(t, err, ErrInvalidParams)
 			var ve *ValidationError
@@ -265,7 +268,7 @@ func TestWaitAbsorbsTransientErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			c, mt := setup(t)
+			c, mt := setupMock(t)
 			steps := []step{{value: "waiting"}}
 			for range 10 {
 				steps = append(steps, tt.fail)
@@ -307,11 +310,11 @@ func TestWaitReturnsPermanentErrorsAtOnce(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(http.StatusText(tt.code), func(t *testing.T) {
 			t.Parallel()
-			c, mt := setup(t)
+			c, mt := setupMock(t)
 			s := payoutScript(step{value: "created"}, step{status: tt.code})
 			mt.RegisterResponder(http.MethodGet, testBase+"/v1/payout/"+waitPayoutID+"/status", s.responder)
 
-			p, err := c.WaitForPayout(context.Background(), waitPayoutID, fastWait...)
+			p, err := c.WaitForPayout(context.Background(), waitPayoutID, fastPayoutWait...)
 			require.Error(t, err)
 			var apiErr *APIError
 			require.ErrorAs(t, err, &apiErr)
@@ -330,7 +333,7 @@ func TestWaitContextEnds(t *testing.T) {
 	t.Parallel()
 	t.Run("cancel while sleeping", func(t *testing.T) {
 		t.Parallel()
-		c, mt := setup(t)
+		c, mt := setupMock(t)
 		ctx, cancel := context.WithCancel(context.Background())
 		s := paymentScript(step{value: "waiting"})
 		s.after = func(n int) {
@@ -347,7 +350,7 @@ func TestWaitContextEnds(t *testing.T) {
 	})
 	t.Run("long interval is cut short", func(t *testing.T) {
 		t.Parallel()
-		c, mt := setup(t)
+		c, mt := setupMock(t)
 		s := paymentScript(step{value: "confirming"})
 		mt.RegisterResponder(http.MethodGet, testBase+"/v1/payment/"+waitPaymentID+"/status", s.responder)
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
@@ -359,7 +362,7 @@ func TestWaitContextEnds(t *testing.T) {
 	})
 	t.Run("names the last transient failure", func(t *testing.T) {
 		t.Parallel()
-		c, mt := setup(t)
+		c, mt := setupMock(t)
 		ctx, cancel := context.WithCancel(context.Background())
 		s := paymentScript(step{status: http.StatusServiceUnavailable})
 		s.after = func(n int) {
@@ -375,7 +378,7 @@ func TestWaitContextEnds(t *testing.T) {
 	})
 	t.Run("already cancelled", func(t *testing.T) {
 		t.Parallel()
-		c, mt := setup(t)
+		c, mt := setupMock(t)
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
 		_, err := c.WaitForPayout(ctx, waitPayoutID)
@@ -416,15 +419,9 @@ func waitUntil(t *testing.T, cond func() bool) {
 	}
 }
 
-func (r *waitRegistry) count(kind objKind, id string) int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.m[waitKey(kind, id)])
-}
-
 func TestWaitWokenByNotify(t *testing.T) {
 	t.Parallel()
-	c, mt := setup(t)
+	c, mt := setupMock(t)
 	s := paymentScript(step{value: "waiting"})
 	mt.RegisterResponder(http.MethodGet, testBase+"/v1/payment/"+waitPaymentID+"/status", s.responder)
 
@@ -465,25 +462,9 @@ func TestWaitWokenByNotify(t *testing.T) {
 	assert.Equal(t, PaymentPaid, changes[len(changes)-1])
 }
 
-func TestWaitWakeupIsPerKindAndID(t *testing.T) {
-	t.Parallel()
-	c, _ := setup(t)
-	w := c.waiters.add(kindPayout, waitPayoutID)
-	defer c.waiters.remove(kindPayout, waitPayoutID, w)
-	obj := func() any { return &Payout{ID: waitPayoutID, Status: PayoutPaid} }
-	assert.Zero(t, c.waiters.notify(kindPayment, waitPayoutID, obj), "a payment event does not wake a payout wait")
-	assert.Zero(t, c.waiters.notify(kindPayout, "PO_8F2C61", obj), "payout ids are case-sensitive")
-	assert.Equal(t, 1, c.waiters.notify(kindPayout, waitPayoutID, obj))
-	assert.Equal(t, 1, c.waiters.notify(kindPayout, waitPayoutID, obj), "never blocks on a full mailbox")
-	assert.Equal(t, PayoutPaid, w.take().(*Payout).Status)
-	assert.Nil(t, w.take())
-	var nilReg *waitRegistry
-	assert.Zero(t, nilReg.notify(kindPayout, waitPayoutID, obj))
-}
-
 func TestWaitWithoutWakeup(t *testing.T) {
 	t.Parallel()
-	c, mt := setup(t)
+	c, mt := setupMock(t)
 	s := paymentScript(step{value: "waiting"}, step{value: "paid"})
 	s.after = func(n int) {
 		if n == 1 {
@@ -498,7 +479,7 @@ func TestWaitWithoutWakeup(t *testing.T) {
 
 func TestWaitManyWaitersOneEvent(t *testing.T) {
 	t.Parallel()
-	c, mt := setup(t)
+	c, mt := setupMock(t)
 	s := payoutScript(step{value: "processing"})
 	mt.RegisterResponder(http.MethodGet, testBase+"/v1/payout/"+waitPayoutID+"/status", s.responder)
 	const n = 8
@@ -521,4 +502,113 @@ func TestWaitManyWaitersOneEvent(t *testing.T) {
 		assert.NoError(t, err)
 	}
 	assert.Zero(t, c.waiters.count(kindPayout, waitPayoutID))
+}
+
+// TestWaitOptionsCheckedAtCompileTime builds small programs against this
+// module: every option compiles with the call of its kind, and a payment
+// option given to WaitForPayout (or the reverse) is a type error.
+func TestWaitOptionsCheckedAtCompileTime(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds programs with the go command")
+	}
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("the go command is not on PATH")
+		}
+		t.Skip("SKIPPED: the go command is not on PATH")
+	}
+	repo, err := filepath.Abs(".")
+	require.NoError(t, err)
+	dir := t.TempDir()
+	sum, err := os.ReadFile(filepath.Join(repo, "go.sum"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "go.sum"), sum, 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module snippets\n\ngo 1.26\n\n"+
+		"require github.com/cryptopay/cryptopay-go v0.0.0\n\nreplace github.com/cryptopay/cryptopay-go => "+repo+"\n"), 0o644))
+
+	const prelude = "package main\n\nimport (\n\t\"context\"\n\n\t\"github.com/cryptopay/cryptopay-go\"\n)\n\n" +
+		"func main() {\n\tvar c *cryptopay.Client\n\tctx := context.Background()\n\t_ = ctx\n"
+	snippets := map[string]struct {
+		call string
+		ok   bool
+	}{
+		"good": {`
+	_, _ = c.WaitForPayment(ctx, "id", cryptopay.WithPollInterval(1), cryptopay.WithWebhookWakeup(false),
+		cryptopay.StopOn(cryptopay.PaymentLocked), cryptopay.StopWhen(func(*cryptopay.Payment) bool { return false }),
+		cryptopay.OnStatusChange(func(*cryptopay.Payment) {}), cryptopay.RequestOption(nil))
+	_, _ = c.WaitForPayout(ctx, "id", cryptopay.WithMaxPollInterval(1), cryptopay.StopOn(cryptopay.PayoutReview),
+		cryptopay.StopWhen(func(*cryptopay.Payout) bool { return false }), cryptopay.OnStatusChange(func(*cryptopay.Payout) {}))
+	opts := []cryptopay.PaymentWaitOption{cryptopay.WithPollInterval(1)}
+	_, _ = c.WaitForPayment(ctx, "id", opts...)
+`, true},
+		"payoutstatusonpayment": {`_, _ = c.WaitForPayment(ctx, "id", cryptopay.StopOn(cryptopay.PayoutReview))`, false},
+		"paymentstatusonpayout": {`_, _ = c.WaitForPayout(ctx, "id", cryptopay.StopOn(cryptopay.PaymentLocked))`, false},
+		"paymentstopwhenpayout": {`_, _ = c.WaitForPayout(ctx, "id", cryptopay.StopWhen(func(*cryptopay.Payment) bool { return true }))`, false},
+		"payoutchangeonpayment": {`_, _ = c.WaitForPayment(ctx, "id", cryptopay.OnStatusChange(func(*cryptopay.Payout) {}))`, false},
+		"paymentchangeonpayout": {`_, _ = c.WaitForPayout(ctx, "id", cryptopay.OnStatusChange(func(*cryptopay.Payment) {}))`, false},
+		"payoutstopwhenpayment": {`_, _ = c.WaitForPayment(ctx, "id", cryptopay.StopWhen(func(*cryptopay.Payout) bool { return true }))`, false},
+	}
+	for name, s := range snippets {
+		pkg := filepath.Join(dir, name)
+		require.NoError(t, os.Mkdir(pkg, 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(pkg, "main.go"), []byte(prelude+s.call+"\n}\n"), 0o644))
+	}
+	cmd := exec.Command(goBin, "vet", "./...")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY=off", "GOWORK=off")
+	out, _ := cmd.CombinedOutput()
+	t.Logf("go vet:\n%s", out)
+	for name, s := range snippets {
+		// The type checker names each failing program's file.
+		failed := strings.Contains(string(out), name+"/main.go")
+		if s.ok {
+			assert.False(t, failed, "%s should compile", name)
+			continue
+		}
+		assert.True(t, failed, "%s should not compile", name)
+	}
+	assert.Equal(t, len(snippets)-1, strings.Count(string(out), "does not implement"), "each refusal is a type error")
+}
+
+// TestWaitReadsAreBounded starts more waits than the Client's wait-read
+// bound, with a status endpoint that holds every read until released: no
+// more reads than the bound are ever in flight, the others queue, and all
+// waits finish. Other calls are not held back by the bound.
+func TestWaitReadsAreBounded(t *testing.T) {
+	t.Parallel()
+	const bound, waits = 3, 10
+	var inFlight, maxInFlight, reads atomic.Int32
+	release := make(chan struct{})
+	c, mux := setup(t, WithMaxConcurrentWaitReads(bound))
+	mux.HandleFunc("GET /v1/payout/{id}/status", func(w http.ResponseWriter, r *http.Request) {
+		cur := inFlight.Add(1)
+		defer inFlight.Add(-1)
+		for m := maxInFlight.Load(); cur > m && !maxInFlight.CompareAndSwap(m, cur); m = maxInFlight.Load() {
+		}
+		reads.Add(1)
+		if r.PathValue("id") != "direct" {
+			<-release
+		}
+		_, _ = io.WriteString(w, waitPayoutJSON(r.PathValue("id"), "paid", "order-1"))
+	})
+	var wg sync.WaitGroup
+	for i := range waits {
+		wg.Go(func() {
+			_, err := c.WaitForPayout(context.Background(), fmt.Sprint("po_", i))
+			assert.NoError(t, err)
+		})
+	}
+	waitUntil(t, func() bool { return reads.Load() == bound })
+	_, err := c.GetPayout(context.Background(), "direct")
+	require.NoError(t, err, "a plain call does not queue behind the waits")
+	close(release)
+	wg.Wait()
+	assert.Equal(t, int32(waits+1), reads.Load())
+	assert.Equal(t, int32(bound+1), maxInFlight.Load(), "the bound, plus the plain call")
+
+	for _, n := range []int{0, -1} {
+		_, err := NewClient(testBase, testKey, WithMaxConcurrentWaitReads(n))
+		require.ErrorIs(t, err, ErrInvalidParams)
+	}
 }

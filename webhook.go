@@ -2,14 +2,14 @@ package cryptopay
 
 import (
 	"bytes"
-	"container/list"
+	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"log/slog"
 	"net/http"
@@ -18,6 +18,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 )
 
 // Webhook defaults and limits.
@@ -28,15 +29,17 @@ const (
 	// DefaultWebhookMaxBodyBytes is the default body limit of a
 	// WebhookHandler (1 MiB); a larger body is answered 413.
 	DefaultWebhookMaxBodyBytes = 1 << 20
-	// DefaultDedupeEntries and DefaultDedupeTTL size the in-memory
-	// DedupeStore a WebhookHandler uses when WebhookConfig.Dedupe is nil.
-	DefaultDedupeEntries = 100_000
-	DefaultDedupeTTL     = 72 * time.Hour
+	// DefaultMaxConcurrentRereads is how many events a WebhookHandler
+	// re-reads through the API at once unless
+	// WebhookConfig.MaxConcurrentRereads says otherwise.
+	DefaultMaxConcurrentRereads = 64
 )
 
 // webhookTokenContext separates webhook tokens from any other use of the
 // secret: token = HMAC-SHA256(secret, webhookTokenContext + orderID).
 const webhookTokenContext = "cryptopay-go webhook v1\x00"
+
+var webhookTokenContextBytes = []byte(webhookTokenContext)
 
 // webhookToken is the token WebhookURL puts in the URL for orderID:
 // base64url without padding (RFC 4648 §5) of
@@ -66,8 +69,8 @@ func checkSecret(secret []byte, field string) error {
 //
 // base must be an absolute http or https URL without a fragment and without
 // a token parameter; its other query parameters are kept. secret must be at
-// least MinWebhookSecretLen bytes and not all zero; orderID must not be
-// empty. Use https: anyone who learns the URL can post events for this
+// least MinWebhookSecretLen bytes and not all zero; orderID must be valid
+// UTF-8 and not empty. Use https: anyone who learns the URL can post events for this
 // order (which a handler with a Client then checks against the API).
 func WebhookURL(base string, secret []byte, orderID string) (string, error) {
 	if err := checkSecret(secret, "secret"); err != nil {
@@ -75,6 +78,11 @@ func WebhookURL(base string, secret []byte, orderID string) (string, error) {
 	}
 	if orderID == "" {
 		return "", &ValidationError{Field: "orderID", Reason: "must not be empty: the token signs it"}
+	}
+	if !utf8.ValidString(orderID) {
+		// JSON carries only valid UTF-8: the orderId would come back
+		// changed, and no event for it would ever match the token.
+		return "", &ValidationError{Field: "orderID", Reason: "is not valid UTF-8"}
 	}
 	u, err := url.Parse(base)
 	if err != nil {
@@ -98,155 +106,6 @@ func WebhookURL(base string, secret []byte, orderID string) (string, error) {
 	}
 	u.ForceQuery = false
 	return u.String(), nil
-}
-
-// DedupeClaim is the answer of DedupeStore.Claim.
-type DedupeClaim int
-
-const (
-	// DedupeClaimed: the key is new and now claimed by the caller, which must
-	// call Complete or Release.
-	DedupeClaimed DedupeClaim = iota + 1
-	// DedupeSeen: the key was completed before; the event is a duplicate.
-	DedupeSeen
-	// DedupeInProgress: another delivery holds the claim right now.
-	DedupeInProgress
-)
-
-// DedupeStore remembers which events (a key per payment or payout id and
-// status) a WebhookHandler has delivered, so duplicates reach the callback
-// once. Implementations must be safe for concurrent use.
-//
-// The handler calls Claim before the callback; Complete after the callback
-// returned nil; Release after it failed or panicked (so a redelivery runs it
-// again). Keys are short ASCII strings such as "payment/<uuid>/paid".
-//
-// The default is a bounded in-memory store (NewMemoryDedupeStore), which
-// only dedupes within one process. Replicas behind a load balancer must
-// share one store, for example in Redis (no Redis client is bundled; a
-// sketch using go-redis names):
-//
-//	Claim:    ok := SET prefix+key "busy" NX PX 60000 (a lease: a replica that
-//	          dies mid-callback frees the key when it expires)
-//	          ok → DedupeClaimed; else GET prefix+key: "done" → DedupeSeen,
-//	          otherwise DedupeInProgress
-//	Complete: SET prefix+key "done" PX 259200000 (72 h, at least the sender's
-//	          retry window)
-//	Release:  DEL prefix+key (ideally only if still "busy": a two-line Lua script)
-//
-// A store gives at-most-once delivery per claim, not exactly-once: a
-// process that dies after the callback succeeded but before Complete gets
-// the event again, and an entry evicted or expired lets a late duplicate
-// through. Callbacks must therefore be idempotent (for example, "mark order
-// paid" rather than "add to balance").
-type DedupeStore interface {
-	// Claim claims key, or reports that it is done or held by another
-	// delivery. An error makes the handler answer 503 (the sender retries).
-	Claim(ctx context.Context, key string) (DedupeClaim, error)
-	// Complete records key as done; it is called once the callback succeeded.
-	Complete(ctx context.Context, key string) error
-	// Release drops the claim on key after the callback failed.
-	Release(ctx context.Context, key string) error
-}
-
-// MemoryDedupeStore is the in-memory DedupeStore: it remembers up to a
-// number of completed keys for a time (the oldest are forgotten first) and
-// the keys being processed. It dedupes within one process only. Use
-// NewMemoryDedupeStore; the zero value is not ready.
-type MemoryDedupeStore struct {
-	mu    sync.Mutex
-	max   int
-	ttl   time.Duration
-	now   func() time.Time
-	order *list.List // of *dedupeEntry, oldest first
-	done  map[string]*list.Element
-	busy  map[string]struct{}
-}
-
-type dedupeEntry struct {
-	key string
-	at  time.Time
-}
-
-// NewMemoryDedupeStore returns an in-memory DedupeStore that remembers at
-// most maxEntries completed keys (0: DefaultDedupeEntries) for ttl each
-// (0: DefaultDedupeTTL). About 150 bytes per entry.
-func NewMemoryDedupeStore(maxEntries int, ttl time.Duration) *MemoryDedupeStore {
-	if maxEntries <= 0 {
-		maxEntries = DefaultDedupeEntries
-	}
-	if ttl <= 0 {
-		ttl = DefaultDedupeTTL
-	}
-	return &MemoryDedupeStore{
-		max:   maxEntries,
-		ttl:   ttl,
-		now:   time.Now,
-		order: list.New(),
-		done:  make(map[string]*list.Element),
-		busy:  make(map[string]struct{}),
-	}
-}
-
-// Claim implements DedupeStore.
-func (s *MemoryDedupeStore) Claim(_ context.Context, key string) (DedupeClaim, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.expire()
-	if _, ok := s.busy[key]; ok {
-		return DedupeInProgress, nil
-	}
-	if _, ok := s.done[key]; ok {
-		return DedupeSeen, nil
-	}
-	s.busy[key] = struct{}{}
-	return DedupeClaimed, nil
-}
-
-// Complete implements DedupeStore.
-func (s *MemoryDedupeStore) Complete(_ context.Context, key string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.busy, key)
-	now := s.now()
-	if e, ok := s.done[key]; ok {
-		e.Value.(*dedupeEntry).at = now
-		s.order.MoveToBack(e)
-	} else {
-		s.done[key] = s.order.PushBack(&dedupeEntry{key: key, at: now})
-	}
-	for s.order.Len() > s.max {
-		s.drop(s.order.Front())
-	}
-	return nil
-}
-
-// Release implements DedupeStore.
-func (s *MemoryDedupeStore) Release(_ context.Context, key string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.busy, key)
-	return nil
-}
-
-// Len reports how many completed keys the store remembers.
-func (s *MemoryDedupeStore) Len() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.expire()
-	return s.order.Len()
-}
-
-func (s *MemoryDedupeStore) expire() {
-	now := s.now()
-	for e := s.order.Front(); e != nil && now.Sub(e.Value.(*dedupeEntry).at) >= s.ttl; e = s.order.Front() {
-		s.drop(e)
-	}
-}
-
-func (s *MemoryDedupeStore) drop(e *list.Element) {
-	delete(s.done, e.Value.(*dedupeEntry).key)
-	s.order.Remove(e)
 }
 
 // WebhookConfig configures a WebhookHandler.
@@ -290,11 +149,29 @@ type WebhookConfig struct {
 	// Logger receives one line per rejected or failed event (never the
 	// body, the token or the secret). nil discards.
 	Logger *slog.Logger
+
+	// MaxConcurrentRereads bounds how many events the handler re-reads
+	// through the API at the same time (0: DefaultMaxConcurrentRereads).
+	// An event beyond the bound is answered 503 with Retry-After: 1 at
+	// once, so a burst of events is spread over the sender's retries
+	// instead of piling up connections and goroutines here.
+	MaxConcurrentRereads int
+
+	// Observer.OnWebhookEvent, when set, is called once for every request
+	// the handler answers (with its kind, status code and result, never
+	// its body, token or ids). When it is nil the Client's observers
+	// (WithObserver) are called instead.
+	Observer Observer
 }
 
 // WebhookHandler receives the API's events for payments and payouts. It is
 // an http.Handler, safe for concurrent use; mount it at the URL given to
 // WebhookURL. Build it with NewWebhookHandler.
+//
+// It checks the token before it decodes anything in the body: a first pass
+// over the body (linear, no allocation, no number converted) finds the
+// orderId, and only an event whose orderId matches its token is decoded.
+// An amount longer than 128 characters is refused unparsed.
 //
 // For each request it answers, with a one-word text body:
 //
@@ -302,25 +179,31 @@ type WebhookConfig struct {
 //	401 token missing, or not the HMAC of the body's orderId, or the object
 //	    re-read through the API belongs to another orderId
 //	413 body over MaxBodyBytes
-//	400 not a JSON object with exactly one of paymentId or payoutId, a
-//	    non-empty orderId and status, and a valid id
+//	400 not a single JSON object with exactly one of paymentId or payoutId,
+//	    a string orderId, a non-empty status and a valid id; a member
+//	    given twice; an amount that is not a number of at most 128
+//	    characters
 //	404 the API does not know the id (with Client)
 //	503 the API could not be read, the dedupe store failed, the same event
-//	    is being processed right now, or the posted status is ahead of
-//	    what the API reports (the API has not caught up yet): the sender
-//	    should retry later. The callback has then already seen the API's
-//	    current version, if it was new.
+//	    is being processed right now, MaxConcurrentRereads re-reads are
+//	    already running, or the posted status is ahead of what the API
+//	    reports (the API has not caught up yet): the sender should retry
+//	    later (Retry-After says when). The callback has then already seen
+//	    the API's current version, if it was new.
 //	500 the callback returned an error or panicked, or the API refused
 //	    this Client's key (fix the configuration; the sender retries)
 //	200 delivered, or a duplicate of an event already delivered
 type WebhookHandler struct {
 	secret    []byte
+	macs      sync.Pool // of *tokenCheck, keyed with secret
 	client    *Client
 	onPayment func(context.Context, *Payment) error
 	onPayout  func(context.Context, *Payout) error
 	maxBody   int64
 	dedupe    DedupeStore
 	log       *slog.Logger
+	rereads   chan struct{} // a slot per re-read in flight
+	observers []Observer
 }
 
 // NewWebhookHandler checks cfg and returns the handler. It refuses a Secret
@@ -333,6 +216,9 @@ func NewWebhookHandler(cfg WebhookConfig) (*WebhookHandler, error) {
 	if cfg.MaxBodyBytes < 0 {
 		return nil, &ValidationError{Field: "MaxBodyBytes", Reason: "must not be negative"}
 	}
+	if cfg.MaxConcurrentRereads < 0 {
+		return nil, &ValidationError{Field: "MaxConcurrentRereads", Reason: "must not be negative"}
+	}
 	if cfg.Client == nil && cfg.OnPayment == nil && cfg.OnPayout == nil {
 		return nil, &ValidationError{Field: "WebhookConfig", Reason: "needs OnPayment, OnPayout or Client"}
 	}
@@ -341,13 +227,18 @@ func NewWebhookHandler(cfg WebhookConfig) (*WebhookHandler, error) {
 		client:    cfg.Client,
 		onPayment: cfg.OnPayment,
 		onPayout:  cfg.OnPayout,
-		maxBody:   cfg.MaxBodyBytes,
+		maxBody:   cmp.Or(cfg.MaxBodyBytes, DefaultWebhookMaxBodyBytes),
 		dedupe:    cfg.Dedupe,
 		log:       cfg.Logger,
+		rereads:   make(chan struct{}, cmp.Or(cfg.MaxConcurrentRereads, DefaultMaxConcurrentRereads)),
 	}
-	if h.maxBody == 0 {
-		h.maxBody = DefaultWebhookMaxBodyBytes
+	switch {
+	case cfg.Observer.OnWebhookEvent != nil:
+		h.observers = []Observer{cfg.Observer}
+	case cfg.Client != nil:
+		h.observers = cfg.Client.cfg.observers
 	}
+	h.macs.New = func() any { return &tokenCheck{mac: hmac.New(sha256.New, h.secret)} }
 	if h.dedupe == nil {
 		h.dedupe = NewMemoryDedupeStore(0, 0)
 	}
@@ -357,291 +248,470 @@ func NewWebhookHandler(cfg WebhookConfig) (*WebhookHandler, error) {
 	return h, nil
 }
 
-// event is a parsed, not yet authenticated, webhook body.
+// event is a webhook body once authenticated: its kind, id, orderId and
+// status, and its object (the posted one, or the API's after a re-read).
 type event struct {
-	// postedStatus is the body's status, kept when the API's replaces it.
-	postedStatus string
-	kind         objKind
-	id           string
-	orderID      string
-	status       string // the API's once re-read, else the posted one
-	payment      *Payment
-	payout       *Payout
+	kind    objKind
+	id      string
+	orderID string
+	// status is the API's once re-read, else the posted one; postedStatus
+	// keeps the body's.
+	status, postedStatus string
+	payment              *Payment
+	payout               *Payout
 }
 
-var errBadEvent = errors.New("not a payment or payout event")
+var (
+	errAmbiguous = errors.New("a member is given twice")
+	errOrderID   = errors.New("orderId is not a string")
+	errDecode    = errors.New("body does not decode as its object")
+)
 
-// maxStatusLen bounds the status a body may carry.
-const maxStatusLen = 64
-
-// parseEvent reads a body as a payment or a payout. The body is decoded
-// once, into the object, and the id, orderId and status are taken from
-// that object, so what the token is checked against is what the callback
-// would see.
-func parseEvent(body []byte) (*event, error) {
-	body = bytes.TrimSpace(body)
-	if len(body) == 0 || body[0] != '{' {
-		return nil, errBadEvent
-	}
-	var probe struct {
-		PaymentID json.RawMessage `json:"paymentId"`
-		PayoutID  json.RawMessage `json:"payoutId"`
-	}
-	if err := json.Unmarshal(body, &probe); err != nil {
-		return nil, errBadEvent
-	}
-	present := func(raw json.RawMessage) bool { return len(raw) > 0 && string(raw) != "null" }
-	ev := new(event)
-	switch {
-	case present(probe.PaymentID) && !present(probe.PayoutID):
-		p := new(Payment)
-		if err := json.Unmarshal(body, p); err != nil {
-			return nil, errBadEvent
-		}
-		if validatePaymentID(p.ID) != nil {
-			return nil, errBadEvent
-		}
-		ev.kind, ev.id, ev.orderID, ev.status, ev.payment = kindPayment, p.ID, p.OrderID, string(p.Status), p
-	case present(probe.PayoutID) && !present(probe.PaymentID):
-		p := new(Payout)
-		if err := json.Unmarshal(body, p); err != nil {
-			return nil, errBadEvent
-		}
-		if validatePayoutID(p.ID) != nil {
-			return nil, errBadEvent
-		}
-		ev.kind, ev.id, ev.orderID, ev.status, ev.payout = kindPayout, p.ID, p.OrderID, string(p.Status), p
-	default:
-		return nil, errBadEvent
-	}
-	// A status is a short word; a long one would bloat the dedupe store.
-	if ev.status == "" || len(ev.status) > maxStatusLen {
-		return nil, errBadEvent
-	}
-	return ev, nil
+// tokenCheck is the scratch space of one token check, pooled so that a
+// check allocates nothing.
+type tokenCheck struct {
+	mac       hash.Hash // HMAC-SHA256 keyed with the handler's secret
+	src       [tokenLen]byte
+	got, want [sha256.Size]byte
 }
 
-// validToken checks the token against orderID in constant time.
-func (h *WebhookHandler) validToken(token, orderID string) bool {
-	if orderID == "" || len(token) != base64.RawURLEncoding.EncodedLen(sha256.Size) {
+// tokenLen is the length of a token: base64url of 32 bytes, no padding.
+const tokenLen = 43
+
+// validToken checks token against orderID in constant time.
+func (h *WebhookHandler) validToken(token string, orderID []byte) bool {
+	if len(orderID) == 0 || len(token) != tokenLen {
 		return false
 	}
-	got, err := base64.RawURLEncoding.DecodeString(token)
+	t := h.macs.Get().(*tokenCheck)
+	defer h.macs.Put(t)
+	copy(t.src[:], token)
+	n, err := base64.RawURLEncoding.Decode(t.got[:], t.src[:])
+	t.mac.Reset()
+	t.mac.Write(webhookTokenContextBytes)
+	t.mac.Write(orderID)
+	sum := t.mac.Sum(t.want[:0])
+	return err == nil && n == sha256.Size && hmac.Equal(t.got[:], sum)
+}
+
+// queryToken returns the value of the query's one token parameter, as
+// url.ParseQuery would read it, without building the whole map. ok is
+// false when it is missing, empty or repeated.
+func queryToken(rawQuery string) (token string, ok bool) {
+	n := 0
+	for rest := rawQuery; rest != ""; {
+		var pair string
+		pair, rest, _ = strings.Cut(rest, "&")
+		if strings.Contains(pair, ";") {
+			continue // url.ParseQuery refuses such a pair
+		}
+		k, v, _ := strings.Cut(pair, "=")
+		if k != "token" && (!strings.ContainsAny(k, "%+") || unescapeQuery(k) != "token") {
+			continue
+		}
+		if strings.ContainsAny(v, "%+") {
+			var err error
+			if v, err = url.QueryUnescape(v); err != nil {
+				continue
+			}
+		}
+		token = v
+		n++
+	}
+	return token, n == 1 && token != ""
+}
+
+func unescapeQuery(s string) string {
+	u, err := url.QueryUnescape(s)
 	if err != nil {
-		return false
+		return ""
 	}
-	return hmac.Equal(got, webhookToken(h.secret, orderID))
+	return u
 }
 
-func reply(w http.ResponseWriter, code int, msg string) {
-	h := w.Header()
-	h.Set("Content-Type", "text/plain; charset=utf-8")
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Cache-Control", "no-store")
-	w.WriteHeader(code)
-	_, _ = io.WriteString(w, msg+"\n")
+// outcome is how the handler answers a request: the status code and body,
+// the Observer's result word, Retry-After for a 503, and for a refusal the
+// reason logged.
+type outcome struct {
+	code       int
+	body       string
+	result     string
+	retryAfter string
+	reason     string
 }
 
-func retryLater(w http.ResponseWriter, msg string) {
-	w.Header().Set("Retry-After", "5")
-	reply(w, http.StatusServiceUnavailable, msg)
+// The Observer's result words (WebhookEventInfo.Result).
+const (
+	resultDelivered  = "delivered"
+	resultDuplicate  = "duplicate"
+	resultRejected   = "rejected"
+	resultRetryLater = "retry_later"
+	resultFailed     = "failed"
+)
+
+var (
+	delivered = outcome{code: http.StatusOK, body: "ok\n", result: resultDelivered}
+	duplicate = outcome{code: http.StatusOK, body: "ok\n", result: resultDuplicate}
+)
+
+// rejected refuses the request; reason goes to the log line, never the body.
+func rejected(code int, body, reason string) outcome {
+	return outcome{code: code, body: body + "\n", result: resultRejected, reason: reason}
+}
+
+// retryLater asks the sender to come back (503 with Retry-After).
+func retryLater(body string) outcome {
+	return outcome{code: http.StatusServiceUnavailable, body: body + "\n", result: resultRetryLater, retryAfter: "5"}
+}
+
+// failed is a 500: the sender retries, but the fault is on this side.
+func failed(body string) outcome {
+	return outcome{code: http.StatusInternalServerError, body: body + "\n", result: resultFailed}
 }
 
 // ServeHTTP authenticates the event, re-reads its object through the API
 // (with a Client), wakes waits, and delivers each new (id, status) to the
 // callback once. See WebhookHandler for the answers.
 func (h *WebhookHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
-	if r.Method != http.MethodPost {
-		w.Header().Set("Allow", http.MethodPost)
-		reply(w, http.StatusMethodNotAllowed, "method not allowed")
+	var ev event
+	out := h.handle(w, r, &ev)
+	h.answer(w, r, out)
+	h.observe(r.Context(), &ev, out)
+}
+
+// observe tells the observers how the request was answered.
+func (h *WebhookHandler) observe(ctx context.Context, ev *event, out outcome) {
+	if len(h.observers) == 0 {
 		return
 	}
-	tokens := r.URL.Query()["token"]
-	if len(tokens) != 1 || tokens[0] == "" {
-		h.reject(ctx, r, http.StatusUnauthorized, "token missing or repeated")
-		reply(w, http.StatusUnauthorized, "unauthorized")
-		return
+	info := WebhookEventInfo{StatusCode: out.code, Result: out.result}
+	if ev.kind != 0 {
+		info.Kind = ev.kind.String()
+	}
+	for _, o := range h.observers {
+		if o.OnWebhookEvent != nil {
+			o.OnWebhookEvent(ctx, info)
+		}
+	}
+}
+
+// handle runs the steps of one request and says how to answer it.
+func (h *WebhookHandler) handle(w http.ResponseWriter, r *http.Request, ev *event) outcome {
+	token, out, ok := h.checkRequest(r)
+	if !ok {
+		return out
+	}
+	body, out, ok := h.readBody(w, r)
+	if !ok {
+		return out
+	}
+	if out, ok := h.authenticate(token, body, ev); !ok {
+		return out
+	}
+	// Authenticated for ev.orderID from here on.
+	ctx := r.Context()
+	if h.client != nil {
+		out, ok = h.reread(ctx, ev)
+	} else {
+		out, ok = decodePosted(body, ev)
+	}
+	if !ok {
+		return out
+	}
+	if out = h.deliverOnce(ctx, ev); out.code != http.StatusOK {
+		return out
+	}
+	if h.client != nil && ahead(ev.kind, ev.postedStatus, ev.status) {
+		h.logEvent(ctx, slog.LevelInfo, ev, "cryptopay webhook: posted status is ahead of the API; asking the sender to retry",
+			slog.String("posted", truncate(ev.postedStatus, 32)), slog.String("api", ev.status))
+		return retryLater("api behind event")
+	}
+	return out // delivered, or a duplicate
+}
+
+// checkRequest refuses what can be refused before reading the body: a
+// method other than POST, a missing or repeated token, a declared length
+// over the limit. It returns the token.
+func (h *WebhookHandler) checkRequest(r *http.Request) (string, outcome, bool) {
+	if r.Method != http.MethodPost {
+		return "", rejected(http.StatusMethodNotAllowed, "method not allowed", "method not allowed"), false
+	}
+	token, ok := queryToken(r.URL.RawQuery)
+	if !ok {
+		return "", rejected(http.StatusUnauthorized, "unauthorized", "token missing or repeated"), false
 	}
 	if r.ContentLength > h.maxBody {
-		h.reject(ctx, r, http.StatusRequestEntityTooLarge, "body too large")
-		reply(w, http.StatusRequestEntityTooLarge, "too large")
-		return
+		return "", rejected(http.StatusRequestEntityTooLarge, "too large", "body too large"), false
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.maxBody))
+	return token, outcome{}, true
+}
+
+// readBody reads the body under the size limit, in one allocation when its
+// length is declared.
+func (h *WebhookHandler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, outcome, bool) {
+	var body []byte
+	var err error
+	if n := r.ContentLength; n >= 0 { // checkRequest saw n <= maxBody
+		body = make([]byte, n)
+		_, err = io.ReadFull(r.Body, body)
+	} else {
+		body, err = io.ReadAll(http.MaxBytesReader(w, r.Body, h.maxBody))
+	}
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			h.reject(ctx, r, http.StatusRequestEntityTooLarge, "body too large")
-			reply(w, http.StatusRequestEntityTooLarge, "too large")
-			return
+			return nil, rejected(http.StatusRequestEntityTooLarge, "too large", "body too large"), false
 		}
-		h.reject(ctx, r, http.StatusBadRequest, "body not readable")
-		reply(w, http.StatusBadRequest, "bad request")
-		return
+		return nil, rejected(http.StatusBadRequest, "bad request", "body not readable"), false
 	}
-	ev, err := parseEvent(body)
-	if err != nil {
-		h.reject(ctx, r, http.StatusBadRequest, err.Error())
-		reply(w, http.StatusBadRequest, "bad request")
-		return
-	}
-	if !h.validToken(tokens[0], ev.orderID) {
-		h.reject(ctx, r, http.StatusUnauthorized, "token does not match orderId")
-		reply(w, http.StatusUnauthorized, "unauthorized")
-		return
-	}
-	// Authenticated for ev.orderID from here on.
-	log := h.log.With(slog.String("kind", ev.kind.String()), slog.String("id", ev.id), slog.String("orderId", truncate(ev.orderID, 128)))
-
-	lagging := false
-	if h.client != nil {
-		code, msg := h.reread(ctx, log, ev)
-		if code != 0 {
-			if code == http.StatusServiceUnavailable {
-				retryLater(w, msg)
-			} else {
-				reply(w, code, msg)
-			}
-			return
-		}
-		lagging = ahead(ev.kind, ev.postedStatus, ev.status)
-	}
-
-	var deliver func() error
-	switch {
-	case ev.kind == kindPayment && h.onPayment != nil:
-		p := ev.payment
-		deliver = func() error { return h.onPayment(ctx, p) }
-	case ev.kind == kindPayout && h.onPayout != nil:
-		p := ev.payout
-		deliver = func() error { return h.onPayout(ctx, p) }
-	}
-	if deliver != nil {
-		code, msg := h.deliverOnce(ctx, log, ev, deliver)
-		if code != http.StatusOK {
-			if code == http.StatusServiceUnavailable {
-				retryLater(w, msg)
-			} else {
-				reply(w, code, msg)
-			}
-			return
-		}
-	}
-	if lagging {
-		log.LogAttrs(ctx, slog.LevelInfo, "cryptopay webhook: posted status is ahead of the API; asking the sender to retry",
-			slog.String("posted", truncate(ev.postedStatus, 32)), slog.String("api", ev.status))
-		retryLater(w, "api behind event")
-		return
-	}
-	reply(w, http.StatusOK, "ok")
+	return body, outcome{}, true
 }
 
-// reread replaces the posted object by the API's and wakes waits. It
-// returns 0 on success, or the status code and message to answer.
-func (h *WebhookHandler) reread(ctx context.Context, log *slog.Logger, ev *event) (int, string) {
+// authenticate checks the token against the body's orderId, found by a
+// scan that decodes nothing, and only then reads the kind, id and status.
+func (h *WebhookHandler) authenticate(token string, body []byte, ev *event) (outcome, bool) {
+	f, err := scanEvent(body)
+	if err != nil {
+		return rejected(http.StatusBadRequest, "bad request", err.Error()), false
+	}
+	ev.kind = f.kind() // for the Observer, even if the token is refused
+	order, ok := rawString(f.orderID)
+	if !ok && present(f.orderID) {
+		s, isString := jsonString(f.orderID)
+		if !isString {
+			return rejected(http.StatusBadRequest, "bad request", errOrderID.Error()), false
+		}
+		order = []byte(s)
+	}
+	if !h.validToken(token, order) {
+		return rejected(http.StatusUnauthorized, "unauthorized", "token does not match orderId"), false
+	}
+	if err := ev.identify(&f); err != nil {
+		return rejected(http.StatusBadRequest, "bad request", err.Error()), false
+	}
+	ev.orderID = string(order)
+	return outcome{}, true
+}
+
+// identify reads the event's kind, id and status from an authenticated
+// body's members.
+func (ev *event) identify(f *eventFields) error {
+	if f.ambiguous {
+		return errAmbiguous
+	}
+	var raw []byte
+	switch ev.kind {
+	case kindPayment:
+		raw = f.paymentID
+	case kindPayout:
+		raw = f.payoutID
+	default:
+		return errBadEvent
+	}
+	id, ok := jsonString(raw)
+	if !ok || (ev.kind == kindPayment && validatePaymentID(id) != nil) || (ev.kind == kindPayout && validatePayoutID(id) != nil) {
+		return errBadEvent
+	}
+	status, ok := jsonString(f.status)
+	// A status is a short word; a long one would bloat the dedupe store.
+	if !ok || status == "" || len(status) > maxStatusLen {
+		return errBadEvent
+	}
+	ev.id, ev.status = id, status
+	return nil
+}
+
+// decodePosted decodes the authenticated body into its object, for a
+// handler without a Client. The object must carry the id, orderId and
+// status the scan found (it always does; this guards the two readings
+// against ever drifting apart).
+func decodePosted(body []byte, ev *event) (outcome, bool) {
+	var id, orderID, status string
+	if ev.kind == kindPayment {
+		p := new(Payment)
+		if p.UnmarshalJSON(body) != nil {
+			return rejected(http.StatusBadRequest, "bad request", errDecode.Error()), false
+		}
+		id, orderID, status, ev.payment = p.ID, p.OrderID, string(p.Status), p
+	} else {
+		p := new(Payout)
+		if p.UnmarshalJSON(body) != nil {
+			return rejected(http.StatusBadRequest, "bad request", errDecode.Error()), false
+		}
+		id, orderID, status, ev.payout = p.ID, p.OrderID, string(p.Status), p
+	}
+	if id != ev.id || orderID != ev.orderID || status != ev.status {
+		return rejected(http.StatusBadRequest, "bad request", errAmbiguous.Error()), false
+	}
+	return outcome{}, true
+}
+
+// answer writes out and logs a refusal.
+func (h *WebhookHandler) answer(w http.ResponseWriter, r *http.Request, out outcome) {
+	if out.reason != "" && h.log.Enabled(r.Context(), slog.LevelInfo) {
+		h.log.LogAttrs(r.Context(), slog.LevelInfo, "cryptopay webhook: rejected",
+			slog.Int("status", out.code), slog.String("reason", out.reason), slog.String("remote", r.RemoteAddr))
+	}
+	hd := w.Header()
+	if out.code == http.StatusMethodNotAllowed {
+		hd.Set("Allow", http.MethodPost)
+	}
+	if out.retryAfter != "" {
+		hd.Set("Retry-After", out.retryAfter)
+	}
+	// One backing array for the three values (they are never appended to).
+	v := []string{"text/plain; charset=utf-8", "nosniff", "no-store"}
+	hd["Content-Type"], hd["X-Content-Type-Options"], hd["Cache-Control"] = v[0:1:1], v[1:2:2], v[2:3:3]
+	w.WriteHeader(out.code)
+	_, _ = io.WriteString(w, out.body)
+}
+
+// logEvent logs a line about an authenticated event, with its kind, id and
+// orderId (never the body).
+func (h *WebhookHandler) logEvent(ctx context.Context, level slog.Level, ev *event, msg string, attrs ...slog.Attr) {
+	if !h.log.Enabled(ctx, level) {
+		return
+	}
+	all := append([]slog.Attr{slog.String("kind", ev.kind.String()), slog.String("id", ev.id),
+		slog.String("orderId", truncate(ev.orderID, 128))}, attrs...)
+	h.log.LogAttrs(ctx, level, msg, all...)
+}
+
+// reread replaces the posted object by the API's and wakes waits, unless
+// MaxConcurrentRereads re-reads are running already.
+func (h *WebhookHandler) reread(ctx context.Context, ev *event) (outcome, bool) {
+	select {
+	case h.rereads <- struct{}{}:
+		defer func() { <-h.rereads }()
+	default:
+		h.logEvent(ctx, slog.LevelDebug, ev, "cryptopay webhook: too many re-reads at once; asking the sender to retry")
+		return outcome{code: http.StatusServiceUnavailable, body: "busy\n", result: resultRetryLater, retryAfter: "1"}, false
+	}
 	var (
 		err             error
 		orderID, id, st string
-		payment         *Payment
-		payout          *Payout
 		wakeObj         func() any
-		sameID          bool
 	)
 	if ev.kind == kindPayment {
-		payment, err = h.client.GetPayment(ctx, ev.id)
-		if err == nil {
-			orderID, id, st = payment.OrderID, payment.ID, string(payment.Status)
-			sameID = strings.EqualFold(id, ev.id)
-			wakeObj = func() any { cp := *payment; return &cp }
+		var p *Payment
+		if p, err = h.client.GetPayment(ctx, ev.id); err == nil {
+			orderID, id, st = p.OrderID, p.ID, string(p.Status)
+			wakeObj = func() any { cp := *p; return &cp }
+			ev.payment = p
 		}
 	} else {
-		payout, err = h.client.GetPayout(ctx, ev.id)
-		if err == nil {
-			orderID, id, st = payout.OrderID, payout.ID, string(payout.Status)
-			sameID = id == ev.id
-			wakeObj = func() any { cp := *payout; return &cp }
+		var p *Payout
+		if p, err = h.client.GetPayout(ctx, ev.id); err == nil {
+			orderID, id, st = p.OrderID, p.ID, string(p.Status)
+			wakeObj = func() any { cp := *p; return &cp }
+			ev.payout = p
 		}
 	}
 	if err != nil {
-		switch {
-		case errors.Is(err, ErrNotFound):
-			log.LogAttrs(ctx, slog.LevelWarn, "cryptopay webhook: the API does not know this id")
-			return http.StatusNotFound, "not found"
-		case errors.Is(err, ErrInvalidParams):
-			return http.StatusBadRequest, "bad request"
-		case errors.Is(err, ErrUnauthorized):
-			log.LogAttrs(ctx, slog.LevelError, "cryptopay webhook: the API refused the client's key; cannot verify events", slog.String("error", err.Error()))
-			return http.StatusInternalServerError, "cannot verify"
-		default:
-			log.LogAttrs(ctx, slog.LevelWarn, "cryptopay webhook: re-reading the object failed; asking the sender to retry", slog.String("error", err.Error()))
-			return http.StatusServiceUnavailable, "retry later"
-		}
+		return h.rereadFailed(ctx, ev, err), false
 	}
 	if orderID != ev.orderID {
-		log.LogAttrs(ctx, slog.LevelWarn, "cryptopay webhook: the object belongs to another orderId than the token; refused")
-		return http.StatusUnauthorized, "unauthorized"
+		h.logEvent(ctx, slog.LevelWarn, ev, "cryptopay webhook: the object belongs to another orderId than the token; refused")
+		return outcome{code: http.StatusUnauthorized, body: "unauthorized\n", result: resultRejected}, false
 	}
-	if !sameID {
-		log.LogAttrs(ctx, slog.LevelWarn, "cryptopay webhook: the API answered with another object's id")
-		return http.StatusServiceUnavailable, "retry later"
+	if objectID(ev.kind, id) != objectID(ev.kind, ev.id) {
+		h.logEvent(ctx, slog.LevelWarn, ev, "cryptopay webhook: the API answered with another object's id")
+		return retryLater("retry later"), false
 	}
 	h.client.waiters.notify(ev.kind, ev.id, wakeObj)
-	ev.postedStatus, ev.status, ev.payment, ev.payout = ev.status, st, payment, payout
-	return 0, ""
+	h.client.publishWakeup(ctx, ev.kind, id)
+	ev.postedStatus, ev.status = ev.status, st
+	return outcome{}, true
 }
 
-// deliverOnce runs deliver unless the store says this (id, status) was
-// delivered or is being delivered.
-func (h *WebhookHandler) deliverOnce(ctx context.Context, log *slog.Logger, ev *event, deliver func() error) (int, string) {
-	key := ev.kind.String() + "/" + waitKeyID(ev.kind, ev.id) + "/" + ev.status
-	claim, err := h.dedupe.Claim(ctx, key)
-	if err != nil {
-		log.LogAttrs(ctx, slog.LevelWarn, "cryptopay webhook: dedupe store failed; asking the sender to retry", slog.String("error", err.Error()))
-		return http.StatusServiceUnavailable, "retry later"
-	}
-	switch claim {
-	case DedupeSeen:
-		log.LogAttrs(ctx, slog.LevelDebug, "cryptopay webhook: duplicate, already delivered", slog.String("status", ev.status))
-		return http.StatusOK, "ok"
-	case DedupeInProgress:
-		log.LogAttrs(ctx, slog.LevelDebug, "cryptopay webhook: same event in progress; asking the sender to retry", slog.String("status", ev.status))
-		return http.StatusServiceUnavailable, "in progress"
-	case DedupeClaimed:
+// rereadFailed maps a failed re-read to the answer.
+func (h *WebhookHandler) rereadFailed(ctx context.Context, ev *event, err error) outcome {
+	switch {
+	case errors.Is(err, ErrNotFound):
+		h.logEvent(ctx, slog.LevelWarn, ev, "cryptopay webhook: the API does not know this id")
+		return outcome{code: http.StatusNotFound, body: "not found\n", result: resultRejected}
+	case errors.Is(err, ErrInvalidParams):
+		return outcome{code: http.StatusBadRequest, body: "bad request\n", result: resultRejected}
+	case errors.Is(err, ErrUnauthorized):
+		h.logEvent(ctx, slog.LevelError, ev, "cryptopay webhook: the API refused the client's key; cannot verify events", slog.String("error", err.Error()))
+		return failed("cannot verify")
 	default:
-		log.LogAttrs(ctx, slog.LevelError, "cryptopay webhook: dedupe store answered an unknown claim", slog.Int("claim", int(claim)))
-		return http.StatusServiceUnavailable, "retry later"
+		h.logEvent(ctx, slog.LevelWarn, ev, "cryptopay webhook: re-reading the object failed; asking the sender to retry", slog.String("error", err.Error()))
+		return retryLater("retry later")
 	}
-	// The claim must be settled even if the sender hung up.
-	settle, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	if err := callSafely(deliver); err != nil {
-		if rerr := h.dedupe.Release(settle, key); rerr != nil {
-			log.LogAttrs(ctx, slog.LevelError, "cryptopay webhook: releasing the dedupe claim failed", slog.String("error", rerr.Error()))
+}
+
+// hasCallback reports whether the handler has a callback for ev's kind.
+func (h *WebhookHandler) hasCallback(ev *event) bool {
+	if ev.kind == kindPayment {
+		return h.onPayment != nil
+	}
+	return h.onPayout != nil
+}
+
+// deliverOnce hands the event to its callback unless the store says this
+// (id, status) was delivered or is being delivered. Without a callback for
+// its kind the event is acknowledged.
+func (h *WebhookHandler) deliverOnce(ctx context.Context, ev *event) outcome {
+	if !h.hasCallback(ev) {
+		return delivered
+	}
+	key := ev.kind.String() + "/" + objectID(ev.kind, ev.id) + "/" + ev.status
+	if out, ok := h.claim(ctx, ev, key); !ok {
+		return out
+	}
+	if err := h.callback(ctx, ev); err != nil {
+		if rerr := settle(ctx, h.dedupe.Release, key); rerr != nil {
+			h.logEvent(ctx, slog.LevelError, ev, "cryptopay webhook: releasing the dedupe claim failed", slog.String("error", rerr.Error()))
 		}
 		attrs := []slog.Attr{slog.String("status", ev.status), slog.String("error", err.Error())}
 		var p *callbackPanic
 		if errors.As(err, &p) {
 			attrs = append(attrs, slog.String("stack", string(p.stack)))
 		}
-		log.LogAttrs(ctx, slog.LevelError, "cryptopay webhook: callback failed; the sender should redeliver", attrs...)
-		return http.StatusInternalServerError, "callback failed"
+		h.logEvent(ctx, slog.LevelError, ev, "cryptopay webhook: callback failed; the sender should redeliver", attrs...)
+		return failed("callback failed")
 	}
-	if err := h.dedupe.Complete(settle, key); err != nil {
+	if err := settle(ctx, h.dedupe.Complete, key); err != nil {
 		// Delivered: answer 200 all the same. A redelivery may call the
 		// callback again, which must be idempotent anyway.
-		log.LogAttrs(ctx, slog.LevelError, "cryptopay webhook: recording the delivery failed", slog.String("error", err.Error()))
+		h.logEvent(ctx, slog.LevelError, ev, "cryptopay webhook: recording the delivery failed", slog.String("error", err.Error()))
 	}
-	return http.StatusOK, "ok"
+	return delivered
 }
 
-// waitKeyID normalises an id for map keys: payment ids are UUIDs, which
-// compare case-insensitively; payout ids are opaque.
-func waitKeyID(kind objKind, id string) string {
-	if kind == kindPayment {
-		return strings.ToLower(id)
+// settle runs a store's Complete or Release on key. A claim must be settled
+// even if the sender hung up meanwhile: if ctx has ended, op runs again
+// under a context that only a 10-second bound ends.
+func settle(ctx context.Context, op func(context.Context, string) error, key string) error {
+	err := op(ctx, key)
+	if err == nil || ctx.Err() == nil {
+		return err
 	}
-	return id
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	return op(sctx, key)
+}
+
+// claim asks the dedupe store for key; ok means the caller holds it.
+func (h *WebhookHandler) claim(ctx context.Context, ev *event, key string) (outcome, bool) {
+	claim, err := h.dedupe.Claim(ctx, key)
+	if err != nil {
+		h.logEvent(ctx, slog.LevelWarn, ev, "cryptopay webhook: dedupe store failed; asking the sender to retry", slog.String("error", err.Error()))
+		return retryLater("retry later"), false
+	}
+	switch claim {
+	case DedupeClaimed:
+		return outcome{}, true
+	case DedupeSeen:
+		h.logEvent(ctx, slog.LevelDebug, ev, "cryptopay webhook: duplicate, already delivered", slog.String("status", ev.status))
+		return duplicate, false
+	case DedupeInProgress:
+		h.logEvent(ctx, slog.LevelDebug, ev, "cryptopay webhook: same event in progress; asking the sender to retry", slog.String("status", ev.status))
+		return retryLater("in progress"), false
+	}
+	h.logEvent(ctx, slog.LevelError, ev, "cryptopay webhook: dedupe store answered an unknown claim", slog.Int("claim", int(claim)))
+	return retryLater("retry later"), false
 }
 
 type callbackPanic struct {
@@ -653,58 +723,28 @@ func (p *callbackPanic) Error() string {
 	return truncate(oneLine(fmt.Sprintf("callback panicked: %v", p.value)), 512)
 }
 
-func callSafely(fn func() error) (err error) {
+// callback runs the callback for ev's kind, turning a panic into an error.
+func (h *WebhookHandler) callback(ctx context.Context, ev *event) (err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			err = &callbackPanic{value: v, stack: debug.Stack()}
 		}
 	}()
-	return fn()
-}
-
-func (h *WebhookHandler) reject(ctx context.Context, r *http.Request, code int, reason string) {
-	h.log.LogAttrs(ctx, slog.LevelInfo, "cryptopay webhook: rejected",
-		slog.Int("status", code), slog.String("reason", reason), slog.String("remote", r.RemoteAddr))
+	if ev.kind == kindPayment {
+		return h.onPayment(ctx, ev.payment)
+	}
+	return h.onPayout(ctx, ev.payout)
 }
 
 // ahead reports whether the posted status is further along than the API's,
 // so the API is probably lagging behind the event: a heuristic over the
 // usual order of statuses. Unknown statuses are never ahead.
 func ahead(kind objKind, posted, api string) bool {
-	var rank func(string) int
+	var p, a int
 	if kind == kindPayment {
-		rank = func(s string) int {
-			switch PaymentStatus(s) {
-			case PaymentWaiting:
-				return 1
-			case PaymentConfirming, PaymentLocked:
-				return 2
-			case PaymentFailed, PaymentRejected, PaymentExpired:
-				return 3
-			case PaymentPaidPartial, PaymentPaid, PaymentPaidOver:
-				return 4
-			}
-			return 0
-		}
+		p, a = PaymentStatus(posted).rank(), PaymentStatus(api).rank()
 	} else {
-		rank = func(s string) int {
-			switch PayoutStatus(s) {
-			case PayoutCreated:
-				return 1
-			case PayoutReview:
-				return 2
-			case PayoutProcessing:
-				return 3
-			case PayoutConfirming:
-				return 4
-			case PayoutFailed, PayoutCancelled:
-				return 5
-			case PayoutPaid:
-				return 6
-			}
-			return 0
-		}
+		p, a = PayoutStatus(posted).rank(), PayoutStatus(api).rank()
 	}
-	p, a := rank(posted), rank(api)
 	return p != 0 && a != 0 && p > a
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/hmac"
 	"encoding/base64"
+	"encoding/json"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -97,4 +98,61 @@ func validMethod(m string) bool {
 		return false
 	}
 	return !strings.ContainsFunc(m, func(r rune) bool { return r < 'A' || r > 'Z' })
+}
+
+// FuzzScanEvent checks the handler's first pass against encoding/json: it
+// accepts exactly the JSON objects encoding/json accepts (up to its depth
+// limit), and the orderId, id and status it finds in an unambiguous body are
+// the ones encoding/json decodes, so the token is checked against what the
+// callback later sees.
+func FuzzScanEvent(f *testing.F) {
+	for _, s := range []string{
+		waitPaymentJSON(waitPaymentID, "paid", whOrder, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)),
+		waitPayoutJSON(waitPayoutID, "paid", whOrder),
+		`{"orderId":"a","ORDERID":"b"}`,
+		`{"order\u0049d":"x","ſtatus":"s","paymentId":null}`,
+		`{"orderId":"\ud800\u00e9","a":[{"b":-0.0e+1}],"c":true}`,
+		"{\"orderId\":\"\xff\"}",
+		`{"orderId":1}`,
+		`[{"orderId":"x"}]`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		fields, err := scanEvent(body)
+		valid := json.Valid(body) && bytes.HasPrefix(bytes.TrimLeft(body, " \t\r\n"), []byte("{"))
+		if err == nil && !valid {
+			t.Fatalf("scanEvent accepts what encoding/json refuses: %q", body)
+		}
+		if err != nil {
+			if valid && bytes.Count(body, []byte("{"))+bytes.Count(body, []byte("[")) <= maxEventDepth {
+				t.Fatalf("scanEvent refuses a valid object: %q", body)
+			}
+			return
+		}
+		if fields.ambiguous {
+			return
+		}
+		var decoded struct {
+			PaymentID any `json:"paymentId"`
+			PayoutID  any `json:"payoutId"`
+			OrderID   any `json:"orderId"`
+			Status    any `json:"status"`
+		}
+		if err := json.Unmarshal(body, &decoded); err != nil {
+			t.Fatalf("encoding/json refuses a body it validated: %v", err)
+		}
+		for _, m := range []struct {
+			name string
+			raw  []byte
+			got  any
+		}{{"paymentId", fields.paymentID, decoded.PaymentID}, {"payoutId", fields.payoutID, decoded.PayoutID},
+			{"orderId", fields.orderID, decoded.OrderID}, {"status", fields.status, decoded.Status}} {
+			s, isString := jsonString(m.raw)
+			want, wantString := m.got.(string)
+			if isString != wantString || s != want {
+				t.Fatalf("%s: scan found %q (string %v), encoding/json decoded %#v", m.name, s, isString, m.got)
+			}
+		}
+	})
 }

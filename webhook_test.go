@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -134,6 +135,7 @@ func TestWebhookURL(t *testing.T) {
 		{"nil secret", "https://shop.example/hook", "o-1", nil, ""},
 		{"zero secret", "https://shop.example/hook", "o-1", make([]byte, 32), ""},
 		{"empty order", "https://shop.example/hook", "", whSecret, ""},
+		{"order not UTF-8", "https://shop.example/hook", "wd-\xff\xfe-42", whSecret, ""},
 		{"relative", "/hook", "o-1", whSecret, ""},
 		{"no host", "https:///hook", "o-1", whSecret, ""},
 		{"ftp", "ftp://shop.example/hook", "o-1", whSecret, ""},
@@ -180,7 +182,7 @@ func TestWebhookURLTokenDependsOnSecretAndOrder(t *testing.T) {
 func TestNewWebhookHandlerValidation(t *testing.T) {
 	t.Parallel()
 	cb := func(context.Context, *Payment) error { return nil }
-	c, _ := setup(t)
+	c, _ := setupMock(t)
 	tests := []struct {
 		name string
 		cfg  WebhookConfig
@@ -264,10 +266,14 @@ func TestWebhookRequests(t *testing.T) {
 		{"null id", http.MethodPost, signed, `{"paymentId":null,"orderId":"order-1","status":"paid"}`, 400, 0, 0},
 		{"numeric id", http.MethodPost, signed, `{"paymentId":12,"orderId":"order-1","status":"paid"}`, 400, 0, 0},
 		{"payment id not a UUID", http.MethodPost, signed, `{"paymentId":"../x","orderId":"order-1","status":"paid"}`, 400, 0, 0},
-		{"payout id with slash", http.MethodPost, signed, `{"payoutId":"a/b","orderId":"order-1","status":"paid"}`, 400, 0, 0},
+		{"payout id with control character", http.MethodPost, signed, `{"payoutId":"a\u0001b","orderId":"order-1","status":"paid"}`, 400, 0, 0},
 		{"no status", http.MethodPost, signed, `{"paymentId":"` + waitPaymentID + `","orderId":"order-1"}`, 400, 0, 0},
 		{"overlong status", http.MethodPost, signed, strings.Replace(payment, `"paid"`, `"`+strings.Repeat("p", 65)+`"`, 1), 400, 0, 0},
 		{"bad amount", http.MethodPost, signed, strings.Replace(payment, "10.5", `"lots"`, 1), 400, 0, 0},
+		{"amount over 128 characters", http.MethodPost, signed, strings.Replace(payment, "10.5", strings.Repeat("1", 129), 1), 400, 0, 0},
+		{"orderId twice", http.MethodPost, signed, strings.Replace(payment, "{", `{"orderId":"order-2",`, 1), 400, 0, 0},
+		{"orderId a number", http.MethodPost, signed, strings.Replace(payment, `"orderId":"order-1"`, `"orderId":1`, 1), 400, 0, 0},
+		{"orderId escaped", http.MethodPost, signed, strings.Replace(payment, `"orderId":"order-1"`, `"orderId":"order\u002d1"`, 1), 200, 1, 0},
 		{"unknown fields ok", http.MethodPost, signed, strings.Replace(payment, "{", `{"extra":{"a":[1,2]},`, 1), 200, 1, 0},
 		{"unknown status ok", http.MethodPost, signed, strings.Replace(payment, `"paid"`, `"refunded"`, 1), 200, 1, 0},
 		{"too large", http.MethodPost, signed, `{"pad":"` + strings.Repeat("x", 2<<20) + `"}`, 413, 0, 0},
@@ -468,45 +474,6 @@ func TestWebhookDedupeStoreFailures(t *testing.T) {
 	}
 }
 
-func TestMemoryDedupeStore(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	s := NewMemoryDedupeStore(3, time.Hour)
-	s.now = func() time.Time { return now }
-
-	claim := func(k string) DedupeClaim {
-		c, err := s.Claim(ctx, k)
-		require.NoError(t, err)
-		return c
-	}
-	assert.Equal(t, DedupeClaimed, claim("a"))
-	assert.Equal(t, DedupeInProgress, claim("a"))
-	require.NoError(t, s.Release(ctx, "a"))
-	assert.Equal(t, DedupeClaimed, claim("a"), "released: claimable again")
-	require.NoError(t, s.Complete(ctx, "a"))
-	assert.Equal(t, DedupeSeen, claim("a"))
-	assert.Equal(t, 1, s.Len())
-
-	for _, k := range []string{"b", "c", "d"} {
-		assert.Equal(t, DedupeClaimed, claim(k))
-		require.NoError(t, s.Complete(ctx, k))
-	}
-	assert.Equal(t, 3, s.Len(), "bounded")
-	assert.Equal(t, DedupeClaimed, claim("a"), "the oldest was evicted")
-	require.NoError(t, s.Release(ctx, "a"))
-
-	now = now.Add(59 * time.Minute)
-	assert.Equal(t, DedupeSeen, claim("d"))
-	now = now.Add(time.Minute)
-	assert.Equal(t, 0, s.Len(), "expired after the TTL")
-	assert.Equal(t, DedupeClaimed, claim("d"))
-
-	d := NewMemoryDedupeStore(0, 0)
-	assert.Equal(t, DefaultDedupeEntries, d.max)
-	assert.Equal(t, DefaultDedupeTTL, d.ttl)
-}
-
 func TestStatusAhead(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -563,7 +530,7 @@ func TestWebhookRereadsThroughTheAPI(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			c, mt := setup(t)
+			c, mt := setupMock(t)
 			order, id := whOrder, waitPaymentID
 			if tt.apiOrder != "" {
 				order = tt.apiOrder
@@ -600,7 +567,7 @@ func TestWebhookRereadsThroughTheAPI(t *testing.T) {
 
 func TestWebhookForgedStatusDeliveredOnceAsTheAPISaysIt(t *testing.T) {
 	t.Parallel()
-	c, mt := setup(t)
+	c, mt := setupMock(t)
 	s := paymentScript(step{value: "waiting"})
 	mt.RegisterResponder(http.MethodGet, testBase+"/v1/payment/"+waitPaymentID+"/status", s.responder)
 	rc := &recorder{}
@@ -616,7 +583,7 @@ func TestWebhookForgedStatusDeliveredOnceAsTheAPISaysIt(t *testing.T) {
 
 func TestWebhookPayoutReread(t *testing.T) {
 	t.Parallel()
-	c, mt := setup(t)
+	c, mt := setupMock(t)
 	s := payoutScript(step{value: "processing"}, step{value: "paid"})
 	mt.RegisterResponder(http.MethodGet, testBase+"/v1/payout/"+waitPayoutID+"/status", s.responder)
 	rc := &recorder{}
@@ -631,7 +598,7 @@ func TestWebhookPayoutReread(t *testing.T) {
 
 func TestWebhookWakesWaiters(t *testing.T) {
 	t.Parallel()
-	c, mt := setup(t)
+	c, mt := setupMock(t)
 	var paid atomic.Bool
 	s := paymentScript(step{value: "waiting"})
 	s.body = func(string) string {
@@ -662,7 +629,7 @@ func TestWebhookWakesWaiters(t *testing.T) {
 
 func TestWebhookForgedEventDoesNotWakeWithPostedStatus(t *testing.T) {
 	t.Parallel()
-	c, mt := setup(t)
+	c, mt := setupMock(t)
 	s := paymentScript(step{value: "waiting"})
 	mt.RegisterResponder(http.MethodGet, testBase+"/v1/payment/"+waitPaymentID+"/status", s.responder)
 	h, err := NewWebhookHandler(WebhookConfig{Secret: whSecret, Client: c})
@@ -682,4 +649,172 @@ func TestWebhookForgedEventDoesNotWakeWithPostedStatus(t *testing.T) {
 	p := <-done
 	assert.Equal(t, PaymentWaiting, p.Status, "the wait got the API's waiting, not the posted paid")
 	assert.Equal(t, int32(1), changes.Load())
+}
+
+// TestWebhookHostileBodyCostsNothingBeforeAuth posts a 1 MiB body whose
+// amount has a million digits. Unauthenticated, it is refused 401 after one
+// scan of the body: what the handler allocates is the body itself and a
+// few small values, where decoding the amount would allocate megabytes.
+// Authenticated, the amount is refused by its length, still undecoded.
+func TestWebhookHostileBodyCostsNothingBeforeAuth(t *testing.T) {
+	prefix := `{"paymentId":"` + waitPaymentID + `","status":"paid","payAmount":`
+	suffix := `,"orderId":"order-1"}`
+	body := prefix + strings.Repeat("7", DefaultWebhookMaxBodyBytes-len(prefix)-len(suffix)) + suffix
+	require.Len(t, body, DefaultWebhookMaxBodyBytes)
+	rc := &recorder{}
+	h := newTestHandler(t, nil, rc, nil)
+	forged := "/hooks/cryptopay?token=" + base64.RawURLEncoding.EncodeToString(make([]byte, 32))
+	tests := []struct {
+		name    string
+		target  string
+		chunked bool
+		code    int
+		maxHeap uint64 // bytes allocated per request
+	}{
+		{"forged token", forged, false, http.StatusUnauthorized, 1<<20 + 64<<10},
+		{"forged token, unknown length", forged, true, http.StatusUnauthorized, 6 << 20},
+		{"valid token", whURL(t, whOrder), false, http.StatusBadRequest, 1<<20 + 64<<10},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := func() *http.Request {
+				r := whRequest(t, tt.target, body)
+				if tt.chunked {
+					r.ContentLength = -1
+				}
+				return r
+			}
+			// Warm up, then count one request's allocations.
+			require.Equal(t, tt.code, serve(h, req()).Code)
+			r, w := req(), httptest.NewRecorder()
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			h.ServeHTTP(w, r)
+			runtime.ReadMemStats(&after)
+			require.Equal(t, tt.code, w.Code)
+			allocs, bytes := after.Mallocs-before.Mallocs, after.TotalAlloc-before.TotalAlloc
+			t.Logf("%d allocations, %d bytes", allocs, bytes)
+			assert.LessOrEqual(t, bytes, tt.maxHeap)
+			if !tt.chunked {
+				assert.LessOrEqual(t, allocs, uint64(100))
+			}
+		})
+	}
+	p, _ := rc.counts()
+	assert.Zero(t, p)
+}
+
+// TestWebhookBoundsConcurrentRereads fills the re-read slots with events
+// whose re-read hangs; the next event is answered 503 with Retry-After at
+// once, without a read, and once a slot frees up events go through again.
+func TestWebhookBoundsConcurrentRereads(t *testing.T) {
+	t.Parallel()
+	c, mux := setup(t)
+	entered := make(chan string, 4)
+	release := make(chan struct{})
+	var reads atomic.Int32
+	mux.HandleFunc("GET /v1/payment/{id}/status", func(w http.ResponseWriter, r *http.Request) {
+		reads.Add(1)
+		id := r.PathValue("id")
+		if id != paymentID {
+			entered <- id
+			<-release
+		}
+		_, _ = io.WriteString(w, waitPaymentJSON(id, "paid", whOrder, time.Now()))
+	})
+	rc := &recorder{}
+	h, err := NewWebhookHandler(WebhookConfig{Secret: whSecret, Client: c, OnPayment: rc.onPayment, MaxConcurrentRereads: 2})
+	require.NoError(t, err)
+	post := func(id string) *httptest.ResponseRecorder {
+		return serve(h, whRequest(t, whURL(t, whOrder), waitPaymentJSON(id, "paid", whOrder, time.Now())))
+	}
+
+	held := []string{"11111111-1111-4111-8111-111111111111", "22222222-2222-4222-8222-222222222222"}
+	codes := make(chan int, len(held))
+	for _, id := range held {
+		go func() { codes <- post(id).Code }()
+	}
+	<-entered
+	<-entered // both slots taken
+	w := post(paymentID)
+	assert.Equal(t, http.StatusServiceUnavailable, w.Code)
+	assert.Equal(t, "1", w.Header().Get("Retry-After"))
+	assert.Equal(t, int32(2), reads.Load(), "refused before reading")
+
+	close(release)
+	for range held {
+		assert.Equal(t, http.StatusOK, <-codes)
+	}
+	assert.Equal(t, http.StatusOK, post(paymentID).Code, "a free slot: delivered")
+	p, _ := rc.counts()
+	assert.Equal(t, 3, p)
+
+	_, err = NewWebhookHandler(WebhookConfig{Secret: whSecret, Client: c, MaxConcurrentRereads: -1})
+	require.ErrorIs(t, err, ErrInvalidParams)
+}
+
+// TestWebhookObserver checks that the observer hears once about every
+// request answered, with the kind, the status code and the result word.
+func TestWebhookObserver(t *testing.T) {
+	t.Parallel()
+	type seen struct {
+		kind   string
+		code   int
+		result string
+	}
+	var mu sync.Mutex
+	var got []seen
+	obs := Observer{OnWebhookEvent: func(_ context.Context, ev WebhookEventInfo) {
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, seen{ev.Kind, ev.StatusCode, ev.Result})
+	}}
+	c, mux := setup(t, WithObserver(obs))
+	mux.HandleFunc("GET /v1/payment/{id}/status", func(w http.ResponseWriter, r *http.Request) {
+		if r.PathValue("id") == paymentID {
+			http.Error(w, `{"code":"down"}`, http.StatusBadGateway)
+			return
+		}
+		_, _ = io.WriteString(w, waitPaymentJSON(r.PathValue("id"), "paid", whOrder, time.Now()))
+	})
+	rc := &recorder{}
+	rc.fail.Store(1)
+	h, err := NewWebhookHandler(WebhookConfig{Secret: whSecret, Client: c, OnPayment: rc.onPayment}) // the Client's observer
+	require.NoError(t, err)
+	body := waitPaymentJSON(waitPaymentID, "paid", whOrder, time.Now())
+	steps := []struct {
+		method, target, body string
+		want                 seen
+	}{
+		{http.MethodGet, whURL(t, whOrder), "", seen{"", 405, "rejected"}},
+		{http.MethodPost, "/hook", body, seen{"", 401, "rejected"}},
+		{http.MethodPost, whURL(t, "order-2"), body, seen{"payment", 401, "rejected"}},
+		{http.MethodPost, whURL(t, whOrder), "{", seen{"", 400, "rejected"}},
+		{http.MethodPost, whURL(t, whOrder), body, seen{"payment", 500, "failed"}},
+		{http.MethodPost, whURL(t, whOrder), body, seen{"payment", 200, "delivered"}},
+		{http.MethodPost, whURL(t, whOrder), body, seen{"payment", 200, "duplicate"}},
+		{http.MethodPost, whURL(t, whOrder), waitPaymentJSON(paymentID, "paid", whOrder, time.Now()), seen{"payment", 503, "retry_later"}},
+		{http.MethodPost, whURL(t, whOrder), waitPayoutJSON(waitPayoutID, "paid", whOrder), seen{"payout", 404, "rejected"}},
+	}
+	var want []seen
+	for _, s := range steps {
+		r := httptest.NewRequest(s.method, s.target, strings.NewReader(s.body))
+		assert.Equal(t, s.want.code, serve(h, r).Code, "%+v", s.want)
+		want = append(want, s.want)
+	}
+	mu.Lock()
+	assert.Equal(t, want, got)
+	mu.Unlock()
+
+	// WebhookConfig.Observer takes the place of the Client's.
+	var own atomic.Int32
+	h2, err := NewWebhookHandler(WebhookConfig{Secret: whSecret, Client: c, Observer: Observer{
+		OnWebhookEvent: func(context.Context, WebhookEventInfo) { own.Add(1) }}})
+	require.NoError(t, err)
+	serve(h2, whRequest(t, whURL(t, whOrder), body))
+	assert.Equal(t, int32(1), own.Load())
+	mu.Lock()
+	assert.Len(t, got, len(steps), "the Client's observer was not called")
+	mu.Unlock()
 }

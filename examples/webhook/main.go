@@ -56,31 +56,57 @@ func run(ctx context.Context, out io.Writer) error {
 		return err
 	}
 	defer env.Close()
-	client := env.Client
-
 	secret, err := webhookSecret()
 	if err != nil {
 		return err
-	}
-	addr := os.Getenv("CRYPTOPAY_WEBHOOK_ADDR")
-	if addr == "" {
-		addr = "127.0.0.1:0"
 	}
 	public := strings.TrimRight(os.Getenv("CRYPTOPAY_WEBHOOK_PUBLIC_URL"), "/")
 	if env.Fake == nil && public == "" {
 		return errors.New("against a real API, set CRYPTOPAY_WEBHOOK_PUBLIC_URL to a URL that reaches this process")
 	}
 
-	// The webhook endpoint.
+	ep, err := startEndpoint(ctx, env.Client, secret, public)
+	if err != nil {
+		return err
+	}
+	defer ep.stop(ctx)
+	fmt.Fprintf(out, "Webhook endpoint: %s\n", ep.url)
+
+	payment, err := createPayment(ctx, out, env.Client, secret, ep.url)
+	if err != nil {
+		return err
+	}
+	// Anyone can POST to the endpoint; without the token it is refused.
+	forged := fmt.Sprintf(`{"paymentId":%q,"orderId":%q,"status":"paid"}`, payment.ID, payment.OrderID)
+	if code, err := post(ctx, ep.url, forged); err == nil {
+		fmt.Fprintf(out, "A forged \"paid\" event without a token is answered %d\n", code)
+	}
+	if err := waitWhilePaying(ctx, out, env, payment); err != nil {
+		return err
+	}
+	return awaitOutcome(ctx, out, ep.events)
+}
+
+// endpoint is the merchant's webhook endpoint: a cryptopay.WebhookHandler
+// on its own HTTP server.
+type endpoint struct {
+	url    string
+	events chan *cryptopay.Payment // what the callback received
+	srv    *http.Server
+}
+
+// startEndpoint serves the webhook handler on CRYPTOPAY_WEBHOOK_ADDR
+// (default 127.0.0.1:0). Its URL is public, or the listener's address.
+func startEndpoint(ctx context.Context, client *cryptopay.Client, secret []byte, public string) (*endpoint, error) {
 	book := &orders{status: map[string]cryptopay.PaymentStatus{}}
-	events := make(chan *cryptopay.Payment, 16)
+	ep := &endpoint{events: make(chan *cryptopay.Payment, 16)}
 	handler, err := cryptopay.NewWebhookHandler(cryptopay.WebhookConfig{
 		Secret: secret,
 		Client: client, // every event is re-read through the API
 		OnPayment: func(ctx context.Context, p *cryptopay.Payment) error {
 			book.record(p)
 			select {
-			case events <- p:
+			case ep.events <- p:
 			default:
 			}
 			return nil
@@ -88,32 +114,39 @@ func run(ctx context.Context, out io.Writer) error {
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/webhooks/cryptopay", handler)
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return err
+	addr := os.Getenv("CRYPTOPAY_WEBHOOK_ADDR")
+	if addr == "" {
+		addr = "127.0.0.1:0"
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(sctx)
-	}()
+	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	ep.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = ep.srv.Serve(ln) }()
 	if public == "" {
 		public = "http://" + ln.Addr().String()
 	}
-	endpoint := public + "/webhooks/cryptopay"
-	fmt.Fprintf(out, "Webhook endpoint: %s\n", endpoint)
+	ep.url = public + "/webhooks/cryptopay"
+	return ep, nil
+}
 
-	// A payment whose events come back to us.
+func (ep *endpoint) stop(ctx context.Context) {
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	_ = ep.srv.Shutdown(sctx)
+}
+
+// createPayment creates a payment whose events come back to the endpoint.
+func createPayment(ctx context.Context, out io.Writer, client *cryptopay.Client, secret []byte, endpoint string) (*cryptopay.Payment, error) {
 	orderID := demo.OrderID("order")
 	hookURL, err := cryptopay.WebhookURL(endpoint, secret, orderID)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	payment, err := client.CreatePayment(ctx, cryptopay.CreatePaymentParams{
 		Amount:     decimal.RequireFromString("25.75"),
@@ -125,19 +158,17 @@ func run(ctx context.Context, out io.Writer) error {
 		WebhookURL: hookURL,
 	})
 	if err != nil {
-		return fmt.Errorf("create payment: %w", err)
+		return nil, fmt.Errorf("create payment: %w", err)
 	}
 	fmt.Fprintf(out, "Created payment %s for order %s (webhookUrl token not shown: it is a credential)\n", payment.ID, orderID)
 	fmt.Fprintf(out, "  pay %s %s on %s to %s\n", payment.PayAmount, payment.Currency, payment.Network, payment.PayAddress)
+	return payment, nil
+}
 
-	// Anyone can POST to the endpoint; without the token it is refused.
-	forged := fmt.Sprintf(`{"paymentId":%q,"orderId":%q,"status":"paid"}`, payment.ID, orderID)
-	if code, err := post(ctx, endpoint, forged); err == nil {
-		fmt.Fprintf(out, "A forged \"paid\" event without a token is answered %d\n", code)
-	}
-
-	// Wait with the default intervals (2 s growing to 30 s): the webhook
-	// wakes the wait the moment it arrives, polling is only the fallback.
+// waitWhilePaying waits for the payment with the default intervals (2 s
+// growing to 30 s) while the customer pays (on the fake: at once). The
+// webhook wakes the wait the moment it arrives; polling is the fallback.
+func waitWhilePaying(ctx context.Context, out io.Writer, env *demo.Env, payment *cryptopay.Payment) error {
 	type result struct {
 		p   *cryptopay.Payment
 		err error
@@ -145,10 +176,9 @@ func run(ctx context.Context, out io.Writer) error {
 	waited := make(chan result, 1)
 	start := time.Now()
 	go func() {
-		p, err := client.WaitForPayment(ctx, payment.ID)
+		p, err := env.Client.WaitForPayment(ctx, payment.ID)
 		waited <- result{p, err}
 	}()
-
 	if env.Fake != nil {
 		fmt.Fprintln(out, "Simulating the customer paying the full amount ...")
 		if err := env.Fake.Pay(payment.ID, payment.PayAmount); err != nil {
@@ -162,7 +192,12 @@ func run(ctx context.Context, out io.Writer) error {
 		return fmt.Errorf("wait for payment: %w", r.err)
 	}
 	fmt.Fprintf(out, "WaitForPayment returned %s after %s\n", r.p.Status, time.Since(start).Round(10*time.Microsecond))
+	return nil
+}
 
+// awaitOutcome prints the callback's events until a terminal one, and what
+// the merchant should do about it.
+func awaitOutcome(ctx context.Context, out io.Writer, events <-chan *cryptopay.Payment) error {
 	for {
 		select {
 		case p := <-events:
@@ -172,22 +207,25 @@ func run(ctx context.Context, out io.Writer) error {
 			}
 			fmt.Fprintf(out, "Webhook callback received: payment %s of order %s is %s (paid %s, as read from the API)\n",
 				p.ID, p.OrderID, p.Status, paid)
-			if !p.Status.IsTerminal() {
-				continue
+			if p.Status.IsTerminal() {
+				fmt.Fprintln(out, verdict(p))
+				return nil
 			}
-			switch {
-			case p.Status.IsSuccess() && !p.Status.NeedsAction():
-				fmt.Fprintf(out, "Order %s can be fulfilled.\n", p.OrderID)
-			case p.Status.NeedsAction():
-				fmt.Fprintf(out, "Order %s needs a person to look at it.\n", p.OrderID)
-			default:
-				fmt.Fprintf(out, "Order %s was not paid; do not fulfil it.\n", p.OrderID)
-			}
-			return nil
 		case <-ctx.Done():
 			return ctx.Err()
 		}
 	}
+}
+
+// verdict says what to do with the order of a terminal payment.
+func verdict(p *cryptopay.Payment) string {
+	switch {
+	case p.Status.IsSuccess() && !p.Status.NeedsAction():
+		return fmt.Sprintf("Order %s can be fulfilled.", p.OrderID)
+	case p.Status.NeedsAction():
+		return fmt.Sprintf("Order %s needs a person to look at it.", p.OrderID)
+	}
+	return fmt.Sprintf("Order %s was not paid; do not fulfil it.", p.OrderID)
 }
 
 // webhookSecret reads CRYPTOPAY_WEBHOOK_SECRET or makes a random one.

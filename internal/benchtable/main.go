@@ -42,7 +42,7 @@ var (
 )
 
 // sdkBench selects the root package's SDK-vs-floor benchmarks.
-const sdkBench = `^Benchmark(GetPayment|CreatePayment|CreatePayout|ListPayouts100|WebhookPayment|ClientOverheadGetPayment)$`
+const sdkBench = `^Benchmark(GetPayment|CreatePayment|CreatePayout|ListPayouts100|WebhookPayment|WebhookPaymentReread|ClientOverheadGetPayment)$`
 
 // serverBench selects the fake server's throughput benchmark.
 const serverBench = `^BenchmarkServerGetPayment$`
@@ -136,7 +136,7 @@ func printTable(w io.Writer, r results) {
 	fmt.Fprintln(w, "| Operation | Callers | SDK ns/op | Floor ns/op | × | CPU × | SDK B/op | Floor B/op | × | SDK allocs | Floor allocs | × | Conns SDK / floor, median (max) | Targets |")
 	fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|")
 	var missed []string
-	for _, op := range []string{"GetPayment", "CreatePayment", "CreatePayout", "ListPayouts100", "WebhookPayment"} {
+	for _, op := range []string{"GetPayment", "CreatePayment", "CreatePayout", "ListPayouts100", "WebhookPayment", "WebhookPaymentReread"} {
 		for _, mode := range []string{"seq", "par64"} {
 			sdk, floor := op+"/"+mode+"/sdk", op+"/"+mode+"/floor"
 			sn, ok1 := r.median(sdk, "ns/op")

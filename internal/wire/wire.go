@@ -25,29 +25,50 @@ func (n Number) MarshalJSON() ([]byte, error) {
 
 // Amount decodes an amount sent as a JSON number, a JSON string holding a
 // number, null, or an empty string. Valid is false for null, "" and absence.
+// It is bounded: see DecodeAmount.
 type Amount struct {
 	Decimal decimal.Decimal
 	Valid   bool
 }
 
-// ErrBadAmount reports an amount that is neither a number nor a numeric string.
-var ErrBadAmount = errors.New("amount is not a decimal number")
+// MaxAmountLen bounds an amount's JSON text (quotes and spaces included):
+// far longer than any real amount, and short enough that parsing it costs
+// next to nothing. Parsing a decimal takes time that grows faster than its
+// length, so an unbounded amount would let a hostile body burn CPU.
+const MaxAmountLen = 128
 
-// UnmarshalJSON implements json.Unmarshaler.
-func (a *Amount) UnmarshalJSON(b []byte) error {
+var (
+	// ErrBadAmount reports an amount that is neither a number nor a
+	// numeric string.
+	ErrBadAmount = errors.New("amount is not a decimal number")
+	// ErrAmountTooLong reports an amount whose JSON text is longer than
+	// MaxAmountLen, or whose exponent is beyond ±MaxAmountLen (1e999999999
+	// is short, but printing it would take a gigabyte). It matches
+	// ErrBadAmount too.
+	ErrAmountTooLong = fmt.Errorf("%w: longer than %d characters or digits", ErrBadAmount, MaxAmountLen)
+)
+
+// DecodeAmount is the one bounded amount decoder: every amount the SDK
+// reads, in API responses and in webhook bodies, goes through it (Amount's
+// UnmarshalJSON calls it). b is the amount's raw JSON value; a value
+// longer than MaxAmountLen is refused with ErrAmountTooLong before any
+// parsing, and so is one whose exponent is beyond ±MaxAmountLen. null, ""
+// and an empty b give an invalid Amount and no error.
+func DecodeAmount(b []byte) (Amount, error) {
+	if len(b) > MaxAmountLen {
+		return Amount{}, ErrAmountTooLong
+	}
 	b = bytes.TrimSpace(b)
 	if len(b) == 0 || string(b) == "null" {
-		*a = Amount{}
-		return nil
+		return Amount{}, nil
 	}
 	if b[0] == '"' {
 		if len(b) < 2 || b[len(b)-1] != '"' {
-			return ErrBadAmount
+			return Amount{}, ErrBadAmount
 		}
 		b = bytes.TrimSpace(b[1 : len(b)-1])
 		if len(b) == 0 {
-			*a = Amount{}
-			return nil
+			return Amount{}, nil
 		}
 	}
 	// decimal.NewFromString accepts forms JSON does not (".5", "+1") and the
@@ -55,9 +76,21 @@ func (a *Amount) UnmarshalJSON(b []byte) error {
 	// lenient server is harmless, so it is accepted.
 	d, err := decimal.NewFromString(string(b))
 	if err != nil {
-		return fmt.Errorf("%w: %.40q", ErrBadAmount, b)
+		return Amount{}, fmt.Errorf("%w: %.40q", ErrBadAmount, b)
 	}
-	*a = Amount{Decimal: d, Valid: true}
+	if e := d.Exponent(); e < -MaxAmountLen || e > MaxAmountLen {
+		return Amount{}, ErrAmountTooLong
+	}
+	return Amount{Decimal: d, Valid: true}, nil
+}
+
+// UnmarshalJSON implements json.Unmarshaler with DecodeAmount.
+func (a *Amount) UnmarshalJSON(b []byte) error {
+	v, err := DecodeAmount(b)
+	if err != nil {
+		return err
+	}
+	*a = v
 	return nil
 }
 

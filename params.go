@@ -1,0 +1,218 @@
+package cryptopay
+
+import (
+	"context"
+	"encoding/json"
+	"net/url"
+	"reflect"
+	"strings"
+	"sync"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+	"github.com/shopspring/decimal"
+)
+
+// This file holds what every resource shares: the one generic path an
+// endpoint method goes through (validate, marshal, send, decode, convert),
+// the pools of wire structs, and the checks on parameters and ids.
+
+// endpoint names one API operation: its method, its path (for routes with
+// an id, the part before the id) and its route template.
+type endpoint struct {
+	method, path, route string
+}
+
+// decoder is a wire struct (W, used through its pointer PW) that a 2xx body
+// decodes into in one pass and that converts to the public result T.
+type decoder[T, W any] interface {
+	*W
+	value() T
+}
+
+// wirePool reuses the wire structs responses are decoded into: each call
+// then allocates only what it returns. A struct goes back zeroed, so no
+// field of one response shows through in the next (json leaves absent
+// fields as they were) and nothing it pointed to is kept.
+type wirePool[W any] struct{ pool sync.Pool }
+
+func (p *wirePool[W]) get() *W {
+	if w, ok := p.pool.Get().(*W); ok {
+		return w
+	}
+	return new(W)
+}
+
+func (p *wirePool[W]) put(w *W) {
+	var zero W
+	*w = zero
+	p.pool.Put(w)
+}
+
+// fetch sends r, decodes the 2xx body into a pooled W (checking its shape
+// if W has a check method) and converts it to T.
+func fetch[T, W any, PW decoder[T, W]](ctx context.Context, c *Client, r request, pool *wirePool[W]) (T, error) {
+	w := pool.get()
+	defer pool.put(w)
+	if err := c.do(ctx, r, PW(w)); err != nil {
+		var zero T
+		return zero, err
+	}
+	return PW(w).value(), nil
+}
+
+// createParams is what a create request's parameters provide.
+type createParams interface {
+	Validate() error
+	MarshalJSON() ([]byte, error)
+}
+
+// create validates params (nothing is sent if they are refused), marshals
+// them and POSTs them to e. orderID goes into an OutcomeUnknownError.
+func create[T, W any, PW decoder[T, W], P createParams](ctx context.Context, c *Client, e endpoint, params P, orderID string, opts []RequestOption, pool *wirePool[W]) (T, error) {
+	var zero T
+	if err := params.Validate(); err != nil {
+		return zero, err
+	}
+	body, err := params.MarshalJSON()
+	if err != nil {
+		return zero, err
+	}
+	return fetch[T, W, PW](ctx, c, request{method: e.method, path: e.path, route: e.route, body: body, orderID: orderID, opts: opts}, pool)
+}
+
+// getByID checks id with validID and GETs e.path + escaped id + "/status".
+func getByID[T, W any, PW decoder[T, W]](ctx context.Context, c *Client, e endpoint, validID func(string) error, id string, opts []RequestOption, pool *wirePool[W]) (T, error) {
+	if err := validID(id); err != nil {
+		var zero T
+		return zero, err
+	}
+	path := e.path + url.PathEscape(id) + "/status"
+	return fetch[T, W, PW](ctx, c, request{method: e.method, path: path, route: e.route, opts: opts}, pool)
+}
+
+// checkIDStatus reports what makes a response without an id or a status
+// unusable as an API answer ("" if nothing).
+func checkIDStatus(id, status, noID string) string {
+	switch {
+	case id == "":
+		return noID
+	case status == "":
+		return "status missing"
+	}
+	return ""
+}
+
+// paramRule is one string field of a params struct: its index, its Go name
+// and whether it must not be empty (struct tag cryptopay:"required").
+type paramRule struct {
+	index    int
+	name     string
+	required bool
+}
+
+// paramRules lists the string fields of the params struct t, once per type.
+func paramRules(t reflect.Type) []paramRule {
+	var rules []paramRule
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if f.Type.Kind() == reflect.String {
+			rules = append(rules, paramRule{i, f.Name, f.Tag.Get("cryptopay") == "required"})
+		}
+	}
+	return rules
+}
+
+// checkParams applies the rules every create request shares: the amount is
+// greater than 0, every string field is valid UTF-8 (JSON would silently
+// turn invalid bytes into U+FFFD, so an orderId would no longer match its
+// payout and reconciling would say "not found"), and the required string
+// fields are not empty. v is the params struct (addressable or not).
+func checkParams(v reflect.Value, rules []paramRule, amount decimal.Decimal) error {
+	if err := positiveAmount(amount); err != nil {
+		return err
+	}
+	for _, r := range rules {
+		if err := validText(r.name, v.Field(r.index).String()); err != nil {
+			return err
+		}
+	}
+	for _, r := range rules {
+		if r.required && v.Field(r.index).Len() == 0 {
+			return &ValidationError{Field: r.name, Reason: "must not be empty"}
+		}
+	}
+	return nil
+}
+
+// validText refuses a string that is not valid UTF-8, before it is sent.
+func validText(name, s string) error {
+	if !utf8.ValidString(s) {
+		return &ValidationError{Field: name, Reason: "is not valid UTF-8 (JSON would replace the invalid bytes, so the server would store a different value)"}
+	}
+	return nil
+}
+
+func positiveAmount(d decimal.Decimal) error {
+	if !d.IsPositive() {
+		return &ValidationError{Field: "Amount", Reason: "must be greater than 0, got " + d.String()}
+	}
+	return nil
+}
+
+// marshalWithAmount writes fields (a struct whose Amount is tagged json:"-")
+// as a JSON object whose first member is "amount", a bare JSON number in
+// plain notation: decimal.Decimal would write a quoted string, and the
+// package's global switch must not be touched.
+func marshalWithAmount(amount decimal.Decimal, fields any) ([]byte, error) {
+	rest, err := json.Marshal(fields)
+	if err != nil {
+		return nil, err
+	}
+	n := amount.String()
+	out := make([]byte, 0, len(rest)+len(n)+len(`{"amount":,`))
+	out = append(out, `{"amount":`...)
+	out = append(out, n...)
+	if len(rest) > 2 { // not "{}"
+		out = append(out, ',')
+	}
+	return append(out, rest[1:]...), nil
+}
+
+// validatePaymentID accepts only the canonical 36-character UUID form: the
+// API issues UUID payment ids, so anything else is a caller's mistake.
+func validatePaymentID(id string) error {
+	if id == "" {
+		return &ValidationError{Field: "id", Reason: "payment id is empty"}
+	}
+	if len(id) != 36 {
+		return &ValidationError{Field: "id", Reason: "payment id is not a UUID"}
+	}
+	if _, err := uuid.Parse(id); err != nil {
+		return &ValidationError{Field: "id", Reason: "payment id is not a UUID"}
+	}
+	return nil
+}
+
+// maxPayoutIDLen bounds a payout id: far above any id a server issues, and
+// below the request-line limits of common servers and proxies.
+const maxPayoutIDLen = 256
+
+// validatePayoutID refuses only what cannot travel as one escaped path
+// segment: an empty id, "." or ".." (which a server or proxy resolves as
+// path steps), control characters, and ids longer than maxPayoutIDLen.
+// Everything else, spaces and slashes included, is sent path-escaped.
+func validatePayoutID(id string) error {
+	switch {
+	case id == "":
+		return &ValidationError{Field: "id", Reason: "payout id is empty"}
+	case len(id) > maxPayoutIDLen:
+		return &ValidationError{Field: "id", Reason: "payout id is longer than 256 bytes"}
+	case id == "." || id == "..":
+		return &ValidationError{Field: "id", Reason: `payout id "` + id + `" would be read as a path step, not an id`}
+	case strings.ContainsFunc(id, unicode.IsControl):
+		return &ValidationError{Field: "id", Reason: "payout id contains a control character"}
+	}
+	return nil
+}
