@@ -111,7 +111,8 @@ func isTrue(b *bool) bool { return b != nil && *b }
 // wrapping cryptopay.ErrDedupeLeaseLost: another delivery holds the key and
 // the callback may have run twice. After a transactional callback
 // (OnPayment, OnPayout) the outcome is already recorded and Complete only
-// forgets the claim.
+// forgets the claim. After any other error (the server unreachable, ctx
+// ended) the claim is kept, so Complete may be called again.
 func (s *DedupeStore) Complete(ctx context.Context, key string) error {
 	l := s.take(key)
 	switch {
@@ -127,6 +128,7 @@ func (s *DedupeStore) Complete(ctx context.Context, key string) error {
 		return err
 	})
 	if err != nil {
+		s.restore(key, l) // the caller may try again (the handler does, after a hang-up)
 		return fmt.Errorf("pgstore: complete: %w", err)
 	}
 	if n == 0 {
@@ -139,7 +141,8 @@ func (s *DedupeStore) Complete(ctx context.Context, key string) error {
 // Release implements cryptopay.DedupeStore: it frees key if this
 // instance's lease on it still holds, so the next delivery may claim it.
 // Otherwise it changes nothing and returns an error wrapping
-// cryptopay.ErrDedupeLeaseLost.
+// cryptopay.ErrDedupeLeaseLost. After any other error the claim is kept,
+// so Release may be called again.
 func (s *DedupeStore) Release(ctx context.Context, key string) error {
 	l := s.take(key)
 	switch {
@@ -159,6 +162,7 @@ func (s *DedupeStore) Release(ctx context.Context, key string) error {
 		return err
 	})
 	if err != nil {
+		s.restore(key, l)
 		return fmt.Errorf("pgstore: release: %w", err)
 	}
 	// A repeated attempt finds nothing when the first one deleted the row
@@ -229,6 +233,16 @@ func (s *DedupeStore) take(key string) *lease {
 	l := s.held[key]
 	delete(s.held, key)
 	return l
+}
+
+// restore gives back a lease taken by a Complete or Release that failed,
+// unless a newer claim on key replaced it meanwhile.
+func (s *DedupeStore) restore(key string, l *lease) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.held[key]; !ok {
+		s.held[key] = l
+	}
 }
 
 // token returns this instance's lease token on key, or nil.

@@ -254,3 +254,36 @@ func TestServerRestart(t *testing.T) {
 		assert.Equal(t, want, got, "key %s", k)
 	}
 }
+
+// A Complete or Release that fails (here: its context has ended, as when
+// the sender hung up) keeps the claim, so the handler's second attempt
+// under a fresh context settles it.
+func TestSettleAgainAfterError(t *testing.T) {
+	f := setup(t)
+	st, other := f.store(t), f.store(t)
+	ctx := context.Background()
+	dead, cancel := context.WithCancel(ctx)
+	cancel()
+	for _, tc := range []struct {
+		name   string
+		settle func(context.Context, string) error
+		want   cryptopay.DedupeClaim
+	}{
+		{"Complete", st.Complete, cryptopay.DedupeSeen},
+		{"Release", st.Release, cryptopay.DedupeClaimed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			k := "payment/settle-" + tc.name + "/paid"
+			got, err := st.Claim(ctx, k)
+			require.NoError(t, err)
+			require.Equal(t, cryptopay.DedupeClaimed, got)
+			err = tc.settle(dead, k)
+			require.ErrorIs(t, err, context.Canceled)
+			require.NotErrorIs(t, err, cryptopay.ErrDedupeLeaseLost)
+			require.NoError(t, tc.settle(ctx, k), "the second attempt")
+			got, err = other.Claim(ctx, k)
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, got)
+		})
+	}
+}
