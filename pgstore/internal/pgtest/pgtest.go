@@ -156,6 +156,7 @@ func (s *Server) templateDir() string {
 	ver, _ := os.ReadFile(filepath.Join(s.bindir, "..", "share", "postgresql", "VERSION"))
 	h := fnv.New64a()
 	h.Write([]byte(s.bindir))
+	h.Write([]byte(strings.Join(initdbArgs, " ")))
 	h.Write(ver)
 	if out, err := exec.Command(filepath.Join(s.bindir, "postgres"), "--version").Output(); err == nil {
 		h.Write(out)
@@ -163,10 +164,11 @@ func (s *Server) templateDir() string {
 	return filepath.Join(os.TempDir(), fmt.Sprintf("pgstore-initdb-%d-%x", os.Geteuid(), h.Sum64()))
 }
 
+// initdbArgs are initdb's flags besides -D (part of the template's name).
+var initdbArgs = []string{"-U", "postgres", "--auth=trust", "-E", "UTF8", "--locale=C", "--no-sync", "--no-instructions"}
+
 func (s *Server) runInitdb(data string) error {
-	cmd := exec.Command(filepath.Join(s.bindir, "initdb"),
-		"-D", data, "-U", "postgres", "--auth=trust",
-		"-E", "UTF8", "--locale=C", "--no-sync", "--no-instructions")
+	cmd := exec.Command(filepath.Join(s.bindir, "initdb"), append([]string{"-D", data}, initdbArgs...)...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred, Pdeathsig: syscall.SIGKILL}
 	cmd.Dir = s.dir
 	var out bytes.Buffer
