@@ -43,10 +43,11 @@ func (s *DedupeStore) buildSQL() {
 SELECT EXISTS (SELECT FROM ins), d.done, d.expires_at <= clock_timestamp(), d.token = $2
 FROM (SELECT) AS one LEFT JOIN ` + t + ` AS d ON d.key = $1`
 	// Takes over an expired row (a lease whose holder died, or a done key
-	// past its TTL); a second round trip, only for such keys.
+	// past its TTL); a second round trip, only for such keys. The token
+	// test makes a repeated attempt find its own take-over.
 	s.sqlTakeOver = `WITH upd AS (
   UPDATE ` + t + ` SET token = $2, done = false, expires_at = clock_timestamp() + ` + micros + `
-  WHERE key = $1 AND expires_at <= clock_timestamp()
+  WHERE key = $1 AND (expires_at <= clock_timestamp() OR token = $2)
   RETURNING 1
 )
 SELECT EXISTS (SELECT FROM upd), (SELECT done FROM ` + t + ` WHERE key = $1)`

@@ -11,6 +11,9 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cryptopay/cryptopay-go/pgstore/internal/pgtest"
 )
 
 func TestTransient(t *testing.T) {
@@ -83,4 +86,45 @@ func TestHeldSweep(t *testing.T) {
 	assert.Len(t, s.held, 2000, "young claims are kept")
 	assert.Equal(t, []byte{2}, s.take("young-5").token)
 	assert.Nil(t, s.take("young-5"))
+}
+
+// Each statement is safe to repeat with the same token, as a retry after a
+// lost answer does: the repeat finds its own first attempt.
+func TestStatementsRepeat(t *testing.T) {
+	srv := pgtest.Need(t)
+	s, err := NewDedupeStore(srv.Pool(t, 2), WithTable(pgtest.Name("repeat")), WithCreateTable())
+	require.NoError(t, err)
+	ctx := context.Background()
+	lease := s.lease.Microseconds()
+	tok := newToken()
+	claim := func(key string) (inserted, ours bool) {
+		var done, expired, o *bool
+		require.NoError(t, s.pool.QueryRow(ctx, s.sqlClaim, []byte(key), tok, lease).Scan(&inserted, &done, &expired, &o))
+		return inserted, isTrue(o)
+	}
+	ins, ours := claim("k1")
+	assert.True(t, ins)
+	assert.False(t, ours)
+	ins, ours = claim("k1")
+	assert.False(t, ins)
+	assert.True(t, ours, "the repeat sees its own claim")
+
+	// An expired row held by someone else: taken over, and the repeat of
+	// the take-over finds it.
+	_, err = s.pool.Exec(ctx, "INSERT INTO "+s.Table()+" VALUES ($1, $2, false, clock_timestamp() - interval '1 second')", []byte("k2"), newToken())
+	require.NoError(t, err)
+	for i := range 2 {
+		var taken bool
+		var done *bool
+		require.NoError(t, s.pool.QueryRow(ctx, s.sqlTakeOver, []byte("k2"), tok, lease).Scan(&taken, &done))
+		assert.True(t, taken, "take-over attempt %d", i+1)
+	}
+	for i := range 2 {
+		tag, err := s.pool.Exec(ctx, s.sqlComplete, []byte("k1"), tok, s.doneTTL.Microseconds())
+		require.NoError(t, err)
+		assert.Equal(t, int64(1), tag.RowsAffected(), "complete attempt %d", i+1)
+	}
+	tag, err := s.pool.Exec(ctx, s.sqlComplete, []byte("k1"), newToken(), s.doneTTL.Microseconds())
+	require.NoError(t, err)
+	assert.Zero(t, tag.RowsAffected(), "another token cannot complete it")
 }
