@@ -11,7 +11,7 @@ import (
 	"github.com/cryptopay/cryptopay-go"
 )
 
-// ErrNoEventRow is returned (wrapped) by a transactional callback that
+// ErrNoEventRow is returned by a transactional callback that
 // could not lock its event's row: the row kept disappearing, which only a
 // concurrent Cleanup or Release can cause. The handler answers 500 and the
 // sender retries.
