@@ -1,0 +1,441 @@
+// Package pgtest runs a throwaway PostgreSQL server for the tests of
+// pgstore: initdb into a temporary directory, then the postgres binary on a
+// free loopback port with its unix socket in that directory, tuned for
+// speed (fsync off: never use these settings for real data).
+//
+// Postgres refuses to run as root; when the test runs as root, the server
+// runs as the user "nobody" and the directory is handed to it. The server
+// is a direct child of the test process with a parent-death signal, so it
+// dies with the test binary even when a test panics or times out.
+package pgtest
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// ErrNoPostgres means the PostgreSQL binaries were not found.
+var ErrNoPostgres = errors.New("pgtest: PostgreSQL binaries (initdb, postgres) not found: install PostgreSQL 15 or put pg_config on the PATH")
+
+// Server is one running test server. Its methods are safe for concurrent
+// use.
+type Server struct {
+	// Port is the loopback TCP port the server listens on.
+	Port int
+
+	bindir string
+	dir    string // owned temp dir: data/, sock/, postgres.log
+	cred   *syscall.Credential
+
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	done chan struct{} // closed when cmd exits
+}
+
+// BinDir returns the directory of initdb and postgres: `pg_config
+// --bindir`, else the directory of initdb on the PATH.
+func BinDir() (string, error) {
+	if out, err := exec.Command("pg_config", "--bindir").Output(); err == nil {
+		dir := strings.TrimSpace(string(out))
+		if _, err := os.Stat(filepath.Join(dir, "postgres")); err == nil {
+			return dir, nil
+		}
+	}
+	p, err := exec.LookPath("initdb")
+	if err != nil {
+		return "", ErrNoPostgres
+	}
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		p = r
+	}
+	dir := filepath.Dir(p)
+	if _, err := os.Stat(filepath.Join(dir, "postgres")); err != nil {
+		return "", ErrNoPostgres
+	}
+	return dir, nil
+}
+
+// Start runs initdb and starts the server. Close it when done.
+func Start() (*Server, error) {
+	bindir, err := BinDir()
+	if err != nil {
+		return nil, err
+	}
+	removeStale()
+	dir, err := os.MkdirTemp("", "pgstore-test-")
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{bindir: bindir, dir: dir}
+	fail := func(err error) (*Server, error) {
+		s.Close()
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "owner.pid"), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+		return fail(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "sock"), 0o700); err != nil {
+		return fail(err)
+	}
+	if os.Geteuid() == 0 {
+		if s.cred, err = nobody(); err != nil {
+			return fail(err)
+		}
+		if err := chownAll(dir, int(s.cred.Uid), int(s.cred.Gid)); err != nil {
+			return fail(err)
+		}
+	}
+	if err := s.initdb(); err != nil {
+		return fail(err)
+	}
+	if s.Port, err = freePort(); err != nil {
+		return fail(err)
+	}
+	if err := s.Start(); err != nil {
+		return fail(err)
+	}
+	return s, nil
+}
+
+// DSN returns a connection string for database postgres as the superuser
+// postgres over TCP.
+func (s *Server) DSN() string {
+	return fmt.Sprintf("host=127.0.0.1 port=%d user=postgres dbname=postgres sslmode=disable connect_timeout=5", s.Port)
+}
+
+// initdb fills s.dir/data: a copy of a cached template cluster when there
+// is one (initdb costs seconds, a copy a fraction of one), else a fresh
+// initdb, which then becomes the template for the next test binary.
+func (s *Server) initdb() error {
+	data := filepath.Join(s.dir, "data")
+	tmpl := s.templateDir()
+	if _, err := os.Stat(filepath.Join(tmpl, "PG_VERSION")); err == nil {
+		if exec.Command("cp", "-a", tmpl, data).Run() == nil {
+			return nil
+		}
+		_ = os.RemoveAll(data)
+	}
+	if err := s.runInitdb(data); err != nil {
+		return err
+	}
+	// Publish the template atomically: copy aside, then rename into place.
+	tmp, err := os.MkdirTemp(filepath.Dir(tmpl), filepath.Base(tmpl)+".tmp-")
+	if err != nil {
+		return nil
+	}
+	if exec.Command("cp", "-a", data, filepath.Join(tmp, "data")).Run() != nil ||
+		os.Rename(filepath.Join(tmp, "data"), tmpl) != nil {
+		_ = os.RemoveAll(tmp)
+		return nil
+	}
+	_ = os.RemoveAll(tmp)
+	return nil
+}
+
+// templateDir names the cached cluster of this user and PostgreSQL build.
+func (s *Server) templateDir() string {
+	ver, _ := os.ReadFile(filepath.Join(s.bindir, "..", "share", "postgresql", "VERSION"))
+	h := fnv.New64a()
+	h.Write([]byte(s.bindir))
+	h.Write([]byte(strings.Join(initdbArgs, " ")))
+	h.Write(ver)
+	if out, err := exec.Command(filepath.Join(s.bindir, "postgres"), "--version").Output(); err == nil {
+		h.Write(out)
+	}
+	return filepath.Join(os.TempDir(), fmt.Sprintf("pgstore-initdb-%d-%x", os.Geteuid(), h.Sum64()))
+}
+
+// initdbArgs are initdb's flags besides -D (part of the template's name).
+var initdbArgs = []string{"-U", "postgres", "--auth=trust", "-E", "UTF8", "--locale=C", "--no-sync", "--no-instructions"}
+
+func (s *Server) runInitdb(data string) error {
+	cmd := exec.Command(filepath.Join(s.bindir, "initdb"), append([]string{"-D", data}, initdbArgs...)...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred, Pdeathsig: syscall.SIGKILL}
+	cmd.Dir = s.dir
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("pgtest: initdb: %w\n%s", err, out.Bytes())
+	}
+	return nil
+}
+
+// Start starts the server (again, after Stop) on the same port and data
+// directory, and returns once it accepts connections.
+func (s *Server) Start() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd != nil {
+		return errors.New("pgtest: server already running")
+	}
+	logf, err := os.OpenFile(filepath.Join(s.dir, "postgres.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	cmd := exec.Command(filepath.Join(s.bindir, "postgres"),
+		"-D", filepath.Join(s.dir, "data"),
+		"-p", strconv.Itoa(s.Port),
+		"-k", filepath.Join(s.dir, "sock"),
+		"-c", "listen_addresses=127.0.0.1",
+		"-c", "fsync=off",
+		"-c", "synchronous_commit=off",
+		"-c", "full_page_writes=off",
+		"-c", "max_connections=300",
+		"-c", "shared_buffers=64MB",
+		"-c", "max_wal_size=1GB",
+		"-c", "logging_collector=off",
+		"-c", "log_min_messages=warning",
+	)
+	// Pdeathsig kills the server if the test binary dies (a panic, a
+	// timeout, SIGKILL): no server outlives its test.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred, Pdeathsig: syscall.SIGKILL}
+	cmd.Dir = s.dir
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("pgtest: starting postgres: %w", err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	s.cmd, s.done = cmd, done
+	if err := s.waitReady(done); err != nil {
+		_ = cmd.Process.Kill()
+		<-done
+		s.cmd, s.done = nil, nil
+		return err
+	}
+	return nil
+}
+
+// waitReady polls until the server accepts a connection, it exits, or 30 s
+// pass.
+func (s *Server) waitReady(exited <-chan struct{}) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		c, err := pgconn.Connect(ctx, s.DSN())
+		cancel()
+		if err == nil {
+			_ = c.Close(context.Background())
+			return nil
+		}
+		select {
+		case <-exited:
+			return fmt.Errorf("pgtest: postgres exited at startup; log:\n%s", s.Log())
+		default:
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("pgtest: postgres not ready after 30 s (%v); log:\n%s", err, s.Log())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Stop shuts the server down (fast mode: open transactions are rolled
+// back, committed data is kept) and waits for it to exit.
+func (s *Server) Stop() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return nil
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGINT)
+	select {
+	case <-s.done:
+	case <-time.After(20 * time.Second):
+		_ = s.cmd.Process.Kill()
+		<-s.done
+	}
+	s.cmd, s.done = nil, nil
+	return nil
+}
+
+// Restart stops the server and starts it again on the same port with the
+// same data.
+func (s *Server) Restart() error {
+	if err := s.Stop(); err != nil {
+		return err
+	}
+	return s.Start()
+}
+
+// Log returns the server's log so far (for failure messages).
+func (s *Server) Log() string {
+	b, _ := os.ReadFile(filepath.Join(s.dir, "postgres.log"))
+	return string(b)
+}
+
+// Close stops the server and removes its directory.
+func (s *Server) Close() {
+	_ = s.Stop()
+	_ = os.RemoveAll(s.dir)
+}
+
+// nobody returns the credentials of the user nobody.
+func nobody() (*syscall.Credential, error) {
+	u, err := user.Lookup("nobody")
+	if err != nil {
+		return nil, fmt.Errorf("pgtest: running as root and no user nobody to run postgres as: %w", err)
+	}
+	uid, err1 := strconv.ParseUint(u.Uid, 10, 32)
+	gid, err2 := strconv.ParseUint(u.Gid, 10, 32)
+	if err1 != nil || err2 != nil {
+		return nil, fmt.Errorf("pgtest: odd ids for nobody: %q %q", u.Uid, u.Gid)
+	}
+	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), NoSetGroups: true}, nil
+}
+
+func chownAll(dir string, uid, gid int) error {
+	return filepath.WalkDir(dir, func(p string, _ os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, uid, gid)
+	})
+}
+
+// freePort asks the kernel for a free loopback port.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// removeStale deletes the directories of earlier test servers whose test
+// process is gone (killed before it could clean up).
+func removeStale() {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "pgstore-test-*"))
+	for _, d := range dirs {
+		b, err := os.ReadFile(filepath.Join(d, "owner.pid"))
+		if err != nil {
+			continue
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil || pid <= 0 {
+			continue
+		}
+		if syscall.Kill(pid, 0) == syscall.ESRCH {
+			_ = os.RemoveAll(d)
+		}
+	}
+}
+
+// childPortEnv carries the shared server's port to a child test process
+// (a crash test), which uses it instead of starting its own.
+const childPortEnv = "PGTEST_CHILD_PORT"
+
+var (
+	shared     *Server
+	skipReason string
+)
+
+// Main starts the shared server of the test binary, runs the tests and
+// stops it; call it from TestMain: os.Exit(pgtest.Main(m)). Without
+// PostgreSQL it returns 1 when CI=true; otherwise it prints a loud notice
+// and the tests that Need the server skip.
+func Main(m *testing.M) int {
+	if p := os.Getenv(childPortEnv); p != "" {
+		port, err := strconv.Atoi(p)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "pgtest: bad %s=%q\n", childPortEnv, p)
+			return 1
+		}
+		shared = &Server{Port: port}
+		return m.Run()
+	}
+	srv, err := Start()
+	switch {
+	case errors.Is(err, ErrNoPostgres) && os.Getenv("CI") != "true":
+		skipReason = "SKIPPING: " + err.Error()
+		fmt.Fprintf(os.Stderr, "\n*** %s ***\n\n", skipReason)
+	case err != nil:
+		fmt.Fprintf(os.Stderr, "pgtest: %v\n", err)
+		return 1
+	}
+	shared = srv
+	code := m.Run()
+	if srv != nil {
+		srv.Close()
+	}
+	return code
+}
+
+// Need returns the shared server, or skips the test (loudly) when there is
+// none.
+func Need(t testing.TB) *Server {
+	t.Helper()
+	if shared == nil {
+		if skipReason == "" {
+			t.Fatal("pgtest: no server; call pgtest.Main from TestMain")
+		}
+		t.Skip(skipReason)
+	}
+	return shared
+}
+
+// ChildEnv returns the environment for a child test process that should
+// use this server.
+func (s *Server) ChildEnv() []string {
+	return append(os.Environ(), childPortEnv+"="+strconv.Itoa(s.Port))
+}
+
+// Pool returns a pool on the server, closed when the test ends.
+func (s *Server) Pool(t testing.TB, maxConns int32) *pgxpool.Pool {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(s.DSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if maxConns > 0 {
+		cfg.MaxConns = maxConns
+	}
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+// Name returns a fresh lower-case identifier starting with prefix, for a
+// test's own table or channel.
+func Name(prefix string) string {
+	b := make([]byte, 5)
+	_, _ = rand.Read(b)
+	return prefix + "_" + hex.EncodeToString(b)
+}
+
+// PID returns the server's process id (0 when stopped).
+func (s *Server) PID() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return 0
+	}
+	return s.cmd.Process.Pid
+}
+
+// Dir returns the server's temporary directory.
+func (s *Server) Dir() string { return s.dir }

@@ -1,0 +1,94 @@
+package pgtest_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cryptopay/cryptopay-go/pgstore/internal/pgtest"
+)
+
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+
+// The server keeps committed data across a restart on the same port, and
+// refuses connections while it is down.
+func TestRestartKeepsData(t *testing.T) {
+	srv := pgtest.Need(t)
+	if os.Getenv("PGTEST_ORPHAN") != "" {
+		t.Skip("child process")
+	}
+	ctx := context.Background()
+	pool := srv.Pool(t, 2)
+	tbl := pgtest.Name("restart")
+	_, err := pool.Exec(ctx, "CREATE TABLE "+tbl+" (v int); INSERT INTO "+tbl+" VALUES (42)")
+	require.NoError(t, err)
+
+	require.NoError(t, srv.Stop())
+	var v int
+	err = pool.QueryRow(ctx, "SELECT v FROM "+tbl).Scan(&v)
+	require.Error(t, err, "a query while the server is down")
+	require.NoError(t, srv.Start())
+
+	// The pool's old connections died with the server; it makes new ones.
+	require.Eventually(t, func() bool {
+		return pool.QueryRow(ctx, "SELECT v FROM "+tbl).Scan(&v) == nil
+	}, 10*time.Second, 20*time.Millisecond)
+	assert.Equal(t, 42, v)
+}
+
+// A test binary that dies without cleaning up takes its server with it.
+func TestServerDiesWithTestProcess(t *testing.T) {
+	if os.Getenv("PGTEST_ORPHAN") != "" {
+		srv, err := pgtest.Start()
+		require.NoError(t, err)
+		pid := srv.PID()
+		os.Stdout.WriteString("PGTEST_PID=" + strconv.Itoa(pid) + "\nPGTEST_DIR=" + srv.Dir() + "\n")
+		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL) // no cleanup runs
+		select {}
+	}
+	srv := pgtest.Need(t)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestServerDiesWithTestProcess$", "-test.count=1", "-test.v")
+	cmd.Env = append(srv.ChildEnv(), "PGTEST_ORPHAN=1")
+	start := time.Now()
+	out, _ := cmd.CombinedOutput()
+	t.Logf("child ran %v", time.Since(start))
+	defer func() { t.Logf("server gone after %v", time.Since(start)) }()
+	var pid int
+	for _, line := range strings.Split(string(out), "\n") {
+		if v, ok := strings.CutPrefix(line, "PGTEST_PID="); ok {
+			pid, _ = strconv.Atoi(v)
+		}
+		if dir, ok := strings.CutPrefix(line, "PGTEST_DIR="); ok && strings.Contains(dir, "pgstore-test-") {
+			t.Cleanup(func() {
+				// The server's own children may still be writing as they die.
+				assert.Eventually(t, func() bool { return os.RemoveAll(dir) == nil }, 10*time.Second, 50*time.Millisecond)
+			})
+		}
+	}
+	require.Positive(t, pid, "child output:\n%s", out)
+	assert.Eventually(t, func() bool { return gone(pid) }, 10*time.Second, 20*time.Millisecond,
+		"postgres (pid %d) outlived its test process", pid)
+}
+
+// gone reports whether pid has exited (a zombie waiting for init to reap
+// it counts as exited).
+func gone(pid int) bool {
+	if syscall.Kill(pid, 0) == syscall.ESRCH {
+		return true
+	}
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return os.IsNotExist(err)
+	}
+	// The state follows the parenthesised command name.
+	i := strings.LastIndexByte(string(stat), ')')
+	return i > 0 && i+2 < len(stat) && stat[i+2] == 'Z'
+}

@@ -1,0 +1,231 @@
+package pgstore
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Defaults of NewDedupeStore.
+const (
+	// DefaultTable is the table a DedupeStore uses without WithTable.
+	DefaultTable = "cryptopay_dedupe"
+	// DefaultLease is how long a claim holds a key without WithLease:
+	// longer than a callback should ever run.
+	DefaultLease = 60 * time.Second
+	// DefaultDoneTTL is how long a completed key is remembered without
+	// WithDoneTTL: longer than the sender's retry window.
+	DefaultDoneTTL = 72 * time.Hour
+	// DefaultCleanupEvery is how often, at most, a store instance deletes
+	// a batch of expired rows on its own (see WithCleanupEvery).
+	DefaultCleanupEvery = 10 * time.Minute
+)
+
+// cleanupBatch bounds the rows one opportunistic cleanup deletes.
+const cleanupBatch = 1000
+
+// ErrInvalidOption is returned (wrapped) by NewDedupeStore and
+// NewWakeupBus for a bad option.
+var ErrInvalidOption = errors.New("pgstore: invalid option")
+
+// DedupeStore is a cryptopay.DedupeStore in a PostgreSQL table, shared by
+// every replica that uses the same table. A claim is a lease that expires:
+// a replica that dies mid-callback frees the key when its lease ends.
+// Complete and Release act only on the caller's own lease, which is
+// guarded by a random token per claim. Safe for concurrent use; build it
+// with NewDedupeStore.
+type DedupeStore struct {
+	pool         *pgxpool.Pool
+	table        pgx.Identifier
+	lease        time.Duration
+	doneTTL      time.Duration
+	cleanupEvery time.Duration
+	create       bool
+
+	sqlClaim, sqlTakeOver, sqlComplete, sqlRelease, sqlCleanup string
+	sqlLock, sqlInsertBusy, sqlMarkDone                        string
+	beginTx                                                    string
+
+	mu      sync.Mutex
+	held    map[string]*lease // this instance's open claims, by key
+	sweepAt int
+
+	lastCleanup atomic.Int64 // unix nanoseconds
+}
+
+// lease is one claim held by this store instance.
+type lease struct {
+	token []byte
+	at    time.Time
+	// settled: a transactional callback (OnPayment, OnPayout) already
+	// recorded the outcome in its own transaction.
+	settled bool
+}
+
+// Option configures NewDedupeStore.
+type Option func(*DedupeStore) error
+
+// WithTable sets the table ("name" or "schema.name"; lower-case letters,
+// digits and underscores, at most 48 characters for the name). Default
+// DefaultTable. Give each application its own table.
+func WithTable(name string) Option {
+	return func(s *DedupeStore) error {
+		id, err := parseTable(name)
+		if err != nil {
+			return err
+		}
+		s.table = id
+		return nil
+	}
+}
+
+// WithLease sets how long a claim holds a key before another replica may
+// take it (default DefaultLease, at least 10 ms). Keep it well above the
+// callback's longest run: a callback still running when its lease ends may
+// run a second time on another replica. Keep it below the sender's retry
+// window, or an event held by a dead replica is not retried after its lease
+// ends.
+func WithLease(d time.Duration) Option {
+	return func(s *DedupeStore) error {
+		if d < 10*time.Millisecond {
+			return fmt.Errorf("%w: lease %v is under 10ms", ErrInvalidOption, d)
+		}
+		s.lease = d
+		return nil
+	}
+}
+
+// WithDoneTTL sets how long a completed key is remembered (default
+// DefaultDoneTTL). It must outlast the sender's retry window: a duplicate
+// that arrives later is delivered again.
+func WithDoneTTL(d time.Duration) Option {
+	return func(s *DedupeStore) error {
+		if d < 10*time.Millisecond {
+			return fmt.Errorf("%w: done TTL %v is under 10ms", ErrInvalidOption, d)
+		}
+		s.doneTTL = d
+		return nil
+	}
+}
+
+// WithCleanupEvery sets how often, at most, each store instance deletes up
+// to 1000 expired rows in passing, after a Complete (default
+// DefaultCleanupEvery); 0 turns that off, leaving it to Cleanup.
+func WithCleanupEvery(d time.Duration) Option {
+	return func(s *DedupeStore) error {
+		if d < 0 {
+			return fmt.Errorf("%w: cleanup interval %v is negative", ErrInvalidOption, d)
+		}
+		s.cleanupEvery = d
+		return nil
+	}
+}
+
+// WithCreateTable makes NewDedupeStore create the table and its index if
+// they do not exist (CREATE ... IF NOT EXISTS), which needs the CREATE
+// privilege. Without it, run the DDL of the package documentation (or call
+// CreateTable) before the first event.
+func WithCreateTable() Option {
+	return func(s *DedupeStore) error {
+		s.create = true
+		return nil
+	}
+}
+
+var identRe = regexp.MustCompile(`^[a-z_][a-z0-9_]*$`)
+
+// parseTable checks a "name" or "schema.name" table name.
+func parseTable(name string) (pgx.Identifier, error) {
+	parts := strings.Split(name, ".")
+	if len(parts) > 2 {
+		return nil, fmt.Errorf("%w: table %q: want name or schema.name", ErrInvalidOption, name)
+	}
+	for i, p := range parts {
+		// The index name adds "_expires_at_idx" (15) to the table name,
+		// within PostgreSQL's 63-byte identifiers.
+		maxLen := 48
+		if i == 0 && len(parts) == 2 {
+			maxLen = 63
+		}
+		if !identRe.MatchString(p) || len(p) > maxLen {
+			return nil, fmt.Errorf("%w: table %q: each part must match [a-z_][a-z0-9_]* (the name at most 48 bytes)", ErrInvalidOption, name)
+		}
+	}
+	return pgx.Identifier(parts), nil
+}
+
+// NewDedupeStore returns a store on pool's database. Every replica builds
+// its own instance on the same table; an instance remembers its own open
+// claims (a few bytes each, until Complete or Release). With
+// WithCreateTable it creates the table first, and fails if it cannot.
+func NewDedupeStore(pool *pgxpool.Pool, opts ...Option) (*DedupeStore, error) {
+	if pool == nil {
+		return nil, fmt.Errorf("%w: pool is nil", ErrInvalidOption)
+	}
+	s := &DedupeStore{
+		pool:         pool,
+		table:        pgx.Identifier{DefaultTable},
+		lease:        DefaultLease,
+		doneTTL:      DefaultDoneTTL,
+		cleanupEvery: DefaultCleanupEvery,
+		held:         make(map[string]*lease),
+		sweepAt:      1024,
+	}
+	for _, o := range opts {
+		if o == nil {
+			return nil, fmt.Errorf("%w: nil option", ErrInvalidOption)
+		}
+		if err := o(s); err != nil {
+			return nil, err
+		}
+	}
+	s.buildSQL()
+	s.lastCleanup.Store(time.Now().UnixNano())
+	if s.create {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := s.CreateTable(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// Table returns the table name, quoted for SQL.
+func (s *DedupeStore) Table() string { return s.table.Sanitize() }
+
+// DDL returns the statements that create the store's table and index.
+func (s *DedupeStore) DDL() string {
+	idx := pgx.Identifier{s.table[len(s.table)-1] + "_expires_at_idx"}
+	return fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %[1]s (
+    key        bytea       PRIMARY KEY,
+    token      bytea       NOT NULL,
+    done       boolean     NOT NULL DEFAULT false,
+    expires_at timestamptz NOT NULL
+);
+CREATE INDEX IF NOT EXISTS %[2]s ON %[1]s (expires_at);`, s.Table(), idx.Sanitize())
+}
+
+// CreateTable creates the table and its index if they do not exist.
+func (s *DedupeStore) CreateTable(ctx context.Context) error {
+	if _, err := s.pool.Exec(ctx, s.DDL()); err != nil {
+		return fmt.Errorf("pgstore: creating %s: %w", s.Table(), err)
+	}
+	return nil
+}
+
+// newToken returns a random lease token.
+func newToken() []byte {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails (Go 1.24+)
+	return b
+}
