@@ -227,11 +227,12 @@ var errNotClaimed = fmt.Errorf("%w: not claimed by this store", cryptopay.ErrDed
 // settle runs a Complete or Release script for this instance's claim on
 // key, retrying transient failures until ctx ends.
 func (s *DedupeStore) settle(ctx context.Context, key, op string, run func(tok string) *redis.Cmd) error {
-	// The token leaves the map whatever happens next: a claim that could
-	// not be settled expires with its lease.
+	// The token stays in the map until the claim is settled or known lost:
+	// a caller whose ctx ended (the handler's request was cancelled) may
+	// settle it again with a fresh ctx. A claim never settled expires with
+	// its lease, and the next Claim of the key replaces the token.
 	s.mu.Lock()
 	tok, ok := s.tokens[key]
-	delete(s.tokens, key)
 	s.mu.Unlock()
 	if !ok {
 		return fmt.Errorf("redisstore: %s %q: %w", op, key, errNotClaimed)
@@ -240,6 +241,11 @@ func (s *DedupeStore) settle(ctx context.Context, key, op string, run func(tok s
 	if err != nil {
 		return fmt.Errorf("redisstore: %s %q: %w", op, key, err)
 	}
+	s.mu.Lock()
+	if s.tokens[key] == tok {
+		delete(s.tokens, key)
+	}
+	s.mu.Unlock()
 	if n == 3 {
 		return fmt.Errorf("redisstore: %s %q: %w", op, key, cryptopay.ErrDedupeLeaseLost)
 	}

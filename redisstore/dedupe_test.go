@@ -168,3 +168,33 @@ func TestDedupeStoreCompleteSurvivesRestart(t *testing.T) {
 	require.Error(t, err)
 	assert.NotErrorIs(t, err, cryptopay.ErrDedupeLeaseLost)
 }
+
+// A Complete or Release that fails because its ctx ended keeps the claim,
+// so the handler can settle it again with a fresh ctx; dropping the token
+// there left the key busy until its lease ran out, and the sender's retry
+// then ran the callback a second time.
+func TestDedupeStoreSettleAgainAfterCancelledCtx(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	ctx := context.Background()
+	s := newStore(t, rdb, redisstore.WithLease(time.Minute))
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	for _, op := range []struct {
+		name   string
+		settle func(context.Context, string) error
+		want   string // value left under the key; "" = deleted
+	}{
+		{"complete", s.Complete, "done"},
+		{"release", s.Release, ""},
+	} {
+		key := "payout/p-" + op.name + "/paid"
+		claimed, err := s.Claim(ctx, key)
+		require.NoError(t, err)
+		require.Equal(t, cryptopay.DedupeClaimed, claimed)
+		require.Error(t, op.settle(cancelled, key), op.name)
+		require.NoError(t, op.settle(ctx, key), op.name)
+		assert.Equal(t, op.want, rdb.Get(ctx, "cryptopay:dedupe:"+key).Val(), op.name)
+	}
+}
