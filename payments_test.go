@@ -228,7 +228,7 @@ func TestAmountDecodingEdgeCases(t *testing.T) {
 		{`{"paidAmount":{}}`, false, "0", true},
 		{`{"paidAmount":` + strings.Repeat("9", 128) + `}`, true, strings.Repeat("9", 128), false},
 		{`{"paidAmount":` + strings.Repeat("9", 129) + `}`, false, "0", true},
-		{`{"paidAmount":"1e999999999"}`, false, "0", true},
+		{`{"paidAmount":"1e9999"}`, false, "0", true},
 		{`{"paidAmount":1e-999999999}`, false, "0", true},
 		{`{"paidAmount":1e128}`, true, "1e128", false},
 	}
