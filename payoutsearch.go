@@ -14,10 +14,12 @@ import (
 // payout is safe, so it is given only on evidence:
 //
 //   - The first page (offset 0) gives the count and the server's page size.
-//   - The last page (from count) holds the newest payouts when the list is
-//     oldest first; the first page holds them when it is newest first. The
-//     order is learned from the pages' createdAt. So the newest payout is
-//     found in at most 2 requests (3 if the list grew in between).
+//   - The last page (read from count-size+1, so that it cannot be full
+//     unless something lies beyond the count) holds the newest payouts when
+//     the list is oldest first; the first page holds them when it is newest
+//     first. The order is learned from the pages' createdAt. So the newest
+//     payout is found in at most 2 requests (a list that grows while it is
+//     read costs up to 2 more).
 //   - The pages in between are read from the newest end towards the oldest.
 //     With a cutoff (ReconcilePayout), the search stops at the first payout
 //     created before it: the list is sorted, so the rest is older still.
