@@ -2,8 +2,6 @@ package cryptopay
 
 import (
 	"context"
-	"encoding/json"
-	"net/http"
 
 	"github.com/shopspring/decimal"
 
@@ -29,43 +27,28 @@ type wireBalance struct {
 	Amount wire.Amount `json:"amount"`
 }
 
-func (w *wireBalance) balance() Balance {
-	b := Balance(w.balanceFields)
+func (w *wireBalance) to(b *Balance) {
+	*b = Balance(w.balanceFields)
 	b.Amount = w.Amount.Decimal
-	return b
 }
 
 // UnmarshalJSON reads a balance entry; the amount may be a number or a string.
-func (b *Balance) UnmarshalJSON(data []byte) error {
-	var w wireBalance
-	if err := json.Unmarshal(data, &w); err != nil {
-		return err
-	}
-	*b = w.balance()
-	return nil
-}
+func (b *Balance) UnmarshalJSON(data []byte) error { return decodeVia[Balance, wireBalance](data, b) }
 
 // wireBalances is the GET /v1/balance body.
 type wireBalances []wireBalance
 
-func (w *wireBalances) value() []Balance {
-	out := make([]Balance, len(*w))
+func (w *wireBalances) to(out *[]Balance) {
+	*out = make([]Balance, len(*w))
 	for i := range *w {
-		out[i] = (*w)[i].balance()
+		(*w)[i].to(&(*out)[i])
 	}
-	return out
 }
-
-var (
-	getBalances = endpoint{http.MethodGet, "/v1/balance", "GET /v1/balance"}
-	balancePool wirePool[wireBalances]
-)
 
 // GetBalances reads the merchant's balances, one entry per currency and
 // network.
 //
 // GET /v1/balance. The API marks this operation as under development.
 func (c *Client) GetBalances(ctx context.Context, opts ...RequestOption) ([]Balance, error) {
-	r := request{method: getBalances.method, path: getBalances.path, route: getBalances.route, opts: opts}
-	return fetch[[]Balance](ctx, c, r, &balancePool)
+	return deref(fetch[[]Balance](ctx, c, getBalances.call(opts), &balancePool))
 }

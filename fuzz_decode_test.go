@@ -5,17 +5,21 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
+	"unicode"
 
 	"github.com/jarcoal/httpmock"
 	"github.com/shopspring/decimal"
 )
 
-// Decoder fuzz targets for the payout, payout-list and balance shapes
-// (FuzzPaymentJSON in fuzz_test.go covers payments, FuzzResponse the whole
-// request path). Seeds live in testdata/fuzz/<Name>/; run them all with
+// Decoder fuzz targets for the payout, payout-list and balance shapes, the
+// payout-list search and payout ids (FuzzPaymentJSON in fuzz_test.go covers
+// payments, FuzzResponse the whole request path, FuzzDecodeAmount in
+// internal/wire the bounded amount decoder). Seeds live in testdata/fuzz/<Name>/; run them all with
 // scripts/fuzz.sh.
 
 // FuzzPayoutJSON: a payout body never panics the decoder, and what decodes
@@ -136,6 +140,114 @@ func FuzzBalanceJSON(f *testing.F) {
 			if strings.ContainsAny(s, "eE") {
 				t.Fatalf("amount printed in exponent form: %s", s)
 			}
+		}
+	})
+}
+
+// FuzzPayoutSearch serves three arbitrary 200 bodies as the pages of the
+// payout list, in the order they are asked for (then an empty page), and
+// runs both lookups. They must never panic, never return an untyped
+// error, and never answer "not found" / PayoutNotCreated when a page they
+// were served lists the orderId: that answer tells the caller resending is
+// safe.
+func FuzzPayoutSearch(f *testing.F) {
+	item := func(order, at string) string {
+		return `{"status":"paid","amount":1,"orderId":"` + order + `","createdAt":"` + at + `"}`
+	}
+	f.Add([]byte(`{"payout":[`+item("a", "2026-01-01T00:00:00Z")+`,`+item("b", "2026-01-01T00:00:01Z")+`],"count":4}`),
+		[]byte(`{"payout":[`+item("c", "2026-01-01T00:00:02Z")+`,`+item("wd-1", "2026-01-01T00:00:03Z")+`],"count":4}`), []byte(`{"payout":[],"count":4}`))
+	f.Add([]byte(`{"payout":[`+item("b", "2026-01-01T00:00:01Z")+`],"count":3}`),
+		[]byte(`{"payout":[`+item("b", "2026-01-01T00:00:01Z")+`],"count":3}`), []byte(`{"payout":[],"count":3}`))
+	f.Add([]byte(`{"payout":[`+item("x", "")+`],"count":1}`), []byte(`{"payout":[`+item("wd-1", "")+`],"count":1}`), []byte(`null`))
+	f.Add([]byte(`{"payout":[`+item("x", "2026-01-01T00:00:05Z")+`,`+item("y", "2026-01-01T00:00:01Z")+`]}`),
+		[]byte(`{"payout":[`+item("wd-1", "2026-01-01T00:00:00Z")+`]}`), []byte(`{"payout":[]}`))
+	f.Add([]byte(`{"count":0}`), []byte(`{"payout":[`+item("wd-1", "2026-01-01T00:00:00Z")+`],"count":1}`), []byte(``))
+	f.Fuzz(func(t *testing.T, p0, p1, p2 []byte) {
+		const order = "wd-1"
+		pages := [][]byte{p0, p1, p2}
+		lists := func(n int) bool { // whether any of the first n pages served lists the order
+			for _, p := range pages[:min(n, len(pages))] {
+				var w wirePayoutPage
+				if json.Unmarshal(p, &w) == nil {
+					for _, it := range w.Payout {
+						if it.OrderID == order {
+							return true
+						}
+					}
+				}
+			}
+			return false
+		}
+		var calls atomic.Int32
+		mt := httpmock.NewMockTransport()
+		mt.RegisterNoResponder(func(*http.Request) (*http.Response, error) {
+			if n := int(calls.Add(1)); n <= len(pages) {
+				return httpmock.NewBytesResponse(200, pages[n-1]), nil
+			}
+			return httpmock.NewStringResponse(200, `{"payout":[]}`), nil
+		})
+		c, err := NewClient(testBase, testKey, WithHTTPClient(&http.Client{Transport: mt}), WithRetryPolicy(RetryPolicy{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		item, found, err := c.FindPayoutByOrderID(context.Background(), order)
+		switch {
+		case err != nil:
+			var respErr *ResponseError
+			if !errors.As(err, &respErr) || found || item != nil {
+				t.Fatalf("untyped error or an error with a result: %v %v", err, found)
+			}
+		case found && (item == nil || item.OrderID != order):
+			t.Fatalf("found the wrong item %+v", item)
+		case !found && lists(int(calls.Load())):
+			t.Fatalf("not found after %d pages, but one lists %q", calls.Load(), order)
+		}
+		calls.Store(0)
+		res, err := c.ReconcilePayout(context.Background(), ReconcileParams{OrderID: order, AttemptedAt: time.Now().Add(-time.Minute)})
+		switch {
+		case res == nil:
+			t.Fatalf("no result: %v", err)
+		case err != nil && res.Verdict != PayoutStillUnknown:
+			t.Fatalf("an error with verdict %s", res.Verdict)
+		case res.Verdict == PayoutNotCreated && lists(int(calls.Load())):
+			t.Fatalf("not created after %d pages, but one lists %q", calls.Load(), order)
+		case res.Requests != int(calls.Load()):
+			t.Fatalf("counted %d requests, made %d", res.Requests, calls.Load())
+		}
+	})
+}
+
+// FuzzPayoutID: an id GetPayout accepts travels as exactly one path
+// segment that unescapes to the id; one it refuses gets a ValidationError
+// and is one of empty, ".", "..", over 256 bytes, or holds a control
+// character.
+func FuzzPayoutID(f *testing.F) {
+	for _, id := range []string{"po_77", "consectetur culpa eu", "../balance", "..", ".", "", "a/b", "x?limit=1", "a#b", "%2e%2e", "a\nb", "po_ü+1", "\u0085", "a\x7fb", "\xff"} {
+		f.Add(id)
+	}
+	f.Fuzz(func(t *testing.T, id string) {
+		err := validatePayoutID(id)
+		if err != nil {
+			var ve *ValidationError
+			if !errors.As(err, &ve) {
+				t.Fatalf("untyped error %v", err)
+			}
+			if id != "" && id != "." && id != ".." && len(id) <= 256 && !strings.ContainsFunc(id, unicode.IsControl) {
+				t.Fatalf("refused %q: %v", id, err)
+			}
+			return
+		}
+		seg := url.PathEscape(id)
+		u, perr := url.Parse("https://api.test" + getPayout.path + seg + "/status")
+		if perr != nil {
+			t.Fatalf("%q does not make a URL: %v", id, perr)
+		}
+		parts := strings.Split(u.EscapedPath(), "/")
+		if len(parts) != 5 || parts[3] != seg || parts[4] != "status" || u.RawQuery != "" || u.Fragment != "" {
+			t.Fatalf("%q leaves its segment: %s", id, u.String())
+		}
+		if back, _ := url.PathUnescape(parts[3]); back != id {
+			t.Fatalf("%q comes back as %q", id, back)
 		}
 	})
 }

@@ -97,18 +97,6 @@ func setupMock(t *testing.T, opts ...Option) (*Client, *httpmock.MockTransport) 
 	return c, mt
 }
 
-// jsonResponder answers status with body and records the request it saw.
-func jsonResponder(status int, body string, seen *capturedRequest) httpmock.Responder {
-	return func(r *http.Request) (*http.Response, error) {
-		if seen != nil {
-			seen.capture(r)
-		}
-		resp := httpmock.NewStringResponse(status, body)
-		resp.Header.Set("Content-Type", "application/json")
-		return resp, nil
-	}
-}
-
 type capturedRequest struct {
 	Method, Path, RawQuery string
 	Header                 http.Header

@@ -3,6 +3,7 @@ package cryptopay
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"net/url"
 	"reflect"
 	"strings"
@@ -24,11 +25,27 @@ type endpoint struct {
 	method, path, route string
 }
 
-// decoder is a wire struct (W, used through its pointer PW) that a 2xx body
-// decodes into in one pass and that converts to the public result T.
+// The API's operations.
+var (
+	createPayment  = endpoint{http.MethodPost, "/v1/payment", "POST /v1/payment"}
+	getPayment     = endpoint{http.MethodGet, "/v1/payment/", "GET /v1/payment/{id}/status"}
+	createPayout   = endpoint{http.MethodPost, "/v1/payout", "POST /v1/payout"}
+	getPayout      = endpoint{http.MethodGet, "/v1/payout/", "GET /v1/payout/{id}/status"}
+	listPayouts    = endpoint{http.MethodGet, "/v1/payout/list", "GET /v1/payout/list"}
+	getBalances    = endpoint{http.MethodGet, "/v1/balance", "GET /v1/balance"}
+	listCurrencies = endpoint{http.MethodGet, "/v1/currencies", "GET /v1/currencies"}
+)
+
+// call is the request for e with no query and no body.
+func (e endpoint) call(opts []RequestOption) request {
+	return request{method: e.method, path: e.path, route: e.route, opts: opts}
+}
+
+// decoder is a wire struct (W, used through its pointer PW) that a body
+// decodes into in one pass and that converts itself into the public T.
 type decoder[T, W any] interface {
 	*W
-	value() T
+	to(*T)
 }
 
 // wirePool reuses the wire structs responses are decoded into: each call
@@ -50,16 +67,47 @@ func (p *wirePool[W]) put(w *W) {
 	p.pool.Put(w)
 }
 
+// The pools, one per response shape.
+var (
+	paymentPool    wirePool[wirePayment]
+	payoutPool     wirePool[wirePayout]
+	payoutPagePool wirePool[wirePayoutPage]
+	searchPagePool wirePool[wireSearchPage]
+	balancePool    wirePool[wireBalances]
+	currencyPool   wirePool[wireCurrencies]
+)
+
 // fetch sends r, decodes the 2xx body into a pooled W (checking its shape
-// if W has a check method) and converts it to T.
-func fetch[T, W any, PW decoder[T, W]](ctx context.Context, c *Client, r request, pool *wirePool[W]) (T, error) {
+// if W has a check method) and converts it to a new T.
+func fetch[T, W any, PW decoder[T, W]](ctx context.Context, c *Client, r request, pool *wirePool[W]) (*T, error) {
 	w := pool.get()
 	defer pool.put(w)
 	if err := c.do(ctx, r, PW(w)); err != nil {
+		return nil, err
+	}
+	v := new(T)
+	PW(w).to(v)
+	return v, nil
+}
+
+// deref returns *v, for endpoints that answer with a slice.
+func deref[T any](v *T, err error) (T, error) {
+	if err != nil {
 		var zero T
 		return zero, err
 	}
-	return PW(w).value(), nil
+	return *v, nil
+}
+
+// decodeVia is the UnmarshalJSON of a public type T: b is decoded into its
+// wire form W, which converts itself into dst.
+func decodeVia[T, W any, PW decoder[T, W]](b []byte, dst *T) error {
+	var w W
+	if err := json.Unmarshal(b, PW(&w)); err != nil {
+		return err
+	}
+	PW(&w).to(dst)
+	return nil
 }
 
 // createParams is what a create request's parameters provide.
@@ -70,26 +118,27 @@ type createParams interface {
 
 // create validates params (nothing is sent if they are refused), marshals
 // them and POSTs them to e. orderID goes into an OutcomeUnknownError.
-func create[T, W any, PW decoder[T, W], P createParams](ctx context.Context, c *Client, e endpoint, params P, orderID string, opts []RequestOption, pool *wirePool[W]) (T, error) {
-	var zero T
+func create[T, W any, PW decoder[T, W], P createParams](ctx context.Context, c *Client, e endpoint, params P, orderID string, opts []RequestOption, pool *wirePool[W]) (*T, error) {
 	if err := params.Validate(); err != nil {
-		return zero, err
+		return nil, err
 	}
 	body, err := params.MarshalJSON()
 	if err != nil {
-		return zero, err
+		return nil, err
 	}
-	return fetch[T, W, PW](ctx, c, request{method: e.method, path: e.path, route: e.route, body: body, orderID: orderID, opts: opts}, pool)
+	r := e.call(opts)
+	r.body, r.orderID = body, orderID
+	return fetch[T, W, PW](ctx, c, r, pool)
 }
 
 // getByID checks id with validID and GETs e.path + escaped id + "/status".
-func getByID[T, W any, PW decoder[T, W]](ctx context.Context, c *Client, e endpoint, validID func(string) error, id string, opts []RequestOption, pool *wirePool[W]) (T, error) {
+func getByID[T, W any, PW decoder[T, W]](ctx context.Context, c *Client, e endpoint, validID func(string) error, id string, opts []RequestOption, pool *wirePool[W]) (*T, error) {
 	if err := validID(id); err != nil {
-		var zero T
-		return zero, err
+		return nil, err
 	}
-	path := e.path + url.PathEscape(id) + "/status"
-	return fetch[T, W, PW](ctx, c, request{method: e.method, path: path, route: e.route, opts: opts}, pool)
+	r := e.call(opts)
+	r.path += url.PathEscape(id) + "/status"
+	return fetch[T, W, PW](ctx, c, r, pool)
 }
 
 // checkIDStatus reports what makes a response without an id or a status

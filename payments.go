@@ -2,8 +2,6 @@ package cryptopay
 
 import (
 	"context"
-	"encoding/json"
-	"net/http"
 	"reflect"
 	"time"
 
@@ -79,23 +77,15 @@ type wirePayment struct {
 // UnmarshalJSON reads a payment as the API sends it: amounts may be JSON
 // numbers or strings, absent status-only amounts stay invalid (not zero).
 // It does not require any field; the client checks id and status itself.
-func (p *Payment) UnmarshalJSON(b []byte) error {
-	var w wirePayment
-	if err := json.Unmarshal(b, &w); err != nil {
-		return err
-	}
-	*p = *w.value()
-	return nil
-}
+func (p *Payment) UnmarshalJSON(b []byte) error { return decodeVia[Payment, wirePayment](b, p) }
 
-// value converts the wire form. The client decodes responses straight
-// into wirePayment (one pass over the body) and converts; going through
+// to converts the wire form. The client decodes responses straight into
+// wirePayment (one pass over the body) and converts; going through
 // Payment.UnmarshalJSON would scan the body twice more.
-func (w *wirePayment) value() *Payment {
-	p := Payment(w.paymentFields)
+func (w *wirePayment) to(p *Payment) {
+	*p = Payment(w.paymentFields)
 	p.PayAmount, p.PaidAmount, p.MerchantAmount = w.PayAmount.Decimal, w.PaidAmount.Null(), w.MerchantAmount.Null()
 	p.CreatedAt, p.UpdatedAt, p.ExpiredAt = w.CreatedAt.Time, w.UpdatedAt.Time, w.ExpiredAt.Time
-	return &p
 }
 
 // check is Payment.check for the wire form.
@@ -131,14 +121,12 @@ type CreatePaymentParams struct {
 	WebhookURL string `json:"webhookUrl,omitempty"`
 }
 
-// paymentRequestFields is CreatePaymentParams without its methods, for marshalling.
-type paymentRequestFields CreatePaymentParams
-
 var paymentParamRules = paramRules(reflect.TypeFor[CreatePaymentParams]())
 
 // MarshalJSON writes the request body with the amount as a JSON number.
 func (p CreatePaymentParams) MarshalJSON() ([]byte, error) {
-	return marshalWithAmount(p.Amount, (*paymentRequestFields)(&p))
+	type fields CreatePaymentParams // without this method
+	return marshalWithAmount(p.Amount, (*fields)(&p))
 }
 
 // Validate applies the API's documented limits (Amount > 0; Currency,
@@ -148,12 +136,6 @@ func (p CreatePaymentParams) Validate() error {
 	return checkParams(reflect.ValueOf(&p).Elem(), paymentParamRules, p.Amount)
 }
 
-var (
-	createPayment = endpoint{http.MethodPost, "/v1/payment", "POST /v1/payment"}
-	getPayment    = endpoint{http.MethodGet, "/v1/payment/", "GET /v1/payment/{id}/status"}
-	paymentPool   wirePool[wirePayment]
-)
-
 // CreatePayment creates a payment link: the answer says where and how much
 // the customer pays.
 //
@@ -162,7 +144,7 @@ var (
 // (timeout, broken connection, 5xx), the error matches ErrOutcomeUnknown and
 // the request is not resent: look the order up before creating it again.
 func (c *Client) CreatePayment(ctx context.Context, params CreatePaymentParams, opts ...RequestOption) (*Payment, error) {
-	return create[*Payment](ctx, c, createPayment, params, params.OrderID, opts, &paymentPool)
+	return create[Payment](ctx, c, createPayment, params, params.OrderID, opts, &paymentPool)
 }
 
 // GetPayment reads a payment's current status, including the status-only
@@ -171,5 +153,5 @@ func (c *Client) CreatePayment(ctx context.Context, params CreatePaymentParams, 
 // GET /v1/payment/{id}/status. id must be a UUID. Retried on transient
 // failures; an unknown id matches ErrNotFound.
 func (c *Client) GetPayment(ctx context.Context, id string, opts ...RequestOption) (*Payment, error) {
-	return getByID[*Payment](ctx, c, getPayment, validatePaymentID, id, opts, &paymentPool)
+	return getByID[Payment](ctx, c, getPayment, validatePaymentID, id, opts, &paymentPool)
 }

@@ -2,7 +2,6 @@ package cryptopay
 
 import (
 	"context"
-	"encoding/json"
 	"iter"
 	"math"
 	"net/http"
@@ -70,21 +69,13 @@ type wirePayout struct {
 
 // UnmarshalJSON reads a payout as the API sends it: amounts may be JSON
 // numbers or strings; absent status-only amounts stay invalid (not zero).
-func (p *Payout) UnmarshalJSON(b []byte) error {
-	var w wirePayout
-	if err := json.Unmarshal(b, &w); err != nil {
-		return err
-	}
-	*p = *w.value()
-	return nil
-}
+func (p *Payout) UnmarshalJSON(b []byte) error { return decodeVia[Payout, wirePayout](b, p) }
 
-// value converts the wire form (see wirePayment.value).
-func (w *wirePayout) value() *Payout {
-	p := Payout(w.payoutFields)
+// to converts the wire form (see wirePayment.to).
+func (w *wirePayout) to(p *Payout) {
+	*p = Payout(w.payoutFields)
 	p.Amount, p.PaidAmount, p.MerchantAmount = w.Amount.Decimal, w.PaidAmount.Null(), w.MerchantAmount.Null()
 	p.CreatedAt, p.UpdatedAt = w.CreatedAt.Time, w.UpdatedAt.Time
-	return &p
 }
 
 func (p *Payout) check() string { return checkIDStatus(p.ID, string(p.Status), "payoutId missing") }
@@ -118,15 +109,7 @@ type CreatePayoutParams struct {
 	WebhookURL string `json:"webhookUrl,omitempty"`
 }
 
-// payoutRequestFields is CreatePayoutParams without its methods, for marshalling.
-type payoutRequestFields CreatePayoutParams
-
 var payoutParamRules = paramRules(reflect.TypeFor[CreatePayoutParams]())
-
-// MarshalJSON writes the request body, the amount first as a JSON number.
-func (p CreatePayoutParams) MarshalJSON() ([]byte, error) {
-	return marshalWithAmount(p.Amount, (*payoutRequestFields)(&p))
-}
 
 // Validate applies the API's documented limits (CustomerID, CustomerIP and
 // OrderID not empty), two money-safety rules (Amount > 0 and a non-empty
@@ -136,24 +119,10 @@ func (p CreatePayoutParams) Validate() error {
 	return checkParams(reflect.ValueOf(&p).Elem(), payoutParamRules, p.Amount)
 }
 
-var (
-	createPayout   = endpoint{http.MethodPost, "/v1/payout", "POST /v1/payout"}
-	getPayout      = endpoint{http.MethodGet, "/v1/payout/", "GET /v1/payout/{id}/status"}
-	listPayouts    = endpoint{http.MethodGet, "/v1/payout/list", "GET /v1/payout/list"}
-	payoutPool     wirePool[wirePayout]
-	payoutPagePool wirePool[wirePayoutPage]
-)
-
-// CreatePayout sends crypto to a wallet.
-//
-// POST /v1/payout. It is never resent after it may have reached the server:
-// if the connection breaks after the request was written, the attempt times
-// out, or the server answers 5xx, the error matches ErrOutcomeUnknown (and
-// ErrServer for a 5xx) and names the orderId. Resending could pay twice;
-// call ReconcilePayout first. Only a request that never left (connection
-// refused) is retried.
-func (c *Client) CreatePayout(ctx context.Context, params CreatePayoutParams, opts ...RequestOption) (*Payout, error) {
-	return create[*Payout](ctx, c, createPayout, params, params.OrderID, opts, &payoutPool)
+// MarshalJSON writes the request body, the amount first as a JSON number.
+func (p CreatePayoutParams) MarshalJSON() ([]byte, error) {
+	type fields CreatePayoutParams // without this method
+	return marshalWithAmount(p.Amount, (*fields)(&p))
 }
 
 // GetPayout reads a payout's current status, including PaidAmount and
@@ -164,7 +133,19 @@ func (c *Client) CreatePayout(ctx context.Context, params CreatePayoutParams, op
 // control characters and ids over 256 bytes are refused. Retried on
 // transient failures; an unknown id matches ErrNotFound.
 func (c *Client) GetPayout(ctx context.Context, id string, opts ...RequestOption) (*Payout, error) {
-	return getByID[*Payout](ctx, c, getPayout, validatePayoutID, id, opts, &payoutPool)
+	return getByID[Payout](ctx, c, getPayout, validatePayoutID, id, opts, &payoutPool)
+}
+
+// CreatePayout sends crypto to a wallet.
+//
+// POST /v1/payout. It is never resent after it may have reached the server:
+// if the connection breaks after the request was written, the attempt times
+// out, or the server answers 5xx, the error matches ErrOutcomeUnknown (and
+// ErrServer for a 5xx) and names the orderId. Resending could pay twice;
+// call ReconcilePayout first. Only a request that never left (connection
+// refused) is retried.
+func (c *Client) CreatePayout(ctx context.Context, params CreatePayoutParams, opts ...RequestOption) (*Payout, error) {
+	return create[Payout](ctx, c, createPayout, params, params.OrderID, opts, &payoutPool)
 }
 
 // ListPayoutsParams pages through the payout list. Zero values are not sent,
@@ -237,22 +218,17 @@ type wirePayoutListItem struct {
 
 // UnmarshalJSON reads a list item in the API's shape.
 func (it *PayoutListItem) UnmarshalJSON(b []byte) error {
-	var w wirePayoutListItem
-	if err := json.Unmarshal(b, &w); err != nil {
-		return err
-	}
-	*it = w.item()
-	return nil
+	return decodeVia[PayoutListItem, wirePayoutListItem](b, it)
 }
 
-// item converts the wire form, whose nested objects the public item
+// to converts the wire form, whose nested objects the public item
 // flattens.
-func (w *wirePayoutListItem) item() PayoutListItem {
+func (w *wirePayoutListItem) to(it *PayoutListItem) {
 	id := w.PayoutID
 	if id == "" {
 		id = w.ID
 	}
-	return PayoutListItem{
+	*it = PayoutListItem{
 		ID:             id,
 		Status:         w.Status,
 		Amount:         w.Amount.Decimal,
@@ -293,12 +269,12 @@ func (w *wirePayoutPage) check() string {
 
 var maxPayoutCount = decimal.NewFromInt(math.MaxInt32)
 
-func (w *wirePayoutPage) value() *PayoutPage {
-	items := make([]PayoutListItem, len(w.Payout))
+func (w *wirePayoutPage) to(p *PayoutPage) {
+	p.Payouts = make([]PayoutListItem, len(w.Payout))
 	for i := range w.Payout {
-		items[i] = w.Payout[i].item()
+		w.Payout[i].to(&p.Payouts[i])
 	}
-	return &PayoutPage{Payouts: items, Count: int(w.Count.Decimal.IntPart())}
+	p.Count = int(w.Count.Decimal.IntPart())
 }
 
 // ListPayouts reads one page of payouts.
@@ -314,7 +290,7 @@ func (c *Client) ListPayouts(ctx context.Context, params ListPayoutsParams, opts
 	if params.Offset < 0 {
 		return nil, &ValidationError{Field: "Offset", Reason: "must not be negative"}
 	}
-	path := listPayouts.path
+	r := listPayouts.call(opts)
 	if params.Limit > 0 || params.Offset > 0 {
 		q := make(url.Values, 2)
 		if params.Limit > 0 {
@@ -323,9 +299,9 @@ func (c *Client) ListPayouts(ctx context.Context, params ListPayoutsParams, opts
 		if params.Offset > 0 {
 			q.Set("offset", strconv.Itoa(params.Offset))
 		}
-		path += "?" + q.Encode()
+		r.path += "?" + q.Encode()
 	}
-	return fetch[*PayoutPage](ctx, c, request{method: listPayouts.method, path: path, route: listPayouts.route, opts: opts}, &payoutPagePool)
+	return fetch[PayoutPage](ctx, c, r, &payoutPagePool)
 }
 
 // defaultPageSize is the page size AllPayouts asks for when none is given.
@@ -333,7 +309,8 @@ const defaultPageSize = 100
 
 // AllPayouts iterates over every payout from params.Offset on, fetching
 // pages of params.Limit items (100 if zero) lazily as the loop advances.
-// An error is yielded once and ends the iteration; breaking out of the loop
+// An error is yielded once and ends the iteration (an empty page before the
+// count is reached is one: ErrUnexpectedResponse); breaking out of the loop
 // stops fetching. Payouts created while iterating may shift items between
 // pages (offset paging), so an item can be seen twice or missed.
 //
@@ -355,6 +332,11 @@ func (c *Client) AllPayouts(ctx context.Context, params ListPayoutsParams, opts 
 				if !yield(it, nil) {
 					return
 				}
+			}
+			if len(page.Payouts) == 0 && offset < page.Count {
+				yield(PayoutListItem{}, &ResponseError{StatusCode: http.StatusOK, Method: http.MethodGet, Path: listPayouts.path,
+					Reason: "the list ends at offset " + strconv.Itoa(offset) + " before its count " + strconv.Itoa(page.Count)})
+				return
 			}
 			offset += len(page.Payouts)
 			// Stop on an empty page, or once the reported total is reached.

@@ -14,10 +14,12 @@ import (
 // payout is safe, so it is given only on evidence:
 //
 //   - The first page (offset 0) gives the count and the server's page size.
-//   - The last page (from count) holds the newest payouts when the list is
-//     oldest first; the first page holds them when it is newest first. The
-//     order is learned from the pages' createdAt. So the newest payout is
-//     found in at most 2 requests (3 if the list grew in between).
+//   - The last page (read from count-size+1, so that it cannot be full
+//     unless something lies beyond the count) holds the newest payouts when
+//     the list is oldest first; the first page holds them when it is newest
+//     first. The order is learned from the pages' createdAt. So the newest
+//     payout is found in at most 2 requests (a list that grows while it is
+//     read costs up to 2 more).
 //   - The pages in between are read from the newest end towards the oldest.
 //     With a cutoff (ReconcilePayout), the search stops at the first payout
 //     created before it: the list is sorted, so the rest is older still.
@@ -48,12 +50,11 @@ type searchPage struct {
 // wireSearchPage decodes a page for the search (see wirePayoutPage).
 type wireSearchPage struct{ wirePayoutPage }
 
-func (w *wireSearchPage) value() searchPage {
-	p := w.wirePayoutPage.value()
-	return searchPage{items: p.Payouts, count: p.Count, counted: w.Count.Valid}
+func (w *wireSearchPage) to(p *searchPage) {
+	var page PayoutPage
+	w.wirePayoutPage.to(&page)
+	*p = searchPage{items: page.Payouts, count: page.Count, counted: w.Count.Valid}
 }
-
-var searchPagePool wirePool[wireSearchPage]
 
 // payoutSearch looks for one orderId in the payout list. Offsets [0, head)
 // and [tail, end) have been searched; end is the latest count.
@@ -68,6 +69,7 @@ type payoutSearch struct {
 	tail     int
 	end      int
 	counted  bool // the server sends a count (without one, read to an empty page)
+	endSeen  bool // a page showed the end of the list (it was not full)
 	read1    bool // the first page has been read
 	order    listOrder
 	edge     time.Time // the oldest createdAt the newest-to-oldest walk reached
@@ -102,7 +104,7 @@ func (s *payoutSearch) run() error {
 	case oldestFirst:
 		s.reach(last, true)
 	}
-	for err == nil && s.found == nil && !s.stopped && s.head < s.tail {
+	for err == nil && s.more() {
 		if s.order == oldestFirst {
 			err = s.stepDown()
 		} else {
@@ -112,15 +114,27 @@ func (s *payoutSearch) run() error {
 	return err
 }
 
+// more reports whether the search must read on: nothing found, the cutoff
+// not reached, and a gap left, or the end of a counted list not yet seen
+// (a page that ends exactly at the count cannot show a payout beyond it).
+func (s *payoutSearch) more() bool {
+	if s.found != nil || s.stopped {
+		return false
+	}
+	return s.head < s.tail || (s.counted && !s.endSeen)
+}
+
 // read fetches one page, checks it against the pages read before, and
 // looks for the orderId on it.
 func (s *payoutSearch) read(offset, limit int) (searchPage, error) {
-	r := request{method: http.MethodGet, path: listPayouts.path + "?" + pageQuery(limit, offset), route: listPayouts.route, opts: s.opts}
-	p, err := fetch[searchPage](s.ctx, s.c, r, &searchPagePool)
+	r := listPayouts.call(s.opts)
+	r.path += "?" + pageQuery(limit, offset)
+	pp, err := fetch[searchPage](s.ctx, s.c, r, &searchPagePool)
 	s.requests++
 	if err != nil {
-		return p, err
+		return searchPage{}, err
 	}
+	p := *pp
 	if err := s.consistent(offset, p); err != nil {
 		return p, err
 	}
@@ -163,6 +177,7 @@ func (s *payoutSearch) first() ([]PayoutListItem, error) {
 	s.read1, s.counted = true, p.counted
 	s.head, s.size = len(p.items), max(len(p.items), 1)
 	s.tail, s.end = p.count, p.count
+	s.endSeen = len(p.items) == 0
 	if !p.counted {
 		s.tail = math.MaxInt // read on to an empty page
 	}
@@ -174,35 +189,37 @@ func (s *payoutSearch) first() ([]PayoutListItem, error) {
 }
 
 // last reads the newest end of an oldest-first (or not yet ordered) list
-// from offset count-size+1, so that a full page also shows a payout beyond
-// the count; on a list the first page covered, it reads at the count,
-// expecting nothing. A count that grew meanwhile moves the page; one that
-// keeps growing is an error.
+// from offset count-size+1, so that the page cannot be full: a full one
+// shows a payout beyond the count. On a list the first page covered, it
+// reads at the count, expecting nothing. If the list grows meanwhile, the
+// new end is read (up to 3 times): payouts created after the search began
+// cannot be the one looked for, unless the list lags (see SettleTime).
 func (s *payoutSearch) last() ([]PayoutListItem, error) {
-	for range 3 {
-		lo := max(s.head, s.end-max(s.size-1, 1))
+	for try := 1; ; try++ {
+		lo := max(s.head, s.end-s.size+1)
 		p, err := s.read(lo, s.size)
 		if err != nil || s.found != nil {
 			return nil, err
 		}
-		if p.count > s.end { // the list grew: read its new end
-			s.end, s.tail = p.count, p.count
-			continue
-		}
-		if want := s.end - lo; len(p.items) < want {
+		if want := min(s.size, p.count-lo); len(p.items) < want {
 			return nil, s.short(lo, len(p.items), want)
 		}
-		s.tail = lo
-		return p.items, nil
+		grew := p.count > s.end
+		s.end = p.count
+		if !grew || try == 3 {
+			s.tail, s.endSeen = lo, true
+			return p.items, nil
+		}
 	}
-	return nil, s.inconsistent("the list kept growing while its last page was read")
 }
 
 // stepUp reads the next page above head (newest first, or any order).
+// Reading to the end of a counted list, it asks for full pages, so that
+// the last one shows whether anything lies beyond the count.
 func (s *payoutSearch) stepUp() error {
 	limit := s.size
-	if s.counted {
-		limit = min(s.size, s.tail-s.head)
+	if s.counted && s.tail < s.end {
+		limit = min(s.size, s.tail-s.head) // the gap below the part read at the end
 	}
 	p, err := s.read(s.head, limit)
 	if err != nil || s.found != nil {
@@ -218,6 +235,7 @@ func (s *payoutSearch) stepUp() error {
 	if want := min(limit, p.count-s.head); len(p.items) < want {
 		return s.short(s.head, len(p.items), want)
 	}
+	toEnd := s.tail >= s.end
 	if p.count > s.end {
 		// Newest first, new payouts shift the rest down: so does the
 		// part already read at the tail.
@@ -225,6 +243,9 @@ func (s *payoutSearch) stepUp() error {
 		s.end = p.count
 	}
 	s.head += len(p.items)
+	if toEnd && len(p.items) < limit {
+		s.endSeen = true
+	}
 	if s.order == newestFirst {
 		s.reach(p.items, false)
 	}

@@ -17,11 +17,13 @@ const (
 	PayoutExists ReconcileVerdict = iota + 1
 	// PayoutNotCreated: the list, read after the settle time, holds no
 	// payout with the orderId and covers every payout created since the
-	// attempt (minus the clock-skew margin). Creating it again is safe.
+	// attempt (minus the clock-skew margin), or the whole list when its
+	// order cannot be trusted. Creating it again, with the same orderId,
+	// is safe.
 	PayoutNotCreated
-	// PayoutStillUnknown: the evidence does not decide (the list is
-	// inconsistent or did not reach back far enough). Do not resend; try
-	// again later or ask a person.
+	// PayoutStillUnknown: the evidence does not decide (the list could not
+	// be read, is inconsistent, or ctx ended); ReconcilePayout then also
+	// returns the error. Do not resend; try again later or ask a person.
 	PayoutStillUnknown
 )
 
@@ -42,23 +44,31 @@ func (v ReconcileVerdict) String() string {
 type ReconcileParams struct {
 	// OrderID is the orderId the payout was created with. Required.
 	OrderID string
-	// AttemptedAt is when the create request was first sent. Required: the
-	// search stops once the list reaches payouts older than it (minus
-	// ClockSkew).
+	// AttemptedAt is when the create request was first sent: take
+	// time.Now() just before CreatePayout. Required, and not in the
+	// future: the search stops once the list reaches payouts created
+	// before it (minus ClockSkew), so a time later than the real attempt
+	// could miss the payout.
 	AttemptedAt time.Time
 	// SettleTime is how long after AttemptedAt the list is trusted to show a
 	// payout that was created (0: DefaultReconcileSettleTime). A search that
 	// finds nothing before then waits and looks again.
 	SettleTime time.Duration
 	// ClockSkew is the margin allowed between this machine's clock and the
-	// server's createdAt (0: DefaultReconcileClockSkew).
+	// server's createdAt (0: DefaultReconcileClockSkew). Payouts created
+	// within it before the attempt are read too; a larger margin costs
+	// more list requests on a busy account, never a wrong answer.
 	ClockSkew time.Duration
 }
 
 // Defaults for ReconcilePayout.
 const (
+	// DefaultReconcileSettleTime is how long the list may lag behind
+	// creation before a search that finds nothing is believed.
 	DefaultReconcileSettleTime = 5 * time.Second
-	DefaultReconcileClockSkew  = 2 * time.Minute
+	// DefaultReconcileClockSkew is the margin between this machine's clock
+	// and the server's createdAt.
+	DefaultReconcileClockSkew = 2 * time.Minute
 )
 
 // ReconcileResult is ReconcilePayout's answer.
@@ -67,7 +77,8 @@ type ReconcileResult struct {
 	Verdict ReconcileVerdict
 	// Payout is the list item found, when Verdict is PayoutExists.
 	Payout *PayoutListItem
-	// Requests counts the list requests made.
+	// Requests counts the list requests made, over both looks when the
+	// search looked again after the settle time.
 	Requests int
 	// Reason says, in words, why the verdict is what it is.
 	Reason string

@@ -1,7 +1,9 @@
 // Command payout sends a payout, waits for its final status, and then shows
-// the safe way out of an unknown outcome: the connection drops after the
-// server created a second payout, the SDK does not resend it, and the
-// program reconciles by orderId instead of paying twice.
+// the safe way out of an unknown outcome, twice: the connection drops after
+// the server created a second payout (ReconcilePayout says it exists: it is
+// not sent again), then the connection drops before a third one was
+// processed (ReconcilePayout says it was not created: sending it again is
+// safe). Either way the account holds each payout once.
 //
 //	go run ./examples/payout
 //
@@ -43,7 +45,7 @@ func run(ctx context.Context, out io.Writer) error {
 		CustomerIP:    "203.0.113.7",
 		OrderID:       demo.OrderID("withdrawal"),
 	}
-	payout, err := sendOnce(ctx, env.Client, params, out)
+	payout, err := sendOnce(ctx, env.Client, params, 0, out)
 	if err != nil || payout == nil {
 		return err
 	}
@@ -74,41 +76,66 @@ func run(ctx context.Context, out io.Writer) error {
 	if env.Fake == nil {
 		return nil
 	}
-	fmt.Fprintln(out, "\nNow the connection drops after the server created the next payout:")
-	env.Fake.InjectFault(cryptopaytest.RouteCreatePayout, cryptopaytest.Fault{Process: true, Drop: true})
-	second := params
-	second.OrderID = demo.OrderID("withdrawal")
-	if _, err := sendOnce(ctx, env.Client, second, out); err != nil {
-		return err
+	return dropConnections(ctx, env, params, out)
+}
+
+// dropConnections shows both ways a create can end in an unknown outcome,
+// on the fake: the connection drops after the payout was created, then
+// before it was processed. ReconcilePayout tells them apart.
+func dropConnections(ctx context.Context, env *demo.Env, params cryptopay.CreatePayoutParams, out io.Writer) error {
+	// The fake lists a payout at once, so a short settle time suffices;
+	// against the real API leave SettleTime zero (the default).
+	settle := 10 * env.PollInterval
+	for _, drop := range []struct {
+		what  string
+		fault cryptopaytest.Fault
+	}{
+		{"after the server created the next payout", cryptopaytest.Fault{Process: true, Drop: true}},
+		{"before the server processed the next payout", cryptopaytest.Fault{Drop: true}},
+	} {
+		fmt.Fprintf(out, "\nNow the connection drops %s:\n", drop.what)
+		env.Fake.InjectFault(cryptopaytest.RouteCreatePayout, drop.fault)
+		next := params
+		next.OrderID = demo.OrderID("withdrawal")
+		if _, err := sendOnce(ctx, env.Client, next, settle, out); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "The server holds %d payout(s) for order %s: paid once, not twice.\n",
+			env.Fake.PayoutsWithOrderID(next.OrderID), next.OrderID)
 	}
-	fmt.Fprintf(out, "The server holds %d payout(s) for order %s: paid once, not twice.\n",
-		env.Fake.PayoutsWithOrderID(second.OrderID), second.OrderID)
 	return nil
 }
 
 // sendOnce creates a payout and never sends it twice: on an unknown outcome
-// it looks the order up. It returns nil without error when the payout exists
-// but its outcome had to be reconciled (it is then followed up by orderId).
-func sendOnce(ctx context.Context, client *cryptopay.Client, params cryptopay.CreatePayoutParams, out io.Writer) (*cryptopay.Payout, error) {
+// it reconciles by orderId (settle 0: DefaultReconcileSettleTime). It
+// returns nil without error when the payout exists but its outcome had to
+// be reconciled (it is then followed up by orderId).
+func sendOnce(ctx context.Context, client *cryptopay.Client, params cryptopay.CreatePayoutParams, settle time.Duration, out io.Writer) (*cryptopay.Payout, error) {
+	attempted := time.Now() // before sending: the reconcile searches back to it
 	payout, err := client.CreatePayout(ctx, params)
 	switch {
 	case err == nil:
 		fmt.Fprintf(out, "Created payout %s: %s %s to %s (status %s)\n", payout.ID, payout.Amount, payout.Currency, payout.WalletAddress, payout.Status)
 		return payout, nil
-	case errors.Is(err, cryptopay.ErrOutcomeUnknown):
-		fmt.Fprintf(out, "Outcome unknown for order %s; the SDK did not resend it. Reconciling ...\n", params.OrderID)
-		item, found, ferr := client.FindPayoutByOrderID(ctx, params.OrderID)
-		switch {
-		case ferr != nil:
-			return nil, fmt.Errorf("still unknown, look again later and do NOT resend: %w", ferr)
-		case found:
-			fmt.Fprintf(out, "  found: order %s exists with status %s; not sending it again.\n", item.OrderID, item.Status)
-			return nil, nil
-		default:
-			fmt.Fprintln(out, "  not found: it was never created; sending it again is safe.")
-			return sendOnce(ctx, client, params, out)
-		}
-	default:
+	case !errors.Is(err, cryptopay.ErrOutcomeUnknown):
 		return nil, fmt.Errorf("create payout (refused, nothing was sent): %w", err)
+	}
+	fmt.Fprintf(out, "Outcome unknown for order %s; the SDK did not resend it. Reconciling ...\n", params.OrderID)
+	res, err := client.ReconcilePayout(ctx, cryptopay.ReconcileParams{
+		OrderID: params.OrderID, AttemptedAt: attempted, SettleTime: settle,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("still unknown, look again later and do NOT resend: %w", err)
+	}
+	fmt.Fprintf(out, "  verdict %s after %d list request(s): %s\n", res.Verdict, res.Requests, res.Reason)
+	switch res.Verdict {
+	case cryptopay.PayoutExists:
+		fmt.Fprintf(out, "  order %s exists with status %s; not sending it again.\n", res.Payout.OrderID, res.Payout.Status)
+		return nil, nil
+	case cryptopay.PayoutNotCreated:
+		fmt.Fprintln(out, "  it was never created; sending it again is safe.")
+		return sendOnce(ctx, client, params, settle, out)
+	default:
+		return nil, fmt.Errorf("order %s: still unknown (%s); look again later and do NOT resend", params.OrderID, res.Reason)
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,6 +22,9 @@ func TestPayoutExample(t *testing.T) {
 	assert.Contains(t, s, "(status created)")
 	assert.Contains(t, s, "Final status: paid (paid 25.5 usdt)")
 	assert.Contains(t, s, "Outcome unknown for order withdrawal-")
+	assert.Contains(t, s, "verdict exists after")
 	assert.Contains(t, s, "exists with status created; not sending it again.")
-	assert.Contains(t, s, "The server holds 1 payout(s) for order")
+	assert.Contains(t, s, "verdict not_created after")
+	assert.Contains(t, s, "it was never created; sending it again is safe.")
+	assert.Equal(t, 2, strings.Count(s, "The server holds 1 payout(s) for order"), s)
 }

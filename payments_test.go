@@ -3,10 +3,12 @@ package cryptopay
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
+	"strings"
+	"sync/atomic"
 	"testing"
 
-	"github.com/jarcoal/httpmock"
 	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -33,16 +35,31 @@ const paymentStatus = `{
  "expiredAt": "2026-11-22T10:30:00Z", "webhookUrl": "",
  "paidAmount": "101.505", "merchantAmount": 0, "paidAddress": "0xfeed"}`
 
-const payoutBody = `{
- "payoutId": "po_77", "status": "created", "amount": 0.00000001, "walletAddress": "TXyz",
- "networkFeeByUser": false, "currency": "usdt", "network": "tron", "customerId": "cus_9",
- "customerIp": "198.51.100.4", "orderId": "wd-1", "createdAt": "2026-11-22T10:00:00Z",
- "updatedAt": "2026-11-22T10:00:00Z", "webhookUrl": "https://shop.test/po"}`
+// serveJSON answers status with body, records the request in seen (if not
+// nil) and counts it in hits (if not nil).
+func serveJSON(status int, body string, seen *capturedRequest, hits *atomic.Int32) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if seen != nil {
+			seen.capture(r)
+		}
+		if hits != nil {
+			hits.Add(1)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_, _ = io.WriteString(w, body)
+	}
+}
+
+func validPaymentParams() CreatePaymentParams {
+	return CreatePaymentParams{Amount: decimal.NewFromInt(10), Currency: "usdt", Network: "tron",
+		CustomerID: "c1", CustomerIP: "203.0.113.1", OrderID: "order-1"}
+}
 
 func TestCreatePaymentRequestAndDecode(t *testing.T) {
-	c, mt := setupMock(t, WithUserAgent("shop/1.2"))
+	c, mux := setup(t, WithUserAgent("shop/1.2"))
 	var seen capturedRequest
-	mt.RegisterResponder(http.MethodPost, testBase+"/v1/payment", jsonResponder(201, paymentCreated, &seen))
+	mux.HandleFunc("POST /v1/payment", serveJSON(201, paymentCreated, &seen, nil))
 
 	p, err := c.CreatePayment(context.Background(), CreatePaymentParams{
 		Amount: decimal.RequireFromString("100.5"), PlatformFeeByUser: true, Currency: "usdt", Network: "erc20",
@@ -74,9 +91,9 @@ func TestCreatePaymentRequestAndDecode(t *testing.T) {
 }
 
 func TestOptionalFieldsOmitted(t *testing.T) {
-	c, mt := setupMock(t)
+	c, mux := setup(t)
 	var seen capturedRequest
-	mt.RegisterResponder(http.MethodPost, testBase+"/v1/payment", jsonResponder(201, paymentCreated, &seen))
+	mux.HandleFunc("POST /v1/payment", serveJSON(201, paymentCreated, &seen, nil))
 	_, err := c.CreatePayment(context.Background(), CreatePaymentParams{
 		Amount: decimal.NewFromInt(1), Currency: "btc", CustomerID: "c", CustomerIP: "i",
 	})
@@ -90,12 +107,13 @@ func TestOptionalFieldsOmitted(t *testing.T) {
 }
 
 func TestGetPaymentStatusFields(t *testing.T) {
-	c, mt := setupMock(t)
+	c, mux := setup(t)
 	var seen capturedRequest
-	mt.RegisterResponder(http.MethodGet, testBase+"/v1/payment/"+paymentID+"/status", jsonResponder(200, paymentStatus, &seen))
+	mux.HandleFunc("GET /v1/payment/{id}/status", serveJSON(200, paymentStatus, &seen, nil))
 	p, err := c.GetPayment(context.Background(), paymentID)
 	require.NoError(t, err)
 	assert.Equal(t, http.MethodGet, seen.Method)
+	assert.Equal(t, "/v1/payment/"+paymentID+"/status", seen.Path)
 	assert.Empty(t, seen.Header.Get("Content-Type"), "a GET has no body")
 	assert.Equal(t, PaymentPaid, p.Status)
 	require.True(t, p.PaidAmount.Valid)
@@ -105,107 +123,61 @@ func TestGetPaymentStatusFields(t *testing.T) {
 	assert.Equal(t, "0xfeed", p.PaidAddress)
 }
 
-func TestCreatePayoutRequestAndDecode(t *testing.T) {
-	c, mt := setupMock(t)
-	var seen capturedRequest
-	mt.RegisterResponder(http.MethodPost, testBase+"/v1/payout", jsonResponder(200, payoutBody, &seen))
-	p, err := c.CreatePayout(context.Background(), CreatePayoutParams{
-		WalletAddress: "TXyz", Amount: decimal.RequireFromString("1e-8"), Currency: "usdt", Network: "tron",
-		CustomerID: "cus_9", CustomerIP: "198.51.100.4", OrderID: "wd-1", WebhookURL: "https://shop.test/po",
-	})
-	require.NoError(t, err)
-	assert.JSONEq(t, `{"walletAddress":"TXyz","networkFeeByUser":false,"amount":0.00000001,"currency":"usdt",
-		"network":"tron","customerId":"cus_9","customerIp":"198.51.100.4","orderId":"wd-1",
-		"webhookUrl":"https://shop.test/po"}`, string(seen.Body))
-	assert.Equal(t, "po_77", p.ID)
-	assert.Equal(t, PayoutCreated, p.Status)
-	assert.Equal(t, "0.00000001", p.Amount.String())
-	assert.False(t, p.PaidAmount.Valid)
+// TestPaymentDecodeEveryField: every field of the wire form reaches the
+// Payment, through the embedded alias and through the shadowing decoders.
+func TestPaymentDecodeEveryField(t *testing.T) {
+	var p Payment
+	require.NoError(t, json.Unmarshal([]byte(paymentCreated), &p))
+	want := Payment{ID: paymentID, Status: PaymentWaiting, PayAddress: "0xabc", PayQRCodeURI: "ethereum:0xabc?value=101.505",
+		Currency: "usdt", Network: "erc20", CustomerID: "cus_1", CustomerIP: "203.0.113.7", OrderID: "order-1",
+		AdditionalData: "note", PlatformFeeByUser: true, WebhookURL: "https://shop.test/hook?token=x"}
+	got := p
+	got.PayAmount, got.CreatedAt, got.UpdatedAt, got.ExpiredAt = decimal.Decimal{}, want.CreatedAt, want.UpdatedAt, want.ExpiredAt
+	assert.Equal(t, want, got)
+	assert.Equal(t, "101.505", p.PayAmount.String())
+	assert.Equal(t, "2026-11-22T10:00:00Z", p.CreatedAt.Format("2006-01-02T15:04:05Z07:00"))
 }
 
-func TestGetPayoutEscapesID(t *testing.T) {
-	c, mt := setupMock(t)
-	var seen capturedRequest
-	mt.RegisterResponder(http.MethodGet, `=~^`+testBase+`/v1/payout/`, jsonResponder(200,
-		`{"payoutId":"po_ü+1","status":"paid","amount":"5","paidAmount":5,"merchantAmount":"5.1"}`, &seen))
-	p, err := c.GetPayout(context.Background(), "po_ü+1")
-	require.NoError(t, err)
-	assert.Equal(t, "/v1/payout/po_%C3%BC+1/status", seen.Path)
-	assert.Equal(t, PayoutPaid, p.Status)
-	assert.Equal(t, "5.1", p.MerchantAmount.Decimal.String())
-}
-
-func TestListPayoutsQueryAndDecode(t *testing.T) {
-	item := `{"status":"paid","amount":"12.5","merchantAmount":12.6,"paidAddress":"T1","orderId":"o1",
-		"customerId":"c1","payCurrency":{"name":"usdt"},"payNetwork":{"name":"tron"},
-		"createdAt":"2026-11-22T10:00:00Z","payoutWallet":{"label":"main","address":"T9"}}`
+func TestPaymentParamsValidate(t *testing.T) {
+	bad := "wd-\xff\xfe-42"
 	tests := []struct {
 		name   string
-		params ListPayoutsParams
-		query  string
+		mutate func(*CreatePaymentParams)
+		field  string
 	}{
-		{"zero values not sent", ListPayoutsParams{}, ""},
-		{"limit only", ListPayoutsParams{Limit: 10}, "limit=10"},
-		{"both", ListPayoutsParams{Limit: 10, Offset: 30}, "limit=10&offset=30"},
-		{"offset only", ListPayoutsParams{Offset: 5}, "offset=5"},
+		{"zero amount", func(p *CreatePaymentParams) { p.Amount = decimal.Zero }, "Amount"},
+		{"negative amount", func(p *CreatePaymentParams) { p.Amount = decimal.NewFromInt(-1) }, "Amount"},
+		{"no currency", func(p *CreatePaymentParams) { p.Currency = "" }, "Currency"},
+		{"no customer id", func(p *CreatePaymentParams) { p.CustomerID = "" }, "CustomerID"},
+		{"no customer ip", func(p *CreatePaymentParams) { p.CustomerIP = "" }, "CustomerIP"},
+		{"orderId not UTF-8", func(p *CreatePaymentParams) { p.OrderID = bad }, "OrderID"},
+		{"currency not UTF-8", func(p *CreatePaymentParams) { p.Currency = bad }, "Currency"},
+		{"network not UTF-8", func(p *CreatePaymentParams) { p.Network = bad }, "Network"},
+		{"customer id not UTF-8", func(p *CreatePaymentParams) { p.CustomerID = bad }, "CustomerID"},
+		{"customer ip not UTF-8", func(p *CreatePaymentParams) { p.CustomerIP = bad }, "CustomerIP"},
+		{"additional data not UTF-8", func(p *CreatePaymentParams) { p.AdditionalData = bad }, "AdditionalData"},
+		{"webhook url not UTF-8", func(p *CreatePaymentParams) { p.WebhookURL = "https://shop.test/h?o=" + bad }, "WebhookURL"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, mt := setupMock(t)
-			var seen capturedRequest
-			mt.RegisterResponder(http.MethodGet, `=~^`+testBase+`/v1/payout/list`, jsonResponder(200, `{"payout":[`+item+`],"count":41}`, &seen))
-			page, err := c.ListPayouts(context.Background(), tt.params)
-			require.NoError(t, err)
-			assert.Equal(t, "/v1/payout/list", seen.Path)
-			assert.Equal(t, tt.query, seen.RawQuery)
-			assert.Equal(t, 41, page.Count)
-			require.Len(t, page.Payouts, 1)
-			it := page.Payouts[0]
-			assert.Equal(t, PayoutPaid, it.Status)
-			assert.Equal(t, "12.5", it.Amount.String())
-			assert.Equal(t, "12.6", it.MerchantAmount.Decimal.String())
-			assert.Equal(t, "usdt", it.Currency)
-			assert.Equal(t, "tron", it.Network)
-			assert.Equal(t, "main", it.WalletLabel)
-			assert.Equal(t, "T9", it.WalletAddress)
-			assert.Equal(t, "T1", it.PaidAddress)
-			assert.Equal(t, "o1", it.OrderID)
-			assert.Equal(t, "c1", it.CustomerID)
-			assert.Equal(t, 2026, it.CreatedAt.Year())
+			c, mux := setup(t)
+			var hits atomic.Int32
+			mux.HandleFunc("/", serveJSON(201, paymentCreated, nil, &hits))
+			p := validPaymentParams()
+			tt.mutate(&p)
+			_, err := c.CreatePayment(context.Background(), p)
+			var ve *ValidationError
+			require.ErrorAs(t, err, &ve)
+			assert.ErrorIs(t, err, ErrInvalidParams)
+			assert.Equal(t, tt.field, ve.Field)
+			assert.Zero(t, hits.Load(), "nothing may be sent")
 		})
 	}
-}
-
-func TestBalancesAndCurrencies(t *testing.T) {
-	c, mt := setupMock(t)
-	mt.RegisterResponder(http.MethodGet, testBase+"/v1/balance", jsonResponder(200,
-		`[{"currency":"usdt","network":"tron","amount":123456789.123456789012},{"currency":"btc","network":"bitcoin","amount":"0.1"}]`, nil))
-	mt.RegisterResponder(http.MethodGet, testBase+"/v1/currencies", jsonResponder(200,
-		`[{"currency":"usdt","network":"tron"},{"currency":"eth","network":"eth"}]`, nil))
-	bal, err := c.GetBalances(context.Background())
-	require.NoError(t, err)
-	require.Len(t, bal, 2)
-	assert.Equal(t, "123456789.123456789012", bal[0].Amount.String())
-	assert.Equal(t, Balance{Currency: "btc", Network: "bitcoin", Amount: decimal.RequireFromString("0.1")}.Amount.String(), bal[1].Amount.String())
-	cur, err := c.ListCurrencies(context.Background())
-	require.NoError(t, err)
-	assert.Equal(t, []Currency{{"usdt", "tron"}, {"eth", "eth"}}, cur)
-}
-
-func TestEmptyArraysAreNotNil(t *testing.T) {
-	c, mt := setupMock(t)
-	mt.RegisterResponder(http.MethodGet, testBase+"/v1/balance", jsonResponder(200, `null`, nil))
-	mt.RegisterResponder(http.MethodGet, testBase+"/v1/currencies", jsonResponder(200, `[]`, nil))
-	mt.RegisterResponder(http.MethodGet, testBase+"/v1/payout/list", jsonResponder(200, `{"count":0}`, nil))
-	bal, err := c.GetBalances(context.Background())
-	require.NoError(t, err)
-	assert.NotNil(t, bal)
-	cur, err := c.ListCurrencies(context.Background())
-	require.NoError(t, err)
-	assert.NotNil(t, cur)
-	page, err := c.ListPayouts(context.Background(), ListPayoutsParams{})
-	require.NoError(t, err)
-	assert.NotNil(t, page.Payouts)
+	t.Run("valid text passes", func(t *testing.T) {
+		p := validPaymentParams()
+		p.OrderID, p.AdditionalData = "заказ-42 ✓", "\ufffd is a valid rune"
+		assert.NoError(t, p.Validate())
+	})
 }
 
 // TestMoneyRoundTrip checks amounts survive encode (as JSON numbers) and
@@ -254,9 +226,14 @@ func TestAmountDecodingEdgeCases(t *testing.T) {
 		{`{"paidAmount":"abc"}`, false, "0", true},
 		{`{"paidAmount":true}`, false, "0", true},
 		{`{"paidAmount":{}}`, false, "0", true},
+		{`{"paidAmount":` + strings.Repeat("9", 128) + `}`, true, strings.Repeat("9", 128), false},
+		{`{"paidAmount":` + strings.Repeat("9", 129) + `}`, false, "0", true},
+		{`{"paidAmount":"1e9999"}`, false, "0", true},
+		{`{"paidAmount":1e-999999999}`, false, "0", true},
+		{`{"paidAmount":1e128}`, true, "1e128", false},
 	}
 	for _, tt := range tests {
-		t.Run(tt.json, func(t *testing.T) {
+		t.Run(tt.json[:min(len(tt.json), 40)], func(t *testing.T) {
 			var p Payment
 			err := json.Unmarshal([]byte(tt.json), &p)
 			if tt.wantErr {
@@ -288,9 +265,8 @@ func TestLenientTimestamps(t *testing.T) {
 }
 
 func TestUnknownStatusKept(t *testing.T) {
-	c, mt := setupMock(t)
-	mt.RegisterResponder(http.MethodGet, testBase+"/v1/payment/"+paymentID+"/status",
-		jsonResponder(200, `{"paymentId":"`+paymentID+`","status":"refunded","payAmount":1}`, nil))
+	c, mux := setup(t)
+	mux.HandleFunc("GET /v1/payment/{id}/status", serveJSON(200, `{"paymentId":"`+paymentID+`","status":"refunded","payAmount":1}`, nil, nil))
 	p, err := c.GetPayment(context.Background(), paymentID)
 	require.NoError(t, err)
 	assert.Equal(t, PaymentStatus("refunded"), p.Status)
@@ -350,18 +326,20 @@ func TestWrongShapeResponses(t *testing.T) {
 		{"missing status", `{"paymentId":"` + paymentID + `"}`},
 		{"truncated", `{"paymentId":"` + paymentID + `","sta`},
 		{"bad amount", `{"paymentId":"` + paymentID + `","status":"paid","payAmount":"lots"}`},
+		{"million-digit amount", `{"paymentId":"` + paymentID + `","status":"paid","payAmount":1` + strings.Repeat("0", 1_000_000) + `}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, mt := setupMock(t)
-			mt.RegisterResponder(http.MethodGet, testBase+"/v1/payment/"+paymentID+"/status", jsonResponder(200, tt.body, nil))
-			mt.RegisterResponder(http.MethodPost, testBase+"/v1/payment", jsonResponder(201, tt.body, nil))
+			c, mux := setup(t, WithMaxResponseBytes(2<<20))
+			var hits atomic.Int32
+			mux.HandleFunc("GET /v1/payment/{id}/status", serveJSON(200, tt.body, nil, &hits))
+			mux.HandleFunc("POST /v1/payment", serveJSON(201, tt.body, nil, nil))
 			_, err := c.GetPayment(context.Background(), paymentID)
 			var re *ResponseError
 			require.ErrorAs(t, err, &re)
 			assert.ErrorIs(t, err, ErrUnexpectedResponse)
 			assert.Equal(t, 200, re.StatusCode)
-			assert.Equal(t, 1, mt.GetTotalCallCount(), "a well-delivered wrong shape is not retried")
+			assert.Equal(t, int32(1), hits.Load(), "a well-delivered wrong shape is not retried")
 
 			// The same body after a create means the server said yes: outcome unknown.
 			_, err = c.CreatePayment(context.Background(), validPaymentParams())
@@ -372,31 +350,17 @@ func TestWrongShapeResponses(t *testing.T) {
 	}
 }
 
-func TestResponseTooLarge(t *testing.T) {
-	c, mt := setupMock(t, WithMaxResponseBytes(64))
-	mt.RegisterResponder(http.MethodGet, testBase+"/v1/currencies", jsonResponder(200,
-		`[`+repeat(`{"currency":"usdt","network":"tron"},`, 10)+`{}]`, nil))
-	_, err := c.ListCurrencies(context.Background())
-	assert.ErrorIs(t, err, ErrUnexpectedResponse)
-	assert.Contains(t, err.Error(), "larger than 64 bytes")
-}
-
-func repeat(s string, n int) string {
-	out := ""
-	for range n {
-		out += s
+// TestPaymentIDs: a payment id must be a UUID (the API issues only
+// those); anything else is refused before sending.
+func TestPaymentIDs(t *testing.T) {
+	c, mux := setup(t)
+	var hits atomic.Int32
+	mux.HandleFunc("/", serveJSON(200, paymentStatus, nil, &hits))
+	for _, id := range []string{"", "12345", strings.ReplaceAll(paymentID, "-", ""), "../../v1/payout/list?x=3f1c2b8a-6d4e", "consectetur culpa eu", paymentID + " "} {
+		_, err := c.GetPayment(context.Background(), id)
+		var ve *ValidationError
+		require.ErrorAs(t, err, &ve, "%q", id)
+		assert.Equal(t, "id", ve.Field)
 	}
-	return out
+	assert.Zero(t, hits.Load())
 }
-
-func validPaymentParams() CreatePaymentParams {
-	return CreatePaymentParams{Amount: decimal.NewFromInt(10), Currency: "usdt", Network: "tron",
-		CustomerID: "c1", CustomerIP: "203.0.113.1", OrderID: "order-1"}
-}
-
-func validPayoutParams() CreatePayoutParams {
-	return CreatePayoutParams{WalletAddress: "TXyz", Amount: decimal.NewFromInt(10), Currency: "usdt", Network: "tron",
-		CustomerID: "c1", CustomerIP: "203.0.113.1", OrderID: "wd-1"}
-}
-
-var _ = httpmock.NewMockTransport

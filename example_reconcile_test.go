@@ -1,0 +1,52 @@
+package cryptopay_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/cryptopay/cryptopay-go"
+	"github.com/cryptopay/cryptopay-go/cryptopaytest"
+)
+
+// The way out of an unknown outcome: reconcile by orderId before sending
+// again. Here the fake server creates the payout and drops the connection
+// before answering.
+func ExampleClient_ReconcilePayout() {
+	srv := cryptopaytest.NewServer()
+	defer srv.Close()
+	srv.InjectFault(cryptopaytest.RouteCreatePayout, cryptopaytest.Fault{Process: true, Drop: true})
+	client := srv.Client()
+	ctx := context.Background()
+	params := cryptopay.CreatePayoutParams{
+		WalletAddress: "TXyz", Amount: decimal.RequireFromString("25"), Currency: "usdt", Network: "tron",
+		CustomerID: "cus_1", CustomerIP: "203.0.113.7", OrderID: "withdrawal-42",
+	}
+
+	attempted := time.Now() // before sending: the search reaches back to it
+	payout, err := client.CreatePayout(ctx, params)
+	switch {
+	case errors.Is(err, cryptopay.ErrOutcomeUnknown):
+		res, rerr := client.ReconcilePayout(ctx, cryptopay.ReconcileParams{OrderID: params.OrderID, AttemptedAt: attempted})
+		switch {
+		case rerr != nil:
+			log.Printf("still unknown, look again later; do NOT resend: %v", rerr)
+		case res.Verdict == cryptopay.PayoutExists:
+			fmt.Printf("the payout exists (status %s): do not send it again\n", res.Payout.Status)
+		case res.Verdict == cryptopay.PayoutNotCreated:
+			fmt.Println("not created: sending again with the same orderId is safe")
+		default: // PayoutStillUnknown
+			log.Printf("still unknown (%s); do NOT resend", res.Reason)
+		}
+	case err != nil:
+		log.Printf("refused: %v", err) // a definite answer: nothing was paid
+	default:
+		fmt.Printf("payout %s is %s\n", payout.ID, payout.Status)
+	}
+	// Output:
+	// the payout exists (status created): do not send it again
+}
