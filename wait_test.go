@@ -202,8 +202,7 @@ func TestWaitOptionsRefusedBeforeSending(t *testing.T) {
 		// A payout option given to WaitForPayment (or the reverse) does not
 		// compile: TestWaitOptionsCheckedAtCompileTime.
 		{"refused RequestOption", func(c *Client) error {
-			refuse := RequestOption(func(*callConfig) error { return &ValidationError{Field: "opt", Reason: "refused"} })
-			_, err := c.WaitForPayment(context.Background(), waitPaymentID, refuse)
+			_, err := c.WaitForPayout(context.Background(), waitPayoutID, WithRequestHeader("x-api-key", "other"))
 			return err
 		}},
 		{"nil StopWhen", func(c *Client) error {
@@ -611,4 +610,36 @@ func TestWaitReadsAreBounded(t *testing.T) {
 		_, err := NewClient(testBase, testKey, WithMaxConcurrentWaitReads(n))
 		require.ErrorIs(t, err, ErrInvalidParams)
 	}
+}
+
+// TestWaitAppliesRequestOptionsToEachRead gives a wait per-call options:
+// every status read carries the header, and WithResponseInto describes the
+// last read.
+func TestWaitAppliesRequestOptionsToEachRead(t *testing.T) {
+	t.Parallel()
+	c, mux := setup(t)
+	var reads atomic.Int32
+	var headers sync.Map
+	mux.HandleFunc("GET /v1/payment/{id}/status", func(w http.ResponseWriter, r *http.Request) {
+		n := reads.Add(1)
+		headers.Store(n, r.Header.Get("X-Trace"))
+		st := "waiting"
+		if n == 3 {
+			st = "paid"
+		}
+		w.Header().Set("X-Request-Id", fmt.Sprint("req-", n))
+		_, _ = io.WriteString(w, waitPaymentJSON(waitPaymentID, st, whOrder, time.Now()))
+	})
+	var resp Response
+	p, err := c.WaitForPayment(context.Background(), waitPaymentID, append(fastWait,
+		WithRequestHeader("X-Trace", "order-1"), WithResponseInto(&resp))...)
+	require.NoError(t, err)
+	assert.Equal(t, PaymentPaid, p.Status)
+	require.Equal(t, int32(3), reads.Load())
+	for i := int32(1); i <= 3; i++ {
+		h, _ := headers.Load(i)
+		assert.Equal(t, "order-1", h, "read %d", i)
+	}
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Equal(t, "req-3", resp.RequestID, "the last read")
 }

@@ -271,16 +271,17 @@ var (
 // check allocates nothing.
 type tokenCheck struct {
 	mac       hash.Hash // HMAC-SHA256 keyed with the handler's secret
-	src       [tokenLen]byte
+	src       [encodedMACLen]byte
 	got, want [sha256.Size]byte
 }
 
-// tokenLen is the length of a token: base64url of 32 bytes, no padding.
-const tokenLen = 43
+// encodedMACLen is the length of a token: base64url of the 32-byte MAC, no
+// padding.
+const encodedMACLen = 43
 
 // validToken checks token against orderID in constant time.
 func (h *WebhookHandler) validToken(token string, orderID []byte) bool {
-	if len(orderID) == 0 || len(token) != tokenLen {
+	if len(orderID) == 0 || len(token) != encodedMACLen {
 		return false
 	}
 	t := h.macs.Get().(*tokenCheck)
