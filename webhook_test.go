@@ -182,7 +182,7 @@ func TestWebhookURLTokenDependsOnSecretAndOrder(t *testing.T) {
 func TestNewWebhookHandlerValidation(t *testing.T) {
 	t.Parallel()
 	cb := func(context.Context, *Payment) error { return nil }
-	c, _ := setupMock(t)
+	c, _ := setup(t)
 	tests := []struct {
 		name string
 		cfg  WebhookConfig
@@ -530,7 +530,7 @@ func TestWebhookRereadsThroughTheAPI(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			c, mt := setupMock(t)
+			c, mux := setup(t)
 			order, id := whOrder, waitPaymentID
 			if tt.apiOrder != "" {
 				order = tt.apiOrder
@@ -541,7 +541,7 @@ func TestWebhookRereadsThroughTheAPI(t *testing.T) {
 			s := &script{steps: []step{tt.api}, body: func(v string) string {
 				return strings.Replace(waitPaymentJSON(id, v, order, time.Now()), `"paidAmount":null`, `"paidAmount":"10.5"`, 1)
 			}}
-			mt.RegisterResponder(http.MethodGet, testBase+"/v1/payment/"+waitPaymentID+"/status", s.responder)
+			mux.HandleFunc("GET /v1/payment/"+waitPaymentID+"/status", s.handle)
 			rc := &recorder{}
 			var logs syncBuffer
 			h := newTestHandler(t, c, rc, &logs)
@@ -567,9 +567,9 @@ func TestWebhookRereadsThroughTheAPI(t *testing.T) {
 
 func TestWebhookForgedStatusDeliveredOnceAsTheAPISaysIt(t *testing.T) {
 	t.Parallel()
-	c, mt := setupMock(t)
+	c, mux := setup(t)
 	s := paymentScript(step{value: "waiting"})
-	mt.RegisterResponder(http.MethodGet, testBase+"/v1/payment/"+waitPaymentID+"/status", s.responder)
+	mux.HandleFunc("GET /v1/payment/"+waitPaymentID+"/status", s.handle)
 	rc := &recorder{}
 	h := newTestHandler(t, c, rc, nil)
 	for range 3 {
@@ -583,9 +583,9 @@ func TestWebhookForgedStatusDeliveredOnceAsTheAPISaysIt(t *testing.T) {
 
 func TestWebhookPayoutReread(t *testing.T) {
 	t.Parallel()
-	c, mt := setupMock(t)
+	c, mux := setup(t)
 	s := payoutScript(step{value: "processing"}, step{value: "paid"})
-	mt.RegisterResponder(http.MethodGet, testBase+"/v1/payout/"+waitPayoutID+"/status", s.responder)
+	mux.HandleFunc("GET /v1/payout/"+waitPayoutID+"/status", s.handle)
 	rc := &recorder{}
 	h := newTestHandler(t, c, rc, nil)
 	assert.Equal(t, 200, serve(h, whRequest(t, whURL(t, whOrder), waitPayoutJSON(waitPayoutID, "processing", whOrder))).Code)
@@ -598,7 +598,7 @@ func TestWebhookPayoutReread(t *testing.T) {
 
 func TestWebhookWakesWaiters(t *testing.T) {
 	t.Parallel()
-	c, mt := setupMock(t)
+	c, mux := setup(t)
 	var paid atomic.Bool
 	s := paymentScript(step{value: "waiting"})
 	s.body = func(string) string {
@@ -608,7 +608,7 @@ func TestWebhookWakesWaiters(t *testing.T) {
 		}
 		return waitPaymentJSON(waitPaymentID, st, whOrder, time.Now())
 	}
-	mt.RegisterResponder(http.MethodGet, testBase+"/v1/payment/"+waitPaymentID+"/status", s.responder)
+	mux.HandleFunc("GET /v1/payment/"+waitPaymentID+"/status", s.handle)
 	// Only a Client: the handler exists to wake waits.
 	h, err := NewWebhookHandler(WebhookConfig{Secret: whSecret, Client: c})
 	require.NoError(t, err)
@@ -629,9 +629,9 @@ func TestWebhookWakesWaiters(t *testing.T) {
 
 func TestWebhookForgedEventDoesNotWakeWithPostedStatus(t *testing.T) {
 	t.Parallel()
-	c, mt := setupMock(t)
+	c, mux := setup(t)
 	s := paymentScript(step{value: "waiting"})
-	mt.RegisterResponder(http.MethodGet, testBase+"/v1/payment/"+waitPaymentID+"/status", s.responder)
+	mux.HandleFunc("GET /v1/payment/"+waitPaymentID+"/status", s.handle)
 	h, err := NewWebhookHandler(WebhookConfig{Secret: whSecret, Client: c})
 	require.NoError(t, err)
 
