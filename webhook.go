@@ -447,12 +447,17 @@ func (h *WebhookHandler) checkRequest(r *http.Request) (string, outcome, bool) {
 	return token, outcome{}, true
 }
 
+// preallocBody is the largest declared length readBody allocates at once;
+// a longer body grows as it arrives, so a declared length alone cannot make
+// the handler hold memory before the bytes come.
+const preallocBody = 64 << 10
+
 // readBody reads the body under the size limit, in one allocation when its
-// length is declared.
+// declared length is small (the usual case).
 func (h *WebhookHandler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, outcome, bool) {
 	var body []byte
 	var err error
-	if n := r.ContentLength; n >= 0 { // checkRequest saw n <= maxBody
+	if n := r.ContentLength; n >= 0 && n <= preallocBody { // checkRequest saw n <= maxBody
 		body = make([]byte, n)
 		_, err = io.ReadFull(r.Body, body)
 	} else {
