@@ -172,8 +172,10 @@ func WithMaxPollInterval(d time.Duration) WaitOption {
 // on, a WebhookHandler built with this Client (WebhookConfig.Client) that
 // receives an event for the object being waited for hands the wait the
 // object it has just re-read through the API, so the wait ends within
-// milliseconds of the event instead of at its next poll. Polling goes on
-// regardless: a lost webhook only makes the wait slower.
+// milliseconds of the event instead of at its next poll; with a
+// WakeupBus (WithWakeupBus), a hint that another replica's handler
+// received an event makes the wait read the object again at once. Polling
+// goes on regardless: a lost webhook or hint only makes the wait slower.
 func WithWebhookWakeup(enabled bool) WaitOption {
 	return func(c *waitCommon) error {
 		c.noWake = !enabled

@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jarcoal/httpmock"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -48,7 +47,7 @@ func waitPayoutJSON(id, status, orderID string) string {
 type step struct {
 	status int    // HTTP status; 0 means 200
 	value  string // the object's status on 200
-	err    error  // a transport error instead of a response
+	err    error  // non-nil: the connection is dropped instead of answering
 }
 
 // script answers the steps in order and repeats the last one forever. It
@@ -61,7 +60,7 @@ type script struct {
 	after func(n int) // called with the request number, before answering
 }
 
-func (s *script) responder(r *http.Request) (*http.Response, error) {
+func (s *script) handle(w http.ResponseWriter, r *http.Request) {
 	n := int(s.calls.Add(1))
 	if s.after != nil {
 		s.after(n)
@@ -69,8 +68,12 @@ func (s *script) responder(r *http.Request) (*http.Response, error) {
 	s.mu.Lock()
 	st := s.steps[min(n-1, len(s.steps)-1)]
 	s.mu.Unlock()
-	if st.err != nil {
-		return nil, st.err
+	if st.err != nil { // a connection dropped without an answer
+		conn, _, err := http.NewResponseController(w).Hijack()
+		if err == nil {
+			_ = conn.Close()
+		}
+		return
 	}
 	code := st.status
 	if code == 0 {
@@ -80,9 +83,9 @@ func (s *script) responder(r *http.Request) (*http.Response, error) {
 	if code == http.StatusOK {
 		body = s.body(st.value)
 	}
-	resp := httpmock.NewStringResponse(code, body)
-	resp.Header.Set("Content-Type", "application/json")
-	return resp, nil
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_, _ = io.WriteString(w, body)
 }
 
 func paymentScript(steps ...step) *script {
@@ -108,9 +111,9 @@ func TestWaitForPaymentEndsOnTerminal(t *testing.T) {
 	for _, final := range []PaymentStatus{PaymentPaid, PaymentPaidOver, PaymentPaidPartial, PaymentFailed, PaymentRejected, PaymentExpired} {
 		t.Run(string(final), func(t *testing.T) {
 			t.Parallel()
-			c, mt := setupMock(t)
+			c, mux := setup(t)
 			s := paymentScript(statuses("waiting", "waiting", "confirming", "locked", "weird_new_status", string(final), "waiting")...)
-			mt.RegisterResponder(http.MethodGet, testBase+"/v1/payment/"+waitPaymentID+"/status", s.responder)
+			mux.HandleFunc("GET /v1/payment/"+waitPaymentID+"/status", s.handle)
 
 			p, err := c.WaitForPayment(context.Background(), waitPaymentID, fastWait...)
 			require.NoError(t, err)
@@ -125,9 +128,9 @@ func TestWaitForPayoutEndsOnTerminal(t *testing.T) {
 	for _, final := range []PayoutStatus{PayoutPaid, PayoutFailed, PayoutCancelled} {
 		t.Run(string(final), func(t *testing.T) {
 			t.Parallel()
-			c, mt := setupMock(t)
+			c, mux := setup(t)
 			s := payoutScript(statuses("created", "review", "processing", "confirming", string(final))...)
-			mt.RegisterResponder(http.MethodGet, testBase+"/v1/payout/"+waitPayoutID+"/status", s.responder)
+			mux.HandleFunc("GET /v1/payout/"+waitPayoutID+"/status", s.handle)
 
 			p, err := c.WaitForPayout(context.Background(), waitPayoutID, fastPayoutWait...)
 			require.NoError(t, err)
@@ -153,9 +156,9 @@ func TestWaitStopOptions(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			c, mt := setupMock(t)
+			c, mux := setup(t)
 			s := paymentScript(statuses("waiting", "confirming", "locked", "paid")...)
-			mt.RegisterResponder(http.MethodGet, testBase+"/v1/payment/"+waitPaymentID+"/status", s.responder)
+			mux.HandleFunc("GET /v1/payment/"+waitPaymentID+"/status", s.handle)
 
 			p, err := c.WaitForPayment(context.Background(), waitPaymentID, append(fastWait, tt.opt)...)
 			require.NoError(t, err)
@@ -167,9 +170,9 @@ func TestWaitStopOptions(t *testing.T) {
 
 func TestWaitPayoutStopOn(t *testing.T) {
 	t.Parallel()
-	c, mt := setupMock(t)
+	c, mux := setup(t)
 	s := payoutScript(statuses("created", "review", "paid")...)
-	mt.RegisterResponder(http.MethodGet, testBase+"/v1/payout/"+waitPayoutID+"/status", s.responder)
+	mux.HandleFunc("GET /v1/payout/"+waitPayoutID+"/status", s.handle)
 	p, err := c.WaitForPayout(context.Background(), waitPayoutID, append(fastPayoutWait, StopOn(PayoutReview))...)
 	require.NoError(t, err)
 	assert.Equal(t, PayoutReview, p.Status)
@@ -178,9 +181,9 @@ func TestWaitPayoutStopOn(t *testing.T) {
 
 func TestWaitOnStatusChange(t *testing.T) {
 	t.Parallel()
-	c, mt := setupMock(t)
+	c, mux := setup(t)
 	s := paymentScript(statuses("waiting", "waiting", "confirming", "confirming", "confirming", "paid")...)
-	mt.RegisterResponder(http.MethodGet, testBase+"/v1/payment/"+waitPaymentID+"/status", s.responder)
+	mux.HandleFunc("GET /v1/payment/"+waitPaymentID+"/status", s.handle)
 
 	var seen []PaymentStatus
 	p, err := c.WaitForPayment(context.Background(), waitPaymentID, append(fastWait,
@@ -202,8 +205,7 @@ func TestWaitOptionsRefusedBeforeSending(t *testing.T) {
 		// A payout option given to WaitForPayment (or the reverse) does not
 		// compile: TestWaitOptionsCheckedAtCompileTime.
 		{"refused RequestOption", func(c *Client) error {
-			refuse := RequestOption(func(*callConfig) error { return &ValidationError{Field: "opt", Reason: "refused"} })
-			_, err := c.WaitForPayment(context.Background(), waitPaymentID, refuse)
+			_, err := c.WaitForPayout(context.Background(), waitPayoutID, WithRequestHeader("x-api-key", "other"))
 			return err
 		}},
 		{"nil StopWhen", func(c *Client) error {
@@ -239,12 +241,14 @@ func TestWaitOptionsRefusedBeforeSending(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			c, mt := setupMock(t)
+			c, mux := setup(t)
+			var sent atomic.Int32
+			mux.HandleFunc("/", func(http.ResponseWriter, *http.Request) { sent.Add(1) })
 			err := tt.run(c)
 			require.ErrorIs(t, err, ErrInvalidParams)
 			var ve *ValidationError
 			require.ErrorAs(t, err, &ve)
-			assert.Zero(t, mt.GetTotalCallCount(), "nothing sent")
+			assert.Zero(t, sent.Load(), "nothing sent")
 		})
 	}
 }
@@ -268,7 +272,7 @@ func TestWaitAbsorbsTransientErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			c, mt := setupMock(t)
+			c, mux := setup(t)
 			steps := []step{{value: "waiting"}}
 			for range 10 {
 				steps = append(steps, tt.fail)
@@ -284,7 +288,7 @@ func TestWaitAbsorbsTransientErrors(t *testing.T) {
 					return body(v)
 				}
 			}
-			mt.RegisterResponder(http.MethodGet, testBase+"/v1/payment/"+waitPaymentID+"/status", s.responder)
+			mux.HandleFunc("GET /v1/payment/"+waitPaymentID+"/status", s.handle)
 
 			p, err := c.WaitForPayment(context.Background(), waitPaymentID, fastWait...)
 			require.NoError(t, err)
@@ -310,9 +314,9 @@ func TestWaitReturnsPermanentErrorsAtOnce(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(http.StatusText(tt.code), func(t *testing.T) {
 			t.Parallel()
-			c, mt := setupMock(t)
+			c, mux := setup(t)
 			s := payoutScript(step{value: "created"}, step{status: tt.code})
-			mt.RegisterResponder(http.MethodGet, testBase+"/v1/payout/"+waitPayoutID+"/status", s.responder)
+			mux.HandleFunc("GET /v1/payout/"+waitPayoutID+"/status", s.handle)
 
 			p, err := c.WaitForPayout(context.Background(), waitPayoutID, fastPayoutWait...)
 			require.Error(t, err)
@@ -333,7 +337,7 @@ func TestWaitContextEnds(t *testing.T) {
 	t.Parallel()
 	t.Run("cancel while sleeping", func(t *testing.T) {
 		t.Parallel()
-		c, mt := setupMock(t)
+		c, mux := setup(t)
 		ctx, cancel := context.WithCancel(context.Background())
 		s := paymentScript(step{value: "waiting"})
 		s.after = func(n int) {
@@ -341,7 +345,7 @@ func TestWaitContextEnds(t *testing.T) {
 				cancel()
 			}
 		}
-		mt.RegisterResponder(http.MethodGet, testBase+"/v1/payment/"+waitPaymentID+"/status", s.responder)
+		mux.HandleFunc("GET /v1/payment/"+waitPaymentID+"/status", s.handle)
 		p, err := c.WaitForPayment(ctx, waitPaymentID, fastWait...)
 		require.ErrorIs(t, err, context.Canceled)
 		require.NotNil(t, p)
@@ -350,9 +354,9 @@ func TestWaitContextEnds(t *testing.T) {
 	})
 	t.Run("long interval is cut short", func(t *testing.T) {
 		t.Parallel()
-		c, mt := setupMock(t)
+		c, mux := setup(t)
 		s := paymentScript(step{value: "confirming"})
-		mt.RegisterResponder(http.MethodGet, testBase+"/v1/payment/"+waitPaymentID+"/status", s.responder)
+		mux.HandleFunc("GET /v1/payment/"+waitPaymentID+"/status", s.handle)
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 		defer cancel()
 		p, err := c.WaitForPayment(ctx, waitPaymentID, WithPollInterval(time.Hour))
@@ -362,7 +366,7 @@ func TestWaitContextEnds(t *testing.T) {
 	})
 	t.Run("names the last transient failure", func(t *testing.T) {
 		t.Parallel()
-		c, mt := setupMock(t)
+		c, mux := setup(t)
 		ctx, cancel := context.WithCancel(context.Background())
 		s := paymentScript(step{status: http.StatusServiceUnavailable})
 		s.after = func(n int) {
@@ -370,7 +374,7 @@ func TestWaitContextEnds(t *testing.T) {
 				cancel()
 			}
 		}
-		mt.RegisterResponder(http.MethodGet, testBase+"/v1/payment/"+waitPaymentID+"/status", s.responder)
+		mux.HandleFunc("GET /v1/payment/"+waitPaymentID+"/status", s.handle)
 		p, err := c.WaitForPayment(ctx, waitPaymentID, fastWait...)
 		require.ErrorIs(t, err, context.Canceled)
 		assert.Nil(t, p, "nothing was read")
@@ -378,12 +382,14 @@ func TestWaitContextEnds(t *testing.T) {
 	})
 	t.Run("already cancelled", func(t *testing.T) {
 		t.Parallel()
-		c, mt := setupMock(t)
+		c, mux := setup(t)
+		var sent atomic.Int32
+		mux.HandleFunc("/", func(http.ResponseWriter, *http.Request) { sent.Add(1) })
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
 		_, err := c.WaitForPayout(ctx, waitPayoutID)
 		require.ErrorIs(t, err, context.Canceled)
-		assert.Zero(t, mt.GetTotalCallCount())
+		assert.Zero(t, sent.Load())
 	})
 }
 
@@ -421,9 +427,9 @@ func waitUntil(t *testing.T, cond func() bool) {
 
 func TestWaitWokenByNotify(t *testing.T) {
 	t.Parallel()
-	c, mt := setupMock(t)
+	c, mux := setup(t)
 	s := paymentScript(step{value: "waiting"})
-	mt.RegisterResponder(http.MethodGet, testBase+"/v1/payment/"+waitPaymentID+"/status", s.responder)
+	mux.HandleFunc("GET /v1/payment/"+waitPaymentID+"/status", s.handle)
 
 	type result struct {
 		p   *Payment
@@ -464,7 +470,7 @@ func TestWaitWokenByNotify(t *testing.T) {
 
 func TestWaitWithoutWakeup(t *testing.T) {
 	t.Parallel()
-	c, mt := setupMock(t)
+	c, mux := setup(t)
 	s := paymentScript(step{value: "waiting"}, step{value: "paid"})
 	s.after = func(n int) {
 		if n == 1 {
@@ -472,16 +478,16 @@ func TestWaitWithoutWakeup(t *testing.T) {
 			assert.Zero(t, c.waiters.count(kindPayment, waitPaymentID))
 		}
 	}
-	mt.RegisterResponder(http.MethodGet, testBase+"/v1/payment/"+waitPaymentID+"/status", s.responder)
+	mux.HandleFunc("GET /v1/payment/"+waitPaymentID+"/status", s.handle)
 	_, err := c.WaitForPayment(context.Background(), waitPaymentID, append(fastWait, WithWebhookWakeup(false))...)
 	require.NoError(t, err)
 }
 
 func TestWaitManyWaitersOneEvent(t *testing.T) {
 	t.Parallel()
-	c, mt := setupMock(t)
+	c, mux := setup(t)
 	s := payoutScript(step{value: "processing"})
-	mt.RegisterResponder(http.MethodGet, testBase+"/v1/payout/"+waitPayoutID+"/status", s.responder)
+	mux.HandleFunc("GET /v1/payout/"+waitPayoutID+"/status", s.handle)
 	const n = 8
 	var wg sync.WaitGroup
 	errs := make(chan error, n)
@@ -611,4 +617,36 @@ func TestWaitReadsAreBounded(t *testing.T) {
 		_, err := NewClient(testBase, testKey, WithMaxConcurrentWaitReads(n))
 		require.ErrorIs(t, err, ErrInvalidParams)
 	}
+}
+
+// TestWaitAppliesRequestOptionsToEachRead gives a wait per-call options:
+// every status read carries the header, and WithResponseInto describes the
+// last read.
+func TestWaitAppliesRequestOptionsToEachRead(t *testing.T) {
+	t.Parallel()
+	c, mux := setup(t)
+	var reads atomic.Int32
+	var headers sync.Map
+	mux.HandleFunc("GET /v1/payment/{id}/status", func(w http.ResponseWriter, r *http.Request) {
+		n := reads.Add(1)
+		headers.Store(n, r.Header.Get("X-Trace"))
+		st := "waiting"
+		if n == 3 {
+			st = "paid"
+		}
+		w.Header().Set("X-Request-Id", fmt.Sprint("req-", n))
+		_, _ = io.WriteString(w, waitPaymentJSON(waitPaymentID, st, whOrder, time.Now()))
+	})
+	var resp Response
+	p, err := c.WaitForPayment(context.Background(), waitPaymentID, append(fastWait,
+		WithRequestHeader("X-Trace", "order-1"), WithResponseInto(&resp))...)
+	require.NoError(t, err)
+	assert.Equal(t, PaymentPaid, p.Status)
+	require.Equal(t, int32(3), reads.Load())
+	for i := int32(1); i <= 3; i++ {
+		h, _ := headers.Load(i)
+		assert.Equal(t, "order-1", h, "read %d", i)
+	}
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Equal(t, "req-3", resp.RequestID, "the last read")
 }

@@ -15,7 +15,7 @@ func (r *waitRegistry) count(kind objKind, id string) int {
 
 func TestWakeupIsPerKindAndID(t *testing.T) {
 	t.Parallel()
-	c, _ := setupMock(t)
+	c, _ := setup(t)
 	w := c.waiters.add(kindPayout, waitPayoutID)
 	defer c.waiters.remove(kindPayout, waitPayoutID, w)
 	obj := func() any { return &Payout{ID: waitPayoutID, Status: PayoutPaid} }

@@ -271,16 +271,17 @@ var (
 // check allocates nothing.
 type tokenCheck struct {
 	mac       hash.Hash // HMAC-SHA256 keyed with the handler's secret
-	src       [tokenLen]byte
+	src       [encodedMACLen]byte
 	got, want [sha256.Size]byte
 }
 
-// tokenLen is the length of a token: base64url of 32 bytes, no padding.
-const tokenLen = 43
+// encodedMACLen is the length of a token: base64url of the 32-byte MAC, no
+// padding.
+const encodedMACLen = 43
 
 // validToken checks token against orderID in constant time.
 func (h *WebhookHandler) validToken(token string, orderID []byte) bool {
-	if len(orderID) == 0 || len(token) != tokenLen {
+	if len(orderID) == 0 || len(token) != encodedMACLen {
 		return false
 	}
 	t := h.macs.Get().(*tokenCheck)
@@ -446,12 +447,17 @@ func (h *WebhookHandler) checkRequest(r *http.Request) (string, outcome, bool) {
 	return token, outcome{}, true
 }
 
+// preallocBody is the largest declared length readBody allocates at once;
+// a longer body grows as it arrives, so a declared length alone cannot make
+// the handler hold memory before the bytes come.
+const preallocBody = 64 << 10
+
 // readBody reads the body under the size limit, in one allocation when its
-// length is declared.
+// declared length is small (the usual case).
 func (h *WebhookHandler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, outcome, bool) {
 	var body []byte
 	var err error
-	if n := r.ContentLength; n >= 0 { // checkRequest saw n <= maxBody
+	if n := r.ContentLength; n >= 0 && n <= preallocBody { // checkRequest saw n <= maxBody
 		body = make([]byte, n)
 		_, err = io.ReadFull(r.Body, body)
 	} else {

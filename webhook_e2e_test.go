@@ -341,3 +341,123 @@ func hookUntil(t testing.TB, cond func() bool) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// burstResult is what one run of burstOfCompletions saw.
+type burstResult struct {
+	elapsed   time.Duration // from the first Pay to the last wait returning
+	delivered int64         // paid events that reached the callback
+	busy      int64         // events answered 503 (backpressure or retry later)
+}
+
+// burstPoll is how often the waits of burstOfCompletions poll.
+const burstPoll = 10 * time.Second
+
+// burstOfCompletions creates n payments, starts a wait for each (polling
+// every burstPoll), pays them all at once and times how long the waits take
+// to return. With webhooks, each payment's webhook goes to a handler
+// sharing the waits' Client, which wakes them; without, the waits poll
+// alone.
+func burstOfCompletions(t *testing.T, n int, webhooks bool) burstResult {
+	srv := cryptopaytest.NewServer(cryptopaytest.WithWebhookRetry(12, 20*time.Millisecond))
+	defer srv.Close()
+	client := srv.Client()
+	var res burstResult
+	var hookURL func(order string) string
+	delivered := make(map[string]int, n)
+	var mu sync.Mutex
+	if webhooks {
+		hook := httptest.NewServer(burstHandler(t, client, &res, &mu, delivered))
+		defer hook.Close()
+		hookURL = func(order string) string {
+			u, err := cryptopay.WebhookURL(hook.URL, e2eSecret, order)
+			require.NoError(t, err)
+			return u
+		}
+	}
+	inProcess := srv.Client(cryptopay.WithHTTPClient(&http.Client{Transport: handlerTransport{srv.Handler()}}))
+	payments := createPayments(t, inProcess, n, hookURL)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	readsBefore := srv.Requests(cryptopaytest.RouteGetPayment)
+	var wg sync.WaitGroup
+	for _, p := range payments {
+		wg.Go(func() {
+			got, err := client.WaitForPayment(ctx, p.ID, cryptopay.WithPollInterval(burstPoll), cryptopay.WithMaxPollInterval(burstPoll))
+			assert.NoError(t, err)
+			if err == nil {
+				assert.Equal(t, cryptopay.PaymentPaid, got.Status)
+			}
+		})
+	}
+	for srv.Requests(cryptopaytest.RouteGetPayment)-readsBefore < n { // every wait has read once
+		require.NoError(t, ctx.Err())
+		time.Sleep(time.Millisecond)
+	}
+	start := time.Now()
+	for _, p := range payments {
+		require.NoError(t, srv.Pay(p.ID, p.PayAmount))
+	}
+	wg.Wait()
+	res.elapsed = time.Since(start)
+	require.NoError(t, srv.WaitWebhooksIdle(ctx))
+	mu.Lock()
+	defer mu.Unlock()
+	for _, p := range payments {
+		if webhooks {
+			assert.Equal(t, 1, delivered[p.ID], "payment %s: its paid event reaches the callback once", p.ID)
+		}
+		res.delivered += int64(delivered[p.ID])
+	}
+	return res
+}
+
+// burstHandler is the merchant's handler of burstOfCompletions: it counts
+// the paid events per payment and the 503 answers.
+func burstHandler(t *testing.T, client *cryptopay.Client, res *burstResult, mu *sync.Mutex, delivered map[string]int) http.Handler {
+	h, err := cryptopay.NewWebhookHandler(cryptopay.WebhookConfig{
+		Secret: e2eSecret,
+		Client: client,
+		OnPayment: func(_ context.Context, p *cryptopay.Payment) error {
+			if p.Status == cryptopay.PaymentPaid {
+				mu.Lock()
+				delivered[p.ID]++
+				mu.Unlock()
+			}
+			return nil
+		},
+		Observer: cryptopay.Observer{OnWebhookEvent: func(_ context.Context, ev cryptopay.WebhookEventInfo) {
+			if ev.StatusCode == http.StatusServiceUnavailable {
+				mu.Lock()
+				res.busy++
+				mu.Unlock()
+			}
+		}},
+	})
+	require.NoError(t, err)
+	return h
+}
+
+// TestE2EBurstOfCompletions pays 10,000 payments at once (1,500 under
+// -race), each with a wait polling every 10 s, and compares in the same run
+// (one after the other) the waits woken through a handler on the same
+// Client with the same waits polling alone: the woken ones finish sooner,
+// and every paid event reaches the callback exactly once (the fake sends 64
+// at a time; the handler re-reads at most 64 at a time and asks for a retry
+// beyond that). How much sooner depends on the machine: the webhooks'
+// time is the events' throughput, polling's is the interval.
+func TestE2EBurstOfCompletions(t *testing.T) {
+	if testing.Short() {
+		t.Skip("10,000 payments")
+	}
+	n := 10_000
+	if raceEnabled {
+		n = 1_500
+	}
+	woken := burstOfCompletions(t, n, true)
+	polled := burstOfCompletions(t, n, false)
+	t.Logf("%d completions: woken by webhooks %v (%d busy answers), polling alone every %v: %v",
+		n, woken.elapsed.Round(time.Millisecond), woken.busy, burstPoll, polled.elapsed.Round(time.Millisecond))
+	assert.Less(t, woken.elapsed, polled.elapsed)
+	assert.Equal(t, int64(n), woken.delivered)
+}
