@@ -1,0 +1,185 @@
+package cryptopay
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/net/http2"
+)
+
+// proxiedHost is the API host name a CONNECT proxy maps to a loopback
+// server (ProxyFromEnvironment never proxies loopback, so the base URL
+// names a host and the proxy resolves it).
+const proxiedHost = "api.cryptopay.test"
+
+// h2Client is one way a Client can reach an HTTP/2 server.
+type h2Client struct {
+	name string
+	new  func(t *testing.T, s *h2Server) *Client
+}
+
+// h2Clients: the default transport, a caller's http.Transport with
+// ForceAttemptHTTP2, a caller's x/net http2.Transport, and the default
+// transport through an HTTP CONNECT proxy.
+var h2Clients = []h2Client{
+	{"default transport", func(t *testing.T, s *h2Server) *Client {
+		c := newTLSClient(t, "https://"+s.addr)
+		trustOnly(c, s.pool)
+		return c
+	}},
+	{"WithHTTPClient http.Transport ForceAttemptHTTP2", func(t *testing.T, s *h2Server) *Client {
+		tr := &http.Transport{ForceAttemptHTTP2: true, TLSClientConfig: &tls.Config{RootCAs: s.pool}}
+		t.Cleanup(tr.CloseIdleConnections)
+		return newTLSClient(t, "https://"+s.addr, WithHTTPClient(&http.Client{Transport: tr}))
+	}},
+	{"WithHTTPClient x/net http2.Transport", func(t *testing.T, s *h2Server) *Client {
+		//lint:ignore SA1019 merchants still pass x/net's deprecated HTTP/2 transport to WithHTTPClient; it must not replay a POST either
+		tr := &http2.Transport{TLSClientConfig: &tls.Config{RootCAs: s.pool}}
+		//lint:ignore SA1019 the same transport
+		t.Cleanup(tr.CloseIdleConnections)
+		return newTLSClient(t, "https://"+s.addr, WithHTTPClient(&http.Client{Transport: tr}))
+	}},
+	{"default transport via CONNECT proxy", func(t *testing.T, s *h2Server) *Client {
+		p := newConnectProxy(t, map[string]string{proxiedHost + ":443": s.addr})
+		c := newTLSClient(t, "https://"+proxiedHost)
+		tr := trustOnly(c, s.pool)
+		tr.Proxy = http.ProxyURL(p.url)
+		t.Cleanup(func() { assert.Positive(t, p.connects.Load(), "the requests went through the proxy") })
+		return c
+	}},
+}
+
+func newTLSClient(t *testing.T, base string, opts ...Option) *Client {
+	t.Helper()
+	c, err := NewClient(base, testKey, append([]Option{WithRetryPolicy(fastRetry)}, opts...)...)
+	require.NoError(t, err)
+	t.Cleanup(c.CloseIdleConnections)
+	return c
+}
+
+// trustOnly makes the Client's own default transport trust pool (and no
+// other root): the transport under test stays the SDK's.
+func trustOnly(c *Client, pool *x509.CertPool) *http.Transport {
+	tr := c.rt.(*http.Transport)
+	tr.TLSClientConfig.RootCAs = pool
+	return tr
+}
+
+// TestPostNeverReplayedOverHTTP2: after the server read POST /v1/payout in
+// full, a reset stream, a GOAWAY naming the stream as processed or a
+// dropped connection leave exactly one arrival and an unknown outcome, on
+// every way of speaking HTTP/2. Go's HTTP/2 client replays by itself any
+// request whose GetBody is set on RST_STREAM PROTOCOL_ERROR.
+func TestPostNeverReplayedOverHTTP2(t *testing.T) {
+	actions := []struct {
+		name string
+		a    h2Action
+	}{
+		{"RST_STREAM PROTOCOL_ERROR", h2RSTProtocol},
+		{"RST_STREAM INTERNAL_ERROR", h2RSTInternal},
+		{"GOAWAY naming the stream processed", h2GoAwayProcessed},
+		{"dropped connection", h2Drop},
+	}
+	for _, hc := range h2Clients {
+		for _, act := range actions {
+			t.Run(hc.name+"/"+act.name, func(t *testing.T) {
+				t.Parallel()
+				s := newH2Server(t, func(n int64, method, _ string) h2Action {
+					if method == http.MethodPost && n <= 3 {
+						return act.a
+					}
+					return h2Answer // a replayed POST succeeds: the test fails fast
+				}, proxiedHost)
+				c := hc.new(t, s)
+				_, err := c.CreatePayout(context.Background(), validPayoutParams())
+				require.ErrorIs(t, err, ErrOutcomeUnknown)
+				assert.EqualValues(t, 1, s.arrivals.Load(), "the POST reached the server exactly once")
+
+				var resp Response
+				_, err = c.GetBalances(context.Background(), WithResponseInto(&resp))
+				require.NoError(t, err, "the client still reads")
+				assert.Equal(t, "HTTP/2.0", resp.Proto)
+				assert.EqualValues(t, 2, s.processed.Load(), "the POST once, then the GET")
+			})
+		}
+	}
+}
+
+// TestPostRefusedStreamNeverProcessedTwice: REFUSED_STREAM says the server
+// did not process the stream. The SDK may retry or report an unknown
+// outcome; it must never cause two processed arrivals.
+func TestPostRefusedStreamNeverProcessedTwice(t *testing.T) {
+	for _, hc := range h2Clients {
+		t.Run(hc.name, func(t *testing.T) {
+			t.Parallel()
+			s := newH2Server(t, func(n int64, _, _ string) h2Action {
+				if n == 1 {
+					return h2RSTRefused
+				}
+				return h2Answer
+			}, proxiedHost)
+			c := hc.new(t, s)
+			p, err := c.CreatePayout(context.Background(), validPayoutParams())
+			if err != nil {
+				require.ErrorIs(t, err, ErrOutcomeUnknown)
+				assert.Zero(t, s.processed.Load())
+			} else {
+				assert.Equal(t, "po_77", p.ID)
+				assert.EqualValues(t, 1, s.processed.Load())
+			}
+			assert.LessOrEqual(t, s.processed.Load(), int64(1))
+		})
+	}
+}
+
+// TestGetRecoversOverHTTP2: a GET hit by any of the same faults is retried
+// and succeeds, as on HTTP/1.1.
+func TestGetRecoversOverHTTP2(t *testing.T) {
+	for _, hc := range h2Clients {
+		for _, a := range []h2Action{h2RSTProtocol, h2RSTInternal, h2RSTRefused, h2GoAwayProcessed, h2Drop} {
+			t.Run(hc.name, func(t *testing.T) {
+				t.Parallel()
+				s := newH2Server(t, func(n int64, _, _ string) h2Action {
+					if n == 1 {
+						return a
+					}
+					return h2Answer
+				}, proxiedHost)
+				b, err := hc.new(t, s).GetBalances(context.Background())
+				require.NoError(t, err)
+				assert.Len(t, b, 1)
+				assert.GreaterOrEqual(t, s.arrivals.Load(), int64(2))
+			})
+		}
+	}
+}
+
+// TestPostNotReplayedThroughProxyHTTP1: the same over HTTP/1.1 over TLS
+// through a CONNECT proxy: a server that reads the POST and resets the
+// connection sees it once.
+func TestPostNotReplayedThroughProxyHTTP1(t *testing.T) {
+	lb := &loopback{}
+	lb.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		lb.hits.Add(1)
+		resetAfterReading(w, r)
+	}))
+	cert, pool := newTestCert(t, proxiedHost)
+	lb.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
+	lb.StartTLS()
+	t.Cleanup(lb.Close)
+	p := newConnectProxy(t, map[string]string{proxiedHost + ":443": lb.Listener.Addr().String()})
+	c := newTLSClient(t, "https://"+proxiedHost)
+	tr := trustOnly(c, pool)
+	tr.Proxy = http.ProxyURL(p.url)
+
+	_, err := c.CreatePayout(context.Background(), validPayoutParams())
+	require.ErrorIs(t, err, ErrOutcomeUnknown)
+	assert.EqualValues(t, 1, lb.hits.Load())
+	assert.EqualValues(t, 1, p.connects.Load())
+}
