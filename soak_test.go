@@ -119,7 +119,7 @@ func TestSoak(t *testing.T) {
 	require.Len(t, soakFaultKinds, soakNumKinds)
 	ops := soakOps()
 	var opts []cryptopaytest.ServerOption
-	for _, c := range cryptopaytest.DefaultCurrencies {
+	for _, c := range cryptopaytest.DefaultCurrencies() {
 		opts = append(opts, cryptopaytest.WithBalance(c.Currency, c.Network, decimal.NewFromInt(soakStartAmount)))
 	}
 	s := cryptopaytest.NewServer(opts...)
@@ -324,7 +324,7 @@ func TestSoak(t *testing.T) {
 	// 1. No payout exists twice, and the server holds exactly the payouts
 	// the client knows of.
 	expected := map[cryptopaytest.Currency]decimal.Decimal{}
-	for _, pr := range cryptopaytest.DefaultCurrencies {
+	for _, pr := range cryptopaytest.DefaultCurrencies() {
 		expected[pr] = decimal.NewFromInt(soakStartAmount)
 	}
 	netFee := decimal.RequireFromString(soakNetFeePct).Div(decimal.NewFromInt(100))

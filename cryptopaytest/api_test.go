@@ -16,10 +16,12 @@ import (
 
 var creationPaymentKeys = sorted("paymentId", "status", "payAmount", "payAddress", "payQrCodeUri", "currency",
 	"network", "customerId", "customerIp", "orderId", "platformFeeByUser", "createdAt", "updatedAt",
-	"expiredAt", "webhookUrl")
+	"expiredAt")
 
+// payoutKeys are a payout's keys when it was created without a webhookUrl
+// (which is then left out: the spec types it as a uri, and "" is none).
 var payoutKeys = sorted("payoutId", "status", "amount", "walletAddress", "networkFeeByUser", "currency", "network",
-	"customerId", "customerIp", "orderId", "createdAt", "updatedAt", "webhookUrl")
+	"customerId", "customerIp", "orderId", "createdAt", "updatedAt")
 
 func TestCreatePaymentWire(t *testing.T) {
 	start := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -30,7 +32,8 @@ func TestCreatePaymentWire(t *testing.T) {
 	assert.NotEmpty(t, r.Header.Get("X-Request-Id"))
 
 	m := r.obj(t)
-	assert.Equal(t, creationPaymentKeys, keys(m), "creation response carries exactly the spec's creation fields")
+	assert.Equal(t, creationPaymentKeys, keys(m),
+		"creation response carries exactly the spec's creation fields, less the webhookUrl that was not sent")
 	_, err := uuid.Parse(m["paymentId"].(string))
 	assert.NoError(t, err)
 	assert.Equal(t, "waiting", m["status"])
@@ -41,7 +44,6 @@ func TestCreatePaymentWire(t *testing.T) {
 	assert.Equal(t, "203.0.113.7", m["customerIp"])
 	assert.Equal(t, "order-1", m["orderId"])
 	assert.Equal(t, true, m["platformFeeByUser"])
-	assert.Equal(t, "", m["webhookUrl"])
 	addr := m["payAddress"].(string)
 	assert.True(t, strings.HasPrefix(addr, "T"), addr)
 	assert.Equal(t, "tron:"+addr+"?amount=10.1", m["payQrCodeUri"])
@@ -100,26 +102,31 @@ func TestCreatePaymentOptionalFields(t *testing.T) {
 
 func TestGetPaymentWire(t *testing.T) {
 	statusKeys := sorted(append(creationPaymentKeys, "paidAmount", "merchantAmount", "paidAddress")...)
+	zero := func(t *testing.T, m map[string]any) {
+		assert.True(t, num(t, m, "paidAmount").IsZero())
+		assert.True(t, num(t, m, "merchantAmount").IsZero())
+		assert.Equal(t, "", m["paidAddress"])
+	}
 	tests := []struct {
-		mode     cryptopaytest.UnpaidFields
+		name     string
+		opts     []cryptopaytest.ServerOption
 		wantKeys []string
 		check    func(t *testing.T, m map[string]any)
 	}{
-		{cryptopaytest.UnpaidNull, statusKeys, func(t *testing.T, m map[string]any) {
-			assert.Nil(t, m["paidAmount"])
-			assert.Nil(t, m["merchantAmount"])
-			assert.Nil(t, m["paidAddress"])
-		}},
-		{cryptopaytest.UnpaidOmit, creationPaymentKeys, func(*testing.T, map[string]any) {}},
-		{cryptopaytest.UnpaidZero, statusKeys, func(t *testing.T, m map[string]any) {
-			assert.True(t, num(t, m, "paidAmount").IsZero())
-			assert.True(t, num(t, m, "merchantAmount").IsZero())
-			assert.Equal(t, "", m["paidAddress"])
-		}},
+		{"default: zero, schema-valid", nil, statusKeys, zero},
+		{"null", []cryptopaytest.ServerOption{cryptopaytest.WithUnpaidFields(cryptopaytest.UnpaidNull)}, statusKeys,
+			func(t *testing.T, m map[string]any) {
+				assert.Nil(t, m["paidAmount"])
+				assert.Nil(t, m["merchantAmount"])
+				assert.Nil(t, m["paidAddress"])
+			}},
+		{"omit", []cryptopaytest.ServerOption{cryptopaytest.WithUnpaidFields(cryptopaytest.UnpaidOmit)}, creationPaymentKeys,
+			func(*testing.T, map[string]any) {}},
+		{"zero", []cryptopaytest.ServerOption{cryptopaytest.WithUnpaidFields(cryptopaytest.UnpaidZero)}, statusKeys, zero},
 	}
 	for _, tt := range tests {
-		t.Run(tt.mode.String(), func(t *testing.T) {
-			s := newServer(t, cryptopaytest.WithUnpaidFields(tt.mode))
+		t.Run(tt.name, func(t *testing.T) {
+			s := newServer(t, tt.opts...)
 			id := createPayment(t, s, paymentBody)
 			r := call(t, s, "GET", "/v1/payment/"+id+"/status", "")
 			require.Equal(t, http.StatusOK, r.Status)
@@ -158,7 +165,8 @@ func TestPayoutWire(t *testing.T) {
 	require.Equal(t, http.StatusOK, g.Status)
 	gm := g.obj(t)
 	assert.Equal(t, sorted(append(payoutKeys, "paidAmount", "merchantAmount")...), keys(gm))
-	assert.Nil(t, gm["paidAmount"])
+	assert.True(t, num(t, gm, "paidAmount").IsZero(), "0 before the payout is paid: the spec says number")
+	assert.True(t, num(t, gm, "merchantAmount").IsZero())
 
 	require.NoError(t, s.SetPayoutStatus(id, "processing"))
 	require.NoError(t, s.SetPayoutStatus(id, "paid"))
@@ -261,11 +269,23 @@ func TestBalanceAndCurrenciesWire(t *testing.T) {
 func TestDefaultCurrencies(t *testing.T) {
 	s := newServer(t)
 	list := call(t, s, "GET", "/v1/currencies", "").arr(t)
-	require.Len(t, list, len(cryptopaytest.DefaultCurrencies))
-	for i, c := range cryptopaytest.DefaultCurrencies {
+	require.Len(t, list, len(cryptopaytest.DefaultCurrencies()))
+	for i, c := range cryptopaytest.DefaultCurrencies() {
 		assert.Equal(t, map[string]any{"currency": c.Currency, "network": c.Network}, list[i])
-		assert.True(t, s.Balance(c.Currency, c.Network).Equal(cryptopaytest.DefaultBalance))
+		assert.True(t, s.Balance(c.Currency, c.Network).Equal(cryptopaytest.DefaultBalance()))
 	}
+}
+
+func TestDefaultsAreCopies(t *testing.T) {
+	// Changing what the defaults return changes neither the next call nor
+	// a server started afterwards.
+	d := cryptopaytest.DefaultCurrencies()
+	d[0] = cryptopaytest.Currency{Currency: "xxx", Network: "yyy"}
+	assert.Equal(t, cryptopaytest.Currency{Currency: "btc", Network: "bitcoin"}, cryptopaytest.DefaultCurrencies()[0])
+	s := newServer(t)
+	list := call(t, s, "GET", "/v1/currencies", "").arr(t)
+	assert.Equal(t, "btc", list[0]["currency"])
+	assert.True(t, cryptopaytest.DefaultBalance().Equal(dec("1000")))
 }
 
 func TestAuth(t *testing.T) {
@@ -342,7 +362,7 @@ func TestValidation(t *testing.T) {
 	}
 	assert.Equal(t, 0, s.PaymentCount())
 	assert.Equal(t, 0, s.PayoutCount())
-	assert.True(t, s.Balance("usdt", "tron").Equal(cryptopaytest.DefaultBalance), "a refused payout takes nothing")
+	assert.True(t, s.Balance("usdt", "tron").Equal(cryptopaytest.DefaultBalance()), "a refused payout takes nothing")
 }
 
 func TestTrailingDataRefused(t *testing.T) {

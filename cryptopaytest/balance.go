@@ -49,12 +49,3 @@ func (s *Server) getBalances(w http.ResponseWriter) {
 	s.mu.RUnlock()
 	writeJSON(w, http.StatusOK, out)
 }
-
-// getCurrencies handles GET /v1/currencies.
-func (s *Server) getCurrencies(w http.ResponseWriter) {
-	out := make([]currencyJSON, 0, len(s.currencies))
-	for _, c := range s.currencies { // immutable after start
-		out = append(out, currencyJSON(c))
-	}
-	writeJSON(w, http.StatusOK, out)
-}

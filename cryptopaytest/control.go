@@ -19,7 +19,8 @@ import (
 // drive the server, for programs that cannot call them (it is what
 // cmd/cryptopay-fakeserver serves under /_control/). Bodies are JSON;
 // amounts may be numbers or strings; errors are {code, message} with 400
-// (bad input), 404 (unknown id or endpoint) or 409 (move not allowed).
+// (bad input), 404 (unknown id or endpoint), 405 (a known path with another
+// method; Allow names the right ones) or 409 (move not allowed).
 //
 //	POST   /_control/payments/{id}/pay      {"amount": "1.5"}          -> payment status JSON
 //	POST   /_control/payments/{id}/status   {"status": "expired"}      -> payment status JSON
@@ -53,9 +54,6 @@ func (s *Server) ControlHandler() http.Handler {
 	mux.HandleFunc("PUT /_control/balances", s.ctlSetBalance)
 	mux.HandleFunc("GET /_control/webhooks", s.ctlWebhooks)
 	mux.HandleFunc("GET /_control/state", s.ctlState)
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, codeNotFound, "no such control endpoint: "+r.Method+" "+r.URL.Path)
-	})
 	return controlHandler{s, mux}
 }
 
@@ -78,7 +76,27 @@ func (c controlHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer c.s.inflight.Done()
+	if h, pattern := c.mux.Handler(r); pattern == "" {
+		noRoute(w, r, h)
+		return
+	}
 	c.mux.ServeHTTP(w, r)
+}
+
+// noRoute answers a control request that matches no endpoint: 405 with
+// Allow when the path is known under another method, else 404, both with
+// a {code, message} body. h is the mux's own answer, which decides which.
+func noRoute(w http.ResponseWriter, r *http.Request, h http.Handler) {
+	rec := &recorder{header: make(http.Header), status: http.StatusOK}
+	h.ServeHTTP(rec, r)
+	if rec.status == http.StatusMethodNotAllowed {
+		allow := rec.header.Get("Allow")
+		w.Header().Set("Allow", allow)
+		writeError(w, http.StatusMethodNotAllowed, codeMethodNotAllowed,
+			r.Method+" is not allowed on "+r.URL.Path+"; use "+allow)
+		return
+	}
+	writeError(w, http.StatusNotFound, codeNotFound, "no such control endpoint: "+r.Method+" "+r.URL.Path)
 }
 
 // hostOnly strips the port from a Host header value.
@@ -341,7 +359,7 @@ func (s *Server) ctlState(w http.ResponseWriter, _ *http.Request) {
 		Now:               wireTime(s.Now()),
 		Payments:          s.PaymentCount(),
 		Payouts:           s.PayoutCount(),
-		Webhooks:          len(s.Webhooks()),
+		Webhooks:          s.WebhooksRecorded(),
 		ConnectionsOpened: s.ConnectionsOpened(),
 		Requests:          make(map[Route]int, numRoutes),
 		Faults:            make(map[Route]int, numRoutes),

@@ -3,6 +3,8 @@ package cryptopaytest_test
 import (
 	"net/http"
 	"net/http/httptest"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -54,12 +56,44 @@ func TestControlPayments(t *testing.T) {
 		{"POST", "/payments/" + id + "/pay", `{"amount":1,"amuont":2}`, 400, "invalid_request"},
 		{"POST", "/payments/" + id + "/status", `{"status":"done"}`, 400, "invalid_request"},
 		{"GET", "/nothing", ``, 404, "not_found"},
+		{"GET", "/payments/" + id + "/pay/more", ``, 404, "not_found"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.method+tt.path+tt.body, func(t *testing.T) {
 			r := ctl(t, s, tt.method, tt.path, tt.body)
 			require.Equal(t, tt.status, r.Status, "%s", r.Body)
 			assert.Equal(t, tt.code, r.obj(t)["code"])
+		})
+	}
+}
+
+func TestControlWrongMethodIs405(t *testing.T) {
+	s := newServer(t, cryptopaytest.WithControlAPI())
+	id := createPayment(t, s, paymentBody)
+	tests := []struct {
+		method, path string
+		allow        []string
+	}{
+		{"GET", "/payments/" + id + "/pay", []string{"POST"}},
+		{"PUT", "/payments/" + id + "/status", []string{"POST"}},
+		{"DELETE", "/payments/" + id, []string{"GET", "HEAD"}},
+		{"POST", "/payouts/x", []string{"GET", "HEAD"}},
+		{"GET", "/payouts/x/status", []string{"POST"}},
+		{"POST", "/clock", []string{"GET", "HEAD"}},
+		{"GET", "/clock/advance", []string{"POST"}},
+		{"GET", "/faults", []string{"DELETE", "POST"}},
+		{"GET", "/balances", []string{"PUT"}},
+		{"POST", "/webhooks", []string{"GET", "HEAD"}},
+		{"DELETE", "/state", []string{"GET", "HEAD"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.method+tt.path, func(t *testing.T) {
+			r := ctl(t, s, tt.method, tt.path, "")
+			require.Equal(t, http.StatusMethodNotAllowed, r.Status, "%s", r.Body)
+			assert.Equal(t, "method_not_allowed", r.obj(t)["code"])
+			allow := strings.Split(r.Header.Get("Allow"), ", ")
+			slices.Sort(allow)
+			assert.Equal(t, tt.allow, allow)
 		})
 	}
 }

@@ -67,7 +67,9 @@
 // Every change of a payment or payout (status or paid amount) is POSTed as
 // the status-response JSON to the object's webhookUrl, in order per object,
 // retried on a non-2xx answer or a transport error, and recorded
-// (Webhooks, WaitWebhooks). By default only loopback URLs are called; see
+// (Webhooks, WaitWebhooks). At most WithWebhookConcurrency attempts are in
+// flight at once; the rest wait in a queue. The record keeps the newest
+// WithWebhookLog attempts. By default only loopback URLs are called; see
 // WithWebhookAnyHost.
 //
 // Nothing in this package touches process-wide state: not

@@ -89,7 +89,7 @@ func (s *Server) createPayment(w http.ResponseWriter, body []byte) {
 	s.mu.Lock()
 	now := s.Now().Truncate(time.Millisecond)
 	p.createdAt, p.updatedAt, p.expiredAt = now, now, now.Add(s.cfg.paymentTTL)
-	s.payments[p.id] = p
+	s.addPaymentLocked(p)
 	j := p.json(false, s.cfg.unpaid)
 	s.mu.Unlock()
 	writeJSON(w, http.StatusCreated, j)
@@ -188,24 +188,33 @@ func (s *Server) expireLocked(p *payment, now time.Time) {
 	s.setPaymentLocked(p, cryptopay.PaymentExpired, now)
 }
 
-// expireDue expires every waiting payment past its expiredAt.
+// expireDue expires every waiting payment past its expiredAt, taking them
+// from the expiry queue (earliest first) rather than scanning every payment.
 func (s *Server) expireDue() {
 	now := s.Now()
 	s.mu.RLock()
-	var due []*payment
-	for _, p := range s.payments {
-		if p.expiryDue(now) {
-			due = append(due, p)
-		}
-	}
+	due := s.expiry.due(now)
 	s.mu.RUnlock()
-	if len(due) == 0 {
+	if !due {
 		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, p := range due {
+	for {
+		p, ok := s.expiry.popDue(now)
+		if !ok {
+			return
+		}
 		s.expireLocked(p, now)
+	}
+}
+
+// addPaymentLocked stores a new payment and queues its expiry. Caller holds
+// s.mu; p.expiredAt must be set.
+func (s *Server) addPaymentLocked(p *payment) {
+	s.payments[p.id] = p
+	if p.status == cryptopay.PaymentWaiting {
+		s.expiry.add(p)
 	}
 }
 

@@ -45,22 +45,38 @@ func (d WebhookDelivery) Delivered() bool {
 type webhookEvent struct {
 	kind, id, status, url string
 	body                  []byte
+	attempts              int           // attempts made so far
+	wait                  time.Duration // before the next retry
 }
 
-type webhookQueue struct{ items []webhookEvent }
+// webhookQueue holds one object's events, oldest first. At any moment a
+// queue is in exactly one place: on the ready list, with a worker, or
+// waiting for its retry timer; so an object's events go out in order, one
+// at a time.
+type webhookQueue struct {
+	key   string
+	items []webhookEvent
+	timer *time.Timer // set while waiting to retry items[0]
+}
 
-// webhooks sends events one object at a time, in order, one goroutine per
-// object with something queued (none when idle).
+// webhooks sends events with at most limit attempts in flight at once
+// (WithWebhookConcurrency). Workers are started on demand up to limit and
+// end when nothing is ready, so an idle server runs none; a retry waits on
+// a timer, not in a worker. Nothing queued is dropped while the server runs.
 type webhooks struct {
 	s         *Server
 	client    *http.Client
 	ctx       context.Context
 	cancel    context.CancelFunc
+	limit     int
 	mu        sync.Mutex
 	closed    bool
-	queues    map[string]*webhookQueue
-	pending   int // events queued or being delivered
-	records   []WebhookDelivery
+	queues    map[string]*webhookQueue // objects with events queued
+	ready     fifo[*webhookQueue]      // queues whose head may be attempted now
+	workers   int                      // worker goroutines running
+	busy      int                      // workers in an attempt
+	pending   int                      // events queued or being delivered
+	log       deliveryLog
 	changed   chan struct{} // closed and replaced on every change
 	wg        sync.WaitGroup
 	userAgent string
@@ -72,7 +88,8 @@ func newWebhooks(s *Server) *webhooks {
 		hc = &http.Client{
 			Transport: &http.Transport{
 				DialContext:         (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
-				MaxIdleConnsPerHost: 16,
+				MaxIdleConnsPerHost: s.cfg.webhookConcurrency,
+				MaxConnsPerHost:     s.cfg.webhookConcurrency,
 				IdleConnTimeout:     30 * time.Second,
 			},
 			Timeout:       5 * time.Second,
@@ -85,7 +102,9 @@ func newWebhooks(s *Server) *webhooks {
 		client:    hc,
 		ctx:       ctx,
 		cancel:    cancel,
+		limit:     s.cfg.webhookConcurrency,
 		queues:    make(map[string]*webhookQueue),
+		log:       deliveryLog{size: s.cfg.webhookLogSize},
 		changed:   make(chan struct{}),
 		userAgent: "cryptopaytest-webhook/1",
 	}
@@ -105,17 +124,16 @@ func (w *webhooks) enqueue(kind, id, status, target string, v any) {
 		return
 	}
 	w.pending++
-	q, running := w.queues[key]
-	if !running {
-		q = &webhookQueue{}
+	q, queued := w.queues[key]
+	if !queued {
+		q = &webhookQueue{key: key}
 		w.queues[key] = q
+		w.ready.push(q)
 	}
-	q.items = append(q.items, webhookEvent{kind: kind, id: id, status: status, url: target, body: body})
+	q.items = append(q.items, webhookEvent{kind: kind, id: id, status: status, url: target, body: body,
+		wait: w.s.cfg.webhookFirstWait})
 	w.notifyLocked()
-	if !running {
-		w.wg.Add(1)
-		go w.run(key, q)
-	}
+	w.spawnLocked()
 }
 
 func (w *webhooks) notifyLocked() {
@@ -123,46 +141,77 @@ func (w *webhooks) notifyLocked() {
 	w.changed = make(chan struct{})
 }
 
-// run delivers q's events in order until it is empty.
-func (w *webhooks) run(key string, q *webhookQueue) {
+// spawnLocked starts workers for the ready queues, up to the limit. A
+// worker that is not in an attempt is about to take a ready queue, so new
+// ones are started only for the queues those cannot take.
+func (w *webhooks) spawnLocked() {
+	for w.workers < w.limit && w.workers-w.busy < w.ready.len() {
+		w.workers++
+		w.wg.Add(1)
+		go w.work()
+	}
+}
+
+// work attempts the head event of ready queues until none is ready.
+func (w *webhooks) work() {
 	defer w.wg.Done()
+	w.mu.Lock()
 	for {
-		w.mu.Lock()
-		if w.closed || len(q.items) == 0 {
-			w.pending -= len(q.items)
-			delete(w.queues, key)
-			w.notifyLocked()
+		q, ok := w.ready.pop()
+		if w.closed || !ok {
+			w.workers--
 			w.mu.Unlock()
 			return
 		}
 		ev := q.items[0]
-		q.items = q.items[1:]
+		w.busy++
 		w.mu.Unlock()
 
-		w.deliver(ev)
+		d, retry := w.attempt(ev, ev.attempts+1)
 
 		w.mu.Lock()
-		w.pending--
+		w.busy--
+		w.log.add(d)
+		if !w.closed {
+			w.afterAttemptLocked(q, retry)
+		}
 		w.notifyLocked()
-		w.mu.Unlock()
 	}
 }
 
-// deliver attempts ev until it is delivered, the attempts run out, the
-// target is refused, or the server closes.
-func (w *webhooks) deliver(ev webhookEvent) {
-	wait := w.s.cfg.webhookFirstWait
-	for attempt := 1; ; attempt++ {
-		d, retry := w.attempt(ev, attempt)
-		w.record(d)
-		if !retry || attempt >= w.s.cfg.webhookAttempts {
-			return
-		}
-		if !w.s.sleep(w.ctx, wait) {
-			return
-		}
-		wait = min(wait*2, time.Minute)
+// afterAttemptLocked schedules the retry of q's head event, or drops it
+// (delivered, refused or out of attempts) and readies q's next event.
+func (w *webhooks) afterAttemptLocked(q *webhookQueue, retry bool) {
+	ev := &q.items[0]
+	ev.attempts++
+	if retry && ev.attempts < w.s.cfg.webhookAttempts {
+		wait := ev.wait
+		ev.wait = min(ev.wait*2, time.Minute)
+		w.wg.Add(1)
+		q.timer = time.AfterFunc(wait, func() { w.retryDue(q) })
+		return
 	}
+	q.items[0] = webhookEvent{}
+	q.items = q.items[1:]
+	w.pending--
+	if len(q.items) == 0 {
+		delete(w.queues, q.key)
+		return
+	}
+	w.ready.push(q)
+}
+
+// retryDue puts q back on the ready list once its retry wait is over.
+func (w *webhooks) retryDue(q *webhookQueue) {
+	defer w.wg.Done()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	q.timer = nil
+	if w.closed {
+		return
+	}
+	w.ready.push(q)
+	w.spawnLocked()
 }
 
 // attempt makes one delivery attempt; retry says whether another may help.
@@ -204,22 +253,25 @@ func (w *webhooks) attempt(ev webhookEvent, n int) (d WebhookDelivery, retry boo
 	return d, !ok
 }
 
-func (w *webhooks) record(d WebhookDelivery) {
-	w.mu.Lock()
-	w.records = append(w.records, d)
-	w.notifyLocked()
-	w.mu.Unlock()
-}
-
 func (w *webhooks) snapshot() []WebhookDelivery {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return append([]WebhookDelivery(nil), w.records...)
+	return w.log.list()
 }
 
+// close abandons every queued event and retry; attempts in flight are
+// cancelled (and still recorded).
 func (w *webhooks) close() {
 	w.mu.Lock()
 	w.closed = true
+	for _, q := range w.queues {
+		if q.timer != nil && q.timer.Stop() {
+			w.wg.Done() // its retryDue will not run
+		}
+	}
+	clear(w.queues)
+	w.ready = fifo[*webhookQueue]{}
+	w.pending = 0
 	w.notifyLocked()
 	w.mu.Unlock()
 	w.cancel()
@@ -230,33 +282,98 @@ func (w *webhooks) wait() {
 	w.client.CloseIdleConnections()
 }
 
-// Webhooks returns every delivery attempt recorded so far, oldest first.
+// deliveryLog keeps the newest size delivery attempts in a ring, and counts
+// every attempt ever recorded.
+type deliveryLog struct {
+	buf   []WebhookDelivery
+	next  int // where the next record goes once buf is full (the oldest)
+	size  int
+	total int
+}
+
+func (l *deliveryLog) add(d WebhookDelivery) {
+	l.total++
+	if len(l.buf) < l.size {
+		l.buf = append(l.buf, d)
+		return
+	}
+	l.buf[l.next] = d
+	l.next = (l.next + 1) % l.size
+}
+
+// list copies the records, oldest first.
+func (l *deliveryLog) list() []WebhookDelivery {
+	out := make([]WebhookDelivery, 0, len(l.buf))
+	out = append(out, l.buf[l.next:]...)
+	return append(out, l.buf[:l.next]...)
+}
+
+// fifo is a queue on a slice that reuses its space.
+type fifo[T any] struct {
+	items []T
+	head  int
+}
+
+func (f *fifo[T]) len() int { return len(f.items) - f.head }
+
+func (f *fifo[T]) push(v T) {
+	if f.head > 0 && f.head >= len(f.items)/2 {
+		n := copy(f.items, f.items[f.head:])
+		clear(f.items[n:])
+		f.items, f.head = f.items[:n], 0
+	}
+	f.items = append(f.items, v)
+}
+
+func (f *fifo[T]) pop() (T, bool) {
+	var zero T
+	if f.head == len(f.items) {
+		return zero, false
+	}
+	v := f.items[f.head]
+	f.items[f.head] = zero
+	f.head++
+	return v, true
+}
+
+// Webhooks returns the delivery attempts the log holds, oldest first. The
+// log is a ring of the newest WithWebhookLog attempts (default
+// DefaultWebhookLogSize): once it is full each new attempt replaces the
+// oldest, so a long-running server keeps a bounded history.
+// WebhooksRecorded counts every attempt, including those the ring dropped.
 func (s *Server) Webhooks() []WebhookDelivery { return s.wh.snapshot() }
+
+// WebhooksRecorded returns how many delivery attempts have been recorded
+// since the server started, whether or not the log still holds them.
+func (s *Server) WebhooksRecorded() int {
+	s.wh.mu.Lock()
+	defer s.wh.mu.Unlock()
+	return s.wh.log.total
+}
 
 // errClosed is returned by the waiting helpers once the server is closed.
 var errClosed = errors.New("cryptopaytest: server closed")
 
 // WaitWebhooks waits until at least n delivery attempts have been recorded
-// and returns all of them. It returns what it has with ctx's error when ctx
-// ends first, or with an error when the server is closed.
+// since the server started (counted as WebhooksRecorded counts them) and
+// returns the attempts the log holds, as Webhooks does: all of them unless
+// more than the log's size were made. It returns what it has with ctx's
+// error when ctx ends first, or with an error when the server is closed.
 func (s *Server) WaitWebhooks(ctx context.Context, n int) ([]WebhookDelivery, error) {
 	w := s.wh
 	for {
 		w.mu.Lock()
-		if len(w.records) >= n {
-			out := append([]WebhookDelivery(nil), w.records...)
-			w.mu.Unlock()
-			return out, nil
-		}
-		ch, closed := w.changed, w.closed
-		out := append([]WebhookDelivery(nil), w.records...)
+		total, ch, closed := w.log.total, w.changed, w.closed
 		w.mu.Unlock()
-		if closed {
-			return out, errClosed
+		switch {
+		case total >= n:
+			return s.Webhooks(), nil
+		case closed:
+			return s.Webhooks(), errClosed
 		}
 		select {
 		case <-ctx.Done():
-			return out, ctx.Err()
+			return s.Webhooks(), ctx.Err()
 		case <-ch:
 		}
 	}

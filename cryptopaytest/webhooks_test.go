@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -235,4 +237,171 @@ func TestWaitWebhooksContext(t *testing.T) {
 	got, err := s.WaitWebhooks(c, 1)
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.Empty(t, got)
+}
+
+// burstPayments creates n payments that post to url and moves each to
+// confirming, which queues one webhook event per payment at once.
+func burstPayments(t *testing.T, s *cryptopaytest.Server, n int, url string) []string {
+	t.Helper()
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = createPayment(t, s, `{"amount":1,"platformFeeByUser":false,"currency":"eth","network":"eth",
+			"customerId":"c","customerIp":"1.2.3.4","orderId":"o","webhookUrl":"`+url+`"}`)
+	}
+	for _, id := range ids {
+		require.NoError(t, s.SetPaymentStatus(id, cryptopay.PaymentConfirming))
+	}
+	return ids
+}
+
+func TestWebhooksConcurrencyBounded(t *testing.T) {
+	tests := []struct {
+		name   string
+		opts   []cryptopaytest.ServerOption
+		limit  int
+		events int
+	}{
+		{"default bound", nil, cryptopaytest.DefaultWebhookConcurrency, 2000},
+		{"bound of 4", []cryptopaytest.ServerOption{cryptopaytest.WithWebhookConcurrency(4)}, 4, 300},
+		{"bound of 1", []cryptopaytest.ServerOption{cryptopaytest.WithWebhookConcurrency(1)}, 1, 50},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var inflight, peak, conns, open, peakOpen atomic.Int64
+			seen := make(map[string]int)
+			var mu sync.Mutex
+			rcv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				n := inflight.Add(1)
+				defer inflight.Add(-1)
+				for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+				}
+				var m map[string]any
+				if json.NewDecoder(r.Body).Decode(&m) == nil {
+					mu.Lock()
+					seen[m["paymentId"].(string)]++
+					mu.Unlock()
+				}
+				time.Sleep(time.Millisecond) // keep attempts overlapping
+			}))
+			rcv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+				switch st {
+				case http.StateNew:
+					n := open.Add(1)
+					conns.Add(1)
+					for p := peakOpen.Load(); n > p && !peakOpen.CompareAndSwap(p, n); p = peakOpen.Load() {
+					}
+				case http.StateClosed, http.StateHijacked:
+					open.Add(-1)
+				}
+			}
+			rcv.Start()
+			t.Cleanup(rcv.Close)
+			s := newServer(t, tt.opts...)
+			ids := burstPayments(t, s, tt.events, rcv.URL)
+			c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			require.NoError(t, s.WaitWebhooksIdle(c))
+
+			assert.LessOrEqual(t, peak.Load(), int64(tt.limit), "attempts in flight at once")
+			// The sender's transport holds at most limit connections; the receiver
+			// may see a replaced one close after its successor opened.
+			assert.LessOrEqual(t, peakOpen.Load(), int64(2*tt.limit), "connections open at once at the receiver")
+			assert.Equal(t, tt.events, s.WebhooksRecorded())
+			mu.Lock()
+			defer mu.Unlock()
+			require.Len(t, seen, tt.events, "every event delivered")
+			for _, id := range ids {
+				assert.Equal(t, 1, seen[id], "payment %s delivered once", id)
+			}
+			t.Logf("%d events: peak %d in flight, %d connections open at most, %d opened", tt.events, peak.Load(), peakOpen.Load(), conns.Load())
+		})
+	}
+}
+
+func TestWebhooksOrderPerObjectUnderBound(t *testing.T) {
+	// One worker, two objects with interleaved events, one object's first
+	// attempt failing: each object's events still arrive in order, and a
+	// retry's wait does not block the other object.
+	var mu sync.Mutex
+	got := map[string][]string{}
+	var calls atomic.Int32
+	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var m map[string]any
+		require.NoError(t, json.NewDecoder(r.Body).Decode(&m))
+		if calls.Add(1) == 1 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		mu.Lock()
+		got[m["paymentId"].(string)] = append(got[m["paymentId"].(string)], m["status"].(string))
+		mu.Unlock()
+	}))
+	t.Cleanup(rcv.Close)
+	s := newServer(t, cryptopaytest.WithWebhookConcurrency(1), cryptopaytest.WithWebhookRetry(3, 20*time.Millisecond))
+	a := burstPayments(t, s, 1, rcv.URL)[0]
+	b := burstPayments(t, s, 1, rcv.URL)[0]
+	require.NoError(t, s.SetPaymentStatus(a, cryptopay.PaymentLocked))
+	require.NoError(t, s.SetPaymentStatus(b, cryptopay.PaymentLocked))
+	require.NoError(t, s.Pay(a, dec("1")))
+	require.NoError(t, s.Pay(b, dec("1")))
+	require.NoError(t, s.WaitWebhooksIdle(ctx(t)))
+	mu.Lock()
+	defer mu.Unlock()
+	want := []string{"confirming", "locked", "paid"}
+	assert.Equal(t, want, got[a])
+	assert.Equal(t, want, got[b])
+	assert.Equal(t, 7, s.WebhooksRecorded(), "6 events, one retried once")
+}
+
+func TestWebhookLogIsARing(t *testing.T) {
+	hc := &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		return &http.Response{StatusCode: 200, Body: io.NopCloser(bytes.NewReader(nil)), Request: r}, nil
+	})}
+	tests := []struct {
+		name   string
+		size   int
+		events int
+		want   int
+	}{
+		{"not full", 10, 4, 4},
+		{"exactly full", 5, 5, 5},
+		{"wrapped", 5, 12, 5},
+		{"size 1", 1, 3, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newServer(t, cryptopaytest.WithWebhookClient(hc), cryptopaytest.WithWebhookLog(tt.size),
+				cryptopaytest.WithWebhookConcurrency(1))
+			id := createPayment(t, s, `{"amount":100,"platformFeeByUser":false,"currency":"eth","network":"eth",
+				"customerId":"c","customerIp":"1.2.3.4","orderId":"o","webhookUrl":"http://127.0.0.1:9/h"}`)
+			for range tt.events {
+				require.NoError(t, s.Pay(id, dec("1")))
+			}
+			_, err := s.WaitWebhooks(ctx(t), tt.events)
+			require.NoError(t, err, "WaitWebhooks counts every attempt, not the ring's length")
+			require.NoError(t, s.WaitWebhooksIdle(ctx(t)))
+			assert.Equal(t, tt.events, s.WebhooksRecorded())
+			recs := s.Webhooks()
+			require.Len(t, recs, tt.want)
+			// The newest attempts, oldest first: paid amounts run up to events.
+			for i, d := range recs {
+				var m map[string]any
+				dc := json.NewDecoder(bytes.NewReader(d.Body))
+				dc.UseNumber()
+				require.NoError(t, dc.Decode(&m))
+				assert.Equal(t, json.Number(strconv.Itoa(tt.events-tt.want+i+1)), m["paidAmount"])
+			}
+		})
+	}
+}
+
+func TestWebhookOptionsRefuseBadValues(t *testing.T) {
+	for _, o := range []cryptopaytest.ServerOption{
+		cryptopaytest.WithWebhookConcurrency(0), cryptopaytest.WithWebhookConcurrency(-3),
+		cryptopaytest.WithWebhookLog(0), cryptopaytest.WithWebhookLog(-1),
+	} {
+		s, err := cryptopaytest.StartServer(o)
+		assert.Nil(t, s)
+		assert.ErrorIs(t, err, cryptopaytest.ErrInvalid)
+	}
 }

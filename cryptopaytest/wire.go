@@ -98,7 +98,7 @@ type paymentJSON struct {
 	CreatedAt         string    `json:"createdAt"`
 	UpdatedAt         string    `json:"updatedAt"`
 	ExpiredAt         string    `json:"expiredAt"`
-	WebhookURL        string    `json:"webhookUrl"`
+	WebhookURL        string    `json:"webhookUrl,omitempty"` // left out when none was sent: "" is no uri
 	PaidAmount        optNumber `json:"paidAmount,omitzero"`
 	MerchantAmount    optNumber `json:"merchantAmount,omitzero"`
 	PaidAddress       optString `json:"paidAddress,omitzero"`
@@ -120,7 +120,7 @@ type payoutJSON struct {
 	CreatedAt        string    `json:"createdAt"`
 	UpdatedAt        string    `json:"updatedAt"`
 	AdditionalData   *string   `json:"additionalData,omitempty"`
-	WebhookURL       string    `json:"webhookUrl"`
+	WebhookURL       string    `json:"webhookUrl,omitempty"` // left out when none was sent, as for payments
 	PaidAmount       optNumber `json:"paidAmount,omitzero"`
 	MerchantAmount   optNumber `json:"merchantAmount,omitzero"`
 }

@@ -17,7 +17,7 @@
 //	-network-fee-percent dec  payout network fee in percent (default 0.5)
 //	-payment-ttl duration     time before an unpaid payment expires (default 30m)
 //	-balance cur/net=amount   starting balance, repeatable (default 1000 per pair)
-//	-unpaid-fields mode       status-only fields before payment: null, omit or zero (default null)
+//	-unpaid-fields mode       status-only fields before payment: zero, null or omit (default zero)
 //	-webhook-attempts n       delivery attempts per webhook (default 6)
 //	-webhook-backoff duration wait before the first retry, doubling (default 1s)
 //	-webhook-any-host         send webhooks to any host, not only loopback
@@ -125,7 +125,7 @@ func parseFlags(args []string, stderr io.Writer) ([]cryptopaytest.ServerOption, 
 		fee            = decimal.NewFromInt(1)
 		networkFee     = decimal.New(5, -1)
 		ttl            = fs.Duration("payment-ttl", cryptopaytest.DefaultPaymentTTL, "`duration` before an unpaid payment expires")
-		unpaid         = fs.String("unpaid-fields", "null", "status-only fields before payment: null, omit or zero")
+		unpaid         = fs.String("unpaid-fields", "zero", "status-only fields before payment: zero (schema-valid), null or omit")
 		attempts       = fs.Int("webhook-attempts", 6, "delivery attempts per webhook event")
 		backoff        = fs.Duration("webhook-backoff", time.Second, "wait before the first webhook retry; doubles each time")
 		anyHost        = fs.Bool("webhook-any-host", false, "send webhooks to any host, not only loopback")
