@@ -148,7 +148,7 @@ func (s *Server) serveFault(w http.ResponseWriter, r *http.Request, idx int, id 
 	ctx := r.Context()
 	if !f.Process {
 		if !s.sleep(ctx, f.Delay) {
-			return
+			panic(http.ErrAbortHandler) // the client left: send nothing, not an implicit 200
 		}
 		switch {
 		case f.Drop:
@@ -176,7 +176,7 @@ func (s *Server) serveFault(w http.ResponseWriter, r *http.Request, idx int, id 
 	rec := &recorder{header: make(http.Header), status: http.StatusOK}
 	s.serveRoute(rec, r, idx, id, body)
 	if !s.sleep(ctx, f.Delay) {
-		return
+		panic(http.ErrAbortHandler) // the client left: send nothing, not an implicit 200
 	}
 	if f.Drop {
 		drop(w, r)
