@@ -377,3 +377,25 @@ func (h signalHandler) Handle(context.Context, slog.Record) error {
 }
 func (h signalHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
 func (h signalHandler) WithGroup(string) slog.Handler      { return h }
+
+// TestRetryAfterBeyondRange: a Retry-After too large for int64 seconds, or
+// a date years ahead, reads as "longer than MaxWait": no retry, and
+// APIError.RetryAfter set, capped at 24 hours like the seconds form.
+func TestRetryAfterBeyondRange(t *testing.T) {
+	for _, v := range []string{"99999999999999999999", "Fri, 31 Dec 9999 23:59:59 GMT", "86401"} {
+		t.Run(v, func(t *testing.T) {
+			c, mux := setup(t)
+			var n atomic.Int64
+			mux.HandleFunc("GET /v1/balance", func(w http.ResponseWriter, _ *http.Request) {
+				n.Add(1)
+				w.Header().Set("Retry-After", v)
+				w.WriteHeader(http.StatusTooManyRequests)
+			})
+			_, err := c.GetBalances(context.Background())
+			var apiErr *APIError
+			require.ErrorAs(t, err, &apiErr)
+			assert.Equal(t, 24*time.Hour, apiErr.RetryAfter)
+			assert.EqualValues(t, 1, n.Load(), "not retried")
+		})
+	}
+}
