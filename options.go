@@ -185,7 +185,8 @@ type AttemptResult struct {
 	Attempt int
 	// StatusCode is the HTTP status; 0 if no response came.
 	StatusCode int
-	// Err is the transport error, if any, with the API key scrubbed.
+	// Err is the attempt's transport error (or a body cut short), if any,
+	// with the API key scrubbed; nil when a whole response was read.
 	Err error
 	// Retry says whether another attempt follows; Reason says why or why
 	// not (for example "status 503 Service Unavailable" or "request may
@@ -202,7 +203,10 @@ type CallResult struct {
 	Attempts int
 	// StatusCode is the last attempt's HTTP status; 0 if none came.
 	StatusCode int
-	// Err is the error the call returned, nil on success.
+	// Err is the error the call returned, nil on success. errors.Is and
+	// errors.As see that error; its text names only the route and the kind
+	// of failure (for example "cryptopay: GET /v1/payment/{id}/status:
+	// status 404"), never a path, id, order id or server message.
 	Err error
 	// OutcomeUnknown is true when Err matches ErrOutcomeUnknown: a create
 	// request may or may not have taken effect.
