@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -92,4 +93,51 @@ func TestContextDoneBeforeTheCall(t *testing.T) {
 		assert.True(t, errors.Is(err, tt.want))
 	}
 	assert.False(t, sent.Load())
+}
+
+// TestMaxConnsPerHost: many concurrent calls on one Client open no more
+// connections than the bound (default DefaultMaxConnsPerHost, or
+// WithMaxConnsPerHost's), counted by the server as it accepts them. Without
+// a bound, 2,000 callers against a slow server open about 2,000.
+func TestMaxConnsPerHost(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		opts  []Option
+		bound int64
+	}{
+		{"default", nil, DefaultMaxConnsPerHost},
+		{"WithMaxConnsPerHost(16)", []Option{WithMaxConnsPerHost(16)}, 16},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			release := make(chan struct{})
+			lb := newLoopback(t, func(n int64, w http.ResponseWriter, _ *http.Request) {
+				if n <= tt.bound {
+					<-release // hold the first connections busy, so the others must wait or dial
+				}
+				_, _ = w.Write([]byte(`[]`))
+			})
+			c := lb.client(t, tt.opts...)
+			t.Cleanup(c.CloseIdleConnections)
+			const callers = 2000
+			var wg sync.WaitGroup
+			var failed atomic.Int64
+			for range callers {
+				wg.Go(func() {
+					if _, err := c.ListCurrencies(context.Background()); err != nil {
+						failed.Add(1)
+					}
+				})
+			}
+			for lb.hits.Load() < tt.bound { // every connection the bound allows is busy
+				time.Sleep(time.Millisecond)
+			}
+			close(release)
+			wg.Wait()
+			assert.Zero(t, failed.Load())
+			assert.EqualValues(t, callers, lb.hits.Load())
+			assert.LessOrEqual(t, lb.conns.Load(), tt.bound, "connections opened")
+		})
+	}
+	_, err := NewClient(testBase, testKey, WithMaxConnsPerHost(0))
+	assert.ErrorIs(t, err, ErrInvalidParams)
 }
