@@ -1,16 +1,22 @@
 package cryptopay
 
 import (
+	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
+	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/jarcoal/httpmock"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -140,4 +146,221 @@ func TestMaxConnsPerHost(t *testing.T) {
 	}
 	_, err := NewClient(testBase, testKey, WithMaxConnsPerHost(0))
 	assert.ErrorIs(t, err, ErrInvalidParams)
+}
+
+func TestNewClientValidation(t *testing.T) {
+	tests := []struct {
+		name, base, key string
+		opts            []Option
+		field           string
+	}{
+		{"ok https", "https://api.example.com", "k", nil, ""},
+		{"ok https with prefix", "https://api.example.com/gw/", "k", nil, ""},
+		{"ok http loopback v4", "http://127.0.0.1:8080", "k", nil, ""},
+		{"ok http loopback v6", "http://[::1]:8080", "k", nil, ""},
+		{"ok http localhost", "http://localhost:8080", "k", nil, ""},
+		{"http remote refused", "http://api.example.com", "k", nil, "baseURL"},
+		{"http private refused", "http://10.0.0.5", "k", nil, "baseURL"},
+		{"http remote with insecure", "http://api.example.com", "k", []Option{WithInsecureHTTP()}, ""},
+		{"empty key", "https://api.example.com", "", nil, "apiKey"},
+		{"blank key", "https://api.example.com", "   ", nil, "apiKey"},
+		{"key with newline", "https://api.example.com", "k\r\nX-Evil: 1", nil, "apiKey"},
+		{"unparsable", "https://[::1", "k", nil, "baseURL"},
+		{"no scheme", "api.example.com", "k", nil, "baseURL"},
+		{"ftp", "ftp://api.example.com", "k", nil, "baseURL"},
+		{"no host", "https://", "k", nil, "baseURL"},
+		{"credentials", "https://u:p@api.example.com", "k", nil, "baseURL"},
+		{"query", "https://api.example.com/?a=1", "k", nil, "baseURL"},
+		{"negative timeout", "https://api.example.com", "k", []Option{WithTimeout(-1)}, "WithTimeout"},
+		{"nil http client", "https://api.example.com", "k", []Option{WithHTTPClient(nil)}, "WithHTTPClient"},
+		{"negative retries", "https://api.example.com", "k", []Option{WithRetryPolicy(RetryPolicy{MaxRetries: -1})}, "RetryPolicy"},
+		{"user agent newline", "https://api.example.com", "k", []Option{WithUserAgent("a\nb")}, "WithUserAgent"},
+		{"zero max response", "https://api.example.com", "k", []Option{WithMaxResponseBytes(0)}, "WithMaxResponseBytes"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := NewClient(tt.base, tt.key, tt.opts...)
+			if tt.field == "" {
+				require.NoError(t, err)
+				require.NotNil(t, c)
+				return
+			}
+			var ve *ValidationError
+			require.ErrorAs(t, err, &ve)
+			assert.Equal(t, tt.field, ve.Field)
+			assert.ErrorIs(t, err, ErrInvalidParams)
+			assert.Nil(t, c)
+			if tt.key != "" && len(tt.key) > 3 {
+				assert.NotContains(t, err.Error(), tt.key)
+			}
+		})
+	}
+}
+
+func TestBaseURLPrefixKept(t *testing.T) {
+	mux := http.NewServeMux()
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	mux.HandleFunc("GET /gateway/v1/currencies", answer(200, `[]`))
+	c, err := NewClient(srv.URL+"/gateway/", "k_0123456789")
+	require.NoError(t, err)
+	_, err = c.ListCurrencies(context.Background())
+	require.NoError(t, err)
+}
+
+func TestWithHTTPClientNotMutated(t *testing.T) {
+	mt := httpmock.NewMockTransport()
+	hc := &http.Client{Transport: mt, Timeout: 7 * time.Second}
+	_, err := NewClient(testBase, testKey, WithHTTPClient(hc), WithTimeout(time.Second))
+	require.NoError(t, err)
+	assert.Equal(t, 7*time.Second, hc.Timeout)
+	assert.Same(t, mt, hc.Transport)
+	assert.Nil(t, hc.CheckRedirect)
+	assert.Nil(t, http.DefaultClient.Transport, "globals untouched")
+	assert.Equal(t, time.Duration(0), http.DefaultClient.Timeout)
+}
+
+func TestDefaultTransport(t *testing.T) {
+	tr := newTransport(DefaultMaxConnsPerHost)
+	require.NotNil(t, tr.TLSClientConfig)
+	assert.Equal(t, uint16(tls.VersionTLS12), tr.TLSClientConfig.MinVersion)
+	assert.False(t, tr.TLSClientConfig.InsecureSkipVerify)
+	assert.GreaterOrEqual(t, tr.MaxIdleConnsPerHost, 64)
+	assert.NotSame(t, http.DefaultTransport, tr)
+}
+
+// TestTLS11Refused: a server that offers only TLS 1.1 is refused, and the
+// failure is permanent (not retried).
+func TestTLS11Refused(t *testing.T) {
+	var hits int
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits++ }))
+	srv.TLS = &tls.Config{MinVersion: tls.VersionTLS10, MaxVersion: tls.VersionTLS11}
+	srv.StartTLS()
+	defer srv.Close()
+	c, err := NewClient(srv.URL, testKey, WithRetryPolicy(fastRetry))
+	require.NoError(t, err)
+	_, err = c.GetBalances(context.Background())
+	require.Error(t, err)
+	assert.Zero(t, hits)
+}
+
+// TestUntrustedCertificateNotRetried: a certificate error is permanent.
+func TestUntrustedCertificateNotRetried(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer srv.Close()
+	c, err := NewClient(srv.URL, testKey, WithRetryPolicy(fastRetry))
+	require.NoError(t, err)
+	_, err = c.GetBalances(context.Background())
+	require.Error(t, err)
+	assert.True(t, isPermanentTransportError(err), "%v", err)
+}
+
+func TestClientPrintsNoKey(t *testing.T) {
+	c, err := NewClient(testBase, testKey)
+	require.NoError(t, err)
+	var logs bytes.Buffer
+	slog.New(slog.NewJSONHandler(&logs, nil)).Info("client", "c", c)
+	for _, out := range []string{
+		fmt.Sprintf("%v", c), fmt.Sprintf("%+v", c), fmt.Sprintf("%#v", c), fmt.Sprintf("%s", c),
+		fmt.Sprintf("%v", *c), fmt.Sprintf("%+v", *c), fmt.Sprintf("%#v", *c), fmt.Sprint(c), c.String(),
+		logs.String(),
+	} {
+		assert.NotContains(t, out, testKey)
+	}
+	assert.Contains(t, c.String(), "[REDACTED]")
+	assert.Contains(t, fmt.Sprintf("%+v", c), testBase)
+	var nilClient *Client
+	assert.Equal(t, "cryptopay.Client(nil)", nilClient.String())
+}
+
+func TestDefaultLoggerSilent(t *testing.T) {
+	c, mux := setup(t)
+	mux.HandleFunc("GET /v1/balance", answer(200, `[]`))
+	_, err := c.GetBalances(context.Background())
+	require.NoError(t, err)
+	assert.False(t, c.logger.Enabled(context.Background(), slog.LevelError), "the default logger discards everything")
+}
+
+func TestConnectionsReusedAfterErrors(t *testing.T) {
+	lb := newLoopback(t, func(n int64, w http.ResponseWriter, r *http.Request) {
+		switch n % 3 {
+		case 0:
+			w.WriteHeader(404)
+			_, _ = w.Write([]byte(`{"code":"not_found","message":"no"}`))
+		case 1:
+			w.WriteHeader(503)
+			_, _ = w.Write([]byte(strings.Repeat("x", 10<<10)))
+		default:
+			_, _ = w.Write([]byte(`[]`))
+		}
+	})
+	c := lb.client(t)
+	for range 30 {
+		_, _ = c.ListCurrencies(context.Background())
+	}
+	assert.EqualValues(t, 1, lb.conns.Load(), "errors, retries and large error bodies must not cost a new connection")
+}
+
+func TestConcurrentCallersShareAPool(t *testing.T) {
+	lb := newLoopback(t, func(_ int64, w http.ResponseWriter, r *http.Request) {
+		time.Sleep(time.Millisecond)
+		_, _ = w.Write([]byte(`[{"currency":"usdt","network":"tron"}]`))
+	})
+	c := lb.client(t)
+	const callers, calls = 64, 20
+	var wg sync.WaitGroup
+	var failures atomic.Int64
+	for range callers {
+		wg.Go(func() {
+			for range calls {
+				if _, err := c.ListCurrencies(context.Background()); err != nil {
+					failures.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	assert.Zero(t, failures.Load())
+	assert.EqualValues(t, callers*calls, lb.hits.Load())
+	// Plain net/http with the same pool opens 64 to 90 here (a few extra in
+	// the first burst); one per request would be 1280.
+	assert.LessOrEqual(t, lb.conns.Load(), int64(callers*3/2), "about one connection per caller, not one per request")
+}
+
+// TestSecurityPlainHTTPOnlyToLoopback: plain http:// is accepted only for
+// hosts that are loopback by address or are "localhost", so the key never
+// crosses a network in clear text unless WithInsecureHTTP says so.
+func TestSecurityPlainHTTPOnlyToLoopback(t *testing.T) {
+	for _, tc := range []struct {
+		url string
+		ok  bool
+	}{
+		{"http://127.0.0.1:8080", true},
+		{"http://127.8.9.10", true},
+		{"http://[::1]:9", true},
+		{"http://LOCALHOST", true},
+		{"http://[::ffff:127.0.0.1]", true},
+		{"https://api.example.com", true},
+		{"http://127.0.0.1.nip.io", false},
+		{"http://localhost.example.com", false},
+		{"http://localhost.", false},
+		{"http://0.0.0.0", false},
+		{"http://10.0.0.1", false},
+		{"http://[::]", false},
+		{"http://example.com@127.0.0.1", false}, // credentials in the URL
+		{"https://user:pass@api.example.com", false},
+		{"ftp://api.example.com", false},
+		{"//api.example.com", false},
+	} {
+		_, err := NewClient(tc.url, "k_0123456789")
+		if tc.ok {
+			assert.NoError(t, err, tc.url)
+			continue
+		}
+		assert.ErrorIs(t, err, ErrInvalidParams, tc.url)
+		if u, perr := url.Parse(tc.url); perr == nil && u.Scheme == "http" && u.User == nil {
+			_, err = NewClient(tc.url, "k_0123456789", WithInsecureHTTP())
+			assert.NoError(t, err, "%s with WithInsecureHTTP", tc.url)
+		}
+	}
 }

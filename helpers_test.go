@@ -113,6 +113,15 @@ func setupMock(t *testing.T, opts ...Option) (*Client, *httpmock.MockTransport) 
 	return c, mt
 }
 
+// answer is a handler that answers status with body as JSON.
+func answer(status int, body string) http.HandlerFunc {
+	return func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_, _ = io.WriteString(w, body)
+	}
+}
+
 // jsonResponder answers status with body and records the request it saw.
 func jsonResponder(status int, body string, seen *capturedRequest) httpmock.Responder {
 	return func(r *http.Request) (*http.Response, error) {
@@ -385,4 +394,18 @@ func (p *connectProxy) tunnel(conn net.Conn, routes map[string]string) {
 	go func() { _, _ = io.Copy(up, br); done <- struct{}{} }()
 	go func() { _, _ = io.Copy(conn, up); done <- struct{}{} }()
 	<-done
+}
+
+// resetAfterReading reads the whole request, then drops the connection with
+// an RST: the server processed it, the client sees a reset.
+func resetAfterReading(w http.ResponseWriter, r *http.Request) {
+	_, _ = readAll(r)
+	conn, _, err := w.(http.Hijacker).Hijack()
+	if err != nil {
+		return
+	}
+	if tc, ok := conn.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0)
+	}
+	_ = conn.Close()
 }

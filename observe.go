@@ -11,21 +11,15 @@ import (
 // Observer receives names the route template, never the path: no id, no
 // order id, no query, no server text, no key.
 
-// observeCallStart runs every OnCallStart; the context each returns is
-// passed to the next and becomes the call's.
-func (c *Client) observeCallStart(ctx context.Context, ci CallInfo) context.Context {
+// observeStart runs every OnCallStart (n == 0) or every OnAttemptStart
+// (attempt n); the context each returns is passed to the next, and the last
+// one becomes the call's or the attempt's.
+func (c *Client) observeStart(ctx context.Context, ci CallInfo, n int) context.Context {
 	for _, o := range c.cfg.observers {
-		if o.OnCallStart != nil {
+		switch {
+		case n == 0 && o.OnCallStart != nil:
 			ctx = o.OnCallStart(ctx, ci)
-		}
-	}
-	return ctx
-}
-
-// observeAttemptStart runs every OnAttemptStart for attempt n.
-func (c *Client) observeAttemptStart(ctx context.Context, ci CallInfo, n int) context.Context {
-	for _, o := range c.cfg.observers {
-		if o.OnAttemptStart != nil {
+		case n > 0 && o.OnAttemptStart != nil:
 			ctx = o.OnAttemptStart(ctx, ci, n)
 		}
 	}
@@ -66,8 +60,8 @@ type observedError struct {
 	err error
 }
 
-func (e *observedError) Error() string { return e.msg }
 func (e *observedError) Unwrap() error { return e.err }
+func (e *observedError) Error() string { return e.msg }
 
 // errorSummary tells what kind of failure err is: the status of an API
 // error or of an unreadable response, the cause of an unknown outcome, the

@@ -73,13 +73,7 @@ func WithRequestHeader(key, value string) RequestOption {
 // bounds the whole call. A create request whose attempt times out is not
 // resent and matches ErrOutcomeUnknown.
 func WithRequestTimeout(d time.Duration) RequestOption {
-	return func(c *callConfig) error {
-		if d <= 0 {
-			return &ValidationError{Field: "WithRequestTimeout", Reason: "must be positive"}
-		}
-		c.timeout = d
-		return nil
-	}
+	return option(d > 0, "WithRequestTimeout", "must be positive", func(c *callConfig) { c.timeout = d })
 }
 
 // WithRequestRetryPolicy replaces the Client's RetryPolicy for this call
@@ -87,13 +81,7 @@ func WithRequestTimeout(d time.Duration) RequestOption {
 // changes how reads are retried; a create request is still resent only
 // when nothing of it was sent, whatever the policy.
 func WithRequestRetryPolicy(p RetryPolicy) RequestOption {
-	return func(c *callConfig) error {
-		if err := p.check("WithRequestRetryPolicy"); err != nil {
-			return err
-		}
-		c.retry = &p
-		return nil
-	}
+	return option(p.valid(), "WithRequestRetryPolicy", "values must not be negative", func(c *callConfig) { c.retry = &p })
 }
 
 // WithResponseInto makes the call fill *r with its last HTTP response's
@@ -102,13 +90,7 @@ func WithRequestRetryPolicy(p RetryPolicy) RequestOption {
 // reaches the request path (an invalid parameter) leaves *r unchanged. The
 // API key is replaced by [REDACTED] wherever a header echoes it.
 func WithResponseInto(r *Response) RequestOption {
-	return func(c *callConfig) error {
-		if r == nil {
-			return &ValidationError{Field: "WithResponseInto", Reason: "response is nil"}
-		}
-		c.resp = r
-		return nil
-	}
+	return option(r != nil, "WithResponseInto", "response is nil", func(c *callConfig) { c.resp = r })
 }
 
 // validHeaderName reports whether s is an HTTP token (RFC 9110 5.6.2).

@@ -8,7 +8,9 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/jarcoal/httpmock"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -82,4 +84,14 @@ func TestKeyEchoedInDecodeErrorScrubbed(t *testing.T) {
 	assert.NotContains(t, err.Error(), testKey)
 	assert.Contains(t, logs.String(), "outcome unknown")
 	assert.NotContains(t, logs.String(), testKey)
+}
+
+func TestTransportErrorScrubbed(t *testing.T) {
+	// A mock transport: no real one puts the key into its error text.
+	c, mt := setupMock(t, WithRetryPolicy(RetryPolicy{MaxRetries: 1, MinWait: time.Millisecond, MaxWait: time.Millisecond}))
+	mt.RegisterResponder(http.MethodGet, testBase+"/v1/balance", httpmock.NewErrorResponder(fmt.Errorf("proxy said: bad header x-api-key=%s", testKey)))
+	_, err := c.GetBalances(context.Background())
+	require.Error(t, err)
+	assert.NotContains(t, err.Error(), testKey)
+	assert.Contains(t, err.Error(), "[REDACTED]")
 }

@@ -125,7 +125,7 @@ func (c *Client) startCall(ctx context.Context, r *request) (*call, error) {
 	}
 	cl.info = CallInfo{Method: r.method, Route: r.route}
 	if len(c.cfg.observers) > 0 {
-		ctx = c.observeCallStart(ctx, cl.info)
+		ctx = c.observeStart(ctx, cl.info, 0)
 	}
 	cl.ctx = ctx
 	return cl, nil
@@ -175,7 +175,7 @@ func (cl *call) startAttempt() context.CancelFunc {
 	cl.resp, cl.err, cl.tooLarge = nil, nil, false
 	ctx := cl.ctx
 	if len(cl.c.cfg.observers) > 0 {
-		ctx = cl.c.observeAttemptStart(ctx, cl.info, cl.n)
+		ctx = cl.c.observeStart(ctx, cl.info, cl.n)
 	}
 	cl.aStart = time.Now()
 	if cl.timeout <= 0 {
