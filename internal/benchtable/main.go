@@ -5,6 +5,8 @@
 //
 //	go run ./internal/benchtable                 # -count 5 -benchtime 1s
 //	go run ./internal/benchtable -count 10 -raw bench.txt
+//	go run ./internal/benchtable -count 10 -server=false -bench '^Benchmark(GetPayment|CreatePayment|CreatePayout)$'
+//	                                           # the per-call targets alone
 //
 // Each figure is the median over -count runs; each SDK/floor ratio is taken
 // per run (the SDK and the floor of the same round) and given as its median
@@ -41,6 +43,7 @@ var (
 	benchtime = flag.String("benchtime", "1s", "go test -benchtime")
 	raw       = flag.String("raw", "bench.txt", "file for the raw go test output (empty: none)")
 	server    = flag.Bool("server", true, "also run the fake server's benchmark (cryptopaytest)")
+	only      = flag.String("bench", sdkBench, "the root package's benchmarks to run (a go test -bench pattern)")
 )
 
 // sdkBench selects the root package's SDK-vs-floor benchmarks.
@@ -64,7 +67,7 @@ func main() {
 			os.Exit(1)
 		}
 	}
-	run(".", sdkBench)
+	run(".", *only)
 	if *server {
 		run("./cryptopaytest", serverBench)
 	}
