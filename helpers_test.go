@@ -113,15 +113,6 @@ func setupMock(t *testing.T, opts ...Option) (*Client, *httpmock.MockTransport) 
 	return c, mt
 }
 
-// answer is a handler that answers status with body as JSON.
-func answer(status int, body string) http.HandlerFunc {
-	return func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(status)
-		_, _ = io.WriteString(w, body)
-	}
-}
-
 // jsonResponder answers status with body and records the request it saw.
 func jsonResponder(status int, body string, seen *capturedRequest) httpmock.Responder {
 	return func(r *http.Request) (*http.Response, error) {
@@ -408,4 +399,13 @@ func resetAfterReading(w http.ResponseWriter, r *http.Request) {
 		_ = tc.SetLinger(0)
 	}
 	_ = conn.Close()
+}
+
+// answer is a handler that answers status with body as JSON.
+func answer(status int, body string) http.HandlerFunc {
+	return func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_, _ = io.WriteString(w, body)
+	}
 }
