@@ -90,8 +90,10 @@ func TestContextDoneBeforeTheCall(t *testing.T) {
 		ctx  context.Context
 		want error
 	}{{cancelled, context.Canceled}, {expired, context.DeadlineExceeded}} {
-		_, err := c.CreatePayout(tt.ctx, validPayoutParams())
+		resp := Response{StatusCode: 200, Attempts: 9}
+		_, err := c.CreatePayout(tt.ctx, validPayoutParams(), WithResponseInto(&resp))
 		require.ErrorIs(t, err, tt.want)
+		assert.Zero(t, resp, "no attempt was made")
 		assert.True(t, strings.HasPrefix(err.Error(), "cryptopay: POST /v1/payout: "), err.Error())
 		assert.NotErrorIs(t, err, ErrOutcomeUnknown, "nothing was sent")
 		_, err = c.GetBalances(tt.ctx)

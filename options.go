@@ -86,9 +86,10 @@ func WithRequestRetryPolicy(p RetryPolicy) RequestOption {
 
 // WithResponseInto makes the call fill *r with its last HTTP response's
 // metadata and its attempts, on success and on error alike (StatusCode is
-// 0 and Header nil when no response came). A call refused before it
-// reaches the request path (an invalid parameter) leaves *r unchanged. The
-// API key is replaced by [REDACTED] wherever a header echoes it.
+// 0 and Header nil when no response came; all is zero when ctx was done
+// before the call). A call refused for an invalid parameter or option,
+// before any request, leaves *r unchanged. The API key is replaced by
+// [REDACTED] wherever a header echoes it.
 func WithResponseInto(r *Response) RequestOption {
 	return option(r != nil, "WithResponseInto", "response is nil", func(c *callConfig) { c.resp = r })
 }

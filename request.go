@@ -105,11 +105,14 @@ func (c *Client) startCall(ctx context.Context, r *request) (*call, error) {
 	}
 	cl := &call{c: c, r: r, start: time.Now(), policy: c.cfg.retry, timeout: c.timeout}
 	cl.path = c.basePath + pathOnly(r.path)
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("cryptopay: %s %s: %w", r.method, cl.path, err)
-	}
 	if err := cl.applyOptions(); err != nil {
 		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		if cl.opts.resp != nil {
+			*cl.opts.resp = Response{} // no attempt was made
+		}
+		return nil, fmt.Errorf("cryptopay: %s %s: %w", r.method, cl.path, err)
 	}
 	u, err := c.newURL(r.path)
 	if err != nil {
