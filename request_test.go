@@ -45,9 +45,7 @@ var h2Clients = []h2Client{
 		return newTLSClient(t, "https://"+s.addr, WithHTTPClient(&http.Client{Transport: tr}))
 	}},
 	{"WithHTTPClient x/net http2.Transport", func(t *testing.T, s *h2Server) *Client {
-		//lint:ignore SA1019 merchants still pass x/net's deprecated HTTP/2 transport to WithHTTPClient; it must not replay a POST either
 		tr := &http2.Transport{TLSClientConfig: &tls.Config{RootCAs: s.pool}}
-		//lint:ignore SA1019 the same transport
 		t.Cleanup(tr.CloseIdleConnections)
 		return newTLSClient(t, "https://"+s.addr, WithHTTPClient(&http.Client{Transport: tr}))
 	}},
