@@ -8,8 +8,8 @@ package cryptopay_test
 //   - same server: an httptest server on 127.0.0.1 that answers every route
 //     with canned, spec-shaped JSON (the same bytes for both clients);
 //   - same transport settings: the floor's http.Transport copies the SDK's
-//     default transport (MaxIdleConns 256, MaxIdleConnsPerHost 128, the same
-//     dialer and timeouts);
+//     default transport (MaxConnsPerHost, MaxIdleConns and
+//     MaxIdleConnsPerHost 256, the same dialer and timeouts);
 //   - same headers (x-api-key, Accept, User-Agent, Content-Type on POST),
 //     same request body, the body read whole under a size cap;
 //   - equivalent result: the floor decodes into a struct with the same
@@ -156,8 +156,9 @@ func newFloorClient(tb testing.TB, s *benchServer) *floorClient {
 		Proxy:                 http.ProxyFromEnvironment,
 		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 		ForceAttemptHTTP2:     true,
+		MaxConnsPerHost:       256,
 		MaxIdleConns:          256,
-		MaxIdleConnsPerHost:   128,
+		MaxIdleConnsPerHost:   256,
 		IdleConnTimeout:       90 * time.Second,
 		TLSHandshakeTimeout:   10 * time.Second,
 		ExpectContinueTimeout: time.Second,

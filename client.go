@@ -91,24 +91,12 @@ type Option func(*config) error
 // transport (HTTP/1.1, HTTP/2, a proxy), a create request is still never
 // resent once it may have reached the server.
 func WithHTTPClient(hc *http.Client) Option {
-	return func(c *config) error {
-		if hc == nil {
-			return &ValidationError{Field: "WithHTTPClient", Reason: "http client is nil"}
-		}
-		c.httpClient = hc
-		return nil
-	}
+	return option(hc != nil, "WithHTTPClient", "http client is nil", func(c *config) { c.httpClient = hc })
 }
 
 // WithRetryPolicy sets how reads are retried. See RetryPolicy.
 func WithRetryPolicy(p RetryPolicy) Option {
-	return func(c *config) error {
-		if err := p.check("RetryPolicy"); err != nil {
-			return err
-		}
-		c.retry = p
-		return nil
-	}
+	return option(p.valid(), "RetryPolicy", "values must not be negative", func(c *config) { c.retry = p })
 }
 
 // WithLogger logs one debug line per attempt (method, path, status,
@@ -116,22 +104,14 @@ func WithRetryPolicy(p RetryPolicy) Option {
 // outcome. Bodies, query strings and headers are never logged. nil restores
 // the default, which discards everything.
 func WithLogger(l *slog.Logger) Option {
-	return func(c *config) error {
-		c.logger = l
-		return nil
-	}
+	return option(true, "", "", func(c *config) { c.logger = l })
 }
 
 // WithUserAgent puts ua (for example "shop/1.2") in front of the SDK's own
 // User-Agent token.
 func WithUserAgent(ua string) Option {
-	return func(c *config) error {
-		if strings.ContainsAny(ua, "\r\n") {
-			return &ValidationError{Field: "WithUserAgent", Reason: "contains a line break"}
-		}
-		c.userAgent = strings.TrimSpace(ua)
-		return nil
-	}
+	return option(!strings.ContainsAny(ua, "\r\n"), "WithUserAgent", "contains a line break",
+		func(c *config) { c.userAgent = strings.TrimSpace(ua) })
 }
 
 // WithTimeout bounds each attempt, like http.Client.Timeout; 0 means no
@@ -139,35 +119,20 @@ func WithUserAgent(ua string) Option {
 // included. A create request whose attempt times out is not resent and
 // matches ErrOutcomeUnknown. Default: DefaultTimeout.
 func WithTimeout(d time.Duration) Option {
-	return func(c *config) error {
-		if d < 0 {
-			return &ValidationError{Field: "WithTimeout", Reason: "must not be negative"}
-		}
-		c.timeout, c.timeoutSet = d, true
-		return nil
-	}
+	return option(d >= 0, "WithTimeout", "must not be negative", func(c *config) { c.timeout, c.timeoutSet = d, true })
 }
 
 // WithInsecureHTTP allows a plain http:// base URL to a host that is not
 // loopback. The API key then crosses the network in clear text: use it only
 // inside a trusted network.
 func WithInsecureHTTP() Option {
-	return func(c *config) error {
-		c.insecureHTTP = true
-		return nil
-	}
+	return option(true, "", "", func(c *config) { c.insecureHTTP = true })
 }
 
 // WithMaxResponseBytes caps a successful response body (default 16 MiB). A
 // larger body is an error matching ErrUnexpectedResponse.
 func WithMaxResponseBytes(n int64) Option {
-	return func(c *config) error {
-		if n <= 0 {
-			return &ValidationError{Field: "WithMaxResponseBytes", Reason: "must be positive"}
-		}
-		c.maxResponseBytes = n
-		return nil
-	}
+	return option(n > 0, "WithMaxResponseBytes", "must be positive", func(c *config) { c.maxResponseBytes = n })
 }
 
 // WithMaxConnsPerHost bounds the connections the Client's default
@@ -177,11 +142,18 @@ func WithMaxResponseBytes(n int64) Option {
 // connections are kept, so a steady load does not churn them. With
 // WithHTTPClient the caller's transport decides and n is not used.
 func WithMaxConnsPerHost(n int) Option {
-	return func(c *config) error {
-		if n <= 0 {
-			return &ValidationError{Field: "WithMaxConnsPerHost", Reason: "must be positive"}
+	return option(n > 0, "WithMaxConnsPerHost", "must be positive", func(c *config) { c.maxConnsPerHost = n })
+}
+
+// option makes an Option (C is config) or a RequestOption (C is
+// callConfig) that applies set when ok, and otherwise refuses field with
+// reason.
+func option[C any](ok bool, field, reason string, set func(*C)) func(*C) error {
+	return func(c *C) error {
+		if !ok {
+			return &ValidationError{Field: field, Reason: reason}
 		}
-		c.maxConnsPerHost = n
+		set(c)
 		return nil
 	}
 }

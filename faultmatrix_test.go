@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"runtime"
 	"strings"
 	"sync"
@@ -355,8 +356,66 @@ func (l *fmLog) String() string {
 	return l.buf.String()
 }
 
+// fmWire is how the client under test reaches the fake: plain
+// HTTP/1.1, HTTP/1.1 over TLS, or HTTP/2 over TLS (what a real API over
+// HTTPS negotiates).
+type fmWire struct {
+	name  string
+	tls   bool
+	http2 bool
+}
+
+var fmWires = []fmWire{
+	{name: "HTTP-1.1"},
+	{name: "TLS-HTTP-1.1", tls: true},
+	{name: "TLS-HTTP-2", tls: true, http2: true},
+}
+
+// server starts the fake for the transport.
+func (tr fmWire) server(t *testing.T) *cryptopaytest.Server {
+	opts := []cryptopaytest.ServerOption{cryptopaytest.WithAPIKey(fmKey)}
+	if tr.tls {
+		opts = append(opts, cryptopaytest.WithTLS())
+	}
+	s := cryptopaytest.NewServer(opts...)
+	t.Cleanup(s.Close)
+	return s
+}
+
+// attemptTimeout is the per-attempt timeout of a timeout cell. Over
+// HTTP/1.1 with TLS every timed-out attempt costs its connection, so the
+// next attempt starts with a TLS handshake, which on a loaded machine (and
+// under -race) can take a good part of 100 ms: such cells get three times
+// as long, so that only the injected delay can time an attempt out.
+func (tr fmWire) attemptTimeout(d time.Duration) time.Duration {
+	if tr.tls && !tr.http2 {
+		return 3 * d
+	}
+	return d
+}
+
+// proto is the protocol the responses come over.
+func (tr fmWire) proto() string {
+	if tr.http2 {
+		return "HTTP/2.0"
+	}
+	return "HTTP/1.1"
+}
+
+// options make the client under test speak the transport: the TLS fake's
+// Client negotiates HTTP/2; HTTP/1.1 over TLS takes a transport that does
+// not offer h2.
+func (tr fmWire) options(s *cryptopaytest.Server) []cryptopay.Option {
+	if !tr.tls || tr.http2 {
+		return nil
+	}
+	h1 := s.HTTPClient()
+	h1.Transport.(*http.Transport).ForceAttemptHTTP2 = false
+	return []cryptopay.Option{cryptopay.WithHTTPClient(h1)}
+}
+
 // TestFaultMatrix runs every fault against every endpoint on the fake
-// server, over real loopback sockets. Each cell checks the error type, how
+// server, over real loopback sockets, on each of fmWires. Each cell checks the error type, how
 // many requests reached the server, that a POST is never resent once it may
 // have arrived (and that what the server did is found again by orderId),
 // that connections survive faults that do not kill them, and that the API
@@ -368,32 +427,34 @@ func TestFaultMatrix(t *testing.T) {
 	logs := new(fmLog)
 	logger := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 
-	t.Run("cells", func(t *testing.T) {
-		for _, f := range fmFaults() {
-			for _, ep := range fmEndpoints {
-				if f.postOnly && !ep.post {
-					continue
-				}
-				modes := []string{"once"}
-				switch {
-				case f.refused:
-					modes = []string{"always"}
-				case !ep.post && f.retried:
-					modes = []string{"recovers", "exhausts"}
-				}
-				for _, mode := range modes {
-					name := f.name + "/" + ep.name
-					if len(modes) > 1 {
-						name += "/" + mode
+	for _, tr := range fmWires {
+		t.Run(tr.name, func(t *testing.T) {
+			for _, f := range fmFaults() {
+				for _, ep := range fmEndpoints {
+					if f.postOnly && !ep.post {
+						continue
 					}
-					t.Run(name, func(t *testing.T) {
-						t.Parallel()
-						fmCell(t, f, ep, mode, logger)
-					})
+					modes := []string{"once"}
+					switch {
+					case f.refused:
+						modes = []string{"always"}
+					case !ep.post && f.retried:
+						modes = []string{"recovers", "exhausts"}
+					}
+					for _, mode := range modes {
+						name := f.name + "/" + ep.name
+						if len(modes) > 1 {
+							name += "/" + mode
+						}
+						t.Run(name, func(t *testing.T) {
+							t.Parallel()
+							fmCell(t, tr, f, ep, mode, logger)
+						})
+					}
 				}
 			}
-		}
-	})
+		})
+	}
 	if t.Failed() {
 		return
 	}
@@ -426,9 +487,8 @@ func settle() int {
 	return n
 }
 
-func fmCell(t *testing.T, f fmFault, ep fmEndpoint, mode string, logger *slog.Logger) {
-	s := cryptopaytest.NewServer(cryptopaytest.WithAPIKey(fmKey))
-	t.Cleanup(s.Close)
+func fmCell(t *testing.T, tr fmWire, f fmFault, ep fmEndpoint, mode string, logger *slog.Logger) {
+	s := tr.server(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 
@@ -441,9 +501,9 @@ func fmCell(t *testing.T, f fmFault, ep fmEndpoint, mode string, logger *slog.Lo
 	require.NoError(t, err)
 	fx.paymentID, fx.payoutID = p.ID, po.ID
 
-	opts := []cryptopay.Option{cryptopay.WithLogger(logger)}
+	opts := append(tr.options(s), cryptopay.WithLogger(logger))
 	if f.timeout > 0 {
-		opts = append(opts, cryptopay.WithTimeout(f.timeout))
+		opts = append(opts, cryptopay.WithTimeout(tr.attemptTimeout(f.timeout)))
 	}
 	if f.maxBytes > 0 {
 		opts = append(opts, cryptopay.WithMaxResponseBytes(f.maxBytes))
@@ -460,7 +520,7 @@ func fmCell(t *testing.T, f fmFault, ep fmEndpoint, mode string, logger *slog.Lo
 		counting := slog.New(slog.NewTextHandler(lockedWriter{&mu, &lines}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 		opts = append(opts, cryptopay.WithLogger(counting),
 			cryptopay.WithRetryPolicy(cryptopay.RetryPolicy{MaxRetries: fmRetries, MinWait: time.Millisecond, MaxWait: 20 * time.Millisecond}))
-		c, err = cryptopay.NewClient("http://"+addr, fmKey, opts...)
+		c, err = cryptopay.NewClient(strings.Split(s.URL, ":")[0]+"://"+addr, fmKey, opts...)
 		require.NoError(t, err)
 		t.Cleanup(c.CloseIdleConnections)
 		attempts = func() int {
@@ -588,15 +648,18 @@ func fmCell(t *testing.T, f fmFault, ep fmEndpoint, mode string, logger *slog.Lo
 
 	// The client still works after the fault, and a fault that does not
 	// kill the connection leaves it in the pool.
+	var resp cryptopay.Response
+	_, err = c.GetBalances(ctx, cryptopay.WithResponseInto(&resp))
 	if f.maxBytes > 0 {
-		_, err = c.GetBalances(ctx)
 		assert.ErrorIs(t, err, cryptopay.ErrUnexpectedResponse, "still over the cap")
 	} else {
-		_, err = c.GetBalances(ctx)
 		require.NoError(t, err, "the client recovers")
 	}
+	assert.Equal(t, tr.proto(), resp.Proto, "the cell ran on its transport")
 	conns := s.ConnectionsOpened() - conns0
-	if f.killsConn {
+	// Over HTTP/2 a timed-out attempt cancels its stream, not the
+	// connection.
+	if f.killsConn && !(tr.http2 && f.timeout > 0) {
 		assert.GreaterOrEqual(t, conns, int64(2), "the fault killed the connection")
 		assert.LessOrEqual(t, conns, int64(reqs+1), "at most one new connection per killed attempt")
 	} else {

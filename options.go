@@ -73,13 +73,7 @@ func WithRequestHeader(key, value string) RequestOption {
 // bounds the whole call. A create request whose attempt times out is not
 // resent and matches ErrOutcomeUnknown.
 func WithRequestTimeout(d time.Duration) RequestOption {
-	return func(c *callConfig) error {
-		if d <= 0 {
-			return &ValidationError{Field: "WithRequestTimeout", Reason: "must be positive"}
-		}
-		c.timeout = d
-		return nil
-	}
+	return option(d > 0, "WithRequestTimeout", "must be positive", func(c *callConfig) { c.timeout = d })
 }
 
 // WithRequestRetryPolicy replaces the Client's RetryPolicy for this call
@@ -87,28 +81,17 @@ func WithRequestTimeout(d time.Duration) RequestOption {
 // changes how reads are retried; a create request is still resent only
 // when nothing of it was sent, whatever the policy.
 func WithRequestRetryPolicy(p RetryPolicy) RequestOption {
-	return func(c *callConfig) error {
-		if err := p.check("WithRequestRetryPolicy"); err != nil {
-			return err
-		}
-		c.retry = &p
-		return nil
-	}
+	return option(p.valid(), "WithRequestRetryPolicy", "values must not be negative", func(c *callConfig) { c.retry = &p })
 }
 
 // WithResponseInto makes the call fill *r with its last HTTP response's
 // metadata and its attempts, on success and on error alike (StatusCode is
-// 0 and Header nil when no response came). A call refused before it
-// reaches the request path (an invalid parameter) leaves *r unchanged. The
-// API key is replaced by [REDACTED] wherever a header echoes it.
+// 0 and Header nil when no response came; all is zero when ctx was done
+// before the call). A call refused for an invalid parameter or option,
+// before any request, leaves *r unchanged. The API key is replaced by
+// [REDACTED] wherever a header echoes it.
 func WithResponseInto(r *Response) RequestOption {
-	return func(c *callConfig) error {
-		if r == nil {
-			return &ValidationError{Field: "WithResponseInto", Reason: "response is nil"}
-		}
-		c.resp = r
-		return nil
-	}
+	return option(r != nil, "WithResponseInto", "response is nil", func(c *callConfig) { c.resp = r })
 }
 
 // validHeaderName reports whether s is an HTTP token (RFC 9110 5.6.2).
@@ -185,7 +168,8 @@ type AttemptResult struct {
 	Attempt int
 	// StatusCode is the HTTP status; 0 if no response came.
 	StatusCode int
-	// Err is the transport error, if any, with the API key scrubbed.
+	// Err is the attempt's transport error (or a body cut short), if any,
+	// with the API key scrubbed; nil when a whole response was read.
 	Err error
 	// Retry says whether another attempt follows; Reason says why or why
 	// not (for example "status 503 Service Unavailable" or "request may
@@ -202,7 +186,10 @@ type CallResult struct {
 	Attempts int
 	// StatusCode is the last attempt's HTTP status; 0 if none came.
 	StatusCode int
-	// Err is the error the call returned, nil on success.
+	// Err is the error the call returned, nil on success. errors.Is and
+	// errors.As see that error; its text names only the route and the kind
+	// of failure (for example "cryptopay: GET /v1/payment/{id}/status:
+	// status 404"), never a path, id, order id or server message.
 	Err error
 	// OutcomeUnknown is true when Err matches ErrOutcomeUnknown: a create
 	// request may or may not have taken effect.

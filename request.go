@@ -105,11 +105,14 @@ func (c *Client) startCall(ctx context.Context, r *request) (*call, error) {
 	}
 	cl := &call{c: c, r: r, start: time.Now(), policy: c.cfg.retry, timeout: c.timeout}
 	cl.path = c.basePath + pathOnly(r.path)
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("cryptopay: %s %s: %w", r.method, cl.path, err)
-	}
 	if err := cl.applyOptions(); err != nil {
 		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		if cl.opts.resp != nil {
+			*cl.opts.resp = Response{} // no attempt was made
+		}
+		return nil, fmt.Errorf("cryptopay: %s %s: %w", r.method, cl.path, err)
 	}
 	u, err := c.newURL(r.path)
 	if err != nil {
@@ -124,10 +127,8 @@ func (c *Client) startCall(ctx context.Context, r *request) (*call, error) {
 		})
 	}
 	cl.info = CallInfo{Method: r.method, Route: r.route}
-	for _, o := range c.cfg.observers {
-		if o.OnCallStart != nil {
-			ctx = o.OnCallStart(ctx, cl.info)
-		}
+	if len(c.cfg.observers) > 0 {
+		ctx = c.observeStart(ctx, cl.info, 0)
 	}
 	cl.ctx = ctx
 	return cl, nil
@@ -176,10 +177,8 @@ func (cl *call) startAttempt() context.CancelFunc {
 	cl.wrote.Store(false)
 	cl.resp, cl.err, cl.tooLarge = nil, nil, false
 	ctx := cl.ctx
-	for _, o := range cl.c.cfg.observers {
-		if o.OnAttemptStart != nil {
-			ctx = o.OnAttemptStart(ctx, cl.info, cl.n)
-		}
+	if len(cl.c.cfg.observers) > 0 {
+		ctx = cl.c.observeStart(ctx, cl.info, cl.n)
 	}
 	cl.aStart = time.Now()
 	if cl.timeout <= 0 {
@@ -321,14 +320,9 @@ func (cl *call) endAttempt(status int, retry bool, reason string) {
 	if cl.c.logger.Enabled(cl.ctx, slog.LevelDebug) {
 		cl.logAttempt(status, d, retry, reason)
 	}
-	if len(cl.c.cfg.observers) == 0 {
-		return
-	}
-	res := AttemptResult{Attempt: cl.n, StatusCode: status, Err: cl.err, Retry: retry, Reason: reason, Duration: d}
-	for _, o := range cl.c.cfg.observers {
-		if o.OnAttemptEnd != nil {
-			o.OnAttemptEnd(cl.actx, cl.info, res)
-		}
+	if len(cl.c.cfg.observers) > 0 {
+		res := AttemptResult{Attempt: cl.n, StatusCode: status, Err: cl.err, Retry: retry, Reason: reason, Duration: d}
+		cl.c.observeAttemptEnd(cl.actx, cl.info, res)
 	}
 }
 
@@ -459,12 +453,7 @@ func (cl *call) finish(err error) {
 		}
 	}
 	if len(cl.c.cfg.observers) > 0 {
-		res := CallResult{Attempts: cl.n, StatusCode: status, Err: err, OutcomeUnknown: errors.Is(err, ErrOutcomeUnknown), Duration: d}
-		for _, o := range cl.c.cfg.observers {
-			if o.OnCallEnd != nil {
-				o.OnCallEnd(cl.ctx, cl.info, res)
-			}
-		}
+		cl.c.observeCallEnd(cl.ctx, cl.info, CallResult{Attempts: cl.n, StatusCode: status, Err: err, Duration: d})
 	}
 	if cl.buf != nil && cl.buf.Cap() <= 1<<20 {
 		cl.buf.Reset()

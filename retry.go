@@ -34,12 +34,8 @@ func DefaultRetryPolicy() RetryPolicy {
 	return RetryPolicy{MaxRetries: 3, MinWait: 500 * time.Millisecond, MaxWait: 10 * time.Second}
 }
 
-func (p RetryPolicy) check(field string) error {
-	if p.MaxRetries < 0 || p.MinWait < 0 || p.MaxWait < 0 {
-		return &ValidationError{Field: field, Reason: "values must not be negative"}
-	}
-	return nil
-}
+// valid reports whether no value is negative.
+func (p RetryPolicy) valid() bool { return p.MaxRetries >= 0 && p.MinWait >= 0 && p.MaxWait >= 0 }
 
 func (p RetryPolicy) withDefaults() RetryPolicy {
 	d := DefaultRetryPolicy()

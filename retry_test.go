@@ -3,12 +3,13 @@ package cryptopay
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -17,20 +18,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
-
-// resetAfterReading reads the whole request, then drops the connection with
-// an RST: the server processed it, the client sees a reset.
-func resetAfterReading(w http.ResponseWriter, r *http.Request) {
-	_, _ = readAll(r)
-	conn, _, err := w.(http.Hijacker).Hijack()
-	if err != nil {
-		return
-	}
-	if tc, ok := conn.(*net.TCPConn); ok {
-		_ = tc.SetLinger(0)
-	}
-	_ = conn.Close()
-}
 
 func TestPayoutPostNeverResent(t *testing.T) {
 	tests := []struct {
@@ -169,51 +156,62 @@ func TestGetRetries(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name+" then success", func(t *testing.T) {
-			c, mt := setupMock(t)
-			// (A.Times(2).Then(B) would not run A twice: count by hand.)
+			c, mux := setup(t)
 			var n atomic.Int64
-			mt.RegisterResponder(http.MethodGet, testBase+"/v1/currencies", func(*http.Request) (*http.Response, error) {
+			mux.HandleFunc("GET /v1/currencies", func(w http.ResponseWriter, r *http.Request) {
 				if n.Add(1) <= 2 {
-					return httpmock.NewStringResponse(tt.status, `{"code":"x","message":"y"}`), nil
+					answer(tt.status, `{"code":"x","message":"y"}`)(w, r)
+					return
 				}
-				return httpmock.NewStringResponse(200, `[]`), nil
+				answer(200, `[]`)(w, r)
 			})
 			_, err := c.ListCurrencies(context.Background())
 			if tt.retried {
 				require.NoError(t, err)
-				assert.Equal(t, 3, mt.GetTotalCallCount())
+				assert.EqualValues(t, 3, n.Load())
 			} else {
 				assert.ErrorIs(t, err, tt.wantError)
-				assert.Equal(t, 1, mt.GetTotalCallCount())
+				assert.EqualValues(t, 1, n.Load())
 			}
 		})
 		if tt.retried {
 			t.Run(tt.name+" exhausts the budget", func(t *testing.T) {
-				c, mt := setupMock(t)
-				mt.RegisterResponder(http.MethodGet, testBase+"/v1/currencies", httpmock.NewStringResponder(tt.status, `{"code":"busy","message":"try later"}`))
+				c, mux := setup(t)
+				var n atomic.Int64
+				mux.HandleFunc("GET /v1/currencies", func(w http.ResponseWriter, r *http.Request) {
+					n.Add(1)
+					answer(tt.status, `{"code":"busy","message":"try later"}`)(w, r)
+				})
 				_, err := c.ListCurrencies(context.Background())
 				var apiErr *APIError
 				require.ErrorAs(t, err, &apiErr, "the last response becomes the error")
 				assert.ErrorIs(t, err, tt.wantError)
 				assert.Equal(t, "busy", apiErr.Code)
-				assert.Equal(t, fastRetry.MaxRetries+1, mt.GetTotalCallCount())
+				assert.EqualValues(t, fastRetry.MaxRetries+1, n.Load())
 			})
 		}
 	}
 }
 
 func TestGetRetriesTransportErrors(t *testing.T) {
-	c, mt := setupMock(t)
-	mt.RegisterResponder(http.MethodGet, testBase+"/v1/balance",
-		httpmock.NewErrorResponder(errors.New("connection reset by peer")).Times(1).Then(httpmock.NewStringResponder(200, `[]`)))
+	c, mux := setup(t)
+	var n atomic.Int64
+	mux.HandleFunc("GET /v1/balance", func(w http.ResponseWriter, r *http.Request) {
+		if n.Add(1) == 1 {
+			resetAfterReading(w, r) // connection reset by peer
+			return
+		}
+		answer(200, `[]`)(w, r)
+	})
 	_, err := c.GetBalances(context.Background())
 	require.NoError(t, err)
-	assert.Equal(t, 2, mt.GetTotalCallCount())
+	assert.EqualValues(t, 2, n.Load())
 }
 
 func TestPostTransportErrorWithoutTraceIsUnknown(t *testing.T) {
 	// A custom transport that reports no connection events gives no proof
-	// that nothing was sent: the POST is not resent.
+	// that nothing was sent: the POST is not resent. (A mock transport:
+	// every real one reports its connection events.)
 	c, mt := setupMock(t)
 	mt.RegisterResponder(http.MethodPost, testBase+"/v1/payout", httpmock.NewErrorResponder(errors.New("broken pipe")))
 	_, err := c.CreatePayout(context.Background(), validPayoutParams())
@@ -237,26 +235,31 @@ func TestGetRetriesTruncatedBody(t *testing.T) {
 }
 
 func TestNoRetriesPolicy(t *testing.T) {
-	c, mt := setupMock(t, WithRetryPolicy(RetryPolicy{}))
-	mt.RegisterResponder(http.MethodGet, testBase+"/v1/balance", httpmock.NewStringResponder(503, ``))
+	c, mux := setup(t, WithRetryPolicy(RetryPolicy{}))
+	var n atomic.Int64
+	mux.HandleFunc("GET /v1/balance", func(w http.ResponseWriter, _ *http.Request) {
+		n.Add(1)
+		w.WriteHeader(503)
+	})
 	_, err := c.GetBalances(context.Background())
 	assert.ErrorIs(t, err, ErrServer)
-	assert.Equal(t, 1, mt.GetTotalCallCount())
+	assert.EqualValues(t, 1, n.Load())
 }
 
 func TestRetryAfterHonouredAndCapped(t *testing.T) {
 	t.Run("beyond the cap: no retry, the 429 is returned with RetryAfter", func(t *testing.T) {
-		c, mt := setupMock(t)
-		mt.RegisterResponder(http.MethodGet, testBase+"/v1/balance", func(*http.Request) (*http.Response, error) {
-			r := httpmock.NewStringResponse(429, `{"code":"rate_limited","message":"slow down"}`)
-			r.Header.Set("Retry-After", "3600")
-			return r, nil
+		c, mux := setup(t)
+		var n atomic.Int64
+		mux.HandleFunc("GET /v1/balance", func(w http.ResponseWriter, r *http.Request) {
+			n.Add(1)
+			w.Header().Set("Retry-After", "3600")
+			answer(429, `{"code":"rate_limited","message":"slow down"}`)(w, r)
 		})
 		_, err := c.GetBalances(context.Background())
 		var apiErr *APIError
 		require.ErrorAs(t, err, &apiErr)
 		assert.Equal(t, time.Hour, apiErr.RetryAfter)
-		assert.Equal(t, 1, mt.GetTotalCallCount())
+		assert.EqualValues(t, 1, n.Load())
 	})
 	t.Run("backoff waits at least Retry-After up to the cap", func(t *testing.T) {
 		p := RetryPolicy{MaxRetries: 3, MinWait: time.Millisecond, MaxWait: 3 * time.Second}
@@ -288,9 +291,9 @@ func TestBackoffBoundsAndJitter(t *testing.T) {
 
 func TestContextCancelStopsBackoff(t *testing.T) {
 	decided := make(chan struct{}, 8)
-	c, mt := setupMock(t, WithRetryPolicy(RetryPolicy{MaxRetries: 5, MinWait: time.Hour, MaxWait: time.Hour}),
+	c, mux := setup(t, WithRetryPolicy(RetryPolicy{MaxRetries: 5, MinWait: time.Hour, MaxWait: time.Hour}),
 		WithLogger(slog.New(signalHandler{decided})))
-	mt.RegisterResponder(http.MethodGet, testBase+"/v1/balance", httpmock.NewStringResponder(503, ``))
+	mux.HandleFunc("GET /v1/balance", answer(503, ``))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
@@ -308,62 +311,6 @@ func TestContextCancelStopsBackoff(t *testing.T) {
 	}
 }
 
-func TestCanceledContextSendsNothing(t *testing.T) {
-	c, mt := setupMock(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	_, err := c.CreatePayout(ctx, validPayoutParams())
-	assert.ErrorIs(t, err, context.Canceled)
-	assert.NotErrorIs(t, err, ErrOutcomeUnknown)
-	assert.Equal(t, 0, mt.GetTotalCallCount())
-}
-
-func TestConnectionsReusedAfterErrors(t *testing.T) {
-	lb := newLoopback(t, func(n int64, w http.ResponseWriter, r *http.Request) {
-		switch n % 3 {
-		case 0:
-			w.WriteHeader(404)
-			_, _ = w.Write([]byte(`{"code":"not_found","message":"no"}`))
-		case 1:
-			w.WriteHeader(503)
-			_, _ = w.Write([]byte(strings.Repeat("x", 10<<10)))
-		default:
-			_, _ = w.Write([]byte(`[]`))
-		}
-	})
-	c := lb.client(t)
-	for range 30 {
-		_, _ = c.ListCurrencies(context.Background())
-	}
-	assert.EqualValues(t, 1, lb.conns.Load(), "errors, retries and large error bodies must not cost a new connection")
-}
-
-func TestConcurrentCallersShareAPool(t *testing.T) {
-	lb := newLoopback(t, func(_ int64, w http.ResponseWriter, r *http.Request) {
-		time.Sleep(time.Millisecond)
-		_, _ = w.Write([]byte(`[{"currency":"usdt","network":"tron"}]`))
-	})
-	c := lb.client(t)
-	const callers, calls = 64, 20
-	var wg sync.WaitGroup
-	var failures atomic.Int64
-	for range callers {
-		wg.Go(func() {
-			for range calls {
-				if _, err := c.ListCurrencies(context.Background()); err != nil {
-					failures.Add(1)
-				}
-			}
-		})
-	}
-	wg.Wait()
-	assert.Zero(t, failures.Load())
-	assert.EqualValues(t, callers*calls, lb.hits.Load())
-	// Plain net/http with the same pool opens 64 to 90 here (a few extra in
-	// the first burst); one per request would be 1280.
-	assert.LessOrEqual(t, lb.conns.Load(), int64(callers*3/2), "about one connection per caller, not one per request")
-}
-
 // signalHandler is a slog handler that signals every debug record.
 type signalHandler struct{ ch chan struct{} }
 
@@ -377,3 +324,124 @@ func (h signalHandler) Handle(context.Context, slog.Record) error {
 }
 func (h signalHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
 func (h signalHandler) WithGroup(string) slog.Handler      { return h }
+
+// TestRetryAfterBeyondRange: a Retry-After too large for int64 seconds, or
+// a date years ahead, reads as "longer than MaxWait": no retry, and
+// APIError.RetryAfter set, capped at 24 hours like the seconds form.
+func TestRetryAfterBeyondRange(t *testing.T) {
+	for _, v := range []string{"99999999999999999999", "Fri, 31 Dec 9999 23:59:59 GMT", "86401"} {
+		t.Run(v, func(t *testing.T) {
+			c, mux := setup(t)
+			var n atomic.Int64
+			mux.HandleFunc("GET /v1/balance", func(w http.ResponseWriter, _ *http.Request) {
+				n.Add(1)
+				w.Header().Set("Retry-After", v)
+				w.WriteHeader(http.StatusTooManyRequests)
+			})
+			_, err := c.GetBalances(context.Background())
+			var apiErr *APIError
+			require.ErrorAs(t, err, &apiErr)
+			assert.Equal(t, 24*time.Hour, apiErr.RetryAfter)
+			assert.EqualValues(t, 1, n.Load(), "not retried")
+		})
+	}
+}
+
+func TestRetryAfterParsing(t *testing.T) {
+	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	tests := []struct {
+		in   string
+		want time.Duration
+		ok   bool
+	}{
+		{"", 0, false},
+		{"3", 3 * time.Second, true},
+		{" 0 ", 0, true},
+		{"-1", 0, false},
+		{"999999999999", 24 * time.Hour, true},
+		{"99999999999999999999", 24 * time.Hour, true},
+		{"+5", 0, false},
+		{"Fri, 31 Dec 9999 23:59:59 GMT", 24 * time.Hour, true},
+		{"Sun, 22 Nov 2026 10:00:30 GMT", 30 * time.Second, true},
+		{"Sun, 22 Nov 2026 09:00:00 GMT", 0, true},
+		{"soon", 0, false},
+	}
+	for _, tt := range tests {
+		got, ok := parseRetryAfter(tt.in, now)
+		assert.Equal(t, tt.ok, ok, tt.in)
+		assert.Equal(t, tt.want, got, tt.in)
+	}
+}
+
+// TestShouldRetry is the table of the one retry decision: every case for
+// GET and POST, with its reason.
+func TestShouldRetry(t *testing.T) {
+	p := RetryPolicy{MaxRetries: 3, MinWait: time.Millisecond, MaxWait: time.Second}
+	dial := &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused")}
+	reset := &net.OpError{Op: "read", Net: "tcp", Err: errors.New("connection reset by peer")}
+	cert := &tls.CertificateVerificationError{Err: errors.New("unknown authority")}
+	tests := []struct {
+		name   string
+		o      attemptOutcome
+		retry  bool
+		reason string
+	}{
+		{"GET 200", attemptOutcome{status: 200}, false, ""},
+		{"GET 404", attemptOutcome{status: 404}, false, ""},
+		{"GET 501", attemptOutcome{status: 501}, false, ""},
+		{"GET 503", attemptOutcome{status: 503, statusText: "503 Service Unavailable"}, true, "status 503 Service Unavailable"},
+		{"GET 429 Retry-After within MaxWait", attemptOutcome{status: 429, statusText: "429 Too Many Requests", retryAfter: time.Second, hasRA: true}, true, "status 429 Too Many Requests"},
+		{"GET 429 Retry-After beyond MaxWait", attemptOutcome{status: 429, retryAfter: 2 * time.Second, hasRA: true}, false, "Retry-After beyond the maximum wait"},
+		{"GET reset", attemptOutcome{err: reset}, true, "transport error"},
+		{"GET dial", attemptOutcome{err: dial}, true, "connection failed before sending"},
+		{"GET certificate", attemptOutcome{err: cert}, false, "permanent transport error"},
+		{"GET ctx done", attemptOutcome{err: context.Canceled, ctxDone: true}, false, "context done"},
+		{"GET 503 ctx done", attemptOutcome{status: 503, ctxDone: true}, false, "context done"},
+		{"GET budget spent", attemptOutcome{status: 503, statusText: "503 Service Unavailable", attempt: 4}, false, "giving up after 4 attempt(s): status 503 Service Unavailable"},
+		{"GET last retry", attemptOutcome{status: 502, statusText: "502 Bad Gateway", attempt: 3}, true, "status 502 Bad Gateway"},
+		{"POST 200", attemptOutcome{post: true, status: 200}, false, ""},
+		{"POST 503", attemptOutcome{post: true, status: 503}, false, "create request not resent after the server answered"},
+		{"POST 429", attemptOutcome{post: true, status: 429}, false, "create request not resent after the server answered"},
+		{"POST reset after sending", attemptOutcome{post: true, err: reset}, false, "request may have reached the server; not resent"},
+		{"POST timeout after sending", attemptOutcome{post: true, err: &attemptTimeoutError{d: time.Second, err: context.DeadlineExceeded}}, false, "request may have reached the server; not resent"},
+		{"POST reset, proof nothing was sent", attemptOutcome{post: true, err: reset, notSent: true}, true, "request not sent"},
+		{"POST dial", attemptOutcome{post: true, err: dial}, true, "connection failed before sending"},
+		{"POST dial, budget spent", attemptOutcome{post: true, err: dial, attempt: 4}, false, "giving up after 4 attempt(s): connection failed before sending"},
+		{"POST certificate", attemptOutcome{post: true, err: cert}, false, "permanent transport error"},
+		{"POST ctx done", attemptOutcome{post: true, err: context.Canceled, ctxDone: true}, false, "request may have reached the server; not resent"},
+		{"POST ctx done, not sent", attemptOutcome{post: true, err: context.Canceled, ctxDone: true, notSent: true}, false, "context done"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.o.attempt == 0 {
+				tt.o.attempt = 1
+			}
+			retry, reason := shouldRetry(&tt.o, p)
+			assert.Equal(t, tt.retry, retry)
+			assert.Equal(t, tt.reason, reason)
+		})
+	}
+}
+
+// TestShouldRetryNeverResendsAPostThatMayHaveArrived: whatever the policy,
+// status, error or attempt number, a POST is retried only on a dial error
+// or with proof that nothing was sent.
+func TestShouldRetryNeverResendsAPostThatMayHaveArrived(t *testing.T) {
+	errs := []error{nil, errors.New("broken pipe"), io.ErrUnexpectedEOF, context.DeadlineExceeded,
+		&net.OpError{Op: "read", Err: errors.New("reset")}, &net.OpError{Op: "write", Err: errors.New("reset")}}
+	for _, p := range []RetryPolicy{{}, DefaultRetryPolicy(), {MaxRetries: 1000, MaxWait: time.Hour}} {
+		for _, err := range errs {
+			for status := 100; status < 600; status++ {
+				o := attemptOutcome{post: true, attempt: 1, err: err, status: status, retryAfter: 0, hasRA: true}
+				if err != nil {
+					o.status = 0
+				}
+				retry, reason := shouldRetry(&o, p)
+				require.False(t, retry, "status %d err %v: %s", status, err, reason)
+				if err != nil {
+					break
+				}
+			}
+		}
+	}
+}

@@ -148,11 +148,11 @@ func (s *Server) serveFault(w http.ResponseWriter, r *http.Request, idx int, id 
 	ctx := r.Context()
 	if !f.Process {
 		if !s.sleep(ctx, f.Delay) {
-			return
+			panic(http.ErrAbortHandler) // the client left: send nothing, not an implicit 200
 		}
 		switch {
 		case f.Drop:
-			drop(w)
+			drop(w, r)
 		case f.responds():
 			status := f.Status
 			if status == 0 {
@@ -166,7 +166,7 @@ func (s *Server) serveFault(w http.ResponseWriter, r *http.Request, idx int, id 
 			if ct == "" {
 				ct = "application/json"
 			}
-			sendFaultResponse(w, status, ct, f.RetryAfter, b, f.Truncate)
+			sendFaultResponse(w, r, status, ct, f.RetryAfter, b, f.Truncate)
 		default:
 			s.serveRoute(w, r, idx, id, body)
 		}
@@ -176,10 +176,10 @@ func (s *Server) serveFault(w http.ResponseWriter, r *http.Request, idx int, id 
 	rec := &recorder{header: make(http.Header), status: http.StatusOK}
 	s.serveRoute(rec, r, idx, id, body)
 	if !s.sleep(ctx, f.Delay) {
-		return
+		panic(http.ErrAbortHandler) // the client left: send nothing, not an implicit 200
 	}
 	if f.Drop {
-		drop(w)
+		drop(w, r)
 		return
 	}
 	status, ct, b := rec.status, rec.header.Get("Content-Type"), rec.body.Bytes()
@@ -196,10 +196,10 @@ func (s *Server) serveFault(w http.ResponseWriter, r *http.Request, idx int, id 
 	if f.ContentType != "" {
 		ct = f.ContentType
 	}
-	sendFaultResponse(w, status, ct, f.RetryAfter, b, f.Truncate)
+	sendFaultResponse(w, r, status, ct, f.RetryAfter, b, f.Truncate)
 }
 
-func sendFaultResponse(w http.ResponseWriter, status int, ct, retryAfter string, body []byte, truncate bool) {
+func sendFaultResponse(w http.ResponseWriter, r *http.Request, status int, ct, retryAfter string, body []byte, truncate bool) {
 	if retryAfter != "" {
 		w.Header().Set("Retry-After", retryAfter)
 	}
@@ -209,7 +209,8 @@ func sendFaultResponse(w http.ResponseWriter, status int, ct, retryAfter string,
 	}
 	conn, bufw, err := http.NewResponseController(w).Hijack()
 	if err != nil {
-		panic(http.ErrAbortHandler) // not hijackable: abort the response instead
+		cutStream(w, r, status, ct, body) // HTTP/2 (tls.go)
+		return
 	}
 	defer conn.Close()
 	declared := max(len(body), 2)
@@ -232,10 +233,13 @@ func sendFaultResponse(w http.ResponseWriter, status int, ct, retryAfter string,
 }
 
 // drop closes the connection with no response; a TCP reset when possible.
-func drop(w http.ResponseWriter) {
+func drop(w http.ResponseWriter, r *http.Request) {
 	conn, _, err := http.NewResponseController(w).Hijack()
 	if err != nil {
-		panic(http.ErrAbortHandler)
+		if !closeConnOf(r, true) { // HTTP/2 (tls.go)
+			panic(http.ErrAbortHandler)
+		}
+		return
 	}
 	if tc, ok := conn.(*net.TCPConn); ok {
 		_ = tc.SetLinger(0)

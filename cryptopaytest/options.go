@@ -51,6 +51,7 @@ type serverConfig struct {
 	webhookLogSize     int
 	unpaid             UnpaidFields
 	controlAPI         bool
+	tls                bool // WithTLS (tls.go)
 	logger             *slog.Logger
 	maxBody            int64
 	sweepInterval      time.Duration

@@ -38,13 +38,14 @@ var (
 // are safe for concurrent use, also while requests are being served. Close
 // it when done (t.Cleanup(srv.Close)).
 type Server struct {
-	// URL is the base URL of the API, "http://127.0.0.1:port", with no
-	// trailing slash.
+	// URL is the base URL of the API, "http://127.0.0.1:port" (https
+	// with WithTLS), with no trailing slash.
 	URL string
 	// APIKey is the key the server accepts in x-api-key.
 	APIKey string
 
 	cfg      serverConfig
+	tls      *tlsState // WithTLS's certificate (tls.go)
 	listener net.Listener
 	httpSrv  *http.Server
 	clock    clock
@@ -108,8 +109,8 @@ func StartServer(opts ...ServerOption) (*Server, error) {
 		return nil, fmt.Errorf("cryptopaytest: listen on %s: %w", cfg.addr, err)
 	}
 	s := newState(cfg)
+	ln, s.URL = s.listen(ln) // plain, or TLS with HTTP/2 (WithTLS, tls.go)
 	s.listener = ln
-	s.URL = "http://" + ln.Addr().String()
 
 	var h http.Handler = apiHandler{s}
 	if cfg.controlAPI {
@@ -212,6 +213,7 @@ func (s *Server) Client(opts ...cryptopay.Option) *cryptopay.Client {
 		cryptopay.WithRetryPolicy(cryptopay.RetryPolicy{MaxRetries: 3, MinWait: time.Millisecond, MaxWait: 20 * time.Millisecond}),
 		cryptopay.WithTimeout(5 * time.Second),
 	}, opts...)
+	all = append(s.clientOptions(), all...) // with WithTLS: trust its certificate (tls.go)
 	c, err := cryptopay.NewClient(s.URL, s.APIKey, all...)
 	if err != nil {
 		panic("cryptopaytest: Server.Client: " + err.Error())

@@ -1,0 +1,345 @@
+package cryptopay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestWithRequestHeader: the header goes on this call's request only; the
+// Client's own headers and the next call are unchanged.
+func TestWithRequestHeader(t *testing.T) {
+	c, mux := setup(t)
+	var seen []http.Header
+	var mu sync.Mutex
+	mux.HandleFunc("POST /v1/payout", func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, r.Header.Clone())
+		mu.Unlock()
+		_, _ = w.Write([]byte(payoutBody))
+	})
+	ctx := context.Background()
+	_, err := c.CreatePayout(ctx, validPayoutParams(), WithRequestHeader("x-trace-id", "t-1"), WithRequestHeader("User-Agent", "batch/7"))
+	require.NoError(t, err)
+	_, err = c.CreatePayout(ctx, validPayoutParams())
+	require.NoError(t, err)
+
+	require.Len(t, seen, 2)
+	assert.Equal(t, "t-1", seen[0].Get("X-Trace-Id"))
+	assert.Equal(t, "batch/7", seen[0].Get("User-Agent"))
+	assert.Equal(t, testKey, seen[0].Get("X-Api-Key"), "the key is still the Client's")
+	assert.Equal(t, "application/json", seen[0].Get("Content-Type"))
+	assert.Empty(t, seen[1].Get("X-Trace-Id"), "a per-call option never changes the Client")
+	assert.True(t, strings.HasPrefix(seen[1].Get("User-Agent"), "cryptopay-go/"))
+	assert.NotContains(t, c.cfg.headers.post, "X-Trace-Id")
+}
+
+// TestWithRequestHeaderRefused: the SDK's own headers, the framing ones and
+// the idempotency keys that make net/http replay a POST are refused with a
+// ValidationError before anything is sent.
+func TestWithRequestHeaderRefused(t *testing.T) {
+	tests := []struct{ key, value string }{
+		{"x-api-key", "other"}, {"X-API-KEY", "other"}, {"Host", "evil.example"}, {"Content-Length", "1"},
+		{"Idempotency-Key", "k1"}, {"idempotency-key", "k1"}, {"X-Idempotency-Key", "k1"},
+		{"Transfer-Encoding", "chunked"}, {"Connection", "close"},
+		{"X-Trace", "a\r\nX-Api-Key: other"}, {"X-Trace", "a\nb"}, {"Bad Name", "v"}, {"", "v"}, {"X:Y", "v"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.key+"="+tt.value, func(t *testing.T) {
+			c, mux := setup(t)
+			var n atomic.Int64
+			mux.HandleFunc("/", func(http.ResponseWriter, *http.Request) { n.Add(1) })
+			_, err := c.CreatePayout(context.Background(), validPayoutParams(), WithRequestHeader(tt.key, tt.value))
+			var ve *ValidationError
+			require.ErrorAs(t, err, &ve)
+			assert.ErrorIs(t, err, ErrInvalidParams)
+			assert.Equal(t, "WithRequestHeader", ve.Field)
+			assert.NotErrorIs(t, err, ErrOutcomeUnknown)
+			assert.Zero(t, n.Load(), "nothing was sent")
+		})
+	}
+}
+
+// TestWithRequestTimeout bounds each attempt of one call: a GET whose
+// first attempt hangs is retried and succeeds; a POST whose attempt hangs
+// after the server read it is not resent.
+func TestWithRequestTimeout(t *testing.T) {
+	c, mux := setup(t) // the Client's own timeout: 30 s
+	var gets, posts atomic.Int64
+	hang := func(r *http.Request) { <-r.Context().Done() } // until the client gives up
+	mux.HandleFunc("GET /v1/balance", func(w http.ResponseWriter, r *http.Request) {
+		if gets.Add(1) == 1 {
+			hang(r)
+			return
+		}
+		_, _ = w.Write([]byte(`[]`))
+	})
+	mux.HandleFunc("POST /v1/payout", func(w http.ResponseWriter, r *http.Request) {
+		posts.Add(1)
+		_, _ = readAll(r)
+		hang(r)
+	})
+	ctx := context.Background()
+	var resp Response
+	_, err := c.GetBalances(ctx, WithRequestTimeout(50*time.Millisecond), WithResponseInto(&resp))
+	require.NoError(t, err)
+	assert.Equal(t, 2, resp.Attempts)
+
+	_, err = c.CreatePayout(ctx, validPayoutParams(), WithRequestTimeout(50*time.Millisecond))
+	require.ErrorIs(t, err, ErrOutcomeUnknown)
+	var ne net.Error
+	require.ErrorAs(t, err, &ne)
+	assert.True(t, ne.Timeout())
+	assert.EqualValues(t, 1, posts.Load())
+	assert.Equal(t, DefaultTimeout, c.timeout, "the Client's timeout is unchanged")
+
+	for _, d := range []time.Duration{0, -time.Second} {
+		_, err = c.GetBalances(ctx, WithRequestTimeout(d))
+		assert.ErrorIs(t, err, ErrInvalidParams)
+	}
+}
+
+// TestWithRequestRetryPolicy changes how this call's reads are retried,
+// and cannot make a POST be resent.
+func TestWithRequestRetryPolicy(t *testing.T) {
+	c, mux := setup(t) // the Client retries 3 times
+	var gets, posts atomic.Int64
+	mux.HandleFunc("GET /v1/balance", func(w http.ResponseWriter, _ *http.Request) {
+		gets.Add(1)
+		w.WriteHeader(http.StatusServiceUnavailable)
+	})
+	mux.HandleFunc("POST /v1/payout", func(w http.ResponseWriter, r *http.Request) {
+		if posts.Add(1) == 1 {
+			resetAfterReading(w, r)
+			return
+		}
+		w.WriteHeader(http.StatusServiceUnavailable)
+	})
+	ctx := context.Background()
+	many := RetryPolicy{MaxRetries: 6, MinWait: time.Millisecond, MaxWait: time.Millisecond}
+	for _, tt := range []struct {
+		p    RetryPolicy
+		want int64
+	}{{RetryPolicy{}, 1}, {many, 7}} {
+		gets.Store(0)
+		_, err := c.GetBalances(ctx, WithRequestRetryPolicy(tt.p))
+		require.ErrorIs(t, err, ErrServer)
+		assert.Equal(t, tt.want, gets.Load())
+	}
+	for range 2 { // a reset after reading, then a 503: each sent once
+		_, err := c.CreatePayout(ctx, validPayoutParams(), WithRequestRetryPolicy(many))
+		require.ErrorIs(t, err, ErrOutcomeUnknown)
+	}
+	assert.EqualValues(t, 2, posts.Load(), "no policy makes a POST be resent")
+
+	gets.Store(0)
+	_, err := c.GetBalances(ctx)
+	require.Error(t, err)
+	assert.EqualValues(t, fastRetry.MaxRetries+1, gets.Load(), "the Client's policy is unchanged")
+
+	_, err = c.GetBalances(ctx, WithRequestRetryPolicy(RetryPolicy{MaxRetries: -1}))
+	assert.ErrorIs(t, err, ErrInvalidParams)
+}
+
+// TestWithResponseInto fills the Response on success and on every kind of
+// error.
+func TestWithResponseInto(t *testing.T) {
+	c, mux := setup(t)
+	var n atomic.Int64
+	mux.HandleFunc("GET /v1/balance", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("X-Request-Id", fmt.Sprintf("req-%d", n.Add(1)))
+		_, _ = w.Write([]byte(`[]`))
+	})
+	mux.HandleFunc("GET /v1/currencies", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Request-Id", "req-busy")
+		w.WriteHeader(http.StatusServiceUnavailable)
+	})
+	ctx := context.Background()
+
+	var ok Response
+	_, err := c.GetBalances(ctx, WithResponseInto(&ok))
+	require.NoError(t, err)
+	assert.Equal(t, 200, ok.StatusCode)
+	assert.Equal(t, "req-1", ok.RequestID)
+	assert.Equal(t, "req-1", ok.Header.Get("X-Request-Id"))
+	assert.Equal(t, 1, ok.Attempts)
+	assert.Positive(t, ok.Duration)
+	assert.Equal(t, "HTTP/1.1", ok.Proto)
+
+	var failed Response
+	_, err = c.ListCurrencies(ctx, WithResponseInto(&failed))
+	require.ErrorIs(t, err, ErrServer)
+	assert.Equal(t, 503, failed.StatusCode)
+	assert.Equal(t, "req-busy", failed.RequestID)
+	assert.Equal(t, fastRetry.MaxRetries+1, failed.Attempts)
+
+	refused := refusedClient(t)
+	none := Response{StatusCode: 999, Header: http.Header{"Stale": {"x"}}}
+	_, err = refused.GetBalances(ctx, WithResponseInto(&none))
+	require.Error(t, err)
+	assert.Zero(t, none.StatusCode, "no response came")
+	assert.Nil(t, none.Header)
+	assert.Equal(t, fastRetry.MaxRetries+1, none.Attempts)
+
+	_, err = c.GetBalances(ctx, WithResponseInto(nil))
+	assert.ErrorIs(t, err, ErrInvalidParams)
+}
+
+// refusedClient is a Client for a 127.0.0.1 port nothing listens on.
+func refusedClient(t *testing.T, opts ...Option) *Client {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	c, err := NewClient("http://"+addr, testKey, append([]Option{WithRetryPolicy(fastRetry)}, opts...)...)
+	require.NoError(t, err)
+	return c
+}
+
+// obsRecorder records every Observer call as a line of text.
+type obsRecorder struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+type obsKey struct{}
+
+func (o *obsRecorder) add(format string, args ...any) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.lines = append(o.lines, fmt.Sprintf(format, args...))
+}
+
+func (o *obsRecorder) observer() Observer {
+	return Observer{
+		OnCallStart: func(ctx context.Context, ci CallInfo) context.Context {
+			o.add("call %s", ci.Route)
+			return context.WithValue(ctx, obsKey{}, "call")
+		},
+		OnAttemptStart: func(ctx context.Context, ci CallInfo, n int) context.Context {
+			o.add("attempt %d %s parent=%v", n, ci.Route, ctx.Value(obsKey{}))
+			return context.WithValue(ctx, obsKey{}, fmt.Sprintf("attempt-%d", n))
+		},
+		OnAttemptEnd: func(ctx context.Context, ci CallInfo, r AttemptResult) {
+			o.add("end %d %s ctx=%v status=%d err=%v retry=%v reason=%q", r.Attempt, ci.Route, ctx.Value(obsKey{}), r.StatusCode, r.Err != nil, r.Retry, r.Reason)
+		},
+		OnCallEnd: func(ctx context.Context, ci CallInfo, r CallResult) {
+			o.add("done %s ctx=%v attempts=%d status=%d err=%v unknown=%v", ci.Route, ctx.Value(obsKey{}), r.Attempts, r.StatusCode, r.Err != nil, r.OutcomeUnknown)
+		},
+	}
+}
+
+// TestObserver: every call and attempt is reported with the route
+// template, the attempt number, the retry decision and its reason, the
+// status, and whether the outcome is unknown; contexts flow from call to
+// attempt; no key, id or query reaches the observer.
+func TestObserver(t *testing.T) {
+	rec := &obsRecorder{}
+	c, mux := setup(t, WithObserver(rec.observer()))
+	var n atomic.Int64
+	mux.HandleFunc("GET /v1/payment/{id}/status", func(w http.ResponseWriter, _ *http.Request) {
+		if n.Add(1) == 1 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte(paymentStatus))
+	})
+	mux.HandleFunc("POST /v1/payout", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(500) })
+	mux.HandleFunc("GET /v1/payout/list", func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte(`{"payout":[],"count":0}`))
+	})
+	ctx := context.Background()
+	_, err := c.GetPayment(ctx, paymentID)
+	require.NoError(t, err)
+	_, err = c.CreatePayout(ctx, validPayoutParams())
+	require.ErrorIs(t, err, ErrOutcomeUnknown)
+	_, err = c.ListPayouts(ctx, ListPayoutsParams{Limit: 5, Offset: 10})
+	require.NoError(t, err)
+
+	assert.Equal(t, []string{
+		"call GET /v1/payment/{id}/status",
+		"attempt 1 GET /v1/payment/{id}/status parent=call",
+		`end 1 GET /v1/payment/{id}/status ctx=attempt-1 status=503 err=false retry=true reason="status 503 Service Unavailable"`,
+		"attempt 2 GET /v1/payment/{id}/status parent=call",
+		`end 2 GET /v1/payment/{id}/status ctx=attempt-2 status=200 err=false retry=false reason=""`,
+		"done GET /v1/payment/{id}/status ctx=call attempts=2 status=200 err=false unknown=false",
+		"call POST /v1/payout",
+		"attempt 1 POST /v1/payout parent=call",
+		`end 1 POST /v1/payout ctx=attempt-1 status=500 err=false retry=false reason="create request not resent after the server answered"`,
+		"done POST /v1/payout ctx=call attempts=1 status=500 err=true unknown=true",
+		"call GET /v1/payout/list",
+		"attempt 1 GET /v1/payout/list parent=call",
+		`end 1 GET /v1/payout/list ctx=attempt-1 status=200 err=false retry=false reason=""`,
+		"done GET /v1/payout/list ctx=call attempts=1 status=200 err=false unknown=false",
+	}, rec.lines)
+}
+
+// TestObserverSeesNoSecrets: what an Observer receives (route, results,
+// errors) never holds the key, an id or a query, even when the server
+// echoes the key and the call fails in transport.
+func TestObserverSeesNoSecrets(t *testing.T) {
+	var mu sync.Mutex
+	var all strings.Builder
+	dump := func(v ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, x := range v {
+			fmt.Fprintf(&all, "%+v\n", x)
+			if e, ok := x.(error); ok && e != nil {
+				all.WriteString(e.Error() + "\n")
+			}
+		}
+	}
+	obs := Observer{
+		OnCallStart:    func(ctx context.Context, ci CallInfo) context.Context { dump(ci); return ctx },
+		OnAttemptStart: func(ctx context.Context, ci CallInfo, _ int) context.Context { dump(ci); return ctx },
+		OnAttemptEnd:   func(_ context.Context, ci CallInfo, r AttemptResult) { dump(ci, r, r.Err) },
+		OnCallEnd:      func(_ context.Context, ci CallInfo, r CallResult) { dump(ci, r, r.Err) },
+	}
+	c, mux := setup(t, WithObserver(obs))
+	mux.HandleFunc("GET /v1/payment/{id}/status", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Request-Id", r.Header.Get("X-Api-Key"))
+		w.WriteHeader(404)
+		_, _ = w.Write([]byte(`{"code":"nf","message":"` + r.Header.Get("X-Api-Key") + `"}`))
+	})
+	mux.HandleFunc("GET /v1/payout/{id}/status", resetAfterReading)
+	ctx := context.Background()
+	_, _ = c.GetPayment(ctx, paymentID)
+	_, _ = c.GetPayout(ctx, "po_secret_77")
+	_, _ = c.ListPayouts(ctx, ListPayoutsParams{Limit: 5, Offset: 10})
+	_, _ = refusedClient(t, WithObserver(obs)).CreatePayout(ctx, validPayoutParams())
+
+	out := all.String()
+	require.NotEmpty(t, out)
+	for _, secret := range []string{testKey, paymentID, "po_secret_77", "limit=", "offset="} {
+		assert.NotContains(t, out, secret)
+	}
+}
+
+// TestPerCallOptionErrorsSendNothing: an invalid option fails the call
+// before it is sent, and a nil option is ignored.
+func TestPerCallOptionErrorsSendNothing(t *testing.T) {
+	c, mux := setup(t)
+	var n atomic.Int64
+	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
+		n.Add(1)
+		_, _ = w.Write([]byte(`[]`))
+	})
+	_, err := c.GetBalances(context.Background(), nil)
+	require.NoError(t, err)
+	_, err = c.GetBalances(context.Background(), WithRequestTimeout(-1))
+	var ve *ValidationError
+	require.True(t, errors.As(err, &ve))
+	assert.EqualValues(t, 1, n.Load())
+}
