@@ -38,16 +38,14 @@ const (
 //
 // The default is a bounded in-memory store (NewMemoryDedupeStore), which
 // only dedupes within one process. Replicas behind a load balancer must
-// share one store, for example in Redis (no Redis client is bundled; a
-// sketch using go-redis names):
-//
-//	Claim:    ok := SET prefix+key "busy" NX PX 60000 (a lease: a replica that
-//	          dies mid-callback frees the key when it expires)
-//	          ok → DedupeClaimed; else GET prefix+key: "done" → DedupeSeen,
-//	          otherwise DedupeInProgress
-//	Complete: SET prefix+key "done" PX 259200000 (72 h, at least the sender's
-//	          retry window)
-//	Release:  DEL prefix+key (ideally only if still "busy": a two-line Lua script)
+// share one store: the companion modules redisstore and pgstore provide
+// stores whose claims are leases owned by a per-claim token (a replica that
+// dies mid-callback frees the key when the lease expires, and no replica
+// can complete or release another's claim), and pgstore can commit the
+// callback's own writes with the done mark in one transaction. Any store
+// must pass the conformance suite in cryptopaytest/dedupetest. A shared
+// store whose caller no longer holds the claim returns an error matching
+// ErrDedupeLeaseLost from Complete or Release.
 //
 // A store gives at-most-once delivery per claim, not exactly-once: a
 // process that dies after the callback succeeded but before Complete gets
