@@ -28,6 +28,11 @@ import (
 //   - A page read twice (the server ignores offset), a list that ends
 //     before its count, more items than the count, or a count that shrinks
 //     is an error (ErrUnexpectedResponse), never "not listed".
+//   - So is a read to the end that saw fewer distinct payouts than the
+//     first count: payouts moved between pages while the list was read (it
+//     is ordered by a field that changes, such as updatedAt), and the one
+//     looked for may have moved from a page not yet read to one already
+//     read.
 
 // listOrder is the order the payout list was seen to be in.
 type listOrder int
@@ -77,10 +82,12 @@ type payoutSearch struct {
 	requests int
 	pages    map[uint64]int // fingerprint of each page read -> its offset
 	found    *PayoutListItem
+	count0   int                 // the count the first page sent
+	distinct map[uint64]struct{} // identity of each payout read (see identity)
 }
 
 func newPayoutSearch(ctx context.Context, c *Client, orderID string, cutoff time.Time, opts []RequestOption) *payoutSearch {
-	return &payoutSearch{c: c, ctx: ctx, opts: opts, orderID: orderID, cutoff: cutoff, pages: make(map[uint64]int)}
+	return &payoutSearch{c: c, ctx: ctx, opts: opts, orderID: orderID, cutoff: cutoff, pages: make(map[uint64]int), distinct: make(map[uint64]struct{})}
 }
 
 // run searches until the payout is found (s.found), the list is covered
@@ -111,6 +118,9 @@ func (s *payoutSearch) run() error {
 			err = s.stepUp()
 		}
 	}
+	if err == nil && s.found == nil && !s.stopped && s.counted && len(s.distinct) < s.count0 {
+		err = s.inconsistent(fmt.Sprintf("the list was read to its end but showed %d distinct payouts where the count was %d (payouts moved between pages while it was read)", len(s.distinct), s.count0))
+	}
 	return err
 }
 
@@ -139,6 +149,7 @@ func (s *payoutSearch) read(offset, limit int) (searchPage, error) {
 		return p, err
 	}
 	for i := range p.items {
+		s.distinct[identity(&p.items[i])] = struct{}{}
 		if p.items[i].OrderID == s.orderID {
 			s.found = &p.items[i]
 			break
@@ -176,7 +187,7 @@ func (s *payoutSearch) first() ([]PayoutListItem, error) {
 	}
 	s.read1, s.counted = true, p.counted
 	s.head, s.size = len(p.items), max(len(p.items), 1)
-	s.tail, s.end = p.count, p.count
+	s.tail, s.end, s.count0 = p.count, p.count, p.count
 	s.endSeen = len(p.items) == 0
 	if !p.counted {
 		s.tail = math.MaxInt // read on to an empty page
@@ -330,6 +341,16 @@ func fingerprint(items []PayoutListItem) uint64 {
 		h = fnvUint(h, uint64(it.CreatedAt.UnixNano()))
 	}
 	return h
+}
+
+// identity identifies a payout across reads by the fields that do not
+// change as it proceeds (not its status, paid address or merchant amount).
+func identity(it *PayoutListItem) uint64 {
+	h := uint64(14695981039346656037)
+	for _, s := range [...]string{it.ID, it.OrderID, it.CustomerID, it.WalletAddress, it.Currency, it.Network, it.Amount.String()} {
+		h = fnvAdd(h, s)
+	}
+	return fnvUint(h, uint64(it.CreatedAt.UnixNano()))
 }
 
 func fnvAdd(h uint64, s string) uint64 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -469,4 +470,102 @@ func benchReconcile(b *testing.B, total int, newestFirst, newest, reconcile bool
 		requests += l.requests.Load() - before
 	}
 	b.ReportMetric(float64(requests)/float64(b.N), "requests/op")
+}
+
+// movingList serves a list whose order depends on a field that changes
+// (updatedAt, newest first, or the table's physical order): before request
+// moveAt is served, payout target leaves its place and goes to the front
+// or the end, so the rest shift and the count stays the same.
+type movingList struct {
+	synth   *synthList // formats the items (shuffled createdAt)
+	mu      sync.Mutex
+	order   []int // payout numbers in list order
+	target  int
+	moveAt  int64
+	toFront bool
+	n       atomic.Int64
+}
+
+func (m *movingList) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	n := m.n.Add(1)
+	q := r.URL.Query()
+	limit, _ := strconv.Atoi(q.Get("limit"))
+	offset, _ := strconv.Atoi(q.Get("offset"))
+	limit = min(max(limit, 1), 100)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if n == m.moveAt {
+		i := slices.Index(m.order, m.target)
+		m.order = slices.Delete(m.order, i, i+1)
+		if m.toFront {
+			m.order = slices.Insert(m.order, 0, m.target)
+		} else {
+			m.order = append(m.order, m.target)
+		}
+	}
+	b := []byte(`{"payout":[`)
+	for pos := offset; pos < len(m.order) && pos < offset+limit; pos++ {
+		if pos > offset {
+			b = append(b, ',')
+		}
+		b = m.synth.item(b, m.order[pos], "o"+strconv.Itoa(m.order[pos]))
+	}
+	b = append(b, `],"count":`...)
+	b = strconv.AppendInt(b, int64(len(m.order)), 10)
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(append(b, '}'))
+}
+
+// TestListSearchPayoutMovesWhileRead: a list not ordered by createdAt may
+// be ordered by a field that changes, and the payout looked for is the one
+// most likely to change (just created, now processing). If it moves from a
+// page not yet read to one already read, no page read shows it: the
+// search must not answer "not listed" then, but an error (still unknown).
+func TestListSearchPayoutMovesWhileRead(t *testing.T) {
+	tests := []struct {
+		name    string
+		noTimes bool
+		target  int
+		moveAt  int64
+		toFront bool
+	}{
+		{"unsorted, moves to the front", false, 220, 2, true},
+		{"no createdAt, moves to the front", true, 220, 2, true},
+		{"unsorted, moves to the front late", false, 230, 3, true},
+		{"no createdAt, moves to the end", true, 120, 3, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, reconcile := range []bool{false, true} {
+				synth := newSynthList(250, false)
+				synth.shuffled, synth.noTimes = true, tt.noTimes
+				m := &movingList{synth: synth, order: make([]int, 250), target: tt.target, moveAt: tt.moveAt, toFront: tt.toFront}
+				for i := range m.order {
+					m.order[i] = i
+				}
+				c, mux := setup(t)
+				mux.Handle("GET /v1/payout/list", m)
+				want := "o" + strconv.Itoa(tt.target)
+				if !reconcile {
+					it, found, err := c.FindPayoutByOrderID(context.Background(), want)
+					if err == nil {
+						assert.True(t, found, "a payout moved while the list was read must not read as missing")
+						assert.NotNil(t, it)
+						continue
+					}
+					assert.ErrorIs(t, err, ErrUnexpectedResponse)
+					assert.False(t, found)
+					continue
+				}
+				res, err := c.ReconcilePayout(context.Background(), ReconcileParams{OrderID: want,
+					AttemptedAt: synth.base, ClockSkew: time.Duration(1<<62 - 1)})
+				require.NotNil(t, res)
+				assert.NotEqual(t, PayoutNotCreated, res.Verdict, res.Reason)
+				if err != nil {
+					assert.ErrorIs(t, err, ErrUnexpectedResponse)
+					assert.Equal(t, PayoutStillUnknown, res.Verdict)
+				}
+			}
+		})
+	}
 }
