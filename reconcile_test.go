@@ -2,6 +2,7 @@ package cryptopay
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -565,6 +566,74 @@ func TestListSearchPayoutMovesWhileRead(t *testing.T) {
 					assert.ErrorIs(t, err, ErrUnexpectedResponse)
 					assert.Equal(t, PayoutStillUnknown, res.Verdict)
 				}
+			}
+		})
+	}
+}
+
+// tieList serves 250 payouts newest first; those at positions 95 to 104
+// share one createdAt, and the server orders them differently on every
+// other request (as a database may for rows whose sort key is equal,
+// depending on LIMIT and OFFSET). Payouts from position 105 on are older
+// than the cutoff used below.
+type tieList struct {
+	base time.Time
+	n    atomic.Int64
+}
+
+func (l *tieList) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	n := l.n.Add(1)
+	q := r.URL.Query()
+	limit, _ := strconv.Atoi(q.Get("limit"))
+	offset, _ := strconv.Atoi(q.Get("offset"))
+	limit = min(max(limit, 1), 100)
+	b := []byte(`{"payout":[`)
+	for pos := offset; pos < 250 && pos < offset+limit; pos++ {
+		i, at := pos, l.base.Add(-time.Duration(pos)*time.Minute)
+		if pos >= 95 && pos < 105 {
+			at = l.base.Add(-95 * time.Minute)
+			if n%2 == 0 {
+				i = 95 + 104 - pos // the tied payouts in reverse
+			}
+		}
+		if pos > offset {
+			b = append(b, ',')
+		}
+		b = fmt.Appendf(b, `{"status":"created","amount":1,"orderId":"o%d","customerId":"c","createdAt":%q}`, i, at.Format(time.RFC3339))
+	}
+	b = fmt.Appendf(b, `],"count":250}`)
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(b)
+}
+
+// TestListSearchTiedCreatedAtAcrossPages: payouts that share a createdAt
+// may swap places between two requests; the payout looked for can then
+// sit on the page read second in the first request's order and on the
+// page read first in the second's. A walk stopped at the cutoff that saw
+// fewer distinct payouts than the places it read must not answer "not
+// listed".
+func TestListSearchTiedCreatedAtAcrossPages(t *testing.T) {
+	base := time.Now().Add(-time.Hour).UTC().Truncate(time.Second)
+	tests := []struct {
+		name   string
+		target string
+	}{
+		{"the tied payout on the second page first", "o100"},
+		{"another tied payout", "o102"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := &tieList{base: base}
+			c, mux := setup(t)
+			mux.Handle("GET /v1/payout/list", l)
+			// The cutoff falls between positions 104 and 105 (and 95 minutes
+			// before base, where the tied payouts were created).
+			attempted := base.Add(-100*time.Minute + DefaultReconcileClockSkew)
+			res, err := c.ReconcilePayout(context.Background(), ReconcileParams{OrderID: tt.target, AttemptedAt: attempted})
+			require.NotNil(t, res)
+			assert.NotEqual(t, PayoutNotCreated, res.Verdict, res.Reason)
+			if err != nil {
+				assert.ErrorIs(t, err, ErrUnexpectedResponse)
 			}
 		})
 	}
