@@ -638,3 +638,24 @@ func TestListSearchTiedCreatedAtAcrossPages(t *testing.T) {
 		})
 	}
 }
+
+// TestListSearchGrowthIsNotAMove: payouts created while the list is read
+// shift it (newest first) or lengthen it (oldest first); every payout the
+// first count promised is still read, so "not listed" stays the answer.
+func TestListSearchGrowthIsNotAMove(t *testing.T) {
+	for name, newestFirst := range orders() {
+		for _, every := range []int{1, 2, 3} {
+			t.Run(name+"/every "+strconv.Itoa(every), func(t *testing.T) {
+				l := newSynthList(1000, newestFirst)
+				l.growEvery = every
+				c := listClient(t, l)
+				_, found, err := c.FindPayoutByOrderID(context.Background(), "never-sent")
+				require.NoError(t, err)
+				assert.False(t, found)
+				res, err := c.ReconcilePayout(context.Background(), ReconcileParams{OrderID: "never-sent", AttemptedAt: l.base.Add(500 * time.Second)})
+				require.NoError(t, err)
+				assert.Equal(t, PayoutNotCreated, res.Verdict, res.Reason)
+			})
+		}
+	}
+}
