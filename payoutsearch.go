@@ -367,11 +367,13 @@ func fingerprint(items []PayoutListItem) uint64 {
 	return h
 }
 
-// identity identifies a payout across reads by the fields that do not
-// change as it proceeds (not its status, paid address or merchant amount).
+// identity identifies a payout across reads by the fields that cannot
+// change as it proceeds (not its status, amounts or paid address: a field
+// that changed between two reads would count one payout twice and could
+// hide one that was missed).
 func identity(it *PayoutListItem) uint64 {
 	h := uint64(14695981039346656037)
-	for _, s := range [...]string{it.ID, it.OrderID, it.CustomerID, it.WalletAddress, it.Currency, it.Network, it.Amount.String()} {
+	for _, s := range [...]string{it.ID, it.OrderID, it.CustomerID, it.WalletAddress, it.Currency, it.Network} {
 		h = fnvAdd(h, s)
 	}
 	return fnvUint(h, uint64(it.CreatedAt.UnixNano()))
