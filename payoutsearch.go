@@ -28,8 +28,8 @@ import (
 //   - A page read twice (the server ignores offset), a list that ends
 //     before its count, more items than the count, or a count that shrinks
 //     is an error (ErrUnexpectedResponse), never "not listed".
-//   - So is a search that saw fewer distinct payouts than the places it
-//     read (a read to the end: than the first count): payouts moved between
+//   - So is a search that saw fewer distinct payouts than the first count
+//     promised in the places it read (checkDistinct): payouts moved between
 //     pages while the list was read (it is ordered by a field that changes,
 //     such as updatedAt, or payouts sharing a createdAt swap places between
 //     requests), and the one looked for may have moved from a page not yet
@@ -125,27 +125,22 @@ func (s *payoutSearch) run() error {
 	return err
 }
 
-// checkDistinct refuses a search that read fewer distinct payouts than the
-// places it covered: a payout was then seen twice and another not at all
-// (see the file's header). A read to the end must have seen every payout
-// the first count promised (growth adds more); a walk stopped at the
-// cutoff is checked only if the count did not change (growth shifts
-// payouts legitimately).
+// checkDistinct refuses a search that read fewer distinct payouts than
+// it must have: a payout was then seen twice and another not at all (see
+// the file's header). Every payout the first count promised has been read
+// except those in the gap [head, tail) the walk left unread (a stopped
+// walk). Payouts created meanwhile only add: at the top of a newest-first
+// list they shift the rest (a payout read twice, and tail moved up with
+// them), at the end of an oldest-first one they lie beyond the count.
 func (s *payoutSearch) checkDistinct() error {
 	if !s.counted {
 		return nil
 	}
-	want := s.count0
-	if s.stopped {
-		if s.end != s.count0 {
-			return nil
-		}
-		want = min(s.head, s.tail) + s.end - s.tail
-	}
+	want := s.count0 - max(0, s.tail-s.head)
 	if len(s.distinct) >= want {
 		return nil
 	}
-	return s.inconsistent(fmt.Sprintf("it showed %d distinct payouts where the places read hold %d (payouts moved between pages while it was read, or share a createdAt and swapped places)", len(s.distinct), want))
+	return s.inconsistent(fmt.Sprintf("it showed %d distinct payouts where at least %d were read (payouts moved between pages while it was read, or share a createdAt and swapped places)", len(s.distinct), want))
 }
 
 // more reports whether the search must read on: nothing found, the cutoff

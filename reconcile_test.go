@@ -578,6 +578,7 @@ func TestListSearchPayoutMovesWhileRead(t *testing.T) {
 // than the cutoff used below.
 type tieList struct {
 	base time.Time
+	grow bool // a new payout is created before every request but the first
 	n    atomic.Int64
 }
 
@@ -587,23 +588,32 @@ func (l *tieList) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	limit, _ := strconv.Atoi(q.Get("limit"))
 	offset, _ := strconv.Atoi(q.Get("offset"))
 	limit = min(max(limit, 1), 100)
+	var created int // new payouts, listed first
+	if l.grow {
+		created = int(n) - 1
+	}
 	b := []byte(`{"payout":[`)
-	for pos := offset; pos < 250 && pos < offset+limit; pos++ {
-		i, at := pos, l.base.Add(-time.Duration(pos)*time.Minute)
-		if pos >= 95 && pos < 105 {
-			at = l.base.Add(-95 * time.Minute)
-			if n%2 == 0 {
-				i = 95 + 104 - pos // the tied payouts in reverse
-			}
-		}
-		if pos > offset {
+	for at := offset; at < 250+created && at < offset+limit; at++ {
+		if at > offset {
 			b = append(b, ',')
 		}
-		b = fmt.Appendf(b, `{"status":"created","amount":1,"orderId":"o%d","customerId":"c","createdAt":%q}`, i, at.Format(time.RFC3339))
+		b = l.item(b, at-created, n)
 	}
-	b = fmt.Appendf(b, `],"count":250}`)
+	b = fmt.Appendf(b, `],"count":%d}`, 250+created)
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write(b)
+}
+
+// item renders the payout at pos (a negative pos: a new payout).
+func (l *tieList) item(b []byte, pos int, n int64) []byte {
+	i, at := pos, l.base.Add(-time.Duration(pos)*time.Minute)
+	if pos >= 95 && pos < 105 {
+		at = l.base.Add(-95 * time.Minute)
+		if n%2 == 0 {
+			i = 95 + 104 - pos // the tied payouts in reverse
+		}
+	}
+	return fmt.Appendf(b, `{"status":"created","amount":1,"orderId":"o%d","customerId":"c","createdAt":%q}`, i, at.Format(time.RFC3339))
 }
 
 // TestListSearchTiedCreatedAtAcrossPages: payouts that share a createdAt
@@ -617,13 +627,15 @@ func TestListSearchTiedCreatedAtAcrossPages(t *testing.T) {
 	tests := []struct {
 		name   string
 		target string
+		grow   bool
 	}{
-		{"the tied payout on the second page first", "o100"},
-		{"another tied payout", "o102"},
+		{"the tied payout on the second page first", "o100", false},
+		{"another tied payout", "o102", false},
+		{"another tied payout, the list growing", "o102", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			l := &tieList{base: base}
+			l := &tieList{base: base, grow: tt.grow}
 			c, mux := setup(t)
 			mux.Handle("GET /v1/payout/list", l)
 			// The cutoff falls between positions 104 and 105 (and 95 minutes
