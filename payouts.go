@@ -364,8 +364,9 @@ func (c *Client) AllPayouts(ctx context.Context, params ListPayoutsParams, opts 
 // so a payout just created is found in 2 or 3 requests; "not found" reads
 // the whole list. found=false comes only with evidence: a list that
 // repeats a page (the server ignores offset), ends before its count, holds
-// more than its count, or shrinks returns an error matching
-// ErrUnexpectedResponse. The list may lag behind creation: "not found"
+// more than its count, shrinks, or shows fewer distinct payouts than the
+// places read (payouts moved or swapped places between pages while it was
+// read) returns an error matching ErrUnexpectedResponse. The list may lag behind creation: "not found"
 // right after the attempt is not proof; ReconcilePayout handles that. If
 // several payouts share the orderId, the first one read is returned.
 func (c *Client) FindPayoutByOrderID(ctx context.Context, orderID string, opts ...RequestOption) (item *PayoutListItem, found bool, err error) {

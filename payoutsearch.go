@@ -28,6 +28,12 @@ import (
 //   - A page read twice (the server ignores offset), a list that ends
 //     before its count, more items than the count, or a count that shrinks
 //     is an error (ErrUnexpectedResponse), never "not listed".
+//   - So is a search that saw fewer distinct payouts than the first count
+//     promised in the places it read (checkDistinct): payouts moved between
+//     pages while the list was read (it is ordered by a field that changes,
+//     such as updatedAt, or payouts sharing a createdAt swap places between
+//     requests), and the one looked for may have moved from a page not yet
+//     read to one already read.
 
 // listOrder is the order the payout list was seen to be in.
 type listOrder int
@@ -77,10 +83,12 @@ type payoutSearch struct {
 	requests int
 	pages    map[uint64]int // fingerprint of each page read -> its offset
 	found    *PayoutListItem
+	count0   int                 // the count the first page sent
+	distinct map[uint64]struct{} // identity of each payout read (see identity)
 }
 
 func newPayoutSearch(ctx context.Context, c *Client, orderID string, cutoff time.Time, opts []RequestOption) *payoutSearch {
-	return &payoutSearch{c: c, ctx: ctx, opts: opts, orderID: orderID, cutoff: cutoff, pages: make(map[uint64]int)}
+	return &payoutSearch{c: c, ctx: ctx, opts: opts, orderID: orderID, cutoff: cutoff, pages: make(map[uint64]int), distinct: make(map[uint64]struct{})}
 }
 
 // run searches until the payout is found (s.found), the list is covered
@@ -111,7 +119,28 @@ func (s *payoutSearch) run() error {
 			err = s.stepUp()
 		}
 	}
+	if err == nil && s.found == nil {
+		err = s.checkDistinct()
+	}
 	return err
+}
+
+// checkDistinct refuses a search that read fewer distinct payouts than
+// it must have: a payout was then seen twice and another not at all (see
+// the file's header). Every payout the first count promised has been read
+// except those in the gap [head, tail) the walk left unread (a stopped
+// walk). Payouts created meanwhile only add: at the top of a newest-first
+// list they shift the rest (a payout read twice, and tail moved up with
+// them), at the end of an oldest-first one they lie beyond the count.
+func (s *payoutSearch) checkDistinct() error {
+	if !s.counted {
+		return nil
+	}
+	want := s.count0 - max(0, s.tail-s.head)
+	if len(s.distinct) >= want {
+		return nil
+	}
+	return s.inconsistent(fmt.Sprintf("it showed %d distinct payouts where at least %d were read (payouts moved between pages while it was read, or share a createdAt and swapped places)", len(s.distinct), want))
 }
 
 // more reports whether the search must read on: nothing found, the cutoff
@@ -139,6 +168,7 @@ func (s *payoutSearch) read(offset, limit int) (searchPage, error) {
 		return p, err
 	}
 	for i := range p.items {
+		s.distinct[identity(&p.items[i])] = struct{}{}
 		if p.items[i].OrderID == s.orderID {
 			s.found = &p.items[i]
 			break
@@ -176,7 +206,7 @@ func (s *payoutSearch) first() ([]PayoutListItem, error) {
 	}
 	s.read1, s.counted = true, p.counted
 	s.head, s.size = len(p.items), max(len(p.items), 1)
-	s.tail, s.end = p.count, p.count
+	s.tail, s.end, s.count0 = p.count, p.count, p.count
 	s.endSeen = len(p.items) == 0
 	if !p.counted {
 		s.tail = math.MaxInt // read on to an empty page
@@ -330,6 +360,18 @@ func fingerprint(items []PayoutListItem) uint64 {
 		h = fnvUint(h, uint64(it.CreatedAt.UnixNano()))
 	}
 	return h
+}
+
+// identity identifies a payout across reads by the fields that cannot
+// change as it proceeds (not its status, amounts or paid address: a field
+// that changed between two reads would count one payout twice and could
+// hide one that was missed).
+func identity(it *PayoutListItem) uint64 {
+	h := uint64(14695981039346656037)
+	for _, s := range [...]string{it.ID, it.OrderID, it.CustomerID, it.WalletAddress, it.Currency, it.Network} {
+		h = fnvAdd(h, s)
+	}
+	return fnvUint(h, uint64(it.CreatedAt.UnixNano()))
 }
 
 func fnvAdd(h uint64, s string) uint64 {

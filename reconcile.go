@@ -111,7 +111,9 @@ type ReconcileResult struct {
 //
 // PayoutNotCreated is given only on evidence: a list that repeats a page
 // (the server ignores offset), ends before its count, holds more than its
-// count, or shrinks returns an error matching ErrUnexpectedResponse; an API
+// count, shrinks, or shows fewer distinct payouts than the places read
+// (payouts moved or swapped places between pages while it was read) returns
+// an error matching ErrUnexpectedResponse; an API
 // or transport failure returns that error. In both cases the result is
 // still returned, with Verdict PayoutStillUnknown and the requests made.
 // Invalid params return a *ValidationError, a nil result, and nothing is

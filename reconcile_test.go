@@ -2,8 +2,10 @@ package cryptopay
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -469,4 +471,203 @@ func benchReconcile(b *testing.B, total int, newestFirst, newest, reconcile bool
 		requests += l.requests.Load() - before
 	}
 	b.ReportMetric(float64(requests)/float64(b.N), "requests/op")
+}
+
+// movingList serves a list whose order depends on a field that changes
+// (updatedAt, newest first, or the table's physical order): before request
+// moveAt is served, payout target leaves its place and goes to the front
+// or the end, so the rest shift and the count stays the same.
+type movingList struct {
+	synth   *synthList // formats the items (shuffled createdAt)
+	mu      sync.Mutex
+	order   []int // payout numbers in list order
+	target  int
+	moveAt  int64
+	toFront bool
+	n       atomic.Int64
+}
+
+func (m *movingList) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	n := m.n.Add(1)
+	q := r.URL.Query()
+	limit, _ := strconv.Atoi(q.Get("limit"))
+	offset, _ := strconv.Atoi(q.Get("offset"))
+	limit = min(max(limit, 1), 100)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if n == m.moveAt {
+		i := slices.Index(m.order, m.target)
+		m.order = slices.Delete(m.order, i, i+1)
+		if m.toFront {
+			m.order = slices.Insert(m.order, 0, m.target)
+		} else {
+			m.order = append(m.order, m.target)
+		}
+	}
+	b := []byte(`{"payout":[`)
+	for pos := offset; pos < len(m.order) && pos < offset+limit; pos++ {
+		if pos > offset {
+			b = append(b, ',')
+		}
+		b = m.synth.item(b, m.order[pos], "o"+strconv.Itoa(m.order[pos]))
+	}
+	b = append(b, `],"count":`...)
+	b = strconv.AppendInt(b, int64(len(m.order)), 10)
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(append(b, '}'))
+}
+
+// TestListSearchPayoutMovesWhileRead: a list not ordered by createdAt may
+// be ordered by a field that changes, and the payout looked for is the one
+// most likely to change (just created, now processing). If it moves from a
+// page not yet read to one already read, no page read shows it: the
+// search must not answer "not listed" then, but an error (still unknown).
+func TestListSearchPayoutMovesWhileRead(t *testing.T) {
+	tests := []struct {
+		name    string
+		noTimes bool
+		target  int
+		moveAt  int64
+		toFront bool
+	}{
+		{"unsorted, moves to the front", false, 220, 2, true},
+		{"no createdAt, moves to the front", true, 220, 2, true},
+		{"unsorted, moves to the front late", false, 230, 3, true},
+		{"no createdAt, moves to the end", true, 120, 3, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, reconcile := range []bool{false, true} {
+				synth := newSynthList(250, false)
+				synth.shuffled, synth.noTimes = true, tt.noTimes
+				m := &movingList{synth: synth, order: make([]int, 250), target: tt.target, moveAt: tt.moveAt, toFront: tt.toFront}
+				for i := range m.order {
+					m.order[i] = i
+				}
+				c, mux := setup(t)
+				mux.Handle("GET /v1/payout/list", m)
+				want := "o" + strconv.Itoa(tt.target)
+				if !reconcile {
+					it, found, err := c.FindPayoutByOrderID(context.Background(), want)
+					if err == nil {
+						assert.True(t, found, "a payout moved while the list was read must not read as missing")
+						assert.NotNil(t, it)
+						continue
+					}
+					assert.ErrorIs(t, err, ErrUnexpectedResponse)
+					assert.False(t, found)
+					continue
+				}
+				res, err := c.ReconcilePayout(context.Background(), ReconcileParams{OrderID: want,
+					AttemptedAt: synth.base, ClockSkew: time.Duration(1<<62 - 1)})
+				require.NotNil(t, res)
+				assert.NotEqual(t, PayoutNotCreated, res.Verdict, res.Reason)
+				if err != nil {
+					assert.ErrorIs(t, err, ErrUnexpectedResponse)
+					assert.Equal(t, PayoutStillUnknown, res.Verdict)
+				}
+			}
+		})
+	}
+}
+
+// tieList serves 250 payouts newest first; those at positions 95 to 104
+// share one createdAt, and the server orders them differently on every
+// other request (as a database may for rows whose sort key is equal,
+// depending on LIMIT and OFFSET). Payouts from position 105 on are older
+// than the cutoff used below.
+type tieList struct {
+	base time.Time
+	grow bool // a new payout is created before every request but the first
+	n    atomic.Int64
+}
+
+func (l *tieList) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	n := l.n.Add(1)
+	q := r.URL.Query()
+	limit, _ := strconv.Atoi(q.Get("limit"))
+	offset, _ := strconv.Atoi(q.Get("offset"))
+	limit = min(max(limit, 1), 100)
+	var created int // new payouts, listed first
+	if l.grow {
+		created = int(n) - 1
+	}
+	b := []byte(`{"payout":[`)
+	for at := offset; at < 250+created && at < offset+limit; at++ {
+		if at > offset {
+			b = append(b, ',')
+		}
+		b = l.item(b, at-created, n)
+	}
+	b = fmt.Appendf(b, `],"count":%d}`, 250+created)
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(b)
+}
+
+// item renders the payout at pos (a negative pos: a new payout).
+func (l *tieList) item(b []byte, pos int, n int64) []byte {
+	i, at := pos, l.base.Add(-time.Duration(pos)*time.Minute)
+	if pos >= 95 && pos < 105 {
+		at = l.base.Add(-95 * time.Minute)
+		if n%2 == 0 {
+			i = 95 + 104 - pos // the tied payouts in reverse
+		}
+	}
+	return fmt.Appendf(b, `{"status":"created","amount":1,"orderId":"o%d","customerId":"c","createdAt":%q}`, i, at.Format(time.RFC3339))
+}
+
+// TestListSearchTiedCreatedAtAcrossPages: payouts that share a createdAt
+// may swap places between two requests; the payout looked for can then
+// sit on the page read second in the first request's order and on the
+// page read first in the second's. A walk stopped at the cutoff that saw
+// fewer distinct payouts than the places it read must not answer "not
+// listed".
+func TestListSearchTiedCreatedAtAcrossPages(t *testing.T) {
+	base := time.Now().Add(-time.Hour).UTC().Truncate(time.Second)
+	tests := []struct {
+		name   string
+		target string
+		grow   bool
+	}{
+		{"the tied payout on the second page first", "o100", false},
+		{"another tied payout", "o102", false},
+		{"another tied payout, the list growing", "o102", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := &tieList{base: base, grow: tt.grow}
+			c, mux := setup(t)
+			mux.Handle("GET /v1/payout/list", l)
+			// The cutoff falls between positions 104 and 105 (and 95 minutes
+			// before base, where the tied payouts were created).
+			attempted := base.Add(-100*time.Minute + DefaultReconcileClockSkew)
+			res, err := c.ReconcilePayout(context.Background(), ReconcileParams{OrderID: tt.target, AttemptedAt: attempted})
+			require.NotNil(t, res)
+			assert.NotEqual(t, PayoutNotCreated, res.Verdict, res.Reason)
+			if err != nil {
+				assert.ErrorIs(t, err, ErrUnexpectedResponse)
+			}
+		})
+	}
+}
+
+// TestListSearchGrowthIsNotAMove: payouts created while the list is read
+// shift it (newest first) or lengthen it (oldest first); every payout the
+// first count promised is still read, so "not listed" stays the answer.
+func TestListSearchGrowthIsNotAMove(t *testing.T) {
+	for name, newestFirst := range orders() {
+		for _, every := range []int{1, 2, 3} {
+			t.Run(name+"/every "+strconv.Itoa(every), func(t *testing.T) {
+				l := newSynthList(1000, newestFirst)
+				l.growEvery = every
+				c := listClient(t, l)
+				_, found, err := c.FindPayoutByOrderID(context.Background(), "never-sent")
+				require.NoError(t, err)
+				assert.False(t, found)
+				res, err := c.ReconcilePayout(context.Background(), ReconcileParams{OrderID: "never-sent", AttemptedAt: l.base.Add(500 * time.Second)})
+				require.NoError(t, err)
+				assert.Equal(t, PayoutNotCreated, res.Verdict, res.Reason)
+			})
+		}
+	}
 }
