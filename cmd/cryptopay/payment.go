@@ -14,27 +14,11 @@ import (
 )
 
 func (a *app) paymentGet(args []string) error {
-	fs := a.newFlagSet(command{"payment get", "ID", "Show a payment's current status and amounts."})
-	pos, err := a.parse(fs, args, 1, 1)
-	if err != nil {
-		return err
-	}
-	asJSON, err := a.jsonOutput()
-	if err != nil {
-		return err
-	}
-	c, err := a.client()
-	if err != nil {
-		return err
-	}
-	p, err := c.GetPayment(a.ctx, pos[0])
-	if err != nil {
-		return err
-	}
-	if asJSON {
-		return a.printJSON(p)
-	}
-	return a.printRows(paymentRows(p))
+	return show(a, command{"payment get", "ID", "Show a payment's current status and amounts."}, args, 1,
+		func(c *cryptopay.Client, pos []string) (*cryptopay.Payment, error) {
+			return c.GetPayment(a.ctx, pos[0])
+		},
+		func(p *cryptopay.Payment) error { return a.printRows(paymentRows(p)) })
 }
 
 func (a *app) paymentWait(args []string) error {

@@ -11,27 +11,9 @@ import (
 )
 
 func (a *app) payoutGet(args []string) error {
-	fs := a.newFlagSet(command{"payout get", "ID", "Show a payout's current status and amounts."})
-	pos, err := a.parse(fs, args, 1, 1)
-	if err != nil {
-		return err
-	}
-	asJSON, err := a.jsonOutput()
-	if err != nil {
-		return err
-	}
-	c, err := a.client()
-	if err != nil {
-		return err
-	}
-	p, err := c.GetPayout(a.ctx, pos[0])
-	if err != nil {
-		return err
-	}
-	if asJSON {
-		return a.printJSON(p)
-	}
-	return a.printRows(payoutRows(p))
+	return show(a, command{"payout get", "ID", "Show a payout's current status and amounts."}, args, 1,
+		func(c *cryptopay.Client, pos []string) (*cryptopay.Payout, error) { return c.GetPayout(a.ctx, pos[0]) },
+		func(p *cryptopay.Payout) error { return a.printRows(payoutRows(p)) })
 }
 
 func (a *app) payoutCreate(args []string) error {
