@@ -244,45 +244,12 @@ func (k *memKV) Del(_ context.Context, key string) error {
 	return nil
 }
 
-// localBus is a WakeupBus for one process, enough for this example; across
-// processes use redisstore.NewWakeupBus or pgstore.NewWakeupBus.
-type localBus struct {
-	mu   sync.Mutex
-	next int
-	subs map[int]func(cryptopay.Wakeup)
-}
-
-func (b *localBus) Publish(_ context.Context, w cryptopay.Wakeup) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for _, fn := range b.subs {
-		fn(w)
-	}
-	return nil
-}
-
-func (b *localBus) Subscribe(fn func(cryptopay.Wakeup)) (func(), error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.subs == nil {
-		b.subs = map[int]func(cryptopay.Wakeup){}
-	}
-	id := b.next
-	b.next++
-	b.subs[id] = fn
-	return func() {
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		delete(b.subs, id)
-	}, nil
-}
-
 // Two replicas share a WakeupBus: the webhook lands on replica B, and the
 // wait on replica A, which polls only every hour, ends at once.
 func ExampleWithWakeupBus() {
 	fake := cryptopaytest.NewServer()
 	defer fake.Close()
-	bus := &localBus{}
+	bus := cryptopaytest.NewMemoryBus() // across processes: redisstore.NewWakeupBus or pgstore.NewWakeupBus
 	replicaA := fake.Client(cryptopay.WithWakeupBus(bus))
 	replicaB := fake.Client(cryptopay.WithWakeupBus(bus))
 	defer replicaA.Close() // ends the bus subscription

@@ -1,51 +1,20 @@
 package replicatest_test
 
 import (
-	"context"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 
 	"github.com/cryptopay/cryptopay-go"
+	"github.com/cryptopay/cryptopay-go/cryptopaytest"
 	"github.com/cryptopay/cryptopay-go/internal/replicatest"
 )
-
-// memBus is an in-process WakeupBus: Publish hands the hint to every
-// subscriber on the publisher's goroutine.
-type memBus struct {
-	mu   sync.Mutex
-	next int
-	subs map[int]func(cryptopay.Wakeup)
-}
-
-func (b *memBus) Publish(_ context.Context, w cryptopay.Wakeup) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for _, fn := range b.subs {
-		fn(w)
-	}
-	return nil
-}
-
-func (b *memBus) Subscribe(fn func(cryptopay.Wakeup)) (func(), error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	id := b.next
-	b.next++
-	b.subs[id] = fn
-	return func() {
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		delete(b.subs, id)
-	}, nil
-}
 
 // The rig itself, on a bus without a server: every wait on A ends by a
 // wake-up (it polls once a minute and would otherwise miss the 10 s limit).
 func TestWakeupRigOnMemoryBus(t *testing.T) {
-	bus := &memBus{subs: map[int]func(cryptopay.Wakeup){}}
+	bus := cryptopaytest.NewMemoryBus()
 	ds := replicatest.WakeupLatencies(t, func(testing.TB, int) cryptopay.WakeupBus { return bus }, 5)
 	assert.Len(t, ds, 5)
 	t.Logf("median %v", replicatest.Percentile(ds, 50))
