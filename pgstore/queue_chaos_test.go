@@ -154,12 +154,13 @@ func TestQueueChaos(t *testing.T) {
 	}
 }
 
-// chaosConfig are the chaos run's timings: a short lease, so a killed
-// worker's intents are taken over quickly, and a settle time above the
-// fake's list lag.
+// chaosConfig are the chaos run's timings: a lease short enough that a
+// killed worker's intents are taken over soon, long enough for a
+// reconciliation that walks thousands of payouts on a loaded machine, and
+// a settle time above the fake's list lag.
 func chaosConfig(c *pgstore.QueueConfig) {
-	c.Lease = 3 * time.Second
-	c.SendTimeout = time.Second
+	c.Lease = 10 * time.Second
+	c.SendTimeout = 2 * time.Second
 	c.ReconcileSettleTime = 400 * time.Millisecond
 	c.FollowEvery = 200 * time.Millisecond
 	c.BackoffMin, c.BackoffMax = 100*time.Millisecond, time.Second
@@ -195,6 +196,7 @@ func (r *qrig) chaosSlot(ctx context.Context, slot int, killLog string) error {
 		}
 		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestQueueChaos$", "-test.count=1")
 		cmd.Env = env
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // none outlives the test
 		out, err := cmd.CombinedOutput()
 		var exit *exec.ExitError
 		switch {

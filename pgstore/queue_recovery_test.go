@@ -35,6 +35,8 @@ func TestQueueCreateOutcomes(t *testing.T) {
 		{"429 without processing", cryptopaytest.Fault{Status: http.StatusTooManyRequests}, pgstore.StatePaid, 2, 1, "not_created"},
 		{"refused 400", cryptopaytest.Fault{Status: http.StatusBadRequest}, pgstore.StateRefused, 1, 0, ""},
 		{"refused 422", cryptopaytest.Fault{Status: http.StatusUnprocessableEntity}, pgstore.StateRefused, 1, 0, ""},
+		// Server text with quotes, backslashes and SQL is recorded as text.
+		{"refused with hostile text", cryptopaytest.Fault{Status: http.StatusBadRequest, Body: hostileBody}, pgstore.StateRefused, 1, 0, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -53,12 +55,21 @@ func TestQueueCreateOutcomes(t *testing.T) {
 			assert.Equal(t, tt.wantPayouts, r.fake.PayoutsWithOrderID(p.OrderID))
 			assert.Equal(t, map[string]int{p.OrderID: 1}, r.effectCounts(t), "one effect, committed with the final state")
 			if tt.wantState == pgstore.StateRefused {
-				assert.Contains(t, in.LastError, "fault_injected")
+				want := "fault_injected"
+				if tt.fault.Body != "" {
+					want = hostileText
+				}
+				assert.Contains(t, in.LastError, want)
 				assert.NotContains(t, in.LastError, r.fake.APIKey)
 			}
 		})
 	}
 }
+
+const (
+	hostileText = `it's a \\ back'slash E'\\x00' $$; DROP TABLE x; --`
+	hostileBody = `{"code":"bad_wallet","message":"it's a \\\\ back'slash E'\\\\x00' $$; DROP TABLE x; --"}`
+)
 
 // transitions records what the Observer saw.
 type transitions struct {

@@ -4,8 +4,9 @@ import "fmt"
 
 // queueSQL holds a Queue's statements, built once for its table.
 type queueSQL struct {
-	insert, get, list, counts, operate, wakeOne    string
-	claim, attempt, set, velocityLock, velocitySum string
+	insert, get, list, counts, operate, wakeOne                 string
+	claim, attempt, attemptMany, set, velocityLock, velocitySum string
+	finalFmt                                                    string // see finalSet
 }
 
 func buildQueueSQL(t string) queueSQL {
@@ -44,6 +45,16 @@ WHERE order_id = $1 AND lease_token = $2 AND state = $4`, t),
     payout_status = CASE WHEN $9::text = '' THEN payout_status ELSE $9::text END,
     lease_token = CASE WHEN $10 THEN NULL ELSE lease_token END, updated_at = now()
 WHERE order_id = $1 AND lease_token = $2 RETURNING %s`, t, intentCols),
+		attemptMany: fmt.Sprintf(`UPDATE %s SET state = 'sending', attempts = attempts + 1, attempted_at = $3,
+reserved_at = now(), tries = 0, last_error = '', verdict = '', updated_at = now()
+WHERE order_id = ANY($1) AND lease_token = $2 AND state = 'queued' RETURNING order_id`, t),
+		finalFmt: fmt.Sprintf(`UPDATE %s SET state = %%[3]s,
+    verdict = CASE WHEN %%[4]s = '' THEN verdict ELSE %%[4]s END,
+    last_error = %%[5]s, tries = 0, next_at = now(),
+    payout_id = CASE WHEN %%[6]s = '' THEN payout_id ELSE %%[6]s END,
+    payout_status = CASE WHEN %%[7]s = '' THEN payout_status ELSE %%[7]s END,
+    lease_token = NULL, updated_at = now()
+WHERE order_id = %%[1]s AND lease_token = %%[2]s RETURNING 1`, t),
 		velocityLock: `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`,
 		// What the currency has reserved within the window, apart from this
 		// intent: every attempt committed, except those the API refused
@@ -52,4 +63,15 @@ WHERE order_id = $1 AND lease_token = $2 RETURNING %s`, t, intentCols),
 WHERE currency = $1 AND reserved_at > now() - $2 * interval '1 microsecond' AND order_id <> $3
 AND state NOT IN ('refused', 'blocked')`, t),
 	}
+}
+
+// finalSet is the set statement for a final state with its values given
+// as quoted literals (orderId, token, state, verdict, error, payout id,
+// payout status), for the final transaction's BEGIN (see Queue.finalBegin).
+func (s queueSQL) finalSet(vals ...string) string {
+	args := make([]any, len(vals))
+	for i, v := range vals {
+		args[i] = v
+	}
+	return fmt.Sprintf(s.finalFmt, args...)
 }

@@ -29,7 +29,7 @@ type qrig struct {
 	effects string
 }
 
-func newQRig(t *testing.T, fakeOpts ...cryptopaytest.ServerOption) *qrig {
+func newQRig(t testing.TB, fakeOpts ...cryptopaytest.ServerOption) *qrig {
 	t.Helper()
 	srv := pgtest.Need(t)
 	fake := cryptopaytest.NewServer(append([]cryptopaytest.ServerOption{
@@ -101,7 +101,7 @@ func run(t *testing.T, q *pgstore.Queue) (stop func()) {
 
 // payAll moves every created payout at the fake to paid until the test
 // ends: the processor's side of the story.
-func (r *qrig) payAll(t *testing.T) {
+func (r *qrig) payAll(t testing.TB) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() {

@@ -2,14 +2,17 @@ package pgstore
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/cryptopay/cryptopay-go"
 )
@@ -26,6 +29,9 @@ type claimed struct {
 	tries    int
 	token    []byte
 	deadline time.Time
+	// committed: this worker committed the attempt in commitBatch and
+	// has not sent it yet.
+	committed bool
 }
 
 // errLostLease: the intent's lease passed to another worker (or an operator
@@ -64,6 +70,7 @@ func (q *Queue) Run(ctx context.Context) error {
 		if err != nil && ctx.Err() == nil {
 			q.log.LogAttrs(ctx, slog.LevelWarn, "pgstore: claiming payout intents", slog.String("error", err.Error()))
 		}
+		q.commitBatch(ctx, batch)
 		for range n - len(batch) {
 			<-slots
 		}
@@ -117,9 +124,15 @@ func (q *Queue) handle(ctx context.Context, c claimed) {
 	defer cancel()
 	var err error
 	switch c.State {
+	case StateSending:
+		if c.committed {
+			err = q.post(ctx, c)
+			break
+		}
+		err = q.reconcile(ctx, c)
 	case StateQueued:
 		err = q.send(ctx, c)
-	case StateSending, StateReconciling, StateParked:
+	case StateReconciling, StateParked:
 		err = q.reconcile(ctx, c)
 	case StateCreated:
 		err = q.follow(ctx, c)
@@ -164,28 +177,24 @@ func (q *Queue) setArgs(c claimed, ch change, final bool) []any {
 }
 
 // finish records a final state and runs OnFinal in the same transaction.
-// If OnFinal fails the change rolls back and the intent is looked at again
-// after a backoff.
+// The transaction's first round trip both begins it and records the
+// change (see finalBegin). If OnFinal fails the change rolls back and the
+// intent is looked at again after a backoff.
 func (q *Queue) finish(ctx context.Context, c claimed, ch change) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), q.cfg.Lease/2)
 	defer cancel()
-	var in *Intent
-	err := pgx.BeginFunc(ctx, q.cfg.Pool, func(tx pgx.Tx) error {
-		var err error
-		in, err = scanIntent(tx.QueryRow(ctx, q.sql.set, q.setArgs(c, ch, true)...))
-		if errors.Is(err, pgx.ErrNoRows) {
-			return errLostLease
-		}
-		if err != nil || q.cfg.OnFinal == nil {
-			return err
+	in := c.after(ch)
+	err := pgx.BeginTxFunc(ctx, q.cfg.Pool, pgx.TxOptions{BeginQuery: q.finalBegin(c, ch)}, func(tx pgx.Tx) error {
+		if q.cfg.OnFinal == nil {
+			return nil
 		}
 		if err := q.cfg.OnFinal(ctx, tx, in); err != nil {
 			return fmt.Errorf("OnFinal: %w", err)
 		}
 		return nil
 	})
-	if errors.Is(err, errLostLease) {
-		return err
+	if pgErr := (*pgconn.PgError)(nil); errors.As(err, &pgErr) && pgErr.Code == "22012" /* division_by_zero */ {
+		return errLostLease // the UPDATE matched no row: see finalBegin
 	}
 	if err != nil {
 		// Keep the state; look again later, with the error on record.
@@ -198,6 +207,42 @@ func (q *Queue) finish(ctx context.Context, c claimed, ch change) error {
 	q.observe(Transition{OrderID: in.Params.OrderID, From: c.State, To: ch.to, Attempts: in.Attempts, Verdict: ch.verdict, Err: ch.errText})
 	return nil
 }
+
+// finalBegin is the final transaction's BEGIN, which also records the
+// final state (the same UPDATE as record, by the lease holder only) in the
+// same round trip, and bounds how long the transaction may sit idle. The
+// values are quoted as literals (a BEGIN query takes no parameters); a
+// lease that is no longer held fails it with a division by zero, before
+// OnFinal runs.
+func (q *Queue) finalBegin(c claimed, ch change) string {
+	return fmt.Sprintf(`BEGIN ISOLATION LEVEL READ COMMITTED READ WRITE;
+SET LOCAL idle_in_transaction_session_timeout = %d;
+WITH u AS (%s) SELECT 1 / count(*) FROM u`, max(q.cfg.Lease.Milliseconds()/2, 1),
+		q.sql.finalSet(quoteLiteral(c.Params.OrderID), byteaLiteral(c.token), quoteLiteral(string(ch.to)),
+			quoteLiteral(ch.verdict), quoteLiteral(ch.errText), quoteLiteral(ch.payoutID), quoteLiteral(string(ch.payoutStatus))))
+}
+
+// after returns the intent as ch leaves it (what OnFinal receives).
+func (c claimed) after(ch change) *Intent {
+	in := *c.Intent
+	in.State, in.LastError, in.UpdatedAt = ch.to, ch.errText, time.Now()
+	in.Verdict = cmpOr(ch.verdict, in.Verdict)
+	in.PayoutID = cmpOr(ch.payoutID, in.PayoutID)
+	in.PayoutStatus = cmpOr(ch.payoutStatus, in.PayoutStatus)
+	return &in
+}
+
+// quoteLiteral quotes s as an SQL string literal, whatever the server's
+// standard_conforming_strings: E'...' with quotes and backslashes doubled.
+// A NUL byte, which no text value can hold, becomes U+FFFD.
+func quoteLiteral(s string) string {
+	s = strings.ReplaceAll(s, "\x00", "\uFFFD")
+	s = strings.ReplaceAll(s, "\\", "\\\\")
+	return "E'" + strings.ReplaceAll(s, "'", "''") + "'"
+}
+
+// byteaLiteral writes b as a bytea literal.
+func byteaLiteral(b []byte) string { return "E'\\\\x" + hex.EncodeToString(b) + "'::bytea" }
 
 // backoff is the wait after the tries-th failed look: BackoffMin doubling
 // up to BackoffMax.
@@ -232,12 +277,18 @@ func (q *Queue) send(ctx context.Context, c claimed) error {
 		}
 		return err // not committed (or not known to be): nothing is sent
 	}
+	c.State, c.AttemptedAt, c.Attempts = StateSending, attemptedAt, c.Attempts+1
+	return q.post(ctx, c)
+}
+
+// post sends the create request of a committed attempt, once, and records
+// what its answer shows.
+func (q *Queue) post(ctx context.Context, c claimed) error {
 	q.at("attempt-committed")
 	sctx, cancel := context.WithTimeout(ctx, q.cfg.SendTimeout)
-	pay, err := q.api.create(sctx, p)
+	pay, err := q.api.create(sctx, c.Params)
 	cancel()
 	q.at("answer-read")
-	c.State = StateSending
 	switch {
 	case err == nil:
 		return q.created(ctx, c, pay.ID, pay.Status, "")
@@ -247,6 +298,52 @@ func (q *Queue) send(ctx context.Context, c claimed) error {
 		// No answer, a 5xx, a timeout ...: the payout may exist. Reconcile
 		// once the list has had time to show it.
 		return q.record(ctx, c, change{to: StateReconciling, errText: errText(err), after: q.settle()})
+	}
+}
+
+// commitBatch commits, in one statement, the attempts of the freshly
+// claimed queued intents that no guardrail needs to look at one by one
+// (those of a currency without a velocity cap, passing the other checks;
+// a blocked one is recorded by its own handler). It marks them committed;
+// the others go through send. An error commits nothing as far as this
+// worker knows: those intents then go through send, whose own commit
+// finds them no longer queued if the batch did commit, and sends nothing.
+func (q *Queue) commitBatch(ctx context.Context, batch []claimed) {
+	var ids []string
+	idx := make(map[string]int)
+	for i := range batch {
+		c := &batch[i]
+		if c.State != StateQueued || time.Until(c.deadline) < q.cfg.SendTimeout {
+			continue
+		}
+		if _, capped := capOf(q.cfg.Guardrails.Velocity, c.Params.Currency); capped || q.cfg.Guardrails.stop(ctx, c.Params) != nil {
+			continue
+		}
+		idx[c.Params.OrderID] = i
+		ids = append(ids, c.Params.OrderID)
+	}
+	if len(ids) == 0 {
+		return
+	}
+	at := time.Now()
+	rows, err := q.cfg.Pool.Query(ctx, q.sql.attemptMany, ids, batch[0].token, at)
+	if err != nil {
+		return
+	}
+	var id string
+	_, err = pgx.ForEachRow(rows, []any{&id}, func() error {
+		if i, ok := idx[id]; ok {
+			c := &batch[i]
+			c.State, c.AttemptedAt, c.Attempts, c.committed = StateSending, at, c.Attempts+1, true
+		}
+		return nil
+	})
+	if err != nil {
+		// Not known which committed: none is sent by this worker; each
+		// one's own commit in send finds it no longer queued if it did.
+		for i := range batch {
+			batch[i].committed = false
+		}
 	}
 }
 
