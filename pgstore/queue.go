@@ -625,7 +625,7 @@ func (q *Queue) PayoutChanged(ctx context.Context, p *cryptopay.Payout) error {
 	if p == nil || p.OrderID == "" {
 		return nil
 	}
-	if _, err := q.cfg.Pool.Exec(ctx, q.sql.wakeOne, p.OrderID, p.ID); err != nil {
+	if _, err := q.cfg.Pool.Exec(ctx, q.sql.wakeOne, p.OrderID); err != nil {
 		return fmt.Errorf("pgstore: waking intent %q: %w", p.OrderID, err)
 	}
 	q.poke()

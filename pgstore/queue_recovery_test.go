@@ -3,8 +3,10 @@ package pgstore_test
 import (
 	"context"
 	"net/http"
+	"net/http/httptest"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -167,5 +169,33 @@ func TestQueuePayoutFailed(t *testing.T) {
 	in, err := q.Get(context.Background(), p.OrderID)
 	require.NoError(t, err)
 	assert.Equal(t, cryptopay.PayoutCancelled, in.PayoutStatus)
+	assert.Equal(t, map[string]int{p.OrderID: 1}, r.effectCounts(t))
+}
+
+// A webhook wired to PayoutChanged ends the follow at once: with a poll
+// interval of an hour, the intent is final after the processor's webhook,
+// not after the poll. The handler re-reads the payout through the API
+// (Client set), and the queue reads it again itself.
+func TestQueueWebhookWakes(t *testing.T) {
+	r := newQRig(t)
+	q := r.queue(t, func(c *pgstore.QueueConfig) { c.FollowEvery = time.Hour })
+	h, err := cryptopay.NewWebhookHandler(cryptopay.WebhookConfig{
+		Secret: secret, Client: r.fake.Client(),
+		OnPayout: q.PayoutChanged,
+	})
+	require.NoError(t, err)
+	hooks := httptest.NewServer(h)
+	t.Cleanup(hooks.Close)
+	p := payoutParams(1)
+	p.WebhookURL, err = cryptopay.WebhookURL(hooks.URL+"/hooks", secret, p.OrderID)
+	require.NoError(t, err)
+	r.enqueue(t, q, p)
+	run(t, q)
+	waitFor(t, q, "created", func(c map[pgstore.IntentState]int) bool { return c[pgstore.StateCreated] == 1 })
+	ids := r.fake.PayoutIDsWithOrderID(p.OrderID)
+	require.Len(t, ids, 1)
+	require.NoError(t, r.fake.SetPayoutStatus(ids[0], cryptopay.PayoutProcessing))
+	require.NoError(t, r.fake.SetPayoutStatus(ids[0], cryptopay.PayoutPaid))
+	waitFor(t, q, "paid after the webhook", func(c map[pgstore.IntentState]int) bool { return c[pgstore.StatePaid] == 1 })
 	assert.Equal(t, map[string]int{p.OrderID: 1}, r.effectCounts(t))
 }
