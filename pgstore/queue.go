@@ -97,9 +97,6 @@ func States() []IntentState {
 		StateCreated, StatePaid, StateFailed, StateRefused, StateRejected, StateBlocked}
 }
 
-// openStates are the states a worker claims when due.
-var openStates = []string{string(StateQueued), string(StateSending), string(StateReconciling), string(StateParked), string(StateCreated)}
-
 // Errors of the queue; match them with errors.Is.
 var (
 	// ErrIntentConflict: an intent with this orderId exists with other
@@ -413,51 +410,102 @@ func scanIntent(row pgx.Row, extra ...any) (*Intent, error) {
 // StateNeedsApproval; any other starts in StateQueued. Nothing is sent
 // before tx commits.
 func (q *Queue) Enqueue(ctx context.Context, tx pgx.Tx, p cryptopay.CreatePayoutParams) (created bool, err error) {
-	if tx == nil {
-		return false, fmt.Errorf("%w: Enqueue needs the caller's transaction", ErrInvalidOption)
-	}
-	if err := p.Validate(); err != nil {
+	n, err := q.EnqueueMany(ctx, tx, []cryptopay.CreatePayoutParams{p})
+	if err != nil {
+		var ie *indexedError
+		if errors.As(err, &ie) {
+			return false, ie.err // one intent: no index to name
+		}
 		return false, err
 	}
-	state := StateQueued
-	if q.cfg.Guardrails.needsApproval(p) {
-		state = StateNeedsApproval
-	}
-	var inserted bool
-	err = tx.QueryRow(ctx, q.sql.insert, p.OrderID, p.WalletAddress, p.NetworkFeeByUser, p.Amount.String(), p.Currency, p.Network,
-		p.CustomerID, p.CustomerIP, p.AdditionalData, p.WebhookURL, string(state)).Scan(&inserted)
-	switch {
-	case err == nil:
-		return true, nil
-	case !errors.Is(err, pgx.ErrNoRows):
-		return false, fmt.Errorf("pgstore: enqueue %q: %w", p.OrderID, err)
-	}
-	have, err := scanIntent(tx.QueryRow(ctx, q.sql.get, p.OrderID))
-	if err != nil {
-		return false, fmt.Errorf("pgstore: enqueue %q: reading the existing intent: %w", p.OrderID, err)
-	}
-	if f := differingField(have.Params, p); f != "" {
-		return false, &IntentConflictError{OrderID: p.OrderID, Field: f}
-	}
-	return false, nil
+	return n == 1, nil
 }
 
-// EnqueueMany enqueues every intent in tx, as Enqueue does, and returns how
-// many were new. It stops at the first error (an invalid or conflicting
-// intent), naming its index: roll tx back then, and nothing of the batch is
-// queued.
+// EnqueueMany enqueues every intent in tx, as Enqueue does, in two round
+// trips (three when some orderIds already exist), and returns how many were
+// new. An invalid or conflicting intent fails the whole call with an error
+// naming its index (from 1) and orderId; roll tx back then, and nothing of
+// the batch is queued. The same orderId twice in ps is treated as a
+// second Enqueue.
 func (q *Queue) EnqueueMany(ctx context.Context, tx pgx.Tx, ps []cryptopay.CreatePayoutParams) (created int, err error) {
+	if tx == nil {
+		return 0, fmt.Errorf("%w: Enqueue needs the caller's transaction", ErrInvalidOption)
+	}
 	for i, p := range ps {
-		ok, err := q.Enqueue(ctx, tx, p)
-		if err != nil {
-			return created, fmt.Errorf("pgstore: intent %d of %d: %w", i+1, len(ps), err)
+		if err := p.Validate(); err != nil {
+			return 0, &indexedError{i: i, n: len(ps), orderID: p.OrderID, err: err}
 		}
-		if ok {
+	}
+	b := &pgx.Batch{}
+	for _, p := range ps {
+		state := StateQueued
+		if q.cfg.Guardrails.needsApproval(p) {
+			state = StateNeedsApproval
+		}
+		b.Queue(q.sql.insert, p.OrderID, p.WalletAddress, p.NetworkFeeByUser, p.Amount.String(), p.Currency, p.Network,
+			p.CustomerID, p.CustomerIP, p.AdditionalData, p.WebhookURL, string(state))
+	}
+	br := tx.SendBatch(ctx, b)
+	var existing []int // indexes of intents whose orderId was already queued
+	for i := range ps {
+		var inserted bool
+		switch err := br.QueryRow().Scan(&inserted); {
+		case err == nil:
 			created++
+		case errors.Is(err, pgx.ErrNoRows):
+			existing = append(existing, i)
+		default:
+			_ = br.Close()
+			return 0, fmt.Errorf("pgstore: enqueue %q: %w", ps[i].OrderID, err)
+		}
+	}
+	if err := br.Close(); err != nil {
+		return 0, fmt.Errorf("pgstore: enqueue: %w", err)
+	}
+	if len(existing) == 0 {
+		return created, nil
+	}
+	ids := make([]string, len(existing))
+	for k, i := range existing {
+		ids[k] = ps[i].OrderID
+	}
+	rows, err := tx.Query(ctx, q.sql.getMany, ids)
+	if err != nil {
+		return 0, fmt.Errorf("pgstore: enqueue: reading the existing intents: %w", err)
+	}
+	have := make(map[string]cryptopay.CreatePayoutParams, len(ids))
+	for rows.Next() {
+		in, err := scanIntent(rows)
+		if err != nil {
+			rows.Close()
+			return 0, fmt.Errorf("pgstore: enqueue: reading the existing intents: %w", err)
+		}
+		have[in.Params.OrderID] = in.Params
+	}
+	if err := rows.Err(); err != nil {
+		return 0, fmt.Errorf("pgstore: enqueue: reading the existing intents: %w", err)
+	}
+	for _, i := range existing {
+		if f := differingField(have[ps[i].OrderID], ps[i]); f != "" {
+			return 0, &indexedError{i: i, n: len(ps), orderID: ps[i].OrderID, err: &IntentConflictError{OrderID: ps[i].OrderID, Field: f}}
 		}
 	}
 	return created, nil
 }
+
+// indexedError is EnqueueMany's error for one intent of the batch; it
+// unwraps to the intent's own error.
+type indexedError struct {
+	i, n    int
+	orderID string
+	err     error
+}
+
+func (e *indexedError) Error() string {
+	return fmt.Sprintf("pgstore: intent %d of %d (orderId %q): %v", e.i+1, e.n, e.orderID, e.err)
+}
+
+func (e *indexedError) Unwrap() error { return e.err }
 
 // differingField names the first field in which a and b differ ("" if
 // none). Amounts compare by value (1.0 equals 1.00).

@@ -4,7 +4,7 @@ import "fmt"
 
 // queueSQL holds a Queue's statements, built once for its table.
 type queueSQL struct {
-	insert, get, list, counts, operate, wakeOne                 string
+	insert, get, getMany, list, counts, operate, wakeOne        string
 	claim, attempt, attemptMany, set, velocityLock, velocitySum string
 	finalFmt                                                    string // see finalSet
 }
@@ -15,20 +15,22 @@ func buildQueueSQL(t string) queueSQL {
 customer_id, customer_ip, additional_data, webhook_url, state)
 VALUES ($1, $2, $3, $4::numeric, $5, $6, $7, $8, $9, $10, $11)
 ON CONFLICT (order_id) DO NOTHING RETURNING true`, t),
-		get:    fmt.Sprintf(`SELECT %s FROM %s WHERE order_id = $1`, intentCols, t),
-		list:   fmt.Sprintf(`SELECT %s FROM %s WHERE ($1 OR state = ANY($2)) AND order_id > $3 ORDER BY order_id LIMIT $4`, intentCols, t),
-		counts: fmt.Sprintf(`SELECT state, count(*)::int FROM %s GROUP BY state`, t),
+		get:     fmt.Sprintf(`SELECT %s FROM %s WHERE order_id = $1`, intentCols, t),
+		getMany: fmt.Sprintf(`SELECT %s FROM %s WHERE order_id = ANY($1)`, intentCols, t),
+		list:    fmt.Sprintf(`SELECT %s FROM %s WHERE ($1 OR state = ANY($2)) AND order_id > $3 ORDER BY order_id LIMIT $4`, intentCols, t),
+		counts:  fmt.Sprintf(`SELECT state, count(*)::int FROM %s GROUP BY state`, t),
 		operate: fmt.Sprintf(`UPDATE %s SET state = $3, note = $4, next_at = now(), lease_token = NULL, tries = 0, updated_at = now()
 WHERE order_id = $1 AND state = $2 RETURNING %s`, t, intentCols),
 		wakeOne: fmt.Sprintf(`UPDATE %s SET next_at = now() WHERE order_id = $1 AND state = 'created' AND next_at > now()`, t),
-		// The claim: due intents in open states, locked without waiting
+		// The claim: due intents in open states (the due index's
+		// predicate, written out so the planner uses it), locked without waiting
 		// for rows another worker is claiming (SKIP LOCKED), leased to this
 		// worker by its token until now() + lease.
 		claim: fmt.Sprintf(`WITH due AS (
     SELECT order_id AS due_id FROM %[1]s
-    WHERE state = ANY($3) AND next_at <= now()
+    WHERE state IN ('queued', 'sending', 'reconciling', 'parked', 'created') AND next_at <= now()
     ORDER BY next_at LIMIT $1 FOR UPDATE SKIP LOCKED)
-UPDATE %[1]s SET next_at = now() + $2 * interval '1 microsecond', lease_token = $4
+UPDATE %[1]s SET next_at = now() + $2 * interval '1 microsecond', lease_token = $3
 FROM due WHERE order_id = due.due_id
 RETURNING %[2]s, tries`, t, intentCols),
 		// The attempt: committed before the request is sent; only by the

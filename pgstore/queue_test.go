@@ -101,7 +101,10 @@ func run(t *testing.T, q *pgstore.Queue) (stop func()) {
 
 // payAll moves every created payout at the fake to paid until the test
 // ends: the processor's side of the story.
-func (r *qrig) payAll(t testing.TB) {
+func (r *qrig) payAll(t testing.TB) { r.payEvery(t, 20*time.Millisecond) }
+
+// payEvery is payAll looking every period.
+func (r *qrig) payEvery(t testing.TB, period time.Duration) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() {
@@ -114,7 +117,7 @@ func (r *qrig) payAll(t testing.TB) {
 			}
 			select {
 			case <-ctx.Done():
-			case <-time.After(20 * time.Millisecond):
+			case <-time.After(period):
 			}
 		}
 	})

@@ -99,7 +99,7 @@ func (q *Queue) Run(ctx context.Context) error {
 func (q *Queue) claim(ctx context.Context, n int) ([]claimed, error) {
 	start := time.Now()
 	token := newToken()
-	rows, err := q.cfg.Pool.Query(ctx, q.sql.claim, n, q.cfg.Lease.Microseconds(), openStates, token)
+	rows, err := q.cfg.Pool.Query(ctx, q.sql.claim, n, q.cfg.Lease.Microseconds(), token)
 	if err != nil {
 		return nil, err
 	}
