@@ -12,3 +12,6 @@ func Claim(ctx context.Context, q *Queue, n int) (int, error) {
 	b, err := q.claim(ctx, n)
 	return len(b), err
 }
+
+// ClaimSQL returns q's claim statement (for EXPLAIN).
+func ClaimSQL(q *Queue) string { return q.sql.claim }

@@ -107,6 +107,13 @@ func TestQueueClaimFlatInQueueLength(t *testing.T) {
 		q := r.queue(t)
 		fillQueue(t, r, queued)
 		allocs[queued] = claimAllocs(t, r, q)
+		// The claim reads the due index, not the table: its cost follows
+		// what is due, not what is queued.
+		rows, err := r.pool.Query(context.Background(), "EXPLAIN "+pgstore.ClaimSQL(q), 16, int64(1), []byte{1})
+		require.NoError(t, err)
+		plan, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		require.NoError(t, err)
+		assert.Contains(t, strings.Join(plan, "\n"), "_due_idx", "the claim uses the due index at %d queued", queued)
 		var size int64
 		require.NoError(t, r.pool.QueryRow(context.Background(), "SELECT pg_total_relation_size($1)", r.table).Scan(&size))
 		bytes[queued] = size / int64(queued)
