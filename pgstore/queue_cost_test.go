@@ -214,11 +214,18 @@ func BenchmarkQueueThroughput(b *testing.B) {
 	for _, q := range queues {
 		wg.Go(func() { _ = q.Run(ctx) })
 	}
+	// A bound on a stall (no intent final for a minute), not a timing.
+	last, lastAt := -1, time.Now()
 	for {
 		c, err := obs.Counts(ctx)
 		require.NoError(b, err)
 		if c[pgstore.StatePaid] == b.N {
 			break
+		}
+		if f := final(c); f != last {
+			last, lastAt = f, time.Now()
+		} else if time.Since(lastAt) > time.Minute {
+			b.Fatalf("no progress for a minute: %v", c)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
