@@ -140,8 +140,9 @@ func (p CreatePaymentParams) Validate() error {
 // the customer pays.
 //
 // POST /v1/payment. Invalid params return a *ValidationError and nothing is
-// sent. If the request may have reached the server but no answer was read
-// (timeout, broken connection, 5xx), the error matches ErrOutcomeUnknown and
+// sent. If the request may have reached the server but no answer says what
+// became of it (timeout, broken connection, an answer other than 2xx or a
+// 4xx other than 408), the error matches ErrOutcomeUnknown and
 // the request is not resent: look the order up before creating it again.
 func (c *Client) CreatePayment(ctx context.Context, params CreatePaymentParams, opts ...RequestOption) (*Payment, error) {
 	return create[Payment](ctx, c, createPayment, params, params.OrderID, opts, &paymentPool)
