@@ -1,6 +1,7 @@
 package cryptopay
 
 import (
+	"cmp"
 	"context"
 	"reflect"
 	"time"
@@ -88,8 +89,11 @@ func (w *wirePayment) to(p *Payment) {
 	p.CreatedAt, p.UpdatedAt, p.ExpiredAt = w.CreatedAt.Time, w.UpdatedAt.Time, w.ExpiredAt.Time
 }
 
-// check is Payment.check for the wire form.
-func (w *wirePayment) check() string { return (*Payment)(&w.paymentFields).check() }
+// check is Payment.check for the wire form, which also sees whether the
+// required payAmount was sent.
+func (w *wirePayment) check() string {
+	return cmp.Or((*Payment)(&w.paymentFields).check(), requiredAmount("payAmount", w.PayAmount))
+}
 
 // check reports what makes p unusable as an API answer.
 func (p *Payment) check() string { return checkIDStatus(p.ID, string(p.Status), "paymentId missing") }

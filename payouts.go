@@ -1,6 +1,7 @@
 package cryptopay
 
 import (
+	"cmp"
 	"context"
 	"iter"
 	"math"
@@ -80,7 +81,9 @@ func (w *wirePayout) to(p *Payout) {
 
 func (p *Payout) check() string { return checkIDStatus(p.ID, string(p.Status), "payoutId missing") }
 
-func (w *wirePayout) check() string { return (*Payout)(&w.payoutFields).check() }
+func (w *wirePayout) check() string {
+	return cmp.Or((*Payout)(&w.payoutFields).check(), requiredAmount("amount", w.Amount))
+}
 
 // CreatePayoutParams are the fields of POST /v1/payout. The struct tags
 // give each field's JSON name and the fields Validate requires.
