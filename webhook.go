@@ -389,9 +389,13 @@ func (h *WebhookHandler) observe(ctx context.Context, ev *event, out outcome) {
 	if ev.kind != 0 {
 		info.Kind = ev.kind.String()
 	}
+	var sc scrubber
+	if h.client != nil {
+		sc = h.client.cfg.scrub
+	}
 	for _, o := range h.observers {
 		if o.OnWebhookEvent != nil {
-			o.OnWebhookEvent(ctx, info)
+			runHook(ctx, h.log, sc, "OnWebhookEvent", func() { o.OnWebhookEvent(ctx, info) })
 		}
 	}
 }
