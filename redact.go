@@ -286,9 +286,6 @@ func isAlnum(c byte) bool {
 	return '0' <= c && c <= '9' || 'a' <= lower(c) && lower(c) <= 'z'
 }
 
-// scrub removes the API key from b, returning b itself when it has none.
-func (c *Client) scrub(b []byte) []byte { return c.cfg.scrub.Bytes(b) }
-
 // scrubString removes the API key from s.
 func (c *Client) scrubString(s string) string { return c.cfg.scrub.String(s) }
 
