@@ -1,6 +1,7 @@
 package cryptopay
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // heldOutKey is a key of a shape no code special-cases: mixed case, '/' and
@@ -177,4 +179,18 @@ func TestWebhookLogScrubsServerText(t *testing.T) {
 	assert.Contains(t, logs.String(), "callback failed")
 	assert.Contains(t, logs.String(), "[REDACTED]")
 	assert.False(t, leaks(logs.String(), testKey), logs.String())
+}
+
+// TestReconcileReasonScrubsStatus: the status of the payout ReconcilePayout
+// found is server text; ReconcileResult.Reason carries it scrubbed.
+func TestReconcileReasonScrubsStatus(t *testing.T) {
+	c, mux := setup(t)
+	now := time.Now().UTC()
+	item := `{"status":"paid ` + strings.ToUpper(testKey) + `","amount":"1","orderId":"wd-1","createdAt":"` + now.Format(time.RFC3339) + `"}`
+	mux.HandleFunc("GET /v1/payout/list", serveJSON(200, `{"payout":[`+item+`],"count":1}`, nil, nil))
+	res, err := c.ReconcilePayout(context.Background(), ReconcileParams{OrderID: "wd-1", AttemptedAt: now})
+	require.NoError(t, err)
+	assert.Equal(t, PayoutExists, res.Verdict)
+	assert.Contains(t, res.Reason, "[REDACTED]")
+	assert.False(t, leaks(res.Reason, testKey), res.Reason)
 }
