@@ -127,14 +127,15 @@ func exitCode(ctx context.Context, err error) int {
 }
 
 // errorLine is err on one line, with the API's request id when there is
-// one and the message does not carry it yet.
+// one and the message does not carry it yet, through termSafe: an error
+// carries server text (an API error's code and message, a request id).
 func errorLine(err error) string {
 	msg := strings.TrimPrefix(strings.Join(strings.Fields(err.Error()), " "), "cryptopay: ")
 	var apiErr *cryptopay.APIError
 	if errors.As(err, &apiErr) && apiErr.RequestID != "" && !strings.Contains(msg, apiErr.RequestID) {
 		msg += " (request id " + apiErr.RequestID + ")"
 	}
-	return msg
+	return termSafe(msg)
 }
 
 // keyOnArgv refuses an API key or webhook secret given as a flag value:
