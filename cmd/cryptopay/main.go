@@ -93,7 +93,7 @@ type quietExit int
 func (q quietExit) Error() string { return fmt.Sprintf("exit %d", int(q)) }
 
 func (a *app) main(args []string) int {
-	err := a.dispatch(args)
+	err := userError(a.dispatch(args))
 	if err == nil {
 		return exitOK
 	}
