@@ -154,6 +154,7 @@ func (a *app) secret(file, env, what, flagName string) ([]byte, error) {
 		if v == "" {
 			return nil, usageErr("no %s: set %s or pass %s", what, env, flagName)
 		}
+		a.secrets = append(a.secrets, v)
 		return []byte(v), nil
 	}
 	shown := file
@@ -176,6 +177,7 @@ func (a *app) secret(file, env, what, flagName string) ([]byte, error) {
 	if len(b) == 0 {
 		return nil, usageErr("%s %s: the file is empty", flagName, shown)
 	}
+	a.secrets = append(a.secrets, string(b))
 	return b, nil
 }
 

@@ -69,6 +69,7 @@ type app struct {
 	isTerminal     func(any) bool
 	now            func() time.Time
 	clientOpts     []cryptopay.Option // added to the Client's options (tests: a fast retry policy)
+	secrets        []string           // the API key and webhook secret once read: never printed
 
 	global globalFlags
 }
@@ -106,7 +107,7 @@ func (a *app) main(args []string) int {
 		fmt.Fprintln(a.stderr, "cryptopay: interrupted")
 		return code
 	}
-	fmt.Fprintln(a.stderr, "cryptopay: "+errorLine(err))
+	fmt.Fprintln(a.stderr, "cryptopay: "+a.errorText(errorLine(err)))
 	return code
 }
 
@@ -127,15 +128,15 @@ func exitCode(ctx context.Context, err error) int {
 }
 
 // errorLine is err on one line, with the API's request id when there is
-// one and the message does not carry it yet, through termSafe: an error
-// carries server text (an API error's code and message, a request id).
+// one and the message does not carry it yet. It carries server text (an
+// API error's code and message, a request id): print it through errorText.
 func errorLine(err error) string {
 	msg := strings.TrimPrefix(strings.Join(strings.Fields(err.Error()), " "), "cryptopay: ")
 	var apiErr *cryptopay.APIError
 	if errors.As(err, &apiErr) && apiErr.RequestID != "" && !strings.Contains(msg, apiErr.RequestID) {
 		msg += " (request id " + apiErr.RequestID + ")"
 	}
-	return termSafe(msg)
+	return msg
 }
 
 // keyOnArgv refuses an API key or webhook secret given as a flag value:
