@@ -131,8 +131,8 @@ func (a *app) paymentCreate(args []string) error {
 		AdditionalData: o.additionalData, WebhookURL: o.webhookURL,
 	})
 	if errors.Is(err, cryptopay.ErrOutcomeUnknown) {
-		return &exitError{exitOutcomeUnknown, fmt.Errorf("%w; do NOT resend: the payment for order %s may exist; "+
-			"find it (your webhook endpoint, the merchant dashboard) before creating another", err, shellQuote(o.orderID))}
+		return &exitError{exitOutcomeUnknown, fmt.Errorf("%w; a payment for order %s may exist (the API cannot look one up by order id): "+
+			"if you create another, let the customer pay only one of them", err, shellQuote(o.orderID))}
 	}
 	if err != nil {
 		return err

@@ -128,9 +128,10 @@ func TestCreateAnsweredSeeOther(t *testing.T) {
 		args  []string
 		route cryptopaytest.Route
 		count func(*cryptopaytest.Server) int
+		hint  string
 	}{
-		{"payout", append(payoutCreateArgs, "--yes"), cryptopaytest.RouteCreatePayout, (*cryptopaytest.Server).PayoutCount},
-		{"payment", paymentCreateArgs, cryptopaytest.RouteCreatePayment, (*cryptopaytest.Server).PaymentCount},
+		{"payout", append(payoutCreateArgs, "--yes"), cryptopaytest.RouteCreatePayout, (*cryptopaytest.Server).PayoutCount, "do NOT resend: run 'cryptopay payout find"},
+		{"payment", paymentCreateArgs, cryptopaytest.RouteCreatePayment, (*cryptopaytest.Server).PaymentCount, "may exist"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -140,7 +141,7 @@ func TestCreateAnsweredSeeOther(t *testing.T) {
 			assert.Equal(t, exitOutcomeUnknown, r.code, r.stderr)
 			assert.Equal(t, 1, tt.count(f.srv), "the server acted")
 			assert.Equal(t, 1, f.srv.Requests(tt.route), "never resent")
-			assert.Contains(t, r.stderr, "do NOT resend")
+			assert.Contains(t, r.stderr, tt.hint)
 		})
 	}
 }

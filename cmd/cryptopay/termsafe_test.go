@@ -78,7 +78,7 @@ func TestServerTextCannotRewriteTheWarning(t *testing.T) {
 		want  string
 	}{
 		{"payout create", append(payoutCreateArgs, "--yes"), cryptopaytest.RouteCreatePayout, "do NOT resend: run 'cryptopay payout find"},
-		{"payment create", paymentCreateArgs, cryptopaytest.RouteCreatePayment, "do NOT resend"},
+		{"payment create", paymentCreateArgs, cryptopaytest.RouteCreatePayment, "a payment for order pay-7 may exist"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
