@@ -111,7 +111,9 @@ func WebhookURL(base string, secret []byte, orderID string) (string, error) {
 // WebhookConfig configures a WebhookHandler.
 type WebhookConfig struct {
 	// Secret is the key WebhookURL signed the orderId with; at least
-	// MinWebhookSecretLen bytes. It is copied. Keep it out of source code
+	// MinWebhookSecretLen bytes, used as they are: a text secret (the
+	// output of `openssl rand -base64 32`) is its text, never decoded,
+	// as the CLI uses it. It is copied. Keep it out of source code
 	// and logs; rotating it invalidates the URLs of open payments.
 	Secret []byte
 
