@@ -145,11 +145,17 @@ func (q *Queue) velocityCheck(ctx context.Context, tx pgx.Tx, p cryptopay.Create
 	if err != nil {
 		return nil, err
 	}
+	return g.velocityStop(p, used, limit), nil
+}
+
+// velocityStop is the velocity guardrail's answer for p when used is
+// already reserved within the window: nil if p still fits under limit.
+func (g *Guardrails) velocityStop(p cryptopay.CreatePayoutParams, used, limit decimal.Decimal) *GuardrailError {
 	if total := used.Add(p.Amount); total.GreaterThan(limit) {
 		return &GuardrailError{Rule: "velocity", Reason: fmt.Sprintf("%s %s would bring the last %v to %s, above the cap of %s",
-			p.Amount, p.Currency, g.VelocityWindow, total, limit)}, nil
+			p.Amount, p.Currency, g.VelocityWindow, total, limit)}
 	}
-	return nil, nil
+	return nil
 }
 
 // GuardStop is one intent that CheckGuardrails says a guardrail would
@@ -199,9 +205,8 @@ func (q *Queue) CheckGuardrails(ctx context.Context, ps []cryptopay.CreatePayout
 				return nil, err
 			}
 		}
-		if total := u.Add(p.Amount); total.GreaterThan(limit) {
-			stops = append(stops, GuardStop{Index: i, OrderID: p.OrderID, Err: &GuardrailError{Rule: "velocity",
-				Reason: fmt.Sprintf("%s %s would bring the last %v to %s, above the cap of %s", p.Amount, p.Currency, g.VelocityWindow, total, limit)}})
+		if e := g.velocityStop(p, u, limit); e != nil {
+			stops = append(stops, GuardStop{Index: i, OrderID: p.OrderID, Err: e})
 			used[cur] = u
 			continue
 		}

@@ -154,17 +154,25 @@ func TestQueueParkedRetry(t *testing.T) {
 	assert.Equal(t, map[string]int{p.OrderID: 1}, r.effectCounts(t))
 }
 
-// A failed payout ends the intent failed, with the payout's status.
-func TestQueuePayoutFailed(t *testing.T) {
-	r := newQRig(t)
-	q := r.queue(t)
-	p := payoutParams(1)
+// sendOne enqueues p, works the queue until p's payout is created, and
+// returns the payout's id at the fake.
+func (r *qrig) sendOne(t *testing.T, q *pgstore.Queue, p cryptopay.CreatePayoutParams) string {
+	t.Helper()
 	r.enqueue(t, q, p)
 	run(t, q)
 	waitFor(t, q, "created", func(c map[pgstore.IntentState]int) bool { return c[pgstore.StateCreated] == 1 })
 	ids := r.fake.PayoutIDsWithOrderID(p.OrderID)
 	require.Len(t, ids, 1)
-	require.NoError(t, r.fake.SetPayoutStatus(ids[0], cryptopay.PayoutCancelled))
+	return ids[0]
+}
+
+// A failed payout ends the intent failed, with the payout's status.
+func TestQueuePayoutFailed(t *testing.T) {
+	r := newQRig(t)
+	q := r.queue(t)
+	p := payoutParams(1)
+	id := r.sendOne(t, q, p)
+	require.NoError(t, r.fake.SetPayoutStatus(id, cryptopay.PayoutCancelled))
 	waitFor(t, q, "failed", func(c map[pgstore.IntentState]int) bool { return c[pgstore.StateFailed] == 1 })
 	in, err := q.Get(context.Background(), p.OrderID)
 	require.NoError(t, err)
@@ -189,13 +197,9 @@ func TestQueueWebhookWakes(t *testing.T) {
 	p := payoutParams(1)
 	p.WebhookURL, err = cryptopay.WebhookURL(hooks.URL+"/hooks", secret, p.OrderID)
 	require.NoError(t, err)
-	r.enqueue(t, q, p)
-	run(t, q)
-	waitFor(t, q, "created", func(c map[pgstore.IntentState]int) bool { return c[pgstore.StateCreated] == 1 })
-	ids := r.fake.PayoutIDsWithOrderID(p.OrderID)
-	require.Len(t, ids, 1)
-	require.NoError(t, r.fake.SetPayoutStatus(ids[0], cryptopay.PayoutProcessing))
-	require.NoError(t, r.fake.SetPayoutStatus(ids[0], cryptopay.PayoutPaid))
+	id := r.sendOne(t, q, p)
+	require.NoError(t, r.fake.SetPayoutStatus(id, cryptopay.PayoutProcessing))
+	require.NoError(t, r.fake.SetPayoutStatus(id, cryptopay.PayoutPaid))
 	waitFor(t, q, "paid after the webhook", func(c map[pgstore.IntentState]int) bool { return c[pgstore.StatePaid] == 1 })
 	assert.Equal(t, map[string]int{p.OrderID: 1}, r.effectCounts(t))
 }
