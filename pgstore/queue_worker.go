@@ -305,9 +305,11 @@ func (q *Queue) post(ctx context.Context, c claimed) error {
 // claimed queued intents that no guardrail needs to look at one by one
 // (those of a currency without a velocity cap, passing the other checks;
 // a blocked one is recorded by its own handler). It marks them committed;
-// the others go through send. An error commits nothing as far as this
-// worker knows: those intents then go through send, whose own commit
-// finds them no longer queued if the batch did commit, and sends nothing.
+// the others go through send. After an error this worker cannot know
+// which attempts committed, so it sends none of them: those left queued
+// by the error go through send (whose own commit finds an intent no longer
+// queued if the batch did commit it, and sends nothing), and those it saw
+// committed are reconciled first, like any intent found in sending.
 func (q *Queue) commitBatch(ctx context.Context, batch []claimed) {
 	var ids []string
 	idx := make(map[string]int)
