@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// The Go snippets of README.md and docs/*.md are checked here, so a renamed
+// The Go snippets of README.md, docs/*.md and doc.go are checked here, so a renamed
 // or changed API cannot leave the documentation behind:
 //
 //   - a snippet of the root module is compiled, as a package of its own, by
@@ -69,6 +69,29 @@ func docSnippets(t *testing.T, root string, files []string) []snippet {
 		}
 		require.NoError(t, sc.Err())
 		require.Nil(t, cur, "%s: a ```go block is not closed", name)
+	}
+	return out
+}
+
+// goDocSnippets returns the code blocks (tab-indented lines) of a Go file's
+// comments, such as the package overview in doc.go.
+func goDocSnippets(t *testing.T, root, name string) []snippet {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(root, name))
+	require.NoError(t, err)
+	var out []snippet
+	var cur *snippet
+	for n, line := range strings.Split(string(data), "\n") {
+		code, ok := strings.CutPrefix(strings.TrimPrefix(line, "//"), "\t")
+		switch {
+		case ok && cur == nil:
+			cur = &snippet{file: name, line: n + 1, code: code + "\n"}
+		case ok:
+			cur.code += code + "\n"
+		case cur != nil:
+			out = append(out, *cur)
+			cur = nil
+		}
 	}
 	return out
 }
@@ -269,8 +292,9 @@ func compileSnippets(t *testing.T, root string, snippets []snippet) []string {
 	return problems
 }
 
-// TestDocSnippetsCompile compiles every Go snippet of README.md and
-// docs/*.md (see the comment at the top of this file).
+// TestDocSnippetsCompile compiles every Go snippet of README.md, docs/*.md
+// and the package overview in doc.go (see the comment at the top of this
+// file).
 func TestDocSnippetsCompile(t *testing.T) {
 	if _, err := exec.LookPath("go"); err != nil {
 		if os.Getenv("CI") == "true" {
@@ -286,7 +310,7 @@ func TestDocSnippetsCompile(t *testing.T) {
 	for _, g := range guides {
 		files = append(files, filepath.Join("docs", filepath.Base(g)))
 	}
-	snippets := docSnippets(t, root, files)
+	snippets := append(docSnippets(t, root, files), goDocSnippets(t, root, "doc.go")...)
 	require.NotEmpty(t, snippets)
 	assert.Empty(t, compileSnippets(t, root, snippets), "Go snippets in the documentation that no longer compile")
 }
