@@ -344,3 +344,52 @@ func TestDocSnippetsCheckFails(t *testing.T) {
 		})
 	}
 }
+
+var (
+	mdLink    = regexp.MustCompile(`\]\(([^)\s]+)\)`)
+	mdHeading = regexp.MustCompile(`(?m)^#{1,6} (.+)$`)
+	mdFence   = regexp.MustCompile("(?ms)^```.*?^```")
+	slugDrop  = regexp.MustCompile(`[^\p{L}\p{N}_\- ]`)
+)
+
+// headingAnchors returns the anchors GitHub gives a Markdown file's
+// headings: lower case, punctuation dropped, spaces as hyphens.
+func headingAnchors(md string) map[string]bool {
+	anchors := map[string]bool{}
+	for _, m := range mdHeading.FindAllStringSubmatch(mdFence.ReplaceAllString(md, ""), -1) {
+		slug := slugDrop.ReplaceAllString(strings.ToLower(strings.TrimSpace(m[1])), "")
+		anchors[strings.ReplaceAll(slug, " ", "-")] = true
+	}
+	return anchors
+}
+
+// TestDocLinks checks that every relative link of README.md and docs/*.md
+// to a Markdown file reaches an existing file and, with a #fragment, an
+// existing heading: moving a section is then caught where it is linked.
+func TestDocLinks(t *testing.T) {
+	root, err := os.Getwd()
+	require.NoError(t, err)
+	guides, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	require.NoError(t, err)
+	for _, file := range append([]string{filepath.Join(root, "README.md")}, guides...) {
+		data, err := os.ReadFile(file)
+		require.NoError(t, err)
+		text := mdFence.ReplaceAllString(string(data), "")
+		for _, m := range mdLink.FindAllStringSubmatch(text, -1) {
+			path, anchor, _ := strings.Cut(m[1], "#")
+			if strings.Contains(path, "://") || (path != "" && !strings.HasSuffix(path, ".md")) {
+				continue
+			}
+			target := file
+			if path != "" {
+				target = filepath.Join(filepath.Dir(file), path)
+			}
+			name, _ := filepath.Rel(root, file)
+			md, err := os.ReadFile(target)
+			if !assert.NoError(t, err, "%s links to %s", name, m[1]) || anchor == "" {
+				continue
+			}
+			assert.True(t, headingAnchors(string(md))[anchor], "%s links to %s: no such heading", name, m[1])
+		}
+	}
+}
