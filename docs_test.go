@@ -211,6 +211,11 @@ func checkCompanion(t *testing.T, root, module string, s snippet) []string {
 // Markdown file's (a //line directive).
 func snippetSource(root string, s snippet) string {
 	at := fmt.Sprintf("//line %s:%d\n", filepath.Join(root, s.file), s.line)
+	if rest, ok := strings.CutPrefix(s.code, "package main\n"); ok {
+		// Compiled as a library, so that go build writes no executable
+		// into the repository.
+		return at + "package snippet\n" + rest
+	}
 	if strings.HasPrefix(strings.TrimSpace(s.code), "package ") {
 		return at + s.code
 	}
