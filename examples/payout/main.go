@@ -39,20 +39,20 @@ func main() {
 	}
 }
 
-// env is what this program runs against: the real API when
+// apiEnv is what this program runs against: the real API when
 // CRYPTOPAY_BASE_URL and CRYPTOPAY_API_KEY are set, otherwise a fresh fake
 // server from cryptopaytest, so it runs with no account.
-type env struct {
+type apiEnv struct {
 	client *cryptopay.Client
 	fake   *cryptopaytest.Server // nil against a real API: it plays the customer and the processor
 	poll   time.Duration         // short on the fake, the default on a real API
 }
 
-func connect() (*env, error) {
+func connect() (*apiEnv, error) {
 	base, key := os.Getenv("CRYPTOPAY_BASE_URL"), os.Getenv("CRYPTOPAY_API_KEY")
 	if base == "" && key == "" {
 		fake := cryptopaytest.NewServer()
-		return &env{client: fake.Client(), fake: fake, poll: 20 * time.Millisecond}, nil
+		return &apiEnv{client: fake.Client(), fake: fake, poll: 20 * time.Millisecond}, nil
 	}
 	if base == "" || key == "" {
 		return nil, errors.New("set both CRYPTOPAY_BASE_URL and CRYPTOPAY_API_KEY, or neither to use the fake server")
@@ -61,11 +61,11 @@ func connect() (*env, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &env{client: c, poll: cryptopay.DefaultPollInterval}, nil
+	return &apiEnv{client: c, poll: cryptopay.DefaultPollInterval}, nil
 }
 
 // close stops the fake server, if any.
-func (e *env) close() {
+func (e *apiEnv) close() {
 	if e.fake != nil {
 		e.fake.Close()
 	}
@@ -128,7 +128,7 @@ func run(ctx context.Context, out io.Writer) error {
 // dropConnections shows both ways a create can end in an unknown outcome,
 // on the fake: the connection drops after the payout was created, then
 // before it was processed. ReconcilePayout tells them apart.
-func dropConnections(ctx context.Context, env *env, params cryptopay.CreatePayoutParams, out io.Writer) error {
+func dropConnections(ctx context.Context, env *apiEnv, params cryptopay.CreatePayoutParams, out io.Writer) error {
 	// The fake lists a payout at once, so a short settle time suffices;
 	// against the real API leave SettleTime zero (the default).
 	settle := 10 * env.poll

@@ -34,20 +34,20 @@ func main() {
 	}
 }
 
-// env is what this program runs against: the real API when
+// apiEnv is what this program runs against: the real API when
 // CRYPTOPAY_BASE_URL and CRYPTOPAY_API_KEY are set, otherwise a fresh fake
 // server from cryptopaytest, so it runs with no account.
-type env struct {
+type apiEnv struct {
 	client *cryptopay.Client
 	fake   *cryptopaytest.Server // nil against a real API: it plays the customer and the processor
 	poll   time.Duration         // short on the fake, the default on a real API
 }
 
-func connect() (*env, error) {
+func connect() (*apiEnv, error) {
 	base, key := os.Getenv("CRYPTOPAY_BASE_URL"), os.Getenv("CRYPTOPAY_API_KEY")
 	if base == "" && key == "" {
 		fake := cryptopaytest.NewServer()
-		return &env{client: fake.Client(), fake: fake, poll: 20 * time.Millisecond}, nil
+		return &apiEnv{client: fake.Client(), fake: fake, poll: 20 * time.Millisecond}, nil
 	}
 	if base == "" || key == "" {
 		return nil, errors.New("set both CRYPTOPAY_BASE_URL and CRYPTOPAY_API_KEY, or neither to use the fake server")
@@ -56,11 +56,11 @@ func connect() (*env, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &env{client: c, poll: cryptopay.DefaultPollInterval}, nil
+	return &apiEnv{client: c, poll: cryptopay.DefaultPollInterval}, nil
 }
 
 // close stops the fake server, if any.
-func (e *env) close() {
+func (e *apiEnv) close() {
 	if e.fake != nil {
 		e.fake.Close()
 	}
