@@ -76,11 +76,11 @@ resend blindly:
 	attempted := time.Now() // before sending: the search reaches back to it
 	payout, err := client.CreatePayout(ctx, params)
 	if errors.Is(err, cryptopay.ErrOutcomeUnknown) {
-		res, err := client.ReconcilePayout(ctx, cryptopay.ReconcileParams{
+		res, rerr := client.ReconcilePayout(ctx, cryptopay.ReconcileParams{
 			OrderID:     params.OrderID,
 			AttemptedAt: attempted,
 		})
-		if err == nil && res.Verdict == cryptopay.PayoutNotCreated {
+		if rerr == nil && res.Verdict == cryptopay.PayoutNotCreated {
 			payout, err = client.CreatePayout(ctx, params) // never created: safe to send again
 		}
 		// PayoutExists: never send it again; PayoutStillUnknown or an
