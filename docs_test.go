@@ -326,26 +326,41 @@ func TestDocSnippetsCompile(t *testing.T) {
 func TestDocSnippetsCheckFails(t *testing.T) {
 	root, err := os.Getwd()
 	require.NoError(t, err)
-	for _, tc := range []struct {
+	cases := []struct {
 		name string
 		code string
-		want string // "" when the snippet is fine
+		want string // "" when the snippet is fine; else what its one problem says
+		at   int    // the problem's line within the snippet, from 0
 	}{
-		{"fragment that compiles", "p, err := client.GetPayment(ctx, \"id\")\n", ""},
-		{"whole file that compiles", "package main\n\nfunc main() {}\n", ""},
-		{"declarations that compile", "func TestX(t *testing.T) { t.Log(cryptopay.Version) }\n", ""},
-		{"renamed method", "p, err := client.GetPaymentByID(ctx, \"id\")\n", "README.md:10:"},
-		{"wrong type, second line", "var n int\nn = cryptopay.Version\n", "README.md:11:"},
-		{"companion snippet in no file", "store, err := pgstore.NoSuchThing(pool)\n", "README.md:10: this pgstore snippet appears in no Go file"},
-	} {
+		{"fragment that compiles", "p, err := client.GetPayment(ctx, \"id\")\n", "", 0},
+		{"whole file that compiles", "package main\n\nfunc main() {}\n", "", 0},
+		{"declarations that compile", "func TestX(t *testing.T) { t.Log(cryptopay.Version) }\n", "", 0},
+		{"renamed method", "p, err := client.GetPaymentByID(ctx, \"id\")\n", "GetPaymentByID undefined", 0},
+		{"wrong type, second line", "var n int\nn = cryptopay.Version\n", "cannot use cryptopay.Version", 1},
+		{"companion snippet in no file", "store, err := pgstore.NoSuchThing(pool)\n", "this pgstore snippet appears in no Go file", 0},
+	}
+	// One build for all cases: case i starts at line 100*i+10 of its own
+	// file, so each problem names its case.
+	var snippets []snippet
+	for i, tc := range cases {
+		snippets = append(snippets, snippet{file: fmt.Sprintf("case%d.md", i), line: 100*i + 10, code: tc.code})
+	}
+	problems := compileSnippets(t, root, snippets)
+	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			problems := compileSnippets(t, root, []snippet{{file: "README.md", line: 10, code: tc.code}})
+			var mine []string
+			for _, p := range problems {
+				if strings.HasPrefix(p, fmt.Sprintf("case%d.md:", i)) {
+					mine = append(mine, p)
+				}
+			}
 			if tc.want == "" {
-				assert.Empty(t, problems)
+				assert.Empty(t, mine)
 				return
 			}
-			require.Len(t, problems, 1, "%q", problems)
-			assert.Contains(t, problems[0], tc.want)
+			require.Len(t, mine, 1, "%q", problems)
+			assert.Contains(t, mine[0], fmt.Sprintf("case%d.md:%d:", i, 100*i+10+tc.at))
+			assert.Contains(t, mine[0], tc.want)
 		})
 	}
 }
