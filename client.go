@@ -55,6 +55,7 @@ type Client struct {
 // never shows it.
 type config struct {
 	apiKey           string
+	scrub            scrubber // finds apiKey in server text (redact.go)
 	httpClient       *http.Client
 	retry            RetryPolicy
 	logger           *slog.Logger
@@ -174,6 +175,7 @@ func NewClient(baseURL, apiKey string, opts ...Option) (*Client, error) {
 func newConfig(apiKey string, opts []Option) (*config, error) {
 	cfg := &config{
 		apiKey:           apiKey,
+		scrub:            newScrubber(apiKey),
 		retry:            DefaultRetryPolicy(),
 		maxResponseBytes: DefaultMaxResponseBytes,
 		maxConnsPerHost:  DefaultMaxConnsPerHost,
