@@ -70,6 +70,7 @@ type app struct {
 	now            func() time.Time
 	clientOpts     []cryptopay.Option // added to the Client's options (tests: a fast retry policy)
 	secrets        []string           // the API key and webhook secret once read: never printed
+	dbSecrets      []string           // the database connection string and its password: never printed
 
 	global globalFlags
 }
