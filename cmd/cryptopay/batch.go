@@ -125,7 +125,7 @@ func readBatch(r io.Reader) ([]batchRow, []error) {
 		if err != nil {
 			var pe *csv.ParseError
 			if errors.As(err, &pe) {
-				err = &rowError{line: pe.Line, msg: pe.Err.Error()}
+				err = &rowError{line: pe.StartLine, msg: pe.Err.Error()}
 			}
 			return nil, append(errs, err) // the CSV itself is broken: stop
 		}
