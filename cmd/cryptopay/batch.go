@@ -261,7 +261,7 @@ type stoppedRow struct {
 
 func (a *app) payoutBatch(args []string) error {
 	fs := a.newFlagSet(command{"payout batch", "FILE.csv", "Enqueue every payout of a CSV file in the payout queue, in one transaction: all or nothing.\n" +
-		"Header row: column names " + columnNames() + ";\n" +
+		"Header row: column names, of " + columnNames() + ";\n" +
 		"required: orderId, walletAddress, amount, customerId, customerIp. Amounts are exact decimals.\n" +
 		"A row whose orderId is queued already with the same parameters is skipped (a rerun enqueues\n" +
 		"nothing new); with other parameters the file is refused. A bad row names its line and column,\n" +
@@ -269,7 +269,9 @@ func (a *app) payoutBatch(args []string) error {
 		"Guardrails: --max-amount, --velocity and --allow-address-file apply to --dry-run only: the\n" +
 		"workers check their own pgstore.Guardrails before sending, so pass the same values to see\n" +
 		"what they would stop. --approval-above applies to the enqueue itself (the queue decides\n" +
-		"approval when an intent is enqueued): pass your application's Guardrails.ApprovalAbove."})
+		"approval when an intent is enqueued): pass your application's Guardrails.ApprovalAbove,\n" +
+		"or --no-approval if it sets none; one of the two is required, so that a file is never\n" +
+		"enqueued past the approval your application asks for."})
 	var qf queueFlags
 	qf.register(fs.FlagSet)
 	dryRun := fs.Bool("dry-run", false, "enqueue nothing: print counts, totals per currency and the rows the guardrails would stop")
@@ -279,6 +281,7 @@ func (a *app) payoutBatch(args []string) error {
 	window := fs.Duration("velocity-window", pgstore.DefaultVelocityWindow, "dry run: the velocity cap's rolling `window`, as Guardrails.VelocityWindow")
 	allowFile := fs.String("allow-address-file", "", "dry run: the only wallet addresses paid to, one per line (`path`), as Guardrails.AllowedAddresses")
 	fs.Var(approval, "approval-above", "hold an intent above `currency=amount` for approval (repeatable), as Guardrails.ApprovalAbove")
+	noApproval := fs.Bool("no-approval", false, "the application sets no Guardrails.ApprovalAbove: nothing is held for approval")
 	pos, err := a.parse(fs, args, 1, 1)
 	if err != nil {
 		return err
@@ -286,6 +289,13 @@ func (a *app) payoutBatch(args []string) error {
 	asJSON, err := a.jsonOutput()
 	if err != nil {
 		return err
+	}
+	switch {
+	case len(approval) == 0 && !*noApproval:
+		return usageErr("payout batch: say your application's approval threshold: --approval-above currency=amount " +
+			"(as its Guardrails.ApprovalAbove; the queue decides approval at enqueue), or --no-approval if it sets none")
+	case len(approval) > 0 && *noApproval:
+		return usageErr("payout batch: --approval-above and --no-approval contradict each other")
 	}
 	g := pgstore.Guardrails{ApprovalAbove: approval}
 	if *dryRun {
