@@ -1,6 +1,8 @@
 // Command cryptopay is the operator CLI for the cryptopay API: read and
 // wait for payments, create and reconcile payouts, export the payout list,
-// read balances, build and send test webhooks, and run the fake server.
+// read balances, build and send test webhooks, run the fake server, and
+// work pgstore's payout queue (list, approve, reject, retry; enqueue a CSV
+// file of payouts) on the database named by CRYPTOPAY_DATABASE_URL.
 //
 // Usage:
 //
