@@ -49,6 +49,6 @@ func (w *wireBalances) to(out *[]Balance) {
 // network.
 //
 // GET /v1/balance. The API marks this operation as under development.
-func (c *Client) GetBalances(ctx context.Context, opts ...RequestOption) ([]Balance, error) {
+func (c *Client) GetBalances(ctx context.Context, opts ...Option) ([]Balance, error) {
 	return deref(fetch[[]Balance](ctx, c, getBalances.call(opts), &balancePool))
 }

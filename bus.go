@@ -49,13 +49,7 @@ type WakeupBus interface {
 // 2 s; its failure is logged and does not change the answer. Waits with
 // WithWebhookWakeup(false) ignore hints too.
 func WithWakeupBus(bus WakeupBus) Option {
-	return func(c *config) error {
-		if bus == nil {
-			return &ValidationError{Field: "WithWakeupBus", Reason: "bus is nil"}
-		}
-		c.bus = bus
-		return nil
-	}
+	return clientOnly("WithWakeupBus", bus != nil, "bus is nil", func(c *config) { c.bus = bus })
 }
 
 // busState is a Client's link to its WakeupBus: the subscription, made when

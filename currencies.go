@@ -23,6 +23,6 @@ func (w *wireCurrencies) to(out *[]Currency) {
 // ListCurrencies reads the supported currency and network pairs.
 //
 // GET /v1/currencies. The API marks this operation as under development.
-func (c *Client) ListCurrencies(ctx context.Context, opts ...RequestOption) ([]Currency, error) {
+func (c *Client) ListCurrencies(ctx context.Context, opts ...Option) ([]Currency, error) {
 	return deref(fetch[[]Currency](ctx, c, listCurrencies.call(opts), &currencyPool))
 }

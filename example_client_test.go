@@ -18,7 +18,7 @@ func ExampleNewClient() {
 	client, err := cryptopay.NewClient("https://api.example.com", os.Getenv("CRYPTOPAY_API_KEY"),
 		cryptopay.WithTimeout(20*time.Second),
 		cryptopay.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))),
-		cryptopay.WithUserAgent("myshop/1.0"),
+		cryptopay.WithHeader("User-Agent", "myshop/1.0"),
 	)
 	if err != nil {
 		log.Fatal(err) // an empty key, a bad URL, or http:// to a remote host

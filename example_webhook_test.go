@@ -97,11 +97,12 @@ func ExampleClient_WaitForPayment() {
 
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Minute) // always bound a wait
 	defer cancel()
-	p, err := client.WaitForPayment(ctx, payment.ID,
-		cryptopay.WithPollInterval(time.Millisecond), // the default is 2 s, growing to 30 s
-		cryptopay.StopOn(cryptopay.PaymentLocked),    // also stop when a person must look
-		cryptopay.OnStatusChange(func(p *cryptopay.Payment) { fmt.Println("status:", p.Status) }),
-	)
+	p, err := client.WaitForPayment(ctx, cryptopay.WaitForPaymentParams{
+		ID:             payment.ID,
+		PollInterval:   time.Millisecond,                                   // the default is 2 s, growing to 30 s
+		StopOn:         []cryptopay.PaymentStatus{cryptopay.PaymentLocked}, // also stop when a person must look
+		OnStatusChange: func(p *cryptopay.Payment) { fmt.Println("status:", p.Status) },
+	})
 	switch {
 	case err != nil:
 		log.Printf("no final status yet: %v", err) // p, if not nil, is the last status read
@@ -132,10 +133,11 @@ func ExampleClient_WaitForPayout() {
 	}
 	_ = fake.SetPayoutStatus(payout.ID, cryptopay.PayoutReview)
 
-	p, err := client.WaitForPayout(ctx, payout.ID,
-		cryptopay.WithPollInterval(time.Millisecond),
-		cryptopay.StopOn(cryptopay.PayoutReview), // review waits for a person: learn about it
-	)
+	p, err := client.WaitForPayout(ctx, cryptopay.WaitForPayoutParams{
+		ID:           payout.ID,
+		PollInterval: time.Millisecond,
+		StopOn:       []cryptopay.PayoutStatus{cryptopay.PayoutReview}, // review waits for a person: learn about it
+	})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -276,7 +278,7 @@ func ExampleWithWakeupBus() {
 	}
 	done := make(chan *cryptopay.Payment)
 	go func() {
-		p, err := replicaA.WaitForPayment(ctx, payment.ID, cryptopay.WithPollInterval(time.Hour))
+		p, err := replicaA.WaitForPayment(ctx, cryptopay.WaitForPaymentParams{ID: payment.ID, PollInterval: time.Hour})
 		if err != nil {
 			log.Fatal(err)
 		}

@@ -37,7 +37,7 @@ var (
 )
 
 // call is the request for e with no query and no body.
-func (e endpoint) call(opts []RequestOption) request {
+func (e endpoint) call(opts []Option) request {
 	return request{method: e.method, path: e.path, route: e.route, opts: opts}
 }
 
@@ -118,7 +118,7 @@ type createParams interface {
 
 // create validates params (nothing is sent if they are refused), marshals
 // them and POSTs them to e. orderID goes into an OutcomeUnknownError.
-func create[T, W any, PW decoder[T, W], P createParams](ctx context.Context, c *Client, e endpoint, params P, orderID string, opts []RequestOption, pool *wirePool[W]) (*T, error) {
+func create[T, W any, PW decoder[T, W], P createParams](ctx context.Context, c *Client, e endpoint, params P, orderID string, opts []Option, pool *wirePool[W]) (*T, error) {
 	if err := params.Validate(); err != nil {
 		return nil, err
 	}
@@ -132,7 +132,7 @@ func create[T, W any, PW decoder[T, W], P createParams](ctx context.Context, c *
 }
 
 // getByID checks id with validID and GETs e.path + escaped id + "/status".
-func getByID[T, W any, PW decoder[T, W]](ctx context.Context, c *Client, e endpoint, validID func(string) error, id string, opts []RequestOption, pool *wirePool[W]) (*T, error) {
+func getByID[T, W any, PW decoder[T, W]](ctx context.Context, c *Client, e endpoint, validID func(string) error, id string, opts []Option, pool *wirePool[W]) (*T, error) {
 	if err := validID(id); err != nil {
 		return nil, err
 	}

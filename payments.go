@@ -143,7 +143,7 @@ func (p CreatePaymentParams) Validate() error {
 // sent. If the request may have reached the server but no answer was read
 // (timeout, broken connection, 5xx), the error matches ErrOutcomeUnknown and
 // the request is not resent: look the order up before creating it again.
-func (c *Client) CreatePayment(ctx context.Context, params CreatePaymentParams, opts ...RequestOption) (*Payment, error) {
+func (c *Client) CreatePayment(ctx context.Context, params CreatePaymentParams, opts ...Option) (*Payment, error) {
 	return create[Payment](ctx, c, createPayment, params, params.OrderID, opts, &paymentPool)
 }
 
@@ -152,6 +152,6 @@ func (c *Client) CreatePayment(ctx context.Context, params CreatePaymentParams, 
 //
 // GET /v1/payment/{id}/status. id must be a UUID. Retried on transient
 // failures; an unknown id matches ErrNotFound.
-func (c *Client) GetPayment(ctx context.Context, id string, opts ...RequestOption) (*Payment, error) {
+func (c *Client) GetPayment(ctx context.Context, id string, opts ...Option) (*Payment, error) {
 	return getByID[Payment](ctx, c, getPayment, validatePaymentID, id, opts, &paymentPool)
 }

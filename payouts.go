@@ -132,7 +132,7 @@ func (p CreatePayoutParams) MarshalJSON() ([]byte, error) {
 // server issued works (spaces included); only an empty id, "." or "..",
 // control characters and ids over 256 bytes are refused. Retried on
 // transient failures; an unknown id matches ErrNotFound.
-func (c *Client) GetPayout(ctx context.Context, id string, opts ...RequestOption) (*Payout, error) {
+func (c *Client) GetPayout(ctx context.Context, id string, opts ...Option) (*Payout, error) {
 	return getByID[Payout](ctx, c, getPayout, validatePayoutID, id, opts, &payoutPool)
 }
 
@@ -144,7 +144,7 @@ func (c *Client) GetPayout(ctx context.Context, id string, opts ...RequestOption
 // ErrServer for a 5xx) and names the orderId. Resending could pay twice;
 // call ReconcilePayout first. Only a request that never left (connection
 // refused) is retried.
-func (c *Client) CreatePayout(ctx context.Context, params CreatePayoutParams, opts ...RequestOption) (*Payout, error) {
+func (c *Client) CreatePayout(ctx context.Context, params CreatePayoutParams, opts ...Option) (*Payout, error) {
 	return create[Payout](ctx, c, createPayout, params, params.OrderID, opts, &payoutPool)
 }
 
@@ -283,7 +283,7 @@ func (w *wirePayoutPage) to(p *PayoutPage) {
 // marks this operation as under development: its paging parameters'
 // bounds are not documented. A count that is not a whole number from 0 to
 // math.MaxInt32 is refused (ErrUnexpectedResponse).
-func (c *Client) ListPayouts(ctx context.Context, params ListPayoutsParams, opts ...RequestOption) (*PayoutPage, error) {
+func (c *Client) ListPayouts(ctx context.Context, params ListPayoutsParams, opts ...Option) (*PayoutPage, error) {
 	if params.Limit < 0 {
 		return nil, &ValidationError{Field: "Limit", Reason: "must not be negative"}
 	}
@@ -315,7 +315,7 @@ const defaultPageSize = 100
 // pages (offset paging), so an item can be seen twice or missed.
 //
 // The API marks the payout list as under development.
-func (c *Client) AllPayouts(ctx context.Context, params ListPayoutsParams, opts ...RequestOption) iter.Seq2[PayoutListItem, error] {
+func (c *Client) AllPayouts(ctx context.Context, params ListPayoutsParams, opts ...Option) iter.Seq2[PayoutListItem, error] {
 	return func(yield func(PayoutListItem, error) bool) {
 		limit := params.Limit
 		if limit <= 0 {
@@ -369,7 +369,7 @@ func (c *Client) AllPayouts(ctx context.Context, params ListPayoutsParams, opts 
 // read) returns an error matching ErrUnexpectedResponse. The list may lag behind creation: "not found"
 // right after the attempt is not proof; ReconcilePayout handles that. If
 // several payouts share the orderId, the first one read is returned.
-func (c *Client) FindPayoutByOrderID(ctx context.Context, orderID string, opts ...RequestOption) (item *PayoutListItem, found bool, err error) {
+func (c *Client) FindPayoutByOrderID(ctx context.Context, orderID string, opts ...Option) (item *PayoutListItem, found bool, err error) {
 	if orderID == "" {
 		return nil, false, &ValidationError{Field: "orderID", Reason: "must not be empty"}
 	}

@@ -67,7 +67,7 @@ func (w *wireSearchPage) to(p *searchPage) {
 type payoutSearch struct {
 	c        *Client
 	ctx      context.Context
-	opts     []RequestOption
+	opts     []Option
 	orderID  string
 	cutoff   time.Time // payouts created before it cannot be the one; zero: none
 	size     int       // the page size the server serves
@@ -87,7 +87,7 @@ type payoutSearch struct {
 	distinct map[uint64]struct{} // identity of each payout read (see identity)
 }
 
-func newPayoutSearch(ctx context.Context, c *Client, orderID string, cutoff time.Time, opts []RequestOption) *payoutSearch {
+func newPayoutSearch(ctx context.Context, c *Client, orderID string, cutoff time.Time, opts []Option) *payoutSearch {
 	return &payoutSearch{c: c, ctx: ctx, opts: opts, orderID: orderID, cutoff: cutoff, pages: make(map[uint64]int), distinct: make(map[uint64]struct{})}
 }
 

@@ -118,7 +118,7 @@ type ReconcileResult struct {
 // still returned, with Verdict PayoutStillUnknown and the requests made.
 // Invalid params return a *ValidationError, a nil result, and nothing is
 // sent. GET /v1/payout/list, which the API marks as under development.
-func (c *Client) ReconcilePayout(ctx context.Context, params ReconcileParams, opts ...RequestOption) (*ReconcileResult, error) {
+func (c *Client) ReconcilePayout(ctx context.Context, params ReconcileParams, opts ...Option) (*ReconcileResult, error) {
 	if err := params.validate(); err != nil {
 		return nil, err
 	}

@@ -284,7 +284,7 @@ func TestE2EWebhookWakesWaiter(t *testing.T) {
 	done := make(chan result, 1)
 	go func() {
 		// An hour between polls: only the webhook can end this wait soon.
-		got, err := e.client.WaitForPayment(context.Background(), p.ID, cryptopay.WithPollInterval(time.Hour))
+		got, err := e.client.WaitForPayment(context.Background(), cryptopay.WaitForPaymentParams{ID: p.ID, PollInterval: time.Hour})
 		done <- result{got, err}
 	}()
 	hookUntil(t, func() bool { return e.srv.Requests(cryptopaytest.RouteGetPayment) == before+1 })
@@ -308,15 +308,13 @@ func TestE2EWaitForPayoutPolls(t *testing.T) {
 	require.NoError(t, err)
 	var seen []cryptopay.PayoutStatus
 	moves := []cryptopay.PayoutStatus{cryptopay.PayoutReview, cryptopay.PayoutProcessing, cryptopay.PayoutConfirming, cryptopay.PayoutPaid}
-	got, err := e.client.WaitForPayout(context.Background(), po.ID,
-		cryptopay.WithPollInterval(time.Millisecond), cryptopay.WithMaxPollInterval(time.Millisecond),
-		cryptopay.OnStatusChange(func(p *cryptopay.Payout) {
-			seen = append(seen, p.Status)
-			// Drive the fake from the callback: each status seen moves it on.
-			if len(seen) <= len(moves) {
-				assert.NoError(t, e.srv.SetPayoutStatus(po.ID, moves[len(seen)-1]))
-			}
-		}))
+	got, err := e.client.WaitForPayout(context.Background(), cryptopay.WaitForPayoutParams{ID: po.ID, PollInterval: time.Millisecond, MaxPollInterval: time.Millisecond, OnStatusChange: func(p *cryptopay.Payout) {
+		seen = append(seen, p.Status)
+		// Drive the fake from the callback: each status seen moves it on.
+		if len(seen) <= len(moves) {
+			assert.NoError(t, e.srv.SetPayoutStatus(po.ID, moves[len(seen)-1]))
+		}
+	}})
 	require.NoError(t, err)
 	assert.Equal(t, cryptopay.PayoutPaid, got.Status)
 	assert.Equal(t, []cryptopay.PayoutStatus{"created", "review", "processing", "confirming", "paid"}, seen)
@@ -325,7 +323,7 @@ func TestE2EWaitForPayoutPolls(t *testing.T) {
 func TestE2EWaitNotFound(t *testing.T) {
 	t.Parallel()
 	e := newHookEnv(t)
-	_, err := e.client.WaitForPayment(context.Background(), "00000000-0000-4000-8000-000000000000", cryptopay.WithPollInterval(time.Millisecond))
+	_, err := e.client.WaitForPayment(context.Background(), cryptopay.WaitForPaymentParams{ID: "00000000-0000-4000-8000-000000000000", PollInterval: time.Millisecond})
 	require.ErrorIs(t, err, cryptopay.ErrNotFound)
 	assert.Equal(t, 1, e.srv.Requests(cryptopaytest.RouteGetPayment))
 }
@@ -383,7 +381,7 @@ func burstOfCompletions(t *testing.T, n int, webhooks bool) burstResult {
 	var wg sync.WaitGroup
 	for _, p := range payments {
 		wg.Go(func() {
-			got, err := client.WaitForPayment(ctx, p.ID, cryptopay.WithPollInterval(burstPoll), cryptopay.WithMaxPollInterval(burstPoll))
+			got, err := client.WaitForPayment(ctx, cryptopay.WaitForPaymentParams{ID: p.ID, PollInterval: burstPoll, MaxPollInterval: burstPoll})
 			assert.NoError(t, err)
 			if err == nil {
 				assert.Equal(t, cryptopay.PaymentPaid, got.Status)

@@ -615,7 +615,7 @@ func TestWebhookWakesWaiters(t *testing.T) {
 
 	done := make(chan *Payment, 1)
 	go func() {
-		p, err := c.WaitForPayment(context.Background(), waitPaymentID, WithPollInterval(time.Hour))
+		p, err := c.WaitForPayment(context.Background(), WaitForPaymentParams{ID: waitPaymentID, PollInterval: time.Hour})
 		assert.NoError(t, err)
 		done <- p
 	}()
@@ -639,7 +639,7 @@ func TestWebhookForgedEventDoesNotWakeWithPostedStatus(t *testing.T) {
 	var changes atomic.Int32
 	done := make(chan *Payment, 1)
 	go func() {
-		p, _ := c.WaitForPayment(ctx, waitPaymentID, WithPollInterval(time.Hour), OnStatusChange(func(*Payment) { changes.Add(1) }))
+		p, _ := c.WaitForPayment(ctx, WaitForPaymentParams{ID: waitPaymentID, PollInterval: time.Hour, OnStatusChange: func(*Payment) { changes.Add(1) }})
 		done <- p
 	}()
 	waitUntil(t, func() bool { return s.calls.Load() == 1 })

@@ -213,7 +213,7 @@ func TestSDKErrors(t *testing.T) {
 
 func TestClientOptionsOverride(t *testing.T) {
 	s := newServer(t)
-	c := s.Client(cryptopay.WithUserAgent("shop/1.0"), cryptopay.WithRetryPolicy(cryptopay.RetryPolicy{}))
+	c := s.Client(cryptopay.WithHeader("User-Agent", "shop/1.0"), cryptopay.WithRetryPolicy(cryptopay.RetryPolicy{}))
 	_, err := c.ListCurrencies(ctx(t))
 	require.NoError(t, err)
 	assert.Panics(t, func() { s.Client(cryptopay.WithTimeout(-1)) })

@@ -102,7 +102,7 @@ func TestE2E(t *testing.T) {
 			func(t *testing.T, e *e2e) error {
 				p, err := e.client.CreatePayout(context.Background(), payoutParams("order-otel-3"))
 				require.NoError(t, err)
-				_, err = e.client.GetPayout(context.Background(), p.ID, cryptopay.WithRequestTimeout(100*time.Millisecond))
+				_, err = e.client.GetPayout(context.Background(), p.ID, cryptopay.WithTimeout(100*time.Millisecond))
 				return err
 			}, 2, []int{0, 200}, "", false},
 		{"payout not found", cryptopaytest.RouteGetPayout, nil,

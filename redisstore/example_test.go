@@ -69,7 +69,7 @@ func ExampleNewWakeupBus() {
 	// landing on any replica.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
 	defer cancel()
-	p, err := client.WaitForPayment(ctx, "6f1c2b9e-4a2d-4c8e-9a57-2f1d3e4b5c6d")
+	p, err := client.WaitForPayment(ctx, cryptopay.WaitForPaymentParams{ID: "6f1c2b9e-4a2d-4c8e-9a57-2f1d3e4b5c6d"})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -63,10 +63,7 @@ func run(ctx context.Context, out io.Writer) error {
 			}
 		})
 	}
-	final, err := env.Client.WaitForPayout(ctx, payout.ID,
-		cryptopay.WithPollInterval(env.PollInterval),
-		cryptopay.OnStatusChange(func(p *cryptopay.Payout) { fmt.Fprintf(out, "  status: %s\n", p.Status) }),
-	)
+	final, err := env.Client.WaitForPayout(ctx, cryptopay.WaitForPayoutParams{ID: payout.ID, PollInterval: env.PollInterval, OnStatusChange: func(p *cryptopay.Payout) { fmt.Fprintf(out, "  status: %s\n", p.Status) }})
 	processor.Wait()
 	if err != nil {
 		return fmt.Errorf("wait for payout: %w", err)

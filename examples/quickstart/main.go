@@ -55,12 +55,9 @@ func run(ctx context.Context, out io.Writer) error {
 		fmt.Fprintln(out, "Waiting for the customer to pay (Ctrl-C to stop) ...")
 	}
 
-	final, err := client.WaitForPayment(ctx, payment.ID,
-		cryptopay.WithPollInterval(env.PollInterval),
-		cryptopay.OnStatusChange(func(p *cryptopay.Payment) {
-			fmt.Fprintf(out, "  status: %s\n", p.Status)
-		}),
-	)
+	final, err := client.WaitForPayment(ctx, cryptopay.WaitForPaymentParams{ID: payment.ID, PollInterval: env.PollInterval, OnStatusChange: func(p *cryptopay.Payment) {
+		fmt.Fprintf(out, "  status: %s\n", p.Status)
+	}})
 	if err != nil {
 		return fmt.Errorf("wait for payment: %w", err)
 	}

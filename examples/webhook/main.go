@@ -176,7 +176,7 @@ func waitWhilePaying(ctx context.Context, out io.Writer, env *demo.Env, payment 
 	waited := make(chan result, 1)
 	start := time.Now()
 	go func() {
-		p, err := env.Client.WaitForPayment(ctx, payment.ID)
+		p, err := env.Client.WaitForPayment(ctx, cryptopay.WaitForPaymentParams{ID: payment.ID})
 		waited <- result{p, err}
 	}()
 	if env.Fake != nil {

@@ -96,14 +96,12 @@ func wakeOnce(a *cryptopay.Client, srv *cryptopaytest.Server, hookBase string, l
 	}
 	done := make(chan result, 1)
 	go func() {
-		got, err := a.WaitForPayment(ctx, p.ID,
-			cryptopay.WithPollInterval(time.Minute), cryptopay.WithMaxPollInterval(time.Minute),
-			cryptopay.OnStatusChange(func(*cryptopay.Payment) {
-				select {
-				case firstRead <- struct{}{}:
-				default:
-				}
-			}))
+		got, err := a.WaitForPayment(ctx, cryptopay.WaitForPaymentParams{ID: p.ID, PollInterval: time.Minute, MaxPollInterval: time.Minute, OnStatusChange: func(*cryptopay.Payment) {
+			select {
+			case firstRead <- struct{}{}:
+			default:
+			}
+		}})
 		done <- result{got, err, time.Now()}
 	}()
 	select {

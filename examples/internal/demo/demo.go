@@ -37,7 +37,7 @@ func Connect() (*Env, error) {
 		if base == "" || key == "" {
 			return nil, fmt.Errorf("set both CRYPTOPAY_BASE_URL and CRYPTOPAY_API_KEY, or neither to use the fake server")
 		}
-		c, err := cryptopay.NewClient(base, key, cryptopay.WithUserAgent("cryptopay-examples"))
+		c, err := cryptopay.NewClient(base, key, cryptopay.WithHeader("User-Agent", "cryptopay-examples"))
 		if err != nil {
 			return nil, err
 		}

@@ -295,9 +295,7 @@ func showWakeup(ctx context.Context, fake *cryptopaytest.Server, replicas []*rep
 	waitCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	go func() {
-		got, err := a.client.WaitForPayment(waitCtx, p.ID,
-			cryptopay.WithPollInterval(time.Minute), cryptopay.WithMaxPollInterval(time.Minute),
-			cryptopay.OnStatusChange(func(*cryptopay.Payment) { once.Do(func() { close(firstRead) }) }))
+		got, err := a.client.WaitForPayment(waitCtx, cryptopay.WaitForPaymentParams{ID: p.ID, PollInterval: time.Minute, MaxPollInterval: time.Minute, OnStatusChange: func(*cryptopay.Payment) { once.Do(func() { close(firstRead) }) }})
 		done <- result{got, err, time.Now()}
 	}()
 	select {
