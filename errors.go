@@ -30,7 +30,7 @@ var (
 	ErrInvalidParams = errors.New("cryptopay: invalid parameters")
 	// ErrOutcomeUnknown matches an OutcomeUnknownError: a create request may
 	// have been processed by the server, but no answer was read. Do not
-	// resend it blindly; reconcile by orderId first (see FindPayoutByOrderID).
+	// resend it blindly; look the payout up by orderId first (see ReconcilePayout).
 	ErrOutcomeUnknown = errors.New("cryptopay: outcome unknown")
 	// ErrUnexpectedResponse matches a ResponseError: a 2xx answer whose body
 	// could not be read as the documented shape.

@@ -348,37 +348,3 @@ func (c *Client) AllPayouts(ctx context.Context, params ListPayoutsParams, opts 
 		}
 	}
 }
-
-// FindPayoutByOrderID looks a payout up by the orderId it was created with,
-// through the payout list. It is the older, simpler call: it needs no
-// attempt time and never waits. ReconcilePayout, which knows when the
-// create was attempted, answers "not created" in a few requests and
-// allows for list lag; prefer it after ErrOutcomeUnknown.
-//
-//	item, found, err := client.FindPayoutByOrderID(ctx, params.OrderID)
-//	// found: the payout exists, do not create it again.
-//	// !found and err == nil: the whole list was read and does not hold it.
-//	// err != nil: still unknown; try again later, do not resend.
-//
-// The newest payouts are read first (the order is learned from createdAt),
-// so a payout just created is found in 2 or 3 requests; "not found" reads
-// the whole list. found=false comes only with evidence: a list that
-// repeats a page (the server ignores offset), ends before its count, holds
-// more than its count, shrinks, or shows fewer distinct payouts than the
-// places read (payouts moved or swapped places between pages while it was
-// read) returns an error matching ErrUnexpectedResponse. The list may lag behind creation: "not found"
-// right after the attempt is not proof; ReconcilePayout handles that. If
-// several payouts share the orderId, the first one read is returned.
-func (c *Client) FindPayoutByOrderID(ctx context.Context, orderID string, opts ...Option) (item *PayoutListItem, found bool, err error) {
-	if orderID == "" {
-		return nil, false, &ValidationError{Field: "orderID", Reason: "must not be empty"}
-	}
-	if err := validText("orderID", orderID); err != nil {
-		return nil, false, err
-	}
-	s := newPayoutSearch(ctx, c, orderID, time.Time{}, opts)
-	if err := s.run(); err != nil {
-		return nil, false, err
-	}
-	return s.found, s.found != nil, nil
-}

@@ -9,8 +9,8 @@ import (
 	"time"
 )
 
-// This file is the payout-list search behind FindPayoutByOrderID and
-// ReconcilePayout. Its answer "not listed" tells a caller that resending a
+// This file is the payout-list search behind ReconcilePayout and
+// WaitForPayout by orderId. Its answer "not listed" tells a caller that resending a
 // payout is safe, so it is given only on evidence:
 //
 //   - The first page (offset 0) gives the count and the server's page size.
@@ -21,7 +21,7 @@ import (
 //     payout is found in at most 2 requests (a list that grows while it is
 //     read costs up to 2 more).
 //   - The pages in between are read from the newest end towards the oldest.
-//     With a cutoff (ReconcilePayout), the search stops at the first payout
+//     With a cutoff (an attempt time), the search stops at the first payout
 //     created before it: the list is sorted, so the rest is older still.
 //     Without one, or when the list is not sorted by createdAt, every page
 //     is read.

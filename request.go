@@ -464,7 +464,7 @@ func (cl *call) finish(err error) {
 }
 
 // attemptTimeoutError reports an attempt cut off by the per-attempt timeout
-// (WithTimeout, WithRequestTimeout) while the call's context was alive. It
+// (WithTimeout, on the Client or the call) while the call's context was alive. It
 // is a net.Error whose Timeout is true, and it matches
 // context.DeadlineExceeded.
 type attemptTimeoutError struct {
