@@ -193,8 +193,6 @@ type Observer struct {
 	// OnCallEnd runs once per call, after the last attempt, with the
 	// call's outcome.
 	OnCallEnd func(ctx context.Context, call CallInfo, res CallResult)
-	// OnWebhookEvent runs once per request a WebhookHandler answers.
-	OnWebhookEvent func(ctx context.Context, ev WebhookEventInfo)
 }
 
 // CallInfo names a call without its ids or query.
@@ -242,21 +240,8 @@ type CallResult struct {
 	Duration time.Duration
 }
 
-// WebhookEventInfo describes one request a WebhookHandler answered, without
-// its body, token or ids.
-type WebhookEventInfo struct {
-	// Kind is "payment", "payout", or "" if the body was not read.
-	Kind string
-	// StatusCode is the HTTP status the handler answered.
-	StatusCode int
-	// Result is one word: "delivered", "duplicate", "rejected",
-	// "retry_later" or "failed".
-	Result string
-}
-
 // WithObserver adds o to the Client's observers; each is called in the order
-// given. A WebhookHandler whose WebhookConfig.Client is this Client uses them
-// too, for OnWebhookEvent.
+// given. (A webhook receiver reports to its own webhook.Config.OnEvent.)
 func WithObserver(o Observer) Option {
 	return clientOnly("WithObserver", true, "", func(c *config) { c.observers = append(c.observers, o) })
 }

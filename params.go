@@ -6,13 +6,12 @@ import (
 	"net/http"
 	"net/url"
 	"reflect"
-	"strings"
 	"sync"
-	"unicode"
 	"unicode/utf8"
 
-	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
+
+	"github.com/cryptopay/cryptopay-go/internal/ids"
 )
 
 // This file holds what every resource shares: the one generic path an
@@ -229,39 +228,16 @@ func marshalWithAmount(amount decimal.Decimal, fields any) ([]byte, error) {
 	return append(out, rest[1:]...), nil
 }
 
-// validatePaymentID accepts only the canonical 36-character UUID form: the
-// API issues UUID payment ids, so anything else is a caller's mistake.
-func validatePaymentID(id string) error {
-	if id == "" {
-		return &ValidationError{Field: "id", Reason: "payment id is empty"}
-	}
-	if len(id) != 36 {
-		return &ValidationError{Field: "id", Reason: "payment id is not a UUID"}
-	}
-	if _, err := uuid.Parse(id); err != nil {
-		return &ValidationError{Field: "id", Reason: "payment id is not a UUID"}
-	}
-	return nil
-}
+// validatePaymentID refuses an id that is not a payment id (see ids.Payment).
+func validatePaymentID(id string) error { return idError(ids.Payment(id)) }
 
-// maxPayoutIDLen bounds a payout id: far above any id a server issues, and
-// below the request-line limits of common servers and proxies.
-const maxPayoutIDLen = 256
+// validatePayoutID refuses an id that cannot be sent as a payout id (see
+// ids.Payout).
+func validatePayoutID(id string) error { return idError(ids.Payout(id)) }
 
-// validatePayoutID refuses only what cannot travel as one escaped path
-// segment: an empty id, "." or ".." (which a server or proxy resolves as
-// path steps), control characters, and ids longer than maxPayoutIDLen.
-// Everything else, spaces and slashes included, is sent path-escaped.
-func validatePayoutID(id string) error {
-	switch {
-	case id == "":
-		return &ValidationError{Field: "id", Reason: "payout id is empty"}
-	case len(id) > maxPayoutIDLen:
-		return &ValidationError{Field: "id", Reason: "payout id is longer than 256 bytes"}
-	case id == "." || id == "..":
-		return &ValidationError{Field: "id", Reason: `payout id "` + id + `" would be read as a path step, not an id`}
-	case strings.ContainsFunc(id, unicode.IsControl):
-		return &ValidationError{Field: "id", Reason: "payout id contains a control character"}
+func idError(reason string) error {
+	if reason == "" {
+		return nil
 	}
-	return nil
+	return &ValidationError{Field: "id", Reason: reason}
 }

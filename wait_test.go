@@ -20,6 +20,7 @@ import (
 )
 
 const (
+	whOrder       = "order-1"
 	waitPaymentID = "7b0d9a52-3c1e-4f8a-a6b4-2d9e0c5f1a73"
 	waitPayoutID  = "po_8f2c61"
 )

@@ -2,8 +2,9 @@ package cryptopay
 
 import (
 	"context"
-	"strings"
 	"sync"
+
+	"github.com/cryptopay/cryptopay-go/internal/ids"
 )
 
 // objKind tells payments and payouts apart in wake-ups, bus hints and
@@ -30,7 +31,7 @@ func (k objKind) String() string {
 // case-insensitively; payout ids are opaque.
 func objectID(kind objKind, id string) string {
 	if kind == kindPayment {
-		return strings.ToLower(id)
+		return ids.PaymentKey(id)
 	}
 	return id
 }

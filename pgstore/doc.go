@@ -2,7 +2,7 @@
 // cryptopay-go service in PostgreSQL (10 or later; tested on 15), through a
 // pgx v5 pool:
 //
-//   - DedupeStore, a cryptopay.DedupeStore in one table, so a webhook
+//   - DedupeStore, a webhook.DedupeStore in one table, so a webhook
 //     delivered twice, to the same replica or to two, reaches the callback
 //     once;
 //   - OnPayment and OnPayout, transactional delivery: the merchant's own

@@ -11,6 +11,8 @@ import (
 
 	"github.com/cryptopay/cryptopay-go"
 	"github.com/cryptopay/cryptopay-go/pgstore"
+
+	"github.com/cryptopay/cryptopay-go/webhook"
 )
 
 // Each replica of a webhook endpoint opens its own pool and store on the
@@ -27,7 +29,7 @@ func ExampleNewDedupeStore() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	h, err := cryptopay.NewWebhookHandler(cryptopay.WebhookConfig{
+	h, err := webhook.NewHandler(webhook.Config{
 		Secret: []byte(os.Getenv("WEBHOOK_SECRET")),
 		Dedupe: store,
 		OnPayment: func(ctx context.Context, p *cryptopay.Payment) error {
@@ -55,7 +57,7 @@ func ExampleOnPayment() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	h, err := cryptopay.NewWebhookHandler(cryptopay.WebhookConfig{
+	h, err := webhook.NewHandler(webhook.Config{
 		Secret: []byte(os.Getenv("WEBHOOK_SECRET")),
 		Dedupe: store, // the same store
 		OnPayment: pgstore.OnPayment(store, func(ctx context.Context, tx pgx.Tx, p *cryptopay.Payment) error {

@@ -22,7 +22,7 @@ var ErrNoEventRow = errors.New("pgstore: event row vanished while locking it")
 // merchant's writes made through tx and the done mark commit together, or
 // neither does. Use it with WebhookConfig.Dedupe set to the same store:
 //
-//	cfg := cryptopay.WebhookConfig{
+//	cfg := webhook.Config{
 //		Secret:    secret,
 //		Client:    client,
 //		Dedupe:    store,

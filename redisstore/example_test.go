@@ -11,6 +11,8 @@ import (
 
 	"github.com/cryptopay/cryptopay-go"
 	"github.com/cryptopay/cryptopay-go/redisstore"
+
+	"github.com/cryptopay/cryptopay-go/webhook"
 )
 
 // Every replica builds its own store on the shared Redis and hands it to
@@ -31,7 +33,7 @@ func ExampleNewDedupeStore() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	hook, err := cryptopay.NewWebhookHandler(cryptopay.WebhookConfig{
+	hook, err := webhook.NewHandler(webhook.Config{
 		Secret: []byte(os.Getenv("CRYPTOPAY_WEBHOOK_SECRET")),
 		Client: client,
 		Dedupe: store,

@@ -12,11 +12,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	cryptopay "github.com/cryptopay/cryptopay-go"
+
+	"github.com/cryptopay/cryptopay-go/webhook"
 )
 
 func TestWebhookURL(t *testing.T) {
 	f := setup(t)
-	want, err := cryptopay.WebhookURL("https://shop.example/wh", []byte(testSecret), "order-1")
+	want, err := webhook.URL("https://shop.example/wh", []byte(testSecret), "order-1")
 	require.NoError(t, err)
 
 	r := f.run("webhook", "url", "--order-id", "order-1", "--base", "https://shop.example/wh")
@@ -58,7 +60,7 @@ type receiver struct {
 
 func newReceiver(t *testing.T, f *fixture) *receiver {
 	rc := &receiver{}
-	h, err := cryptopay.NewWebhookHandler(cryptopay.WebhookConfig{
+	h, err := webhook.NewHandler(webhook.Config{
 		Secret: []byte(testSecret),
 		OnPayment: func(_ context.Context, p *cryptopay.Payment) error {
 			rc.mu.Lock()

@@ -1,5 +1,5 @@
 // Command webhook is a small merchant server that takes a payment and learns
-// its outcome from the API's webhook: it serves a cryptopay.WebhookHandler,
+// its outcome from the API's webhook: it serves a webhook.Handler,
 // creates a payment whose webhookUrl points at itself (signed with
 // cryptopay.WebhookURL), has the customer pay (simulated on the bundled fake
 // server), prints what the callback received, and exits.
@@ -33,6 +33,8 @@ import (
 
 	"github.com/cryptopay/cryptopay-go"
 	"github.com/cryptopay/cryptopay-go/examples/internal/demo"
+
+	"github.com/cryptopay/cryptopay-go/webhook"
 )
 
 func main() { demo.Main("webhook", run) }
@@ -87,7 +89,7 @@ func run(ctx context.Context, out io.Writer) error {
 	return awaitOutcome(ctx, out, ep.events)
 }
 
-// endpoint is the merchant's webhook endpoint: a cryptopay.WebhookHandler
+// endpoint is the merchant's webhook endpoint: a webhook.Handler
 // on its own HTTP server.
 type endpoint struct {
 	url    string
@@ -100,7 +102,7 @@ type endpoint struct {
 func startEndpoint(ctx context.Context, client *cryptopay.Client, secret []byte, public string) (*endpoint, error) {
 	book := &orders{status: map[string]cryptopay.PaymentStatus{}}
 	ep := &endpoint{events: make(chan *cryptopay.Payment, 16)}
-	handler, err := cryptopay.NewWebhookHandler(cryptopay.WebhookConfig{
+	handler, err := webhook.NewHandler(webhook.Config{
 		Secret: secret,
 		Client: client, // every event is re-read through the API
 		OnPayment: func(ctx context.Context, p *cryptopay.Payment) error {
@@ -144,7 +146,7 @@ func (ep *endpoint) stop(ctx context.Context) {
 // createPayment creates a payment whose events come back to the endpoint.
 func createPayment(ctx context.Context, out io.Writer, client *cryptopay.Client, secret []byte, endpoint string) (*cryptopay.Payment, error) {
 	orderID := demo.OrderID("order")
-	hookURL, err := cryptopay.WebhookURL(endpoint, secret, orderID)
+	hookURL, err := webhook.URL(endpoint, secret, orderID)
 	if err != nil {
 		return nil, err
 	}
@@ -231,8 +233,8 @@ func verdict(p *cryptopay.Payment) string {
 // webhookSecret reads CRYPTOPAY_WEBHOOK_SECRET or makes a random one.
 func webhookSecret() ([]byte, error) {
 	if s := os.Getenv("CRYPTOPAY_WEBHOOK_SECRET"); s != "" {
-		if len(s) < cryptopay.MinWebhookSecretLen {
-			return nil, fmt.Errorf("CRYPTOPAY_WEBHOOK_SECRET must be at least %d bytes", cryptopay.MinWebhookSecretLen)
+		if len(s) < webhook.MinSecretLen {
+			return nil, fmt.Errorf("CRYPTOPAY_WEBHOOK_SECRET must be at least %d bytes", webhook.MinSecretLen)
 		}
 		return []byte(s), nil
 	}

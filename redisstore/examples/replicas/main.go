@@ -39,6 +39,8 @@ import (
 	"github.com/cryptopay/cryptopay-go"
 	"github.com/cryptopay/cryptopay-go/cryptopaytest"
 	"github.com/cryptopay/cryptopay-go/redisstore"
+
+	"github.com/cryptopay/cryptopay-go/webhook"
 )
 
 func main() {
@@ -120,7 +122,7 @@ func startReplica(ctx context.Context, name, addr, prefix string, fake *cryptopa
 		return nil, nil, err
 	}
 	r := &replica{name: name, client: fake.Client(cryptopay.WithWakeupBus(bus))}
-	hook, err := cryptopay.NewWebhookHandler(cryptopay.WebhookConfig{
+	hook, err := webhook.NewHandler(webhook.Config{
 		Secret: secret,
 		Client: r.client,
 		Dedupe: store,
@@ -202,7 +204,7 @@ func post(ctx context.Context, target string, body io.Reader) (int, []byte, erro
 }
 
 func createPayment(ctx context.Context, client *cryptopay.Client, webhookBase, orderID string) (*cryptopay.Payment, error) {
-	hookURL, err := cryptopay.WebhookURL(webhookBase+"/hooks/cryptopay", secret, orderID)
+	hookURL, err := webhook.URL(webhookBase+"/hooks/cryptopay", secret, orderID)
 	if err != nil {
 		return nil, err
 	}
@@ -247,7 +249,7 @@ func showDedupe(ctx context.Context, fake *cryptopaytest.Server, replicas []*rep
 		}
 		var wg sync.WaitGroup
 		for _, r := range replicas {
-			hookURL, err := cryptopay.WebhookURL(r.url+"/hooks/cryptopay", secret, orderID)
+			hookURL, err := webhook.URL(r.url+"/hooks/cryptopay", secret, orderID)
 			if err != nil {
 				return err
 			}

@@ -1,4 +1,4 @@
-package cryptopay_test
+package webhook_test
 
 import (
 	"context"

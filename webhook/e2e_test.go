@@ -1,4 +1,4 @@
-package cryptopay_test
+package webhook_test
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 
 	"github.com/cryptopay/cryptopay-go"
 	"github.com/cryptopay/cryptopay-go/cryptopaytest"
+	"github.com/cryptopay/cryptopay-go/webhook"
 )
 
 var e2eSecret = []byte("e2e-webhook-secret-0123456789abcdef")
@@ -40,7 +41,7 @@ func newHookEnv(t testing.TB, opts ...cryptopaytest.ServerOption) *hookEnv {
 	e := &hookEnv{srv: cryptopaytest.NewServer(opts...)}
 	t.Cleanup(e.srv.Close)
 	e.client = e.srv.Client()
-	h, err := cryptopay.NewWebhookHandler(cryptopay.WebhookConfig{
+	h, err := webhook.NewHandler(webhook.Config{
 		Secret: e2eSecret,
 		Client: e.client,
 		OnPayment: func(_ context.Context, p *cryptopay.Payment) error {
@@ -72,7 +73,7 @@ func newHookEnv(t testing.TB, opts ...cryptopaytest.ServerOption) *hookEnv {
 
 func (e *hookEnv) url(t testing.TB, orderID string) string {
 	t.Helper()
-	u, err := cryptopay.WebhookURL(e.hook.URL+"/hooks/cryptopay", e2eSecret, orderID)
+	u, err := webhook.URL(e.hook.URL+"/hooks/cryptopay", e2eSecret, orderID)
 	require.NoError(t, err)
 	return u
 }
@@ -367,7 +368,7 @@ func burstOfCompletions(t *testing.T, n int, webhooks bool) burstResult {
 		hook := httptest.NewServer(burstHandler(t, client, &res, &mu, delivered))
 		defer hook.Close()
 		hookURL = func(order string) string {
-			u, err := cryptopay.WebhookURL(hook.URL, e2eSecret, order)
+			u, err := webhook.URL(hook.URL, e2eSecret, order)
 			require.NoError(t, err)
 			return u
 		}
@@ -413,7 +414,7 @@ func burstOfCompletions(t *testing.T, n int, webhooks bool) burstResult {
 // burstHandler is the merchant's handler of burstOfCompletions: it counts
 // the paid events per payment and the 503 answers.
 func burstHandler(t *testing.T, client *cryptopay.Client, res *burstResult, mu *sync.Mutex, delivered map[string]int) http.Handler {
-	h, err := cryptopay.NewWebhookHandler(cryptopay.WebhookConfig{
+	h, err := webhook.NewHandler(webhook.Config{
 		Secret: e2eSecret,
 		Client: client,
 		OnPayment: func(_ context.Context, p *cryptopay.Payment) error {
@@ -424,13 +425,13 @@ func burstHandler(t *testing.T, client *cryptopay.Client, res *burstResult, mu *
 			}
 			return nil
 		},
-		Observer: cryptopay.Observer{OnWebhookEvent: func(_ context.Context, ev cryptopay.WebhookEventInfo) {
+		OnEvent: func(_ context.Context, ev webhook.EventInfo) {
 			if ev.StatusCode == http.StatusServiceUnavailable {
 				mu.Lock()
 				res.busy++
 				mu.Unlock()
 			}
-		}},
+		},
 	})
 	require.NoError(t, err)
 	return h
