@@ -38,6 +38,9 @@ func (b *Balance) UnmarshalJSON(data []byte) error { return decodeVia[Balance, w
 // wireBalances is the GET /v1/balance body.
 type wireBalances []wireBalance
 
+// balancePool reuses the wire form of GET /v1/balance (see wirePool).
+var balancePool wirePool[wireBalances]
+
 func (w *wireBalances) to(out *[]Balance) {
 	*out = make([]Balance, len(*w))
 	for i := range *w {

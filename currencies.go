@@ -13,6 +13,9 @@ type Currency struct {
 // wireCurrencies is the GET /v1/currencies body, decoded as is.
 type wireCurrencies []Currency
 
+// currencyPool reuses the wire form of GET /v1/currencies (see wirePool).
+var currencyPool wirePool[wireCurrencies]
+
 func (w *wireCurrencies) to(out *[]Currency) {
 	*out = *w
 	if *out == nil {

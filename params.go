@@ -16,7 +16,8 @@ import (
 
 // This file holds what every resource shares: the one generic path an
 // endpoint method goes through (validate, marshal, send, decode, convert),
-// the pools of wire structs, and the checks on parameters and ids.
+// the pool type of the wire structs (each resource's file declares its
+// pools), and the checks on parameters and ids.
 
 // endpoint names one API operation: its method, its path (for routes with
 // an id, the part before the id) and its route template.
@@ -65,16 +66,6 @@ func (p *wirePool[W]) put(w *W) {
 	*w = zero
 	p.pool.Put(w)
 }
-
-// The pools, one per response shape.
-var (
-	paymentPool    wirePool[wirePayment]
-	payoutPool     wirePool[wirePayout]
-	payoutPagePool wirePool[wirePayoutPage]
-	searchPagePool wirePool[wireSearchPage]
-	balancePool    wirePool[wireBalances]
-	currencyPool   wirePool[wireCurrencies]
-)
 
 // fetch sends r, decodes the 2xx body into a pooled W (checking its shape
 // if W has a check method) and converts it to a new T.

@@ -74,6 +74,9 @@ type wirePayment struct {
 	MerchantAmount wire.Amount `json:"merchantAmount"`
 }
 
+// paymentPool reuses the wire form of a payment (see wirePool).
+var paymentPool wirePool[wirePayment]
+
 // UnmarshalJSON reads a payment as the API sends it: amounts may be JSON
 // numbers or strings, absent status-only amounts stay invalid (not zero).
 // It does not require any field; the client checks id and status itself.

@@ -67,6 +67,9 @@ type wirePayout struct {
 	UpdatedAt      wire.Time   `json:"updatedAt"`
 }
 
+// payoutPool reuses the wire form of a payout (see wirePool).
+var payoutPool wirePool[wirePayout]
+
 // UnmarshalJSON reads a payout as the API sends it: amounts may be JSON
 // numbers or strings; absent status-only amounts stay invalid (not zero).
 func (p *Payout) UnmarshalJSON(b []byte) error { return decodeVia[Payout, wirePayout](b, p) }
@@ -248,6 +251,9 @@ type wirePayoutPage struct {
 	Payout []wirePayoutListItem `json:"payout"`
 	Count  wire.Amount          `json:"count"`
 }
+
+// payoutPagePool reuses the wire form of a payout page (see wirePool).
+var payoutPagePool wirePool[wirePayoutPage]
 
 // check refuses a 2xx body that is not a page: neither key present (an
 // object of another shape, {}, null), a positive count with no list, or a

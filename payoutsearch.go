@@ -56,6 +56,9 @@ type searchPage struct {
 // wireSearchPage decodes a page for the search (see wirePayoutPage).
 type wireSearchPage struct{ wirePayoutPage }
 
+// searchPagePool reuses the wire form of a search page (see wirePool).
+var searchPagePool wirePool[wireSearchPage]
+
 func (w *wireSearchPage) to(p *searchPage) {
 	var page PayoutPage
 	w.wirePayoutPage.to(&page)
