@@ -154,8 +154,8 @@ func validHeaderName(s string) bool {
 }
 
 // Response describes the HTTP exchange behind a call: the last attempt's
-// status and headers, the request id the server gave, how many attempts
-// were made and how long the call took. WithResponseInto fills one on
+// status, headers and raw body, the request id the server gave, how many
+// attempts were made and how long the call took. WithResponseInto fills one on
 // success and on error alike.
 type Response struct {
 	// StatusCode is the last attempt's HTTP status; 0 if no response came.
@@ -171,6 +171,19 @@ type Response struct {
 	Duration time.Duration
 	// Proto is the last response's protocol, for example "HTTP/2.0".
 	Proto string
+	// RawJSON is the last response's body as the server sent it (a 2xx
+	// body up to WithMaxResponseBytes, an error body up to 8 KiB), with the
+	// API key replaced by [REDACTED] wherever it appears; "" if no whole
+	// body was read. It reaches the fields the SDK does not decode yet (the
+	// list, balance and currencies operations are under development):
+	//
+	//	var resp cryptopay.Response
+	//	p, err := client.GetPayout(ctx, id, cryptopay.WithResponseInto(&resp))
+	//	var extra struct{ RiskScore int `json:"riskScore"` }
+	//	_ = json.Unmarshal([]byte(resp.RawJSON), &extra)
+	//
+	// It is server text: never render it as HTML or pass it to a shell.
+	RawJSON string
 }
 
 // Observer receives what happens on every call and attempt, for tracing,

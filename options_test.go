@@ -2,8 +2,10 @@ package cryptopay
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -379,4 +381,33 @@ func TestOptionLevels(t *testing.T) {
 	assert.Zero(t, nc.timeout, "0 is no bound on the Client")
 	_, err = c.GetBalances(context.Background(), WithTimeout(0))
 	require.NoError(t, err, "0 is no bound on a call")
+}
+
+// TestResponseRawJSON: a field the SDK does not decode yet is one
+// json.Unmarshal away through Response.RawJSON, on success and on error,
+// and the API key a server echoes is scrubbed from it.
+func TestResponseRawJSON(t *testing.T) {
+	c, mux := setup(t)
+	mux.HandleFunc("GET /v1/balance", func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.WriteString(w, `[{"currency":"usdt","network":"tron","amount":"1.5","riskScore":7,"echo":"`+testKey+`"}]`)
+	})
+	mux.HandleFunc("GET /v1/currencies", func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, `{"code":"bad","message":"no","retryHint":"tomorrow"}`, http.StatusBadRequest)
+	})
+	var resp Response
+	_, err := c.GetBalances(context.Background(), WithResponseInto(&resp))
+	require.NoError(t, err)
+	var future []struct {
+		RiskScore int    `json:"riskScore"`
+		Echo      string `json:"echo"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(resp.RawJSON), &future))
+	require.Len(t, future, 1)
+	assert.Equal(t, 7, future[0].RiskScore, "an unknown future field is reachable")
+	assert.Equal(t, "[REDACTED]", future[0].Echo)
+	assert.NotContains(t, resp.RawJSON, testKey)
+
+	_, err = c.ListCurrencies(context.Background(), WithResponseInto(&resp))
+	require.Error(t, err)
+	assert.Contains(t, resp.RawJSON, `"retryHint":"tomorrow"`, "an error body is reachable too")
 }

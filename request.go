@@ -451,6 +451,9 @@ func (cl *call) finish(err error) {
 			rp.Header = cl.c.scrubHeader(cl.resp.Header)
 			rp.RequestID = cl.c.scrubString(requestID(cl.resp.Header))
 			rp.Proto = cl.resp.Proto
+			if cl.buf != nil && !cl.tooLarge {
+				rp.RawJSON = cl.c.scrubString(cl.buf.String())
+			}
 		}
 	}
 	if len(cl.c.cfg.observers) > 0 {
