@@ -460,3 +460,45 @@ func TestE2EBurstOfCompletions(t *testing.T) {
 	assert.Less(t, woken.elapsed, polled.elapsed)
 	assert.Equal(t, int64(n), woken.delivered)
 }
+
+// TestE2EWaitForPayoutByOrderIDLearnsTheIDFromAWebhook: a payout whose
+// create answer was lost is followed by its orderId. The wait reads the
+// list once (the item has no payout id); the payout's webhooks, re-read
+// by the handler on the same Client, hand the wait the payout with its
+// id, so the wait ends on the final status with no further read of its
+// own.
+func TestE2EWaitForPayoutByOrderIDLearnsTheIDFromAWebhook(t *testing.T) {
+	e := newHookEnv(t, cryptopaytest.WithBalance("usdt", "tron", decimal.NewFromInt(1000)))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const order = "wd-e2e-follow-hook"
+	e.srv.InjectFault(cryptopaytest.RouteCreatePayout, cryptopaytest.Fault{Process: true, Drop: true})
+	_, err := e.client.CreatePayout(ctx, cryptopay.CreatePayoutParams{WalletAddress: "TQn9Y2khEsLJW1ChVWFMSMeRDow5KcbLSE",
+		Amount: decimal.RequireFromString("12.5"), Currency: "usdt", Network: "tron", CustomerID: "cust-1",
+		CustomerIP: "203.0.113.9", OrderID: order, WebhookURL: e.url(t, order)})
+	require.ErrorIs(t, err, cryptopay.ErrOutcomeUnknown)
+	res, err := e.client.ReconcilePayout(ctx, cryptopay.ReconcileParams{OrderID: order})
+	require.NoError(t, err)
+	require.Equal(t, cryptopay.PayoutExists, res.Verdict, res.Reason)
+	ids := e.srv.PayoutIDsWithOrderID(order)
+	require.Len(t, ids, 1)
+
+	lists := e.srv.Requests(cryptopaytest.RouteListPayouts)
+	done := make(chan *cryptopay.Payout, 1)
+	go func() {
+		p, err := e.client.WaitForPayout(ctx, cryptopay.WaitForPayoutParams{OrderID: order, PollInterval: time.Hour})
+		assert.NoError(t, err)
+		done <- p
+	}()
+	hookUntil(t, func() bool { return e.srv.Requests(cryptopaytest.RouteListPayouts) > lists })
+	require.NoError(t, e.srv.SetPayoutStatus(ids[0], cryptopay.PayoutProcessing))
+	e.idle(t)
+	require.NoError(t, e.srv.SetPayoutStatus(ids[0], cryptopay.PayoutPaid))
+	final := <-done
+	require.NotNil(t, final)
+	assert.Equal(t, cryptopay.PayoutPaid, final.Status)
+	assert.Equal(t, ids[0], final.ID, "the webhook taught the wait the payout id")
+	assert.Equal(t, lists+1, e.srv.Requests(cryptopaytest.RouteListPayouts), "one list read by the wait")
+	e.idle(t)
+	assert.Equal(t, 2, e.srv.Requests(cryptopaytest.RouteGetPayout), "only the handler's re-reads, one per webhook")
+}
