@@ -327,15 +327,22 @@ func TestObserverSeesNoSecrets(t *testing.T) {
 	}
 }
 
-// TestPerCallOptionErrorsSendNothing: an invalid option fails the call
-// before it is sent, and a nil option is ignored.
-func TestPerCallOptionErrorsSendNothing(t *testing.T) {
+// countingClient is a Client whose every request is counted and answered
+// with an empty list.
+func countingClient(t *testing.T) (*Client, *atomic.Int64) {
 	c, mux := setup(t)
-	var n atomic.Int64
+	n := new(atomic.Int64)
 	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
 		n.Add(1)
 		_, _ = w.Write([]byte(`[]`))
 	})
+	return c, n
+}
+
+// TestPerCallOptionErrorsSendNothing: an invalid option fails the call
+// before it is sent, and a nil option is ignored.
+func TestPerCallOptionErrorsSendNothing(t *testing.T) {
+	c, n := countingClient(t)
 	_, err := c.GetBalances(context.Background(), nil)
 	require.NoError(t, err)
 	_, err = c.GetBalances(context.Background(), WithTimeout(-1))
@@ -348,12 +355,7 @@ func TestPerCallOptionErrorsSendNothing(t *testing.T) {
 // WithResponseInto is refused by NewClient, and WithTimeout(0) means no
 // per-attempt bound on both levels.
 func TestOptionLevels(t *testing.T) {
-	c, mux := setup(t)
-	var n atomic.Int64
-	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
-		n.Add(1)
-		_, _ = w.Write([]byte(`[]`))
-	})
+	c, n := countingClient(t)
 	clientOnly := map[string]Option{
 		"WithHTTPClient":             WithHTTPClient(http.DefaultClient),
 		"WithInsecureHTTP":           WithInsecureHTTP(),

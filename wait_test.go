@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cryptopay/cryptopay-go/internal/testfix"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -25,18 +26,11 @@ const (
 	waitPayoutID  = "po_8f2c61"
 )
 
-func waitPaymentJSON(id, status, orderID string, updated time.Time) string {
-	return fmt.Sprintf(`{"paymentId":%q,"status":%q,"payAmount":10.5,"payAddress":"addr","payQrCodeUri":"qr",
-"currency":"usdt","network":"tron","customerId":"c1","customerIp":"203.0.113.7","orderId":%q,
-"platformFeeByUser":true,"createdAt":"2026-01-01T00:00:00Z","updatedAt":%q,"expiredAt":"2026-01-01T01:00:00Z",
-"webhookUrl":"https://shop.example/hook","paidAmount":null,"merchantAmount":null}`, id, status, orderID, updated.UTC().Format(time.RFC3339Nano))
-}
-
-func waitPayoutJSON(id, status, orderID string) string {
-	return fmt.Sprintf(`{"payoutId":%q,"status":%q,"amount":"5","walletAddress":"T9y","networkFeeByUser":false,
-"currency":"usdt","network":"tron","customerId":"c1","customerIp":"203.0.113.7","orderId":%q,
-"createdAt":"2026-01-01T00:00:00Z","updatedAt":"2026-01-01T00:00:00Z","webhookUrl":""}`, id, status, orderID)
-}
+// The status bodies the local endpoints serve.
+var (
+	waitPaymentJSON = testfix.PaymentJSON
+	waitPayoutJSON  = testfix.PayoutJSON
+)
 
 // step is one answer of a scripted status endpoint.
 type step struct {

@@ -1,7 +1,6 @@
 package webhook
 
 import (
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cryptopay/cryptopay-go"
+	"github.com/cryptopay/cryptopay-go/internal/testfix"
 )
 
 const (
@@ -34,18 +34,11 @@ func setup(t *testing.T, opts ...cryptopay.Option) (*cryptopay.Client, *http.Ser
 	return c, mux
 }
 
-func waitPaymentJSON(id, status, orderID string, updated time.Time) string {
-	return fmt.Sprintf(`{"paymentId":%q,"status":%q,"payAmount":10.5,"payAddress":"addr","payQrCodeUri":"qr",
-"currency":"usdt","network":"tron","customerId":"c1","customerIp":"203.0.113.7","orderId":%q,
-"platformFeeByUser":true,"createdAt":"2026-01-01T00:00:00Z","updatedAt":%q,"expiredAt":"2026-01-01T01:00:00Z",
-"webhookUrl":"https://shop.example/hook","paidAmount":null,"merchantAmount":null}`, id, status, orderID, updated.UTC().Format(time.RFC3339Nano))
-}
-
-func waitPayoutJSON(id, status, orderID string) string {
-	return fmt.Sprintf(`{"payoutId":%q,"status":%q,"amount":"5","walletAddress":"T9y","networkFeeByUser":false,
-"currency":"usdt","network":"tron","customerId":"c1","customerIp":"203.0.113.7","orderId":%q,
-"createdAt":"2026-01-01T00:00:00Z","updatedAt":"2026-01-01T00:00:00Z","webhookUrl":""}`, id, status, orderID)
-}
+// The status bodies the local endpoints serve.
+var (
+	waitPaymentJSON = testfix.PaymentJSON
+	waitPayoutJSON  = testfix.PayoutJSON
+)
 
 // step is one answer of a scripted status endpoint: an HTTP status other
 // than 200, a dropped connection (err), or on 200 the object's status.
