@@ -1,6 +1,22 @@
-// Package cryptopay is the Go SDK for the crypto payment and payout API:
-// payment links, payouts to wallets, statuses, balances, currencies and
-// webhooks.
+// Package cryptopay is the Go SDK for the crypto payment and payout API.
+//
+// The whole package, in one list:
+//
+//   - NewClient makes a Client; an Option configures it, or one call when
+//     given after a method's parameters (WithTimeout, WithRetryPolicy,
+//     WithHeader, WithResponseInto, ...).
+//   - Payments: CreatePayment, GetPayment, WaitForPayment.
+//   - Payouts: CreatePayout, GetPayout, WaitForPayout, ListPayouts,
+//     AllPayouts, and ReconcilePayout, the lookup by orderId after
+//     ErrOutcomeUnknown.
+//   - Account: GetBalances, ListCurrencies.
+//   - Errors: match the Err sentinels with errors.Is; APIError,
+//     ValidationError, ResponseError and OutcomeUnknownError carry details.
+//   - Watching calls: WithObserver, WithLogger, Response (its RawJSON
+//     reaches fields the SDK does not decode yet).
+//   - Webhooks: package github.com/cryptopay/cryptopay-go/webhook receives
+//     events and wakes this package's waits through Client.Notify; a
+//     WakeupBus shares wake-ups between replicas.
 //
 // Every amount is a decimal.Decimal and goes on the wire as an exact JSON
 // number. Reads are retried on transient failures; a create request that may
