@@ -65,7 +65,7 @@ type Client struct {
 	rt      http.RoundTripper
 	timeout time.Duration // per attempt; 0: none
 	logger  *slog.Logger
-	// waiters lets a WebhookHandler wake this Client's waits (wait.go).
+	// waiters lets a webhook.Handler wake this Client's waits (wait.go).
 	waiters *waitRegistry
 	// shareHeaders: every request may use the prebuilt header maps as they
 	// are, because nothing on the way changes them: the transport is the

@@ -115,12 +115,12 @@ type CreatePaymentParams struct {
 	CustomerIP string `json:"customerIp" cryptopay:"required"`
 	// OrderID is the merchant's order identifier. Make it unique per order:
 	// it is how an unknown outcome is reconciled and how webhook URLs are
-	// signed (see WebhookURL).
+	// signed (see webhook.URL).
 	OrderID string `json:"orderId"`
 	// AdditionalData is optional free-form data; empty is not sent.
 	AdditionalData string `json:"additionalData,omitempty"`
 	// WebhookURL is where events for this payment go; empty is not sent.
-	// Build it with WebhookURL so the handler can authenticate events.
+	// Build it with webhook.URL so the handler can authenticate events.
 	WebhookURL string `json:"webhookUrl,omitempty"`
 }
 

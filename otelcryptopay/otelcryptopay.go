@@ -168,7 +168,7 @@ func (o *observer) makeInstruments(m metric.Meter) {
 		metric.WithDescription("Create calls whose outcome is unknown: each needs reconciling by orderId."))
 	errs = append(errs, err)
 	o.webhooks, err = m.Int64Counter("cryptopay.webhook.events", metric.WithUnit("{event}"),
-		metric.WithDescription("Webhook requests answered by the cryptopay WebhookHandler, by result."))
+		metric.WithDescription("Webhook requests answered by the cryptopay webhook.Handler, by result."))
 	errs = append(errs, err)
 	if err := errors.Join(errs...); err != nil {
 		otel.Handle(err)

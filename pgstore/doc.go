@@ -38,7 +38,7 @@
 //
 // # Guarantees
 //
-// DedupeStore (WebhookConfig.Dedupe = store): each (kind, id, status) is
+// DedupeStore (webhook.Config.Dedupe = store): each (kind, id, status) is
 // claimed by one delivery at a time across all replicas, and once
 // completed is seen as a duplicate for the done TTL (72 h by default). A
 // replica that dies mid-callback holds the event only until its lease ends

@@ -16,7 +16,7 @@ import (
 )
 
 // Every replica builds its own store on the shared Redis and hands it to
-// its WebhookHandler: an event delivered to two replicas reaches the
+// its webhook.Handler: an event delivered to two replicas reaches the
 // callback once.
 func ExampleNewDedupeStore() {
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
@@ -49,7 +49,7 @@ func ExampleNewDedupeStore() {
 }
 
 // A bus carries "this payment changed" hints between replicas: the
-// WebhookHandler of the replica that receives a webhook publishes one, and
+// webhook.Handler of the replica that receives a webhook publishes one, and
 // every Client on the bus wakes its waits for that payment, which re-read
 // it through the API (a hint is never a status).
 func ExampleNewWakeupBus() {

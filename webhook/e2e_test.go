@@ -24,7 +24,7 @@ import (
 var e2eSecret = []byte("e2e-webhook-secret-0123456789abcdef")
 
 // hookEnv is a fake API, a Client for it, and a merchant's webhook endpoint
-// (a WebhookHandler with that Client) on loopback.
+// (a webhook.Handler with that Client) on loopback.
 type hookEnv struct {
 	srv    *cryptopaytest.Server
 	client *cryptopay.Client

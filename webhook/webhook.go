@@ -26,7 +26,7 @@ import (
 
 // Webhook defaults and limits.
 const (
-	// MinSecretLen is the shortest secret WebhookURL and
+	// MinSecretLen is the shortest secret URL and
 	// NewHandler accept. Use 32 random bytes (crypto/rand).
 	MinSecretLen = 16
 	// DefaultMaxBodyBytes is the default body limit of a
@@ -44,7 +44,7 @@ const webhookTokenContext = "cryptopay-go webhook v1\x00"
 
 var webhookTokenContextBytes = []byte(webhookTokenContext)
 
-// webhookToken is the token WebhookURL puts in the URL for orderID:
+// webhookToken is the token URL puts in the URL for orderID:
 // base64url without padding (RFC 4648 §5) of
 // HMAC-SHA256(secret, "cryptopay-go webhook v1" + 0x00 + orderID).
 func webhookToken(secret []byte, orderID string) []byte {
@@ -64,7 +64,7 @@ func checkSecret(secret []byte, field string) error {
 	return nil
 }
 
-// WebhookURL returns the URL to pass as the webhookUrl of a payment or
+// URL returns the URL to pass as the webhookUrl of a payment or
 // payout for order orderID: base with a token query parameter added, where
 // token is base64url (no padding) of HMAC-SHA256(secret, "cryptopay-go
 // webhook v1" + 0x00 + orderID). A Handler with the same secret
@@ -113,7 +113,7 @@ func URL(base string, secret []byte, orderID string) (string, error) {
 
 // Config configures a Handler.
 type Config struct {
-	// Secret is the key WebhookURL signed the orderId with; at least
+	// Secret is the key URL signed the orderId with; at least
 	// MinSecretLen bytes. It is copied. Keep it out of source code
 	// and logs; rotating it invalidates the URLs of open payments.
 	Secret []byte
@@ -181,7 +181,7 @@ type EventInfo struct {
 
 // Handler receives the API's events for payments and payouts. It is
 // an http.Handler, safe for concurrent use; mount it at the URL given to
-// WebhookURL. Build it with NewHandler.
+// URL. Build it with NewHandler.
 //
 // It checks the token before it decodes anything in the body: a first pass
 // over the body (linear, no allocation, no number converted) finds the

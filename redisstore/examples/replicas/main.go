@@ -15,7 +15,7 @@
 //
 // In production each replica is its own process with the same code: one
 // redis.Client, one redisstore.DedupeStore, one redisstore.WakeupBus, a
-// cryptopay.Client built WithWakeupBus, and a WebhookHandler.
+// cryptopay.Client built WithWakeupBus, and a webhook.Handler.
 package main
 
 import (
