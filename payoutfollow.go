@@ -14,17 +14,12 @@ type payoutFollow struct {
 	id      string // learned; "" until then
 }
 
-// waitForPayoutByOrderID is WaitForPayout for params.OrderID.
-func (c *Client) waitForPayoutByOrderID(ctx context.Context, params WaitForPayoutParams, opts []Option) (*Payout, error) {
-	if err := validText("OrderID", params.OrderID); err != nil {
+// waitForPayoutByOrderID is WaitForPayout for an OrderID.
+func (c *Client) waitForPayoutByOrderID(ctx context.Context, orderID string, cfg *waitConfig[Payout, PayoutStatus]) (*Payout, error) {
+	if err := validText("OrderID", orderID); err != nil {
 		return nil, err
 	}
-	cfg, err := newWaitConfig[Payout, PayoutStatus](params.PollInterval, params.MaxPollInterval, params.NoWebhookWakeup, opts)
-	if err != nil {
-		return nil, err
-	}
-	cfg.stopOn, cfg.stopWhen, cfg.onChange = params.StopOn, params.StopWhen, params.OnStatusChange
-	f := &payoutFollow{orderID: params.OrderID}
+	f := &payoutFollow{orderID: orderID}
 	spec := waitSpec[Payout, PayoutStatus]{
 		kind: kindPayoutOrder,
 		get:  f.get,
@@ -38,7 +33,7 @@ func (c *Client) waitForPayoutByOrderID(ctx context.Context, params WaitForPayou
 		},
 		terminal: PayoutStatus.IsTerminal,
 	}
-	return waitLoop(ctx, c, spec, params.OrderID, cfg)
+	return waitLoop(ctx, c, spec, orderID, cfg)
 }
 
 // get reads the payout: by id once known, else from the payout list.

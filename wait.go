@@ -137,7 +137,7 @@ type waitConfig[T any, S ~string] struct {
 
 // newWaitConfig checks the intervals and the per-read options (a refused
 // option fails here, before any read).
-func newWaitConfig[T any, S ~string](interval, maxInterval time.Duration, noWake bool, opts []Option) (*waitConfig[T, S], error) {
+func newWaitConfig[T any, S ~string](interval, maxInterval time.Duration, noWake bool, stopOn []S, stopWhen func(*T) bool, onChange func(*T), opts []Option) (*waitConfig[T, S], error) {
 	switch {
 	case interval < 0:
 		return nil, &ValidationError{Field: "PollInterval", Reason: "must not be negative"}
@@ -157,6 +157,9 @@ func newWaitConfig[T any, S ~string](interval, maxInterval time.Duration, noWake
 		interval:    cmp.Or(interval, DefaultPollInterval),
 		maxInterval: cmp.Or(maxInterval, DefaultMaxPollInterval),
 		noWake:      noWake,
+		stopOn:      stopOn,
+		stopWhen:    stopWhen,
+		onChange:    onChange,
 		reqOpts:     opts,
 	}, nil
 }
@@ -188,11 +191,11 @@ func (c *Client) WaitForPayment(ctx context.Context, params WaitForPaymentParams
 	if err := validatePaymentID(params.ID); err != nil {
 		return nil, err
 	}
-	cfg, err := newWaitConfig[Payment, PaymentStatus](params.PollInterval, params.MaxPollInterval, params.NoWebhookWakeup, opts)
+	cfg, err := newWaitConfig(params.PollInterval, params.MaxPollInterval, params.NoWebhookWakeup,
+		params.StopOn, params.StopWhen, params.OnStatusChange, opts)
 	if err != nil {
 		return nil, err
 	}
-	cfg.stopOn, cfg.stopWhen, cfg.onChange = params.StopOn, params.StopWhen, params.OnStatusChange
 	return waitLoop(ctx, c, paymentWait, params.ID, cfg)
 }
 
@@ -205,17 +208,19 @@ func (c *Client) WaitForPayment(ctx context.Context, params WaitForPaymentParams
 // ctx holds here too. On error the payout returned is the last one read
 // (nil if none) and is never terminal.
 func (c *Client) WaitForPayout(ctx context.Context, params WaitForPayoutParams, opts ...Option) (*Payout, error) {
-	if params.ID == "" && params.OrderID != "" {
-		return c.waitForPayoutByOrderID(ctx, params, opts)
+	cfg, err := newWaitConfig(params.PollInterval, params.MaxPollInterval, params.NoWebhookWakeup,
+		params.StopOn, params.StopWhen, params.OnStatusChange, opts)
+	switch {
+	case err != nil:
+		return nil, err
+	case params.ID != "" && params.OrderID != "":
+		return nil, &ValidationError{Field: "OrderID", Reason: "give either ID or OrderID, not both"}
+	case params.ID == "" && params.OrderID != "":
+		return c.waitForPayoutByOrderID(ctx, params.OrderID, cfg)
 	}
 	if err := validatePayoutID(params.ID); err != nil {
 		return nil, err
 	}
-	cfg, err := newWaitConfig[Payout, PayoutStatus](params.PollInterval, params.MaxPollInterval, params.NoWebhookWakeup, opts)
-	if err != nil {
-		return nil, err
-	}
-	cfg.stopOn, cfg.stopWhen, cfg.onChange = params.StopOn, params.StopWhen, params.OnStatusChange
 	return waitLoop(ctx, c, payoutWait, params.ID, cfg)
 }
 

@@ -202,6 +202,10 @@ func TestWaitOptionsRefusedBeforeSending(t *testing.T) {
 			_, err := c.WaitForPayout(context.Background(), WaitForPayoutParams{ID: waitPayoutID}, WithLogger(nil))
 			return err
 		}},
+		{"both ID and OrderID", func(c *Client) error {
+			_, err := c.WaitForPayout(context.Background(), WaitForPayoutParams{ID: waitPayoutID, OrderID: "order-1"})
+			return err
+		}},
 		{"negative interval", func(c *Client) error {
 			_, err := c.WaitForPayment(context.Background(), WaitForPaymentParams{ID: waitPaymentID, PollInterval: -time.Second})
 			return err
