@@ -2,6 +2,7 @@ package cryptopay
 
 import (
 	"context"
+	"strconv"
 
 	"github.com/shopspring/decimal"
 
@@ -40,6 +41,16 @@ type wireBalances []wireBalance
 
 // balancePool reuses the wire form of GET /v1/balance (see wirePool).
 var balancePool wirePool[wireBalances]
+
+// check refuses a balance whose amount is missing or negative.
+func (w *wireBalances) check() string {
+	for i := range *w {
+		if why := requiredAmount("amount", (*w)[i].Amount); why != "" {
+			return "balance " + strconv.Itoa(i) + ": " + why
+		}
+	}
+	return ""
+}
 
 func (w *wireBalances) to(out *[]Balance) {
 	*out = make([]Balance, len(*w))

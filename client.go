@@ -1,27 +1,3 @@
-// Package cryptopay is the Go SDK for the crypto payment and payout API.
-//
-// The whole package, in one list:
-//
-//   - NewClient makes a Client; an Option configures it, or one call when
-//     given after a method's parameters (WithTimeout, WithRetryPolicy,
-//     WithHeader, WithResponseInto, ...).
-//   - Payments: CreatePayment, GetPayment, WaitForPayment.
-//   - Payouts: CreatePayout, GetPayout, WaitForPayout, ListPayouts,
-//     AllPayouts, and ReconcilePayout, the lookup by orderId after
-//     ErrOutcomeUnknown.
-//   - Account: GetBalances, ListCurrencies.
-//   - Errors: match the Err sentinels with errors.Is; APIError,
-//     ValidationError, ResponseError and OutcomeUnknownError carry details.
-//   - Watching calls: WithObserver, WithLogger, Response (its RawJSON
-//     reaches fields the SDK does not decode yet).
-//   - Webhooks: package github.com/cryptopay/cryptopay-go/webhook receives
-//     events and wakes this package's waits through Client.Notify; a
-//     WakeupBus shares wake-ups between replicas.
-//
-// Every amount is a decimal.Decimal and goes on the wire as an exact JSON
-// number. Reads are retried on transient failures; a create request that may
-// have reached the server is never resent (see ErrOutcomeUnknown). A Client is
-// safe for concurrent use; make one and share it.
 package cryptopay
 
 import (
@@ -81,6 +57,7 @@ type Client struct {
 type config struct {
 	perCall          bool
 	apiKey           string
+	scrub            scrubber // finds apiKey in server text (redact.go)
 	httpClient       *http.Client
 	retry            RetryPolicy
 	retrySet         bool
@@ -122,6 +99,7 @@ func NewClient(baseURL, apiKey string, opts ...Option) (*Client, error) {
 func newConfig(apiKey string, opts []Option) (*config, error) {
 	cfg := &config{
 		apiKey:           apiKey,
+		scrub:            newScrubber(apiKey),
 		retry:            DefaultRetryPolicy(),
 		maxResponseBytes: DefaultMaxResponseBytes,
 		maxConnsPerHost:  DefaultMaxConnsPerHost,
@@ -287,3 +265,9 @@ func (c *Client) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, c.String
 
 // LogValue makes slog print the client without its key.
 func (c *Client) LogValue() slog.Value { return slog.StringValue(c.String()) }
+
+// Redact returns s with this Client's API key replaced by [REDACTED]
+// wherever it appears, as every error, log line and Response of the Client
+// already has it: for logging server text the Client did not handle itself
+// (the webhook package's Handler logs through it).
+func (c *Client) Redact(s string) string { return c.cfg.scrub.String(s) }

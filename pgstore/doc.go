@@ -63,6 +63,6 @@
 //
 // Every replica opens its own pool and builds its own DedupeStore on the
 // same table (an instance remembers its own claims' tokens), and its own
-// WakeupBus on the same channel. See the README's "Running several
-// replicas".
+// WakeupBus on the same channel. See the repository's guide
+// docs/replicas.md ("Running several replicas").
 package pgstore

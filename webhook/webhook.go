@@ -114,7 +114,9 @@ func URL(base string, secret []byte, orderID string) (string, error) {
 // Config configures a Handler.
 type Config struct {
 	// Secret is the key URL signed the orderId with; at least
-	// MinSecretLen bytes. It is copied. Keep it out of source code
+	// MinSecretLen bytes, used as they are: a text secret (the output of
+	// `openssl rand -base64 32`) is its text, never decoded, as the CLI
+	// uses it. It is copied. Keep it out of source code
 	// and logs; rotating it invalidates the URLs of open payments.
 	Secret []byte
 
@@ -396,6 +398,12 @@ func (h *Handler) observe(ctx context.Context, ev *event, out outcome) {
 	if ev.kind != nil {
 		info.Kind = ev.kind.name
 	}
+	defer func() { // a panicking hook changes no answer
+		if v := recover(); v != nil {
+			h.log.LogAttrs(ctx, slog.LevelError, "cryptopay webhook: the OnEvent hook panicked; the panic is ignored",
+				slog.String("hook", "OnEvent"), slog.String("panic", h.redact(clip(flatten(fmt.Sprint(v)), 512))))
+		}
+	}()
 	h.onEvent(ctx, info)
 }
 
@@ -427,7 +435,7 @@ func (h *Handler) handle(w http.ResponseWriter, r *http.Request, ev *event) outc
 	}
 	if h.client != nil && ev.ahead() {
 		h.logEvent(ctx, slog.LevelInfo, ev, "cryptopay webhook: posted status is ahead of the API; asking the sender to retry",
-			slog.String("posted", clip(ev.postedStatus, 32)), slog.String("api", ev.status))
+			slog.String("posted", h.redact(clip(ev.postedStatus, 32))), slog.String("api", ev.status))
 		return retryLater("api behind event")
 	}
 	return out // delivered, or a duplicate
@@ -568,7 +576,21 @@ func (h *Handler) logEvent(ctx context.Context, level slog.Level, ev *event, msg
 	}
 	all := append([]slog.Attr{slog.String("kind", ev.kind.name), slog.String("id", ev.id),
 		slog.String("orderId", clip(ev.orderID, 128))}, attrs...)
+	for i := range all { // statuses and errors are server text
+		if all[i].Value.Kind() == slog.KindString {
+			all[i].Value = slog.StringValue(h.redact(all[i].Value.String()))
+		}
+	}
 	h.log.LogAttrs(ctx, level, msg, all...)
+}
+
+// redact replaces the Client's API key in server text (nothing to find
+// without a Client).
+func (h *Handler) redact(s string) string {
+	if h.client == nil {
+		return s
+	}
+	return h.client.Redact(s)
 }
 
 // reread replaces the posted object by the API's and wakes waits, unless

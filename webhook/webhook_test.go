@@ -23,6 +23,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cryptopay/cryptopay-go"
+	"github.com/cryptopay/cryptopay-go/internal/testfix"
 )
 
 var whSecret = []byte("whsec-0123456789abcdef-0123456789")
@@ -839,4 +840,41 @@ func TestWebhookDeclaredLengthAloneHoldsNoMemory(t *testing.T) {
 	runtime.ReadMemStats(&after)
 	require.Equal(t, http.StatusUnauthorized, w.Code)
 	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(64<<10))
+}
+
+// TestWebhookLogScrubsServerText: the status the API answers a webhook's
+// re-read with is server text; when the handler logs it (here: the
+// callback failed), an upper-cased key in it is redacted.
+func TestWebhookLogScrubsServerText(t *testing.T) {
+	c, mux := setup(t)
+	s := &script{steps: []step{{value: "paid " + strings.ToUpper(testKey)}}, body: func(v string) string {
+		return waitPaymentJSON(waitPaymentID, v, whOrder, time.Now())
+	}}
+	mux.HandleFunc("GET /v1/payment/"+waitPaymentID+"/status", s.handle)
+	rc := &recorder{}
+	rc.fail.Store(1)
+	var logs syncBuffer
+	h := newTestHandler(t, c, rc, &logs)
+	w := serve(h, whRequest(t, whURL(t, whOrder), waitPaymentJSON(waitPaymentID, "paid", whOrder, time.Now())))
+	assert.Equal(t, http.StatusInternalServerError, w.Code)
+	assert.Contains(t, logs.String(), "callback failed")
+	assert.Contains(t, logs.String(), "[REDACTED]")
+	assert.False(t, testfix.Leaks(logs.String(), testKey), logs.String())
+}
+
+// TestWebhookObserverPanic: a panicking OnEvent does not change the
+// answer and does not escape ServeHTTP.
+func TestWebhookObserverPanic(t *testing.T) {
+	var logs bytes.Buffer
+	h, err := NewHandler(Config{
+		Secret:    bytes.Repeat([]byte{7}, MinSecretLen),
+		OnPayment: func(context.Context, *cryptopay.Payment) error { return nil },
+		Logger:    slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		OnEvent:   func(context.Context, EventInfo) { panic("observer bug") },
+	})
+	require.NoError(t, err)
+	rec := httptest.NewRecorder()
+	require.NotPanics(t, func() { h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/hook", nil)) })
+	assert.Equal(t, http.StatusMethodNotAllowed, rec.Code)
+	assert.Contains(t, logs.String(), "OnEvent")
 }
