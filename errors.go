@@ -228,16 +228,6 @@ func oneLine(s string) string {
 	}), " ")
 }
 
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
-}
-
 // ValidationError reports a parameter refused before any network call. It
 // matches ErrInvalidParams.
 type ValidationError struct {
