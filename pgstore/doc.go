@@ -2,7 +2,7 @@
 // cryptopay-go service in PostgreSQL (10 or later; tested on 15), through a
 // pgx v5 pool:
 //
-//   - DedupeStore, a cryptopay.DedupeStore in one table, so a webhook
+//   - DedupeStore, a webhook.DedupeStore in one table, so a webhook
 //     delivered twice, to the same replica or to two, reaches the callback
 //     once;
 //   - OnPayment and OnPayout, transactional delivery: the merchant's own
@@ -41,7 +41,7 @@
 //
 // # Guarantees
 //
-// DedupeStore (WebhookConfig.Dedupe = store): each (kind, id, status) is
+// DedupeStore (webhook.Config.Dedupe = store): each (kind, id, status) is
 // claimed by one delivery at a time across all replicas, and once
 // completed is seen as a duplicate for the done TTL (72 h by default). A
 // replica that dies mid-callback holds the event only until its lease ends

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cryptopay/cryptopay-go"
 	"github.com/cryptopay/cryptopay-go/pgstore"
+	"github.com/cryptopay/cryptopay-go/webhook"
 )
 
 // The setup of docs/payout-queue.md: a queue on the merchant's database,
@@ -52,8 +53,8 @@ func ExampleNewQueue() {
 }
 
 // webhookHandler is step 5 of docs/payout-queue.md.
-func webhookHandler(q *pgstore.Queue, client *cryptopay.Client, secret []byte) (*cryptopay.WebhookHandler, error) {
-	return cryptopay.NewWebhookHandler(cryptopay.WebhookConfig{
+func webhookHandler(q *pgstore.Queue, client *cryptopay.Client, secret []byte) (*webhook.Handler, error) {
+	return webhook.NewHandler(webhook.Config{
 		Secret: secret, Client: client,
 		OnPayout: q.PayoutChanged,
 	})

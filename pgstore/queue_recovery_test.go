@@ -14,6 +14,7 @@ import (
 	"github.com/cryptopay/cryptopay-go"
 	"github.com/cryptopay/cryptopay-go/cryptopaytest"
 	"github.com/cryptopay/cryptopay-go/pgstore"
+	"github.com/cryptopay/cryptopay-go/webhook"
 )
 
 // Every way a create request can end: the intent ends paid with exactly
@@ -187,7 +188,7 @@ func TestQueuePayoutFailed(t *testing.T) {
 func TestQueueWebhookWakes(t *testing.T) {
 	r := newQRig(t)
 	q := r.queue(t, func(c *pgstore.QueueConfig) { c.FollowEvery = time.Hour })
-	h, err := cryptopay.NewWebhookHandler(cryptopay.WebhookConfig{
+	h, err := webhook.NewHandler(webhook.Config{
 		Secret: secret, Client: r.fake.Client(),
 		OnPayout: q.PayoutChanged,
 	})
@@ -195,7 +196,7 @@ func TestQueueWebhookWakes(t *testing.T) {
 	hooks := httptest.NewServer(h)
 	t.Cleanup(hooks.Close)
 	p := payoutParams(1)
-	p.WebhookURL, err = cryptopay.WebhookURL(hooks.URL+"/hooks", secret, p.OrderID)
+	p.WebhookURL, err = webhook.URL(hooks.URL+"/hooks", secret, p.OrderID)
 	require.NoError(t, err)
 	id := r.sendOne(t, q, p)
 	require.NoError(t, r.fake.SetPayoutStatus(id, cryptopay.PayoutProcessing))
