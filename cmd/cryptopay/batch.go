@@ -102,7 +102,7 @@ func readBatch(r io.Reader) ([]batchRow, []error) {
 			name = strings.TrimPrefix(name, "\ufeff") // a spreadsheet's byte-order mark
 		}
 		switch _, dup := col[name]; {
-		case columnOfField(fieldOfColumn(name)) != name:
+		case fieldOfColumn(name) == "":
 			return nil, []error{&rowError{line: 1, column: name, msg: "unknown column; want " + columnNames()}}
 		case dup:
 			return nil, []error{&rowError{line: 1, column: name, msg: "appears twice"}}
@@ -408,25 +408,14 @@ func (a *app) enqueueAll(q *pgstore.Queue, pool *pgxpool.Pool, ps []cryptopay.Cr
 
 // totals counts the payouts and sums their amounts per currency, exactly.
 func totals(ps []cryptopay.CreatePayoutParams) []currencyTotal {
-	sums := map[string]*struct {
-		n int
-		d decimal.Decimal
-	}{}
+	sums, counts := map[string]decimal.Decimal{}, map[string]int{}
 	for _, p := range ps {
-		s, ok := sums[p.Currency]
-		if !ok {
-			s = &struct {
-				n int
-				d decimal.Decimal
-			}{}
-			sums[p.Currency] = s
-		}
-		s.n++
-		s.d = s.d.Add(p.Amount)
+		sums[p.Currency] = sums[p.Currency].Add(p.Amount)
+		counts[p.Currency]++
 	}
 	out := make([]currencyTotal, 0, len(sums))
-	for cur, s := range sums {
-		out = append(out, currencyTotal{Currency: cur, Count: s.n, Total: s.d.String()})
+	for cur, sum := range sums {
+		out = append(out, currencyTotal{Currency: cur, Count: counts[cur], Total: sum.String()})
 	}
 	slices.SortFunc(out, func(x, y currencyTotal) int { return strings.Compare(x.Currency, y.Currency) })
 	return out
