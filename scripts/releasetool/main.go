@@ -179,6 +179,17 @@ func publish(repo, rev, out, version string, preferTags bool, log io.Writer) err
 	if err != nil {
 		return err
 	}
+	// zip.CreateFromVCS wants the root of an ordinary clone (a linked work
+	// tree's .git is a file): read through a clone sharing this repository's
+	// objects, so commits no ref names yet are there too.
+	clone, err := os.MkdirTemp("", "releasetool-clone-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(clone)
+	if _, err := git(abs, "clone", "-q", "--shared", "--no-checkout", abs, clone); err != nil {
+		return err
+	}
 	when := time.Now().UTC()
 	if ct, err := git(abs, "show", "-s", "--format=%cI", rev); err == nil {
 		if t, err := time.Parse(time.RFC3339, strings.TrimSpace(string(ct))); err == nil {
@@ -213,7 +224,7 @@ func publish(repo, rev, out, version string, preferTags bool, log io.Writer) err
 			}
 		}
 		var zbuf bytes.Buffer
-		if err := zip.CreateFromVCS(&zbuf, mv, abs, from, subdir); err != nil {
+		if err := zip.CreateFromVCS(&zbuf, mv, clone, from, subdir); err != nil {
 			return fmt.Errorf("%s: %w", m.dir, err)
 		}
 		info, _ := json.Marshal(struct {
