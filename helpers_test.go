@@ -24,6 +24,7 @@ package cryptopay
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -396,4 +397,56 @@ func answer(status int, body string) http.HandlerFunc {
 		w.WriteHeader(status)
 		_, _ = io.WriteString(w, body)
 	}
+}
+
+// connCounter counts, on the client's side, the connections its transport
+// has open at once: from the moment a dial returns to the transport's
+// Close of that connection.
+type connCounter struct {
+	mu                 sync.Mutex
+	open, peak, closed int64
+}
+
+// countConns makes c's own transport (the default one, not yet used) report
+// its connections to the returned counter.
+func countConns(t *testing.T, c *Client) *connCounter {
+	t.Helper()
+	tr, ok := c.rt.(*http.Transport)
+	require.True(t, ok, "the Client's own transport")
+	cc := &connCounter{}
+	dial := tr.DialContext
+	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		cc.mu.Lock()
+		cc.open++
+		cc.peak = max(cc.peak, cc.open)
+		cc.mu.Unlock()
+		return &countedConn{Conn: conn, cc: cc}, nil
+	}
+	return cc
+}
+
+func (cc *connCounter) counts() (open, peak, closed int64) {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	return cc.open, cc.peak, cc.closed
+}
+
+type countedConn struct {
+	net.Conn
+	cc   *connCounter
+	once sync.Once
+}
+
+func (c *countedConn) Close() error {
+	c.once.Do(func() {
+		c.cc.mu.Lock()
+		c.cc.open--
+		c.cc.closed++
+		c.cc.mu.Unlock()
+	})
+	return c.Conn.Close()
 }
