@@ -98,10 +98,11 @@ func prepare(repo, version, date string) error {
 				if r.Old.Version != cur {
 					return fmt.Errorf("go.work replaces %s %s, not Version %s", r.Old.Path, r.Old.Version, cur)
 				}
-				if err := wf.DropReplace(r.Old.Path, r.Old.Version); err != nil {
+				oldPath, oldVersion, newPath, newVersion := r.Old.Path, r.Old.Version, r.New.Path, r.New.Version
+				if err := wf.DropReplace(oldPath, oldVersion); err != nil {
 					return err
 				}
-				if err := wf.AddReplace(r.Old.Path, v, r.New.Path, r.New.Version); err != nil {
+				if err := wf.AddReplace(oldPath, v, newPath, newVersion); err != nil {
 					return err
 				}
 			}
