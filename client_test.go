@@ -247,6 +247,7 @@ func TestTLS11Refused(t *testing.T) {
 	var hits int
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits++ }))
 	srv.TLS = &tls.Config{MinVersion: tls.VersionTLS10, MaxVersion: tls.VersionTLS11}
+	quietErrorLog(srv)
 	srv.StartTLS()
 	defer srv.Close()
 	c, err := NewClient(srv.URL, testKey, WithRetryPolicy(fastRetry))
@@ -258,7 +259,9 @@ func TestTLS11Refused(t *testing.T) {
 
 // TestUntrustedCertificateNotRetried: a certificate error is permanent.
 func TestUntrustedCertificateNotRetried(t *testing.T) {
-	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	quietErrorLog(srv)
+	srv.StartTLS()
 	defer srv.Close()
 	c, err := NewClient(srv.URL, testKey, WithRetryPolicy(fastRetry))
 	require.NoError(t, err)

@@ -33,6 +33,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/json"
 	"io"
+	"log"
 	"math/big"
 	"net"
 	"net/http"
@@ -85,6 +86,7 @@ func newLoopback(t *testing.T, h func(n int64, w http.ResponseWriter, r *http.Re
 	lb.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h(lb.hits.Add(1), w, r)
 	}))
+	quietErrorLog(lb.Server)
 	lb.Config.ConnState = func(_ net.Conn, s http.ConnState) {
 		if s == http.StateNew {
 			lb.conns.Add(1)
@@ -449,4 +451,11 @@ func (c *countedConn) Close() error {
 		c.cc.mu.Unlock()
 	})
 	return c.Conn.Close()
+}
+
+// quietErrorLog drops a test server's own log lines (a refused TLS
+// handshake, a connection the test cuts): the test asserts on what the
+// client sees, and the lines are noise in the test output.
+func quietErrorLog(s *httptest.Server) {
+	s.Config.ErrorLog = log.New(io.Discard, "", 0)
 }
