@@ -108,20 +108,23 @@ done
 case "$url" in http://127.0.0.1:*) ;; *) fail "the fake server listens on $url, not loopback" ;; esac
 
 key="$(git -C "$root" show "$rev:cryptopaytest/options.go" | sed -n 's/^const DefaultAPIKey = "\(.*\)"$/\1/p')"
-set +e
-CRYPTOPAY_BASE_URL="$url" CRYPTOPAY_API_KEY="$key" "$GOBIN/cryptopay" currencies >"$tmp/currencies.out" 2>&1
-rc=$?
-set -e
-cat "$tmp/currencies.out"
+# cli KEY NAME ARGS...: runs the installed CLI against the fake with KEY,
+# prints and keeps its output in $tmp/NAME.out, and sets rc to its exit code.
+cli() {
+	local key="$1" name="$2"
+	shift 2
+	set +e
+	CRYPTOPAY_BASE_URL="$url" CRYPTOPAY_API_KEY="$key" "$GOBIN/cryptopay" "$@" >"$tmp/$name.out" 2>&1
+	rc=$?
+	set -e
+	cat "$tmp/$name.out"
+}
+cli "$key" currencies currencies
 [[ $rc -eq 0 ]] || fail "cryptopay currencies exited $rc, want 0"
 grep -q "\"usdt\"" "$tmp/currencies.out" || fail "cryptopay currencies printed no usdt"
 
 # A refused key: the request fails, exit code 3 (not 1, as go run makes it).
-set +e
-CRYPTOPAY_BASE_URL="$url" CRYPTOPAY_API_KEY="not-the-key" "$GOBIN/cryptopay" balances >"$tmp/balances.out" 2>&1
-rc=$?
-set -e
-cat "$tmp/balances.out"
+cli not-the-key balances balances
 [[ $rc -eq 3 ]] || fail "cryptopay balances with a wrong key exited $rc, want 3"
 grep -q "not-the-key" "$tmp/balances.out" && fail "the CLI printed the API key"
 echo "consumetest: ok: every module of $rev fetched alone at $version, both commands installed and run"
