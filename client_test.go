@@ -127,7 +127,7 @@ func TestMaxConnsPerHost(t *testing.T) {
 			c := lb.client(t, tt.opts...)
 			t.Cleanup(c.CloseIdleConnections)
 			conns := countConns(t, c)
-			const callers = 2000
+			const callers = 1000 // several times the default bound
 			var wg sync.WaitGroup
 			var failed atomic.Int64
 			for range callers {
