@@ -49,12 +49,12 @@ done
 # same tree for every module, since no module's zip holds another's files).
 git add -A
 draft="$(git commit-tree "$(git write-tree)" -p HEAD -m "release $tag (draft)")"
-"$tool" tidy -repo . -rev "$draft" || { git reset -q --hard HEAD; die "go mod tidy failed; nothing changed"; }
+"$tool" tidy -release -repo . -rev "$draft" || { git reset -q --hard HEAD; die "go mod tidy failed; nothing changed"; }
 git add -A
 draft2="$(git commit-tree "$(git write-tree)" -p HEAD -m "release $tag (draft)")"
 # A module whose zip changed with its go.sum would change the sums of the
 # modules requiring it: go round once more and insist nothing moves.
-"$tool" tidy -repo . -rev "$draft2" >/dev/null
+"$tool" tidy -release -repo . -rev "$draft2" >/dev/null
 git diff --quiet || { git reset -q --hard HEAD; die "go.sum did not settle; nothing changed"; }
 
 git commit -q -m "Release $tag: Version, the modules' requires of one another, go.work and CHANGELOG"

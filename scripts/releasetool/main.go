@@ -9,7 +9,7 @@
 //
 //	releasetool modules -repo DIR -rev REV
 //	releasetool publish -repo DIR -rev REV -out PROXYDIR [-version vX.Y.Z] [-tags]
-//	releasetool tidy    -repo DIR -rev REV [-check]
+//	releasetool tidy    -repo DIR -rev REV [-check | -release]
 //	releasetool prepare -repo DIR -version X.Y.Z [-date YYYY-MM-DD]
 //
 // modules prints the directory of every released module, the root first.
@@ -60,6 +60,7 @@ func main() {
 	version := fs.String("version", "", "version (publish: default v + the root's Version; prepare: X.Y.Z)")
 	tags := fs.Bool("tags", false, "publish: take a module from its release tag when the tag exists")
 	check := fs.Bool("check", false, "tidy: report (go mod tidy -diff) instead of writing")
+	release := fs.Bool("release", false, "tidy: write the go.sum lines of our own unreleased version too (scripts/release.sh)")
 	date := fs.String("date", time.Now().UTC().Format(time.DateOnly), "prepare: release date for the CHANGELOG heading")
 	_ = fs.Parse(os.Args[2:])
 
@@ -77,7 +78,7 @@ func main() {
 		}
 		err = publish(*repo, *rev, *out, *version, *tags, os.Stdout)
 	case "tidy":
-		err = tidy(*repo, *rev, *check)
+		err = tidy(*repo, *rev, *check, *release)
 	case "prepare":
 		err = prepare(*repo, *version, *date)
 	default:

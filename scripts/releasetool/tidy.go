@@ -24,7 +24,10 @@ import (
 // committed ahead of the release: scripts/release.sh writes them in the
 // release commit. The check therefore requires them to be absent and
 // ignores only their addition; every other difference fails it.
-func tidy(repo, rev string, check bool) error {
+//
+// Without check, tidy writes go.mod and go.sum the same way, leaving those
+// lines out too, unless release is set (scripts/release.sh).
+func tidy(repo, rev string, check, release bool) error {
 	abs, err := filepath.Abs(repo)
 	if err != nil {
 		return err
@@ -89,6 +92,11 @@ func tidy(repo, rev string, check bool) error {
 		cmd.Stdout, cmd.Stderr = &out, &out
 		runErr := cmd.Run()
 		if runErr == nil {
+			if !check && !release {
+				if err := dropSumLines(filepath.Join(abs, dir, "go.sum"), untagged); err != nil {
+					return err
+				}
+			}
 			fmt.Printf("tidy: %s ok\n", dir)
 			continue
 		}
@@ -118,6 +126,32 @@ func sumLines(file string, of map[string]bool) []string {
 		}
 	}
 	return bad
+}
+
+// dropSumLines removes from a go.sum file the lines for the given
+// "path version"s.
+func dropSumLines(file string, of map[string]bool) error {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		if os.IsNotExist(err) {
+			return nil
+		}
+		return err
+	}
+	bad := map[string]bool{}
+	for _, l := range sumLines(file, of) {
+		bad[l] = true
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	var keep []string
+	for _, line := range strings.SplitAfter(string(data), "\n") {
+		if !bad[strings.TrimSuffix(line, "\n")] {
+			keep = append(keep, line)
+		}
+	}
+	return os.WriteFile(file, []byte(strings.Join(keep, "")), 0o644)
 }
 
 // onlyOurSums reports whether a go mod tidy -diff output is a diff whose
