@@ -2,6 +2,7 @@ package cryptopay
 
 import (
 	"context"
+	"strconv"
 
 	"github.com/shopspring/decimal"
 
@@ -37,6 +38,16 @@ func (b *Balance) UnmarshalJSON(data []byte) error { return decodeVia[Balance, w
 
 // wireBalances is the GET /v1/balance body.
 type wireBalances []wireBalance
+
+// check refuses a balance whose amount is missing or negative.
+func (w *wireBalances) check() string {
+	for i := range *w {
+		if why := requiredAmount("amount", (*w)[i].Amount); why != "" {
+			return "balance " + strconv.Itoa(i) + ": " + why
+		}
+	}
+	return ""
+}
 
 func (w *wireBalances) to(out *[]Balance) {
 	*out = make([]Balance, len(*w))

@@ -1,11 +1,3 @@
-// Package cryptopay is the Go SDK for the crypto payment and payout API:
-// payment links, payouts to wallets, statuses, balances, currencies and
-// webhooks.
-//
-// Every amount is a decimal.Decimal and goes on the wire as an exact JSON
-// number. Reads are retried on transient failures; a create request that may
-// have reached the server is never resent (see ErrOutcomeUnknown). A Client is
-// safe for concurrent use; make one and share it.
 package cryptopay
 
 import (
@@ -63,6 +55,7 @@ type Client struct {
 // never shows it.
 type config struct {
 	apiKey           string
+	scrub            scrubber // finds apiKey in server text (redact.go)
 	httpClient       *http.Client
 	retry            RetryPolicy
 	logger           *slog.Logger
@@ -182,6 +175,7 @@ func NewClient(baseURL, apiKey string, opts ...Option) (*Client, error) {
 func newConfig(apiKey string, opts []Option) (*config, error) {
 	cfg := &config{
 		apiKey:           apiKey,
+		scrub:            newScrubber(apiKey),
 		retry:            DefaultRetryPolicy(),
 		maxResponseBytes: DefaultMaxResponseBytes,
 		maxConnsPerHost:  DefaultMaxConnsPerHost,

@@ -102,18 +102,21 @@ func (e *APIError) Temporary() bool {
 	return e.StatusCode == http.StatusTooManyRequests || e.StatusCode >= 500
 }
 
-// newAPIError builds an APIError from a status, headers and a capped body.
-// It never fails: a body of any shape yields a readable message.
-func newAPIError(method, path string, status int, h http.Header, body []byte) *APIError {
+// newAPIError builds an APIError from a status, headers and the error body
+// as read (up to maxErrorBody plus sc's slack). Every server text in it is
+// scrubbed by sc before it is cut: the body to maxErrorBody, the code and
+// the request id to 128 bytes, the message to 512. It never fails: a body
+// of any shape yields a readable message.
+func newAPIError(sc scrubber, method, path string, status int, h http.Header, body []byte) *APIError {
 	e := &APIError{
 		StatusCode: status,
 		Method:     method,
 		Path:       path,
-		RequestID:  requestID(h),
-		Body:       body,
+		RequestID:  requestID(sc, h),
+		Body:       sc.cutBytes(bytes.Clone(body), maxErrorBody),
 	}
 	e.RetryAfter, _ = parseRetryAfter(h.Get("Retry-After"), time.Now())
-	e.Code, e.Message = parseErrorBody(body)
+	e.Code, e.Message = parseErrorBody(sc, e.Body)
 	if e.Message == "" && e.Code == "" {
 		e.Message = http.StatusText(status)
 		if e.Message == "" {
@@ -124,12 +127,12 @@ func newAPIError(method, path string, status int, h http.Header, body []byte) *A
 }
 
 // requestID is the server's request id: the first of X-Request-Id,
-// Request-Id and X-Correlation-Id that is set, capped at 128 bytes. It is
-// not scrubbed here.
-func requestID(h http.Header) string {
+// Request-Id and X-Correlation-Id that is set, scrubbed by sc and then cut
+// to 128 bytes.
+func requestID(sc scrubber, h http.Header) string {
 	for _, n := range [...]string{"X-Request-Id", "Request-Id", "X-Correlation-Id"} {
 		if v := h.Get(n); v != "" {
-			return truncate(v, 128)
+			return sc.cut(v, 128)
 		}
 	}
 	return ""
@@ -137,8 +140,10 @@ func requestID(h http.Header) string {
 
 // parseErrorBody reads code and message from the documented {code,message}
 // shape, from problem+json ({title, detail}), from {error: "..."} and
-// {error: {code, message}}, and otherwise summarises the body as text.
-func parseErrorBody(body []byte) (code, message string) {
+// {error: {code, message}}, and otherwise summarises the body as text. What
+// it returns is scrubbed by sc (again: decoding JSON may reveal an escaped
+// key), then cut.
+func parseErrorBody(sc scrubber, body []byte) (code, message string) {
 	trimmed := bytes.TrimSpace(body)
 	if len(trimmed) == 0 {
 		return "", ""
@@ -173,11 +178,11 @@ func parseErrorBody(body []byte) (code, message string) {
 				message = strings.TrimPrefix(message, ": ")
 			}
 			if code != "" || message != "" {
-				return truncate(code, 128), truncate(oneLine(message), 512)
+				return sc.cut(code, 128), sc.cut(oneLine(message), 512)
 			}
 		}
 	}
-	return "", truncate(oneLine(stripTags(string(trimmed))), 200)
+	return "", sc.cut(oneLine(stripTags(string(trimmed))), 200)
 }
 
 // rawScalar renders a JSON string or number as text.
@@ -251,11 +256,12 @@ func (e *ValidationError) Error() string {
 func (e *ValidationError) Is(target error) bool { return target == ErrInvalidParams }
 
 // OutcomeUnknownError reports a create request (POST) that may have been
-// processed by the server although no answer was read: the connection broke
-// after the request was written, the attempt timed out, the server answered
-// 5xx, or a 2xx body could not be read. The SDK never resends such a request.
-// It matches ErrOutcomeUnknown and, through Unwrap, the cause (for a 5xx,
-// ErrServer and the *APIError).
+// processed by the server although no answer says so: the connection broke
+// after the request may have been written, the attempt timed out, the server
+// answered anything but 2xx or a refusing 4xx (see createOutcomeUnknown: a
+// 3xx, 1xx, 408 or 5xx), or a 2xx body could not be read. The SDK never
+// resends such a request. It matches ErrOutcomeUnknown and, through Unwrap,
+// the cause (for an answer, the *APIError, and ErrServer for a 5xx).
 type OutcomeUnknownError struct {
 	// Method and Path name the request, for example POST /v1/payout.
 	Method, Path string
@@ -269,6 +275,32 @@ type OutcomeUnknownError struct {
 func (e *OutcomeUnknownError) Error() string {
 	return fmt.Sprintf("cryptopay: %s %s for orderId %q: outcome unknown, the server may have processed it; reconcile by orderId before retrying: %v",
 		e.Method, e.Path, e.OrderID, e.Err)
+}
+
+// createOutcomeUnknown is the one rule that tells, for a create request
+// (POST /v1/payout, POST /v1/payment) that did not succeed, "refused"
+// (nothing was created; the caller may fix and send again) from "outcome
+// unknown" (the server may have acted; reconcile by orderId, never resend
+// blindly). status is the answer's status code (0: none was read), err the
+// transport error, notSent the transport's proof that no header was
+// written.
+//
+//   - Only a 4xx answer refuses, and 408 Request Timeout is no refusal.
+//   - Every other answer leaves the outcome unknown: a 2xx whose body
+//     cannot be read, 1xx as a final answer (101 included), every 3xx
+//     (303 See Other is the usual answer after a POST was processed; the
+//     client follows no redirect, so x-api-key never follows one), 408,
+//     5xx, and any code outside 100..599.
+//   - A transport error leaves it unknown unless nothing can have been
+//     sent: a dial error, or no request header written.
+func createOutcomeUnknown(status int, err error, notSent bool) bool {
+	switch {
+	case err != nil:
+		return !notSent && !isDialError(err)
+	case status >= 400 && status <= 499:
+		return status == http.StatusRequestTimeout
+	}
+	return true
 }
 
 // Is matches ErrOutcomeUnknown.

@@ -86,7 +86,7 @@ func FuzzErrorBody(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		e := newAPIError("GET", "/v1/balance", 502, http.Header{}, body)
+		e := newAPIError(newScrubber(testKey), "GET", "/v1/balance", 502, http.Header{}, body)
 		msg := e.Error()
 		if strings.ContainsAny(e.Message, "\r\n") {
 			t.Fatalf("multi-line message %q", e.Message)

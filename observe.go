@@ -3,13 +3,34 @@ package cryptopay
 import (
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 )
 
 // The Observer hooks, as the request loop (request.go) calls them. What an
 // Observer receives names the route template, never the path: no id, no
-// order id, no query, no server text, no key.
+// order id, no query, no server text, no key. Every hook runs under
+// runHook: a hook that panics changes nothing about the call.
+
+// runHook runs one Observer hook. A panic in it is recovered and reported
+// on log at error level (the panic's text scrubbed by sc and cut): an
+// Observer never changes a call's result or a webhook's answer.
+func runHook(ctx context.Context, log *slog.Logger, sc scrubber, name string, hook func()) {
+	defer func() {
+		if v := recover(); v != nil {
+			log.LogAttrs(ctx, slog.LevelError, "cryptopay: an Observer hook panicked; the panic is ignored",
+				slog.String("hook", name), slog.String("panic", sc.cut(oneLine(fmt.Sprint(v)), 512)))
+		}
+	}()
+	hook()
+}
+
+// hook runs an Observer hook of c under runHook.
+func (c *Client) hook(ctx context.Context, name string, f func()) {
+	runHook(ctx, c.logger, c.cfg.scrub, name, f)
+}
 
 // observeStart runs every OnCallStart (n == 0) or every OnAttemptStart
 // (attempt n); the context each returns is passed to the next, and the last
@@ -18,12 +39,21 @@ func (c *Client) observeStart(ctx context.Context, ci CallInfo, n int) context.C
 	for _, o := range c.cfg.observers {
 		switch {
 		case n == 0 && o.OnCallStart != nil:
-			ctx = o.OnCallStart(ctx, ci)
+			c.hook(ctx, "OnCallStart", func() { ctx = keepCtx(ctx, o.OnCallStart(ctx, ci)) })
 		case n > 0 && o.OnAttemptStart != nil:
-			ctx = o.OnAttemptStart(ctx, ci, n)
+			c.hook(ctx, "OnAttemptStart", func() { ctx = keepCtx(ctx, o.OnAttemptStart(ctx, ci, n)) })
 		}
 	}
 	return ctx
+}
+
+// keepCtx is what a start hook returned, or the context it was given when
+// it returned nil.
+func keepCtx(given, returned context.Context) context.Context {
+	if returned == nil {
+		return given
+	}
+	return returned
 }
 
 // observeAttemptEnd runs every OnAttemptEnd.
@@ -33,7 +63,7 @@ func (c *Client) observeAttemptEnd(ctx context.Context, ci CallInfo, res Attempt
 	}
 	for _, o := range c.cfg.observers {
 		if o.OnAttemptEnd != nil {
-			o.OnAttemptEnd(ctx, ci, res)
+			c.hook(ctx, "OnAttemptEnd", func() { o.OnAttemptEnd(ctx, ci, res) })
 		}
 	}
 }
@@ -46,7 +76,7 @@ func (c *Client) observeCallEnd(ctx context.Context, ci CallInfo, res CallResult
 	}
 	for _, o := range c.cfg.observers {
 		if o.OnCallEnd != nil {
-			o.OnCallEnd(ctx, ci, res)
+			c.hook(ctx, "OnCallEnd", func() { o.OnCallEnd(ctx, ci, res) })
 		}
 	}
 }

@@ -13,6 +13,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
+
+	"github.com/cryptopay/cryptopay-go/internal/wire"
 )
 
 // This file holds what every resource shares: the one generic path an
@@ -203,11 +205,36 @@ func validText(name, s string) error {
 	return nil
 }
 
+// positiveAmount refuses an amount that is not greater than 0, or whose
+// plain text would be longer than wire.MaxAmountLen (the bound every amount
+// read from a response has): decimal.New(1, -50_000_000) would otherwise
+// send a 50 MB body. The exponent and digit count are checked before the
+// amount is ever printed.
 func positiveAmount(d decimal.Decimal) error {
+	const tooLong = "has more than 128 digits (exponent or coefficient out of range)"
+	if e := d.Exponent(); e < -wire.MaxAmountLen || e > wire.MaxAmountLen {
+		return &ValidationError{Field: "Amount", Reason: tooLong}
+	}
+	if d.NumDigits() > wire.MaxAmountLen || len(d.String()) > wire.MaxAmountLen {
+		return &ValidationError{Field: "Amount", Reason: tooLong}
+	}
 	if !d.IsPositive() {
 		return &ValidationError{Field: "Amount", Reason: "must be greater than 0, got " + d.String()}
 	}
 	return nil
+}
+
+// requiredAmount reports what makes an amount a response must carry
+// unusable ("" if nothing): absent, null or "" (read as 0, a payment's
+// "paid >= payAmount" would pass), or negative.
+func requiredAmount(name string, a wire.Amount) string {
+	switch {
+	case !a.Valid:
+		return name + " missing"
+	case a.Decimal.IsNegative():
+		return name + " is negative"
+	}
+	return ""
 }
 
 // marshalWithAmount writes fields (a struct whose Amount is tagged json:"-")

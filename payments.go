@@ -1,6 +1,7 @@
 package cryptopay
 
 import (
+	"cmp"
 	"context"
 	"reflect"
 	"time"
@@ -88,8 +89,11 @@ func (w *wirePayment) to(p *Payment) {
 	p.CreatedAt, p.UpdatedAt, p.ExpiredAt = w.CreatedAt.Time, w.UpdatedAt.Time, w.ExpiredAt.Time
 }
 
-// check is Payment.check for the wire form.
-func (w *wirePayment) check() string { return (*Payment)(&w.paymentFields).check() }
+// check is Payment.check for the wire form, which also sees whether the
+// required payAmount was sent.
+func (w *wirePayment) check() string {
+	return cmp.Or((*Payment)(&w.paymentFields).check(), requiredAmount("payAmount", w.PayAmount))
+}
 
 // check reports what makes p unusable as an API answer.
 func (p *Payment) check() string { return checkIDStatus(p.ID, string(p.Status), "paymentId missing") }
@@ -140,8 +144,9 @@ func (p CreatePaymentParams) Validate() error {
 // the customer pays.
 //
 // POST /v1/payment. Invalid params return a *ValidationError and nothing is
-// sent. If the request may have reached the server but no answer was read
-// (timeout, broken connection, 5xx), the error matches ErrOutcomeUnknown and
+// sent. If the request may have reached the server but no answer says what
+// became of it (timeout, broken connection, an answer other than 2xx or a
+// 4xx other than 408), the error matches ErrOutcomeUnknown and
 // the request is not resent: look the order up before creating it again.
 func (c *Client) CreatePayment(ctx context.Context, params CreatePaymentParams, opts ...RequestOption) (*Payment, error) {
 	return create[Payment](ctx, c, createPayment, params, params.OrderID, opts, &paymentPool)

@@ -1,6 +1,7 @@
 package cryptopay
 
 import (
+	"cmp"
 	"context"
 	"iter"
 	"math"
@@ -80,7 +81,9 @@ func (w *wirePayout) to(p *Payout) {
 
 func (p *Payout) check() string { return checkIDStatus(p.ID, string(p.Status), "payoutId missing") }
 
-func (w *wirePayout) check() string { return (*Payout)(&w.payoutFields).check() }
+func (w *wirePayout) check() string {
+	return cmp.Or((*Payout)(&w.payoutFields).check(), requiredAmount("amount", w.Amount))
+}
 
 // CreatePayoutParams are the fields of POST /v1/payout. The struct tags
 // give each field's JSON name and the fields Validate requires.
@@ -140,8 +143,10 @@ func (c *Client) GetPayout(ctx context.Context, id string, opts ...RequestOption
 //
 // POST /v1/payout. It is never resent after it may have reached the server:
 // if the connection breaks after the request was written, the attempt times
-// out, or the server answers 5xx, the error matches ErrOutcomeUnknown (and
-// ErrServer for a 5xx) and names the orderId. Resending could pay twice;
+// out, or the server answers anything but 2xx or a 4xx other than 408 (a
+// 3xx, 1xx, 408, 5xx), the error matches ErrOutcomeUnknown (and ErrServer
+// for a 5xx) and names the orderId. Only a 4xx other than 408 means the
+// payout was refused. Resending could pay twice;
 // call ReconcilePayout first. Only a request that never left (connection
 // refused) is retried.
 func (c *Client) CreatePayout(ctx context.Context, params CreatePayoutParams, opts ...RequestOption) (*Payout, error) {

@@ -138,7 +138,7 @@ func (c *Client) ReconcilePayout(ctx context.Context, params ReconcileParams, op
 			return res, err
 		case s.found != nil:
 			res.Verdict, res.Payout = PayoutExists, s.found
-			res.Reason = "the payout list holds orderId " + strconv.Quote(params.OrderID) + " with status " + string(s.found.Status)
+			res.Reason = "the payout list holds orderId " + strconv.Quote(params.OrderID) + " with status " + c.cfg.scrub.cut(string(s.found.Status), 64) // server text
 			return res, nil
 		case late:
 			res.Verdict = PayoutNotCreated

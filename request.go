@@ -254,17 +254,24 @@ func (e *bodyReadError) Error() string { return "reading response body: " + e.er
 func (e *bodyReadError) Unwrap() error { return e.err }
 
 // readBody reads resp's body whole into the call's buffer and closes it:
-// up to the response cap for a 2xx, up to 8 KiB of an error body.
+// up to the response cap for a 2xx; for any other status, up to 8 KiB and
+// the scrubber's slack past it, so that a key across the 8 KiB mark is
+// scrubbed whole before newAPIError cuts the body. A 1xx final answer (101)
+// has no body to read.
 func (cl *call) readBody(resp *http.Response) error {
 	defer resp.Body.Close()
+	ok := resp.StatusCode >= 200 && resp.StatusCode <= 299
 	limit := cl.c.cfg.maxResponseBytes
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		limit = maxErrorBody
+	if !ok {
+		limit = maxErrorBody + cl.c.cfg.scrub.slack()
 	}
 	if cl.buf == nil {
 		cl.buf = bufPool.Get().(*bytes.Buffer)
 	}
 	cl.buf.Reset()
+	if resp.StatusCode < 200 {
+		return nil
+	}
 	if n := resp.ContentLength; n > 0 && n <= limit {
 		cl.buf.Grow(int(n))
 	}
@@ -277,9 +284,8 @@ func (cl *call) readBody(resp *http.Response) error {
 	// Drain a little more so a slightly oversized body leaves the
 	// connection reusable; a huge one is cut off by Close.
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-	if limit == maxErrorBody {
-		cl.buf.Truncate(int(limit)) // an error body is kept capped, not parsed whole
-		return nil
+	if !ok {
+		return nil // an error body is kept to be scrubbed and cut, not parsed whole
 	}
 	cl.tooLarge = true
 	return nil
@@ -300,7 +306,7 @@ func (cl *call) decide() (bool, time.Duration) {
 		status = cl.resp.StatusCode
 	}
 	if cl.resp != nil && cl.err == nil {
-		o.status, o.statusText = cl.resp.StatusCode, cl.resp.Status
+		o.status, o.statusText = cl.resp.StatusCode, statusReason(cl.resp.StatusCode)
 		o.retryAfter, o.hasRA = parseRetryAfter(cl.resp.Header.Get("Retry-After"), time.Now())
 	}
 	retry, reason := shouldRetry(&o, cl.policy)
@@ -336,8 +342,8 @@ func (cl *call) logAttempt(status int, d time.Duration, retry bool, reason strin
 	)
 	if status != 0 {
 		attrs = append(attrs, slog.Int("status", status))
-		if id := requestID(cl.resp.Header); id != "" {
-			attrs = append(attrs, slog.String("requestId", cl.c.scrubString(id)))
+		if id := requestID(cl.c.cfg.scrub, cl.resp.Header); id != "" {
+			attrs = append(attrs, slog.String("requestId", id))
 		}
 	}
 	if cl.err != nil {
@@ -368,11 +374,8 @@ func (cl *call) decode(out any) error {
 	c, r, resp := cl.c, cl.r, cl.resp
 	body := cl.buf.Bytes()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		apiErr := newAPIError(r.method, cl.path, resp.StatusCode, resp.Header, c.scrub(bytes.Clone(body)))
-		apiErr.Message = c.scrubString(apiErr.Message)
-		apiErr.Code = c.scrubString(apiErr.Code)
-		apiErr.RequestID = c.scrubString(apiErr.RequestID)
-		if r.method != http.MethodGet && resp.StatusCode >= 500 {
+		apiErr := newAPIError(c.cfg.scrub, r.method, cl.path, resp.StatusCode, resp.Header, body)
+		if r.method != http.MethodGet && createOutcomeUnknown(resp.StatusCode, nil, false) {
 			return cl.outcomeUnknown(apiErr)
 		}
 		return apiErr
@@ -384,7 +387,7 @@ func (cl *call) decode(out any) error {
 	rerr.StatusCode, rerr.Method, rerr.Path = resp.StatusCode, r.method, cl.path
 	rerr.Reason = c.scrubString(rerr.Reason)
 	rerr.Err = c.scrubErr(rerr.Err)
-	if r.method != http.MethodGet {
+	if r.method != http.MethodGet && createOutcomeUnknown(resp.StatusCode, nil, false) {
 		// The server said yes; we only failed to read what it created.
 		return cl.outcomeUnknown(rerr)
 	}
@@ -418,7 +421,7 @@ func (cl *call) decodeBody(body []byte, out any) *ResponseError {
 func (cl *call) transportError(err error) error {
 	r := cl.r
 	notSent := cl.traced.Load() && !cl.wrote.Load()
-	if r.method != http.MethodGet && !notSent && !isDialError(err) {
+	if r.method != http.MethodGet && createOutcomeUnknown(0, err, notSent) {
 		return cl.outcomeUnknown(err)
 	}
 	if cl.ctx.Err() != nil && cl.lastFail != "" {
@@ -448,7 +451,7 @@ func (cl *call) finish(err error) {
 		*rp = Response{StatusCode: status, Attempts: cl.n, Duration: d}
 		if cl.resp != nil {
 			rp.Header = cl.c.scrubHeader(cl.resp.Header)
-			rp.RequestID = cl.c.scrubString(requestID(cl.resp.Header))
+			rp.RequestID = requestID(cl.c.cfg.scrub, cl.resp.Header)
 			rp.Proto = cl.resp.Proto
 		}
 	}

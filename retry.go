@@ -107,6 +107,16 @@ func shouldRetry(o *attemptOutcome, p RetryPolicy) (bool, string) {
 	return true, why
 }
 
+// statusReason names a status for a retry reason, a log line or an error:
+// the code and Go's text for it, never the reason phrase the server sent
+// (resp.Status is server text).
+func statusReason(code int) string {
+	if t := http.StatusText(code); t != "" {
+		return strconv.Itoa(code) + " " + t
+	}
+	return strconv.Itoa(code)
+}
+
 func retryableStatus(code int) bool {
 	switch code {
 	case http.StatusTooManyRequests, http.StatusInternalServerError, http.StatusBadGateway,

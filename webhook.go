@@ -111,7 +111,9 @@ func WebhookURL(base string, secret []byte, orderID string) (string, error) {
 // WebhookConfig configures a WebhookHandler.
 type WebhookConfig struct {
 	// Secret is the key WebhookURL signed the orderId with; at least
-	// MinWebhookSecretLen bytes. It is copied. Keep it out of source code
+	// MinWebhookSecretLen bytes, used as they are: a text secret (the
+	// output of `openssl rand -base64 32`) is its text, never decoded,
+	// as the CLI uses it. It is copied. Keep it out of source code
 	// and logs; rotating it invalidates the URLs of open payments.
 	Secret []byte
 
@@ -391,7 +393,7 @@ func (h *WebhookHandler) observe(ctx context.Context, ev *event, out outcome) {
 	}
 	for _, o := range h.observers {
 		if o.OnWebhookEvent != nil {
-			o.OnWebhookEvent(ctx, info)
+			runHook(ctx, h.log, h.scrubber(), "OnWebhookEvent", func() { o.OnWebhookEvent(ctx, info) })
 		}
 	}
 }
@@ -424,7 +426,7 @@ func (h *WebhookHandler) handle(w http.ResponseWriter, r *http.Request, ev *even
 	}
 	if h.client != nil && ahead(ev.kind, ev.postedStatus, ev.status) {
 		h.logEvent(ctx, slog.LevelInfo, ev, "cryptopay webhook: posted status is ahead of the API; asking the sender to retry",
-			slog.String("posted", truncate(ev.postedStatus, 32)), slog.String("api", ev.status))
+			slog.String("posted", h.scrubber().cut(ev.postedStatus, 32)), slog.String("api", ev.status))
 		return retryLater("api behind event")
 	}
 	return out // delivered, or a duplicate
@@ -578,9 +580,24 @@ func (h *WebhookHandler) logEvent(ctx context.Context, level slog.Level, ev *eve
 	if !h.log.Enabled(ctx, level) {
 		return
 	}
+	sc := h.scrubber()
 	all := append([]slog.Attr{slog.String("kind", ev.kind.String()), slog.String("id", ev.id),
-		slog.String("orderId", truncate(ev.orderID, 128))}, attrs...)
+		slog.String("orderId", sc.cut(ev.orderID, 128))}, attrs...)
+	for i := range all { // statuses and errors are server text
+		if all[i].Value.Kind() == slog.KindString {
+			all[i].Value = slog.StringValue(sc.String(all[i].Value.String()))
+		}
+	}
 	h.log.LogAttrs(ctx, level, msg, all...)
+}
+
+// scrubber finds the Client's API key in server text (the zero scrubber
+// without a Client: there is no key to find).
+func (h *WebhookHandler) scrubber() scrubber {
+	if h.client == nil {
+		return scrubber{}
+	}
+	return h.client.cfg.scrub
 }
 
 // reread replaces the posted object by the API's and wakes waits, unless

@@ -107,6 +107,16 @@ type apiHandler struct{ s *Server }
 
 func (h apiHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s := h.s
+	// A web page can reach a loopback port through DNS rebinding: its own
+	// host name, resolved to 127.0.0.1. A browser always sends that name
+	// as Host, so a request for a name that is not loopback is refused, as
+	// the control API and the dashboard do. A request built in-process
+	// without a host (http.NewRequest("GET", "/v1/...")) has no Host and
+	// is served.
+	if r.Host != "" && !isLoopbackHost(hostOnly(r.Host)) {
+		writeError(w, http.StatusForbidden, "forbidden", "the fake API only answers requests for a loopback host (127.0.0.1, ::1, localhost)")
+		return
+	}
 	if !s.enter() {
 		writeError(w, http.StatusServiceUnavailable, codeClosed, "the fake server is closed")
 		return

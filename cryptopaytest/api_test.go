@@ -503,3 +503,45 @@ func newRecorder() *recorder                    { return &recorder{h: http.Heade
 func (r *recorder) Header() http.Header         { return r.h }
 func (r *recorder) WriteHeader(c int)           { r.code = c }
 func (r *recorder) Write(b []byte) (int, error) { return r.body.Write(b) }
+
+// TestAPIRefusesRebinding: the API refuses a request for a host name that
+// is not loopback, as a DNS-rebinding page's would be, on s.URL and through
+// Handler; the SDK's own requests (Host 127.0.0.1:port) and in-process
+// requests without a host are served.
+func TestAPIRefusesRebinding(t *testing.T) {
+	s := newServer(t)
+	tests := []struct {
+		name, host string
+		refused    bool
+	}{
+		{"rebinding name", "rebind.evil.example:" + s.URL[strings.LastIndex(s.URL, ":")+1:], true},
+		{"rebinding name without port", "evil.example", true},
+		{"numeric non-loopback", "192.0.2.1", true},
+		{"loopback", "", false},
+		{"localhost", "LOCALHOST:80", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req, err := http.NewRequest("POST", s.URL+"/v1/payment", strings.NewReader(paymentBody))
+			require.NoError(t, err)
+			if tt.host != "" {
+				req.Host = tt.host
+			}
+			req.Header.Set("x-api-key", s.APIKey)
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			resp.Body.Close()
+			assert.Equal(t, tt.refused, resp.StatusCode == http.StatusForbidden, resp.Status)
+
+			in, err := http.NewRequest("GET", "/v1/balance", nil)
+			require.NoError(t, err)
+			in.Host = tt.host
+			in.Header.Set("x-api-key", s.APIKey)
+			rec := newRecorder()
+			s.Handler().ServeHTTP(rec, in)
+			assert.Equal(t, tt.refused, rec.code == http.StatusForbidden, "through Handler: %d", rec.code)
+		})
+	}
+	assert.Equal(t, 2, s.PaymentCount(), "only the loopback requests created a payment")
+}

@@ -220,7 +220,7 @@ func rawGet(t *testing.T, s *cryptopaytest.Server, path string) (*http.Response,
 	conn, err := net.Dial("tcp", strings.TrimPrefix(s.URL, "http://"))
 	require.NoError(t, err)
 	defer conn.Close()
-	_, err = io.WriteString(conn, "GET "+path+" HTTP/1.1\r\nHost: x\r\nX-Api-Key: "+s.APIKey+"\r\n\r\n")
+	_, err = io.WriteString(conn, "GET "+path+" HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Api-Key: "+s.APIKey+"\r\n\r\n")
 	require.NoError(t, err)
 	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 	require.NoError(t, err)

@@ -124,11 +124,7 @@ func StartServer(opts ...ServerOption) (*Server, error) {
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          log.New(io.Discard, "", 0),
-		ConnState: func(_ net.Conn, st http.ConnState) {
-			if st == http.StateNew {
-				s.conns.Add(1)
-			}
-		},
+		ConnState:         s.ConnState,
 	}
 	s.bg.Add(2)
 	go func() {
@@ -226,8 +222,20 @@ func (s *Server) Client(opts ...cryptopay.Option) *cryptopay.Client {
 
 // Handler returns the API as an http.Handler, for serving it in-process or
 // behind another server. Requests through it are counted and faulted like
-// requests to s.URL (ConnectionsOpened counts only s's own listener).
+// requests to s.URL. Like s.URL, it refuses (403) a request whose Host
+// names a host that is not loopback, the mark of DNS rebinding; a request
+// with no Host is served. ConnectionsOpened counts s's own listener, and
+// another server's when its http.Server.ConnState is s.ConnState.
 func (s *Server) Handler() http.Handler { return apiHandler{s} }
+
+// ConnState counts the connections a listener accepts into
+// ConnectionsOpened. s sets it on its own listener's server; set it as the
+// http.Server.ConnState of a server that serves Handler elsewhere.
+func (s *Server) ConnState(_ net.Conn, st http.ConnState) {
+	if st == http.StateNew {
+		s.conns.Add(1)
+	}
+}
 
 // Close stops the server: the listener and every connection are closed at
 // once (requests in flight are cut off, injected delays end), pending and

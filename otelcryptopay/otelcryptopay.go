@@ -23,7 +23,8 @@
 // What is never recorded: the API key, object ids, query strings, request
 // and response bodies, and error messages (they may name the requested path,
 // which holds an id); errors are summed up by error.type, a fixed word or an
-// HTTP status code.
+// HTTP status code. On metrics a status code the server chose outside the
+// common set is folded into its class (see StatusClassKey).
 package otelcryptopay
 
 import (
@@ -74,6 +75,12 @@ const (
 	// WebhookResultKey is a webhook request's result: "delivered",
 	// "duplicate", "rejected", "retry_later" or "failed".
 	WebhookResultKey = attribute.Key("cryptopay.webhook.result")
+	// StatusClassKey stands in for http.response.status_code on metrics
+	// when the code is not one HTTP APIs commonly answer with: "1xx" to
+	// "5xx", or "other" outside 100..599. The server chooses the code, so
+	// recording any code as it is would let one server make hundreds of
+	// series.
+	StatusClassKey = attribute.Key("cryptopay.http.status_class")
 )
 
 // durationBuckets suit calls from a few milliseconds to a minute of retries.
@@ -289,7 +296,7 @@ func (o *observer) callEnd(ctx context.Context, call cryptopay.CallInfo, res cry
 	}
 	attrs := append(routeAttrs(call), OutcomeKey.String(outcome))
 	if res.StatusCode != 0 {
-		attrs = append(attrs, semconv.HTTPResponseStatusCodeKey.Int(res.StatusCode))
+		attrs = append(attrs, metricStatus(res.StatusCode))
 	}
 	if res.Err != nil {
 		attrs = append(attrs, callErrorType(res))
@@ -323,7 +330,7 @@ func (o *observer) callEnd(ctx context.Context, call cryptopay.CallInfo, res cry
 func (o *observer) webhookEvent(ctx context.Context, ev cryptopay.WebhookEventInfo) {
 	attrs := []attribute.KeyValue{WebhookKindKey.String(ev.Kind), WebhookResultKey.String(ev.Result)}
 	if ev.StatusCode != 0 {
-		attrs = append(attrs, semconv.HTTPResponseStatusCodeKey.Int(ev.StatusCode))
+		attrs = append(attrs, metricStatus(ev.StatusCode))
 	}
 	o.webhooks.Add(ctx, 1, metric.WithAttributes(attrs...))
 	// The merchant's server span (from otelhttp, say) notes the event.
@@ -358,12 +365,45 @@ func errorType(err error, status int) attribute.KeyValue {
 		return semconv.ErrorTypeKey.String("canceled")
 	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
 		return semconv.ErrorTypeKey.String("timeout")
-	case status >= 400:
+	case status >= 400 && knownStatus(status):
 		return semconv.ErrorTypeKey.String(strconv.Itoa(status))
+	case status >= 400:
+		return semconv.ErrorTypeKey.String(statusClass(status))
 	case err != nil && status != 0:
 		return semconv.ErrorTypeKey.String("invalid_response") // a success status with a body the SDK refused
 	case err != nil:
 		return semconv.ErrorTypeKey.String("transport")
 	}
 	return semconv.ErrorTypeKey.String("_OTHER")
+}
+
+// knownStatus reports the status codes metrics and error.type record as
+// they are: those HTTP APIs and their gateways commonly answer with. Any
+// other code is folded into its class (statusClass), so a server answering
+// every code from 200 to 999 makes a handful of series per route, not 800.
+func knownStatus(code int) bool {
+	switch code {
+	case 100, 101, 200, 201, 202, 204, 301, 302, 303, 304, 307, 308,
+		400, 401, 403, 404, 405, 408, 409, 413, 415, 422, 429,
+		500, 501, 502, 503, 504:
+		return true
+	}
+	return false
+}
+
+// statusClass is "1xx" to "5xx" for a code in 100..599, else "other".
+func statusClass(code int) string {
+	if code >= 100 && code <= 599 {
+		return strconv.Itoa(code/100) + "xx"
+	}
+	return "other"
+}
+
+// metricStatus is a metric point's status attribute: the code when it is
+// known, else its class under StatusClassKey.
+func metricStatus(code int) attribute.KeyValue {
+	if knownStatus(code) {
+		return semconv.HTTPResponseStatusCodeKey.Int(code)
+	}
+	return StatusClassKey.String(statusClass(code))
 }

@@ -2,6 +2,7 @@ package pgstore_test
 
 import (
 	"context"
+	"errors"
 	"log"
 	"net/http"
 	"os"
@@ -55,15 +56,27 @@ func ExampleOnPayment() {
 	if err != nil {
 		log.Fatal(err)
 	}
+	client, err := cryptopay.NewClient(os.Getenv("CRYPTOPAY_URL"), os.Getenv("CRYPTOPAY_API_KEY"))
+	if err != nil {
+		log.Fatal(err)
+	}
 	h, err := cryptopay.NewWebhookHandler(cryptopay.WebhookConfig{
 		Secret: []byte(os.Getenv("WEBHOOK_SECRET")),
-		Dedupe: store, // the same store
+		Client: client, // money moves on this event: re-read it through the API
+		Dedupe: store,  // the same store
 		OnPayment: pgstore.OnPayment(store, func(ctx context.Context, tx pgx.Tx, p *cryptopay.Payment) error {
 			if p.Status != cryptopay.PaymentPaid {
 				return nil
 			}
+			// Credit what reached the merchant's balance: MerchantAmount
+			// (paid minus the fee). PayAmount includes the fee when the
+			// customer bears it, so crediting it would credit the fee too.
+			if !p.MerchantAmount.Valid {
+				return errors.New("paid payment without merchantAmount; redeliver")
+			}
 			// Not idempotent on its own, and it need not be.
-			_, err := tx.Exec(ctx, "UPDATE accounts SET balance = balance + $1 WHERE order_id = $2", p.PayAmount.String(), p.OrderID)
+			_, err := tx.Exec(ctx, "UPDATE accounts SET balance = balance + $1 WHERE order_id = $2",
+				p.MerchantAmount.Decimal.String(), p.OrderID)
 			return err
 		}),
 	})

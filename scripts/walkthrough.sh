@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
-# Runs the README's curl walk-through (the sh block after the
-# "<!-- walkthrough" marker in README.md, extracted as it is, so the README
-# and this script cannot drift apart) against a fresh cryptopay-fakeserver
-# on a free loopback port:
+# Runs the testing guide's curl walk-through (the sh block after the
+# "<!-- walkthrough" marker in docs/testing.md, extracted as it is, so the
+# guide and this script cannot drift apart) against a fresh
+# cryptopay-fakeserver on a free loopback port:
 #
 #   scripts/walkthrough.sh                         # builds the server first
 #   FAKESERVER=/path/to/binary scripts/walkthrough.sh
-#   README=/other/README.md scripts/walkthrough.sh # another document
+#   DOC=/other/guide.md scripts/walkthrough.sh     # another document
 #
 # Every curl of the block fails the run on a non-2xx answer or no answer
-# (curl --fail-with-body under set -e), except where the README itself
+# (curl --fail-with-body under set -e), except where the guide itself
 # handles the failure (`curl ... || echo ...`). The walk-through's output
 # goes to stdout; the server's log is shown when the run fails. Nothing
 # leaves 127.0.0.1. Needs bash, curl (7.76 or later), awk and sed.
@@ -32,13 +32,14 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# The block, from README.md.
+# The block, from the guide.
+doc="${DOC:-$root/docs/testing.md}"
 awk '/<!-- walkthrough/ { armed = 1; next }
      armed && /^```sh$/ { inside = 1; next }
      inside && /^```$/ { exit }
-     inside { print }' "${README:-$root/README.md}" >"$tmp/block.sh"
+     inside { print }' "$doc" >"$tmp/block.sh"
 if [[ ! -s "$tmp/block.sh" ]]; then
-	echo "walkthrough: no sh block after the walkthrough marker in ${README:-README.md}" >&2
+	echo "walkthrough: no sh block after the walkthrough marker in $doc" >&2
 	exit 1
 fi
 

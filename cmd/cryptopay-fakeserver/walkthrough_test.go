@@ -37,16 +37,16 @@ func buildFakeServer(t *testing.T) string {
 	return bin
 }
 
-// runWalkthrough runs scripts/walkthrough.sh on the binary; readme, when
-// set, replaces README.md.
-func runWalkthrough(t *testing.T, bin, readme string) (string, error) {
+// runWalkthrough runs scripts/walkthrough.sh on the binary; doc, when set,
+// replaces docs/testing.md.
+func runWalkthrough(t *testing.T, bin, doc string) (string, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", filepath.Join("..", "..", "scripts", "walkthrough.sh"))
 	cmd.Env = append(os.Environ(), "FAKESERVER="+bin)
-	if readme != "" {
-		cmd.Env = append(cmd.Env, "README="+readme)
+	if doc != "" {
+		cmd.Env = append(cmd.Env, "DOC="+doc)
 	}
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -54,9 +54,9 @@ func runWalkthrough(t *testing.T, bin, readme string) (string, error) {
 	return out.String(), err
 }
 
-// TestREADMEWalkthrough runs the README's curl walk-through, extracted from
-// README.md, against the built binary: every step the README expects to
-// succeed must answer 2xx, and each step must show what its comment says.
+// TestREADMEWalkthrough runs the curl walk-through of the testing guide the
+// README links to, extracted from docs/testing.md, against the built binary:
+// every step the guide expects to succeed must answer 2xx, and each step must show what its comment says.
 func TestREADMEWalkthrough(t *testing.T) {
 	for _, tool := range []string{"bash", "curl", "awk", "sed"} {
 		needTool(t, tool)
@@ -78,9 +78,9 @@ func TestREADMEWalkthrough(t *testing.T) {
 		assert.Contains(t, out, want)
 	}
 
-	// The README before this fix: the payment id was a placeholder,
+	// The walk-through as it once was: the payment id was a placeholder,
 	// $PAYOUT_ID was never set, and the script must say so.
-	old := filepath.Join(t.TempDir(), "README.md")
+	old := filepath.Join(t.TempDir(), "testing.md")
 	require.NoError(t, os.WriteFile(old, []byte(strings.Join([]string{
 		"<!-- walkthrough -->",
 		"```sh",

@@ -37,7 +37,9 @@ Global flags (also accepted after the command):
 Environment:
   CRYPTOPAY_API_KEY         API key (never pass it as a flag: ps shows flags)
   CRYPTOPAY_BASE_URL        API base URL
-  CRYPTOPAY_WEBHOOK_SECRET  webhook secret for 'webhook url' and 'webhook send'
+  CRYPTOPAY_WEBHOOK_SECRET  webhook secret for 'webhook url' and 'webhook send': the text
+                            itself (make it with: openssl rand -base64 32), never decoded;
+                            surrounding white space is dropped; at least 16 bytes
 
 Exit codes:
   0    success (payout find: the payout exists)

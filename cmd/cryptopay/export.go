@@ -69,12 +69,21 @@ type exportWriter interface {
 }
 
 type csvExport struct {
-	w    *csv.Writer
-	safe bool
+	w        *csv.Writer
+	safe     bool
+	terminal bool // stdout is a terminal: cells go through termSafe
 }
 
-func (e *csvExport) write(it listItem) error { return e.w.Write(it.csvRecord(e.safe)) }
-func (e *csvExport) flush() error            { e.w.Flush(); return e.w.Error() }
+func (e *csvExport) write(it listItem) error {
+	rec := it.csvRecord(e.safe)
+	if e.terminal {
+		for i, v := range rec {
+			rec[i] = termSafe(v)
+		}
+	}
+	return e.w.Write(rec)
+}
+func (e *csvExport) flush() error { e.w.Flush(); return e.w.Error() }
 
 type jsonlExport struct {
 	bw  *bufio.Writer
@@ -104,10 +113,10 @@ func (a *app) payoutExport(args []string) error {
 		if err := w.Write(csvHeader); err != nil {
 			return err
 		}
-		out = &csvExport{w: w, safe: *safe}
+		out = &csvExport{w: w, safe: *safe, terminal: a.isTerminal(a.stdout)}
 	case "jsonl":
 		bw := bufio.NewWriterSize(a.stdout, 64<<10)
-		out = &jsonlExport{bw: bw, enc: json.NewEncoder(bw)}
+		out = &jsonlExport{bw: bw, enc: json.NewEncoder(jsonWriter{bw})}
 	default:
 		return usageErr("payout export: --format %q: want csv or jsonl", *format)
 	}

@@ -36,6 +36,9 @@ func TestPayoutFind(t *testing.T) {
 			require.NoError(t, json.Unmarshal([]byte(r.stdout), &out), r.stdout)
 			assert.Equal(t, tt.wantVerdict, out.Verdict)
 			assert.NotEmpty(t, out.Reason)
+			if len(tt.args) == 2 {
+				assert.NotContains(t, out.Reason, "the attempt", "no --attempted-at: there is no attempt time to talk about")
+			}
 			if tt.wantVerdict == "exists" {
 				require.NotNil(t, out.Payout)
 				assert.Equal(t, "2.000000000000000001", out.Payout.Amount)

@@ -80,7 +80,7 @@ func (a *app) parse(fs *cmdFlags, args []string, minArgs, maxArgs int) ([]string
 				a.printUsage(fs)
 				return nil, quietExit(exitOK)
 			}
-			return nil, usageErr("%s: %v (see --help)", fs.Name(), err)
+			return nil, usageErr("%s: %v (see 'cryptopay %s --help')", fs.cmd.name, err, fs.cmd.name)
 		}
 		consumed := len(args) - fs.NArg()
 		if consumed > 0 && args[consumed-1] == "--" {
@@ -98,7 +98,7 @@ func (a *app) parse(fs *cmdFlags, args []string, minArgs, maxArgs int) ([]string
 		if maxArgs != minArgs {
 			want = fmt.Sprintf("%d to %d", minArgs, maxArgs)
 		}
-		return nil, usageErr("%s: want %s argument(s), got %d (see --help)", fs.Name(), want, len(pos))
+		return nil, usageErr("%s: want %s argument(s), got %d (see 'cryptopay %s --help')", fs.cmd.name, want, len(pos), fs.cmd.name)
 	}
 	return pos, nil
 }
@@ -126,6 +126,9 @@ func (a *app) client() (*cryptopay.Client, error) {
 	if base == "" {
 		return nil, usageErr("no API base URL: set %s or pass --base-url", envBaseURL)
 	}
+	if err := checkBaseURL(base); err != nil {
+		return nil, err
+	}
 	key, err := a.secret(a.global.apiKeyFile, envAPIKey, "API key", "--api-key-file")
 	if err != nil {
 		return nil, err
@@ -151,24 +154,30 @@ func (a *app) secret(file, env, what, flagName string) ([]byte, error) {
 		if v == "" {
 			return nil, usageErr("no %s: set %s or pass %s", what, env, flagName)
 		}
+		a.secrets = append(a.secrets, v)
 		return []byte(v), nil
+	}
+	shown := file
+	if looksLikeKey(file) {
+		shown = "(argument not shown: it looks like a key or secret, not a file name; give the path of a file holding it)"
 	}
 	f, err := os.Open(file)
 	if err != nil {
-		return nil, usageErr("%s %s: %v", flagName, file, errors.Unwrap(err))
+		return nil, usageErr("%s %s: %v", flagName, shown, errors.Unwrap(err))
 	}
 	defer f.Close()
 	b, err := io.ReadAll(io.LimitReader(f, maxSecretFile+1))
 	if err != nil {
-		return nil, usageErr("%s %s: %v", flagName, file, err)
+		return nil, usageErr("%s %s: %v", flagName, shown, err)
 	}
 	if len(b) > maxSecretFile {
-		return nil, usageErr("%s %s: larger than %d bytes; want the %s alone", flagName, file, maxSecretFile, what)
+		return nil, usageErr("%s %s: larger than %d bytes; want the %s alone", flagName, shown, maxSecretFile, what)
 	}
 	b = []byte(strings.TrimSpace(string(b)))
 	if len(b) == 0 {
-		return nil, usageErr("%s %s: the file is empty", flagName, file)
+		return nil, usageErr("%s %s: the file is empty", flagName, shown)
 	}
+	a.secrets = append(a.secrets, string(b))
 	return b, nil
 }
 

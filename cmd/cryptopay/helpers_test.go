@@ -122,6 +122,7 @@ func (f *fixture) seedPayouts(n int) {
 		body := fmt.Sprintf(`{"walletAddress":"TW%05d","networkFeeByUser":%t,"amount":%s,"currency":"usdt","network":"tron","customerId":"c%d","customerIp":"203.0.113.7","orderId":%q}`,
 			i, i%2 == 0, seedAmount(i), i%7, seedOrder(i))
 		req := httptest.NewRequest(http.MethodPost, "/v1/payout", strings.NewReader(body))
+		req.Host = "127.0.0.1" // the fake refuses other host names (DNS rebinding)
 		req.Header.Set("x-api-key", f.srv.APIKey)
 		req.Header.Set("Content-Type", "application/json")
 		rec := httptest.NewRecorder()

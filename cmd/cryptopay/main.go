@@ -69,6 +69,7 @@ type app struct {
 	isTerminal     func(any) bool
 	now            func() time.Time
 	clientOpts     []cryptopay.Option // added to the Client's options (tests: a fast retry policy)
+	secrets        []string           // the API key and webhook secret once read: never printed
 
 	global globalFlags
 }
@@ -93,7 +94,7 @@ type quietExit int
 func (q quietExit) Error() string { return fmt.Sprintf("exit %d", int(q)) }
 
 func (a *app) main(args []string) int {
-	err := a.dispatch(args)
+	err := userError(a.dispatch(args))
 	if err == nil {
 		return exitOK
 	}
@@ -106,7 +107,7 @@ func (a *app) main(args []string) int {
 		fmt.Fprintln(a.stderr, "cryptopay: interrupted")
 		return code
 	}
-	fmt.Fprintln(a.stderr, "cryptopay: "+errorLine(err))
+	fmt.Fprintln(a.stderr, "cryptopay: "+a.errorText(errorLine(err)))
 	return code
 }
 
@@ -127,7 +128,8 @@ func exitCode(ctx context.Context, err error) int {
 }
 
 // errorLine is err on one line, with the API's request id when there is
-// one and the message does not carry it yet.
+// one and the message does not carry it yet. It carries server text (an
+// API error's code and message, a request id): print it through errorText.
 func errorLine(err error) string {
 	msg := strings.TrimPrefix(strings.Join(strings.Fields(err.Error()), " "), "cryptopay: ")
 	var apiErr *cryptopay.APIError

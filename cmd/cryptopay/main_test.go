@@ -58,19 +58,25 @@ func TestUsageErrors(t *testing.T) {
 		{"unknown command", []string{"refund"}, `unknown command "refund"`},
 		{"unknown subcommand", []string{"payment", "delete"}, `unknown command "payment delete"`},
 		{"group alone", []string{"payout"}, ""},
-		{"unknown flag", []string{"balances", "--colour"}, "flag provided but not defined: -colour"},
+		{"unknown flag", []string{"balances", "--colour"}, "cryptopay: balances: flag provided but not defined: -colour (see 'cryptopay balances --help')"},
+		{"unknown flag of a subcommand", []string{"payout", "get", "x", "--colur"}, "cryptopay: payout get: flag provided but not defined"},
 		{"missing id", []string{"payment", "get"}, "want 1 argument(s), got 0"},
 		{"extra arg", []string{"balances", "x"}, "want 0 argument(s), got 1"},
 		{"bad output", []string{"currencies", "--output", "xml"}, `--output "xml": want table or json`},
 		{"bad amount", []string{"payment", "create", "--amount", "ten"}, "not a decimal number"},
-		{"invalid params", []string{"payment", "create", "--amount", "1", "--customer-id", "c", "--customer-ip", "1.2.3.4"}, "Currency"},
-		{"zero amount", []string{"payout", "create", "--amount", "0", "--yes"}, "Amount"},
+		{"invalid params", []string{"payment", "create", "--amount", "1", "--customer-id", "c", "--customer-ip", "1.2.3.4"}, "cryptopay: --currency: must not be empty"},
+		{"missing currency", []string{"payment", "create", "--amount", "10"}, "cryptopay: --currency: must not be empty"},
+		{"missing wallet", []string{"payout", "create", "--amount", "1", "--currency", "usdt", "--customer-id", "c", "--customer-ip", "1.2.3.4", "--yes"}, "cryptopay: --wallet: must not be empty"},
+		{"zero amount", []string{"payout", "create", "--amount", "0", "--yes"}, "cryptopay: --amount: must be greater than 0"},
+		{"bad payment id", []string{"payment", "get", "nope"}, "cryptopay: the ID argument: payment id is not a UUID"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := f.run(tt.args...)
 			assert.Equal(t, exitUsage, r.code)
 			assert.Contains(t, r.stderr, tt.wantErr)
+			assert.NotContains(t, r.stderr, "cryptopay: cryptopay")
+			assert.NotRegexp(t, `invalid [A-Z]`, r.stderr, "a flag's name, not the SDK's Go field")
 			if tt.args != nil && tt.name != "group alone" {
 				assert.Empty(t, r.stdout, "no usage on stdout")
 				assert.Equal(t, 1, strings.Count(r.stderr, "\n"), "one line: %q", r.stderr)
@@ -105,7 +111,25 @@ func TestConfiguration(t *testing.T) {
 		assert.Contains(t, r.stderr, "the file is empty")
 		r = f.run("currencies", "--api-key-file", "/nonexistent/key")
 		assert.Equal(t, exitUsage, r.code)
-		assert.Contains(t, r.stderr, "no such file")
+		assert.Contains(t, r.stderr, "--api-key-file /nonexistent/key: no such file")
+	})
+	t.Run("a key given as the key file", func(t *testing.T) {
+		for _, arg := range []string{f.srv.APIKey, "sk_live_0123456789abcdefABCDEF", "q8Zk3+vY/9aQ0w1Lr2Ht7Xc5Vb4Nm6Js8Pd0Fg2Ke1o="} {
+			r := f.run("currencies", "--api-key-file", arg)
+			assert.Equal(t, exitUsage, r.code)
+			assert.NotContains(t, r.stderr, arg)
+			assert.Contains(t, r.stderr, "looks like a key")
+			assert.Contains(t, r.stderr, "no such file")
+		}
+	})
+	t.Run("plain http to a remote host", func(t *testing.T) {
+		for _, base := range []string{"http://api.example.com", "http://user:pw@192.0.2.1:8080"} {
+			r := f.run("balances", "--base-url", base)
+			assert.Equal(t, exitUsage, r.code)
+			assert.Contains(t, r.stderr, "use its https:// URL")
+			assert.NotContains(t, r.stderr, "WithInsecureHTTP", "a CLI user cannot set an SDK option")
+			assert.NotContains(t, r.stderr, "pw@")
+		}
 	})
 	t.Run("base URL flag beats the environment", func(t *testing.T) {
 		f.env[envBaseURL] = "http://127.0.0.1:1"

@@ -16,7 +16,7 @@ import (
 // JSON is a quoted exact decimal string (the package's global switch to
 // bare numbers is never set), so no reader parses money as a float.
 func (a *app) printJSON(v any) error {
-	enc := json.NewEncoder(a.stdout)
+	enc := json.NewEncoder(jsonWriter{a.stdout})
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
 }
@@ -45,17 +45,18 @@ func (a *app) printTable(header []string, rows [][]string) error {
 }
 
 // cell makes a value safe for one table cell: no tabs, line breaks or
-// terminal control characters (a value comes from the API).
+// terminal control characters (a value comes from the API), "-" for none.
 func cell(s string) string {
 	if s == "" {
 		return "-"
 	}
-	return strings.Map(func(r rune) rune {
-		if r < ' ' || r == 0x7f || (r >= 0x80 && r < 0xa0) {
-			return ' '
-		}
-		return r
-	}, s)
+	return termSafe(s)
+}
+
+// printLine writes one line of text built from API values to stdout,
+// through termSafe.
+func (a *app) printLine(format string, args ...any) {
+	fmt.Fprintln(a.stdout, termSafe(fmt.Sprintf(format, args...)))
 }
 
 // money writes an amount exactly.

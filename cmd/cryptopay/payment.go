@@ -46,13 +46,13 @@ func (a *app) paymentWait(args []string) error {
 	}
 	ctx, cancel := context.WithTimeout(a.ctx, *timeout)
 	defer cancel()
-	enc := json.NewEncoder(a.stdout)
+	enc := json.NewEncoder(jsonWriter{a.stdout})
 	onChange := func(p *cryptopay.Payment) {
 		if asJSON {
 			_ = enc.Encode(p)
 			return
 		}
-		fmt.Fprintf(a.stdout, "%s  %-12s paid %s of %s %s\n", a.now().UTC().Format(time.TimeOnly), p.Status,
+		a.printLine("%s  %-12s paid %s of %s %s", a.now().UTC().Format(time.TimeOnly), p.Status,
 			orZero(p.PaidAmount), money(p.PayAmount), p.Currency)
 	}
 	p, err := c.WaitForPayment(ctx, pos[0], cryptopay.OnStatusChange(onChange),
@@ -64,12 +64,12 @@ func (a *app) paymentWait(args []string) error {
 		return err
 	case !p.Status.IsSuccess():
 		if !asJSON {
-			fmt.Fprintf(a.stdout, "payment %s ended %s (%s)\n", p.ID, p.Status, paymentClass(p.Status))
+			a.printLine("payment %s ended %s (%s)", p.ID, p.Status, paymentClass(p.Status))
 		}
 		return quietExit(exitNo)
 	}
 	if !asJSON {
-		fmt.Fprintf(a.stdout, "payment %s is %s (%s)\n", p.ID, p.Status, paymentClass(p.Status))
+		a.printLine("payment %s is %s (%s)", p.ID, p.Status, paymentClass(p.Status))
 	}
 	return nil
 }
@@ -130,6 +130,10 @@ func (a *app) paymentCreate(args []string) error {
 		CustomerID: o.customerID, CustomerIP: o.customerIP, OrderID: o.orderID,
 		AdditionalData: o.additionalData, WebhookURL: o.webhookURL,
 	})
+	if errors.Is(err, cryptopay.ErrOutcomeUnknown) {
+		return &exitError{exitOutcomeUnknown, fmt.Errorf("%w; a payment for order %s may exist (the API cannot look one up by order id): "+
+			"if you create another, let the customer pay only one of them", err, shellQuote(o.orderID))}
+	}
 	if err != nil {
 		return err
 	}

@@ -139,7 +139,11 @@ func (a *app) payoutFind(args []string) error {
 	if rerr != nil && (res == nil || a.ctx.Err() != nil) {
 		return rerr
 	}
-	out := findOutput{Verdict: res.Verdict.String(), OrderID: *orderID, Reason: res.Reason, Requests: res.Requests}
+	out := findOutput{Verdict: res.Verdict.String(), OrderID: *orderID, Reason: a.errorText(res.Reason), Requests: res.Requests}
+	if *attemptedAt == "" && res.Verdict == cryptopay.PayoutNotCreated {
+		out.Reason = "no payout with this orderId is in the list (the whole list was read); without --attempted-at, " +
+			"a payout created in the last " + cryptopay.DefaultReconcileSettleTime.String() + " may not be listed yet"
+	}
 	if res.Payout != nil {
 		it := newListItem(*res.Payout)
 		out.Payout = &it

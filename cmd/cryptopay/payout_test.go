@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"net/http"
 	"regexp"
 	"strings"
 	"testing"
@@ -116,4 +117,31 @@ func TestPayoutGet(t *testing.T) {
 	assert.Equal(t, exitFailed, r.code)
 	assert.Contains(t, r.stderr, "404")
 	assert.Contains(t, r.stderr, "request id")
+}
+
+// TestCreateAnsweredSeeOther: a 303 is the usual answer after a POST was
+// processed, so for a create it is an unknown outcome: exit 4 with the
+// reconcile hint, never "request failed" (exit 3) that invites a resend.
+func TestCreateAnsweredSeeOther(t *testing.T) {
+	tests := []struct {
+		name  string
+		args  []string
+		route cryptopaytest.Route
+		count func(*cryptopaytest.Server) int
+		hint  string
+	}{
+		{"payout", append(payoutCreateArgs, "--yes"), cryptopaytest.RouteCreatePayout, (*cryptopaytest.Server).PayoutCount, "do NOT resend: run 'cryptopay payout find"},
+		{"payment", paymentCreateArgs, cryptopaytest.RouteCreatePayment, (*cryptopaytest.Server).PaymentCount, "may exist"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := setup(t)
+			f.srv.InjectFault(tt.route, cryptopaytest.Fault{Process: true, Status: http.StatusSeeOther, Body: `{"code":"see_other","message":"created"}`})
+			r := f.run(tt.args...)
+			assert.Equal(t, exitOutcomeUnknown, r.code, r.stderr)
+			assert.Equal(t, 1, tt.count(f.srv), "the server acted")
+			assert.Equal(t, 1, f.srv.Requests(tt.route), "never resent")
+			assert.Contains(t, r.stderr, tt.hint)
+		})
+	}
 }

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -175,8 +174,7 @@ func checkReceiver(to string, allowRemote bool) error {
 		return usageErr("webhook send: --to %q: want an http or https URL", to)
 	}
 	host := u.Hostname()
-	ip := net.ParseIP(host)
-	if !allowRemote && !strings.EqualFold(host, "localhost") && (ip == nil || !ip.IsLoopback()) {
+	if !allowRemote && !isLoopback(host) {
 		return usageErr("webhook send: --to host %q is not loopback; pass --allow-remote to send test events elsewhere", host)
 	}
 	return nil

@@ -2,12 +2,16 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 
+	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -56,10 +60,13 @@ type receiver struct {
 	url      string
 }
 
-func newReceiver(t *testing.T, f *fixture) *receiver {
+func newReceiver(t *testing.T, _ *fixture) *receiver { return newReceiverWith(t, []byte(testSecret)) }
+
+// newReceiverWith is a receiver whose handler has the webhook secret secret.
+func newReceiverWith(t *testing.T, secret []byte) *receiver {
 	rc := &receiver{}
 	h, err := cryptopay.NewWebhookHandler(cryptopay.WebhookConfig{
-		Secret: []byte(testSecret),
+		Secret: secret,
 		OnPayment: func(_ context.Context, p *cryptopay.Payment) error {
 			rc.mu.Lock()
 			defer rc.mu.Unlock()
@@ -144,4 +151,48 @@ func TestWebhookSendRefusals(t *testing.T) {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	assert.Empty(t, rc.payments)
+}
+
+// TestWebhookSecretRecipe: a secret made by the documented recipe
+// (`openssl rand -base64 32`, whose output is base64 text and a newline) is
+// used as that text, never decoded, by every side: the CLI's 'webhook url'
+// from the environment or from a file, the fake's delivery to that URL, and
+// the SDK's handler given the same text.
+func TestWebhookSecretRecipe(t *testing.T) {
+	raw := make([]byte, 32)
+	_, err := rand.Read(raw)
+	require.NoError(t, err)
+	printed := base64.StdEncoding.EncodeToString(raw) + "\n" // what the recipe prints
+	secret := strings.TrimSpace(printed)                     // what $(...) puts in the variable
+
+	f := setup(t)
+	f.env[envWebhookSecret] = secret
+	rc := newReceiverWith(t, []byte(secret))
+	fromEnv := f.run("webhook", "url", "--order-id", "o-recipe", "--base", rc.url)
+	require.Equal(t, 0, fromEnv.code, fromEnv.stderr)
+	delete(f.env, envWebhookSecret)
+	fromFile := f.run("webhook", "url", "--order-id", "o-recipe", "--base", rc.url, "--secret-file", writeFile(t, "secret", printed))
+	require.Equal(t, 0, fromFile.code, fromFile.stderr)
+	assert.Equal(t, fromEnv.stdout, fromFile.stdout, "the file's final newline is not part of the secret")
+
+	p := f.createPayment("o-recipe", "10", strings.TrimSpace(fromEnv.stdout))
+	require.NoError(t, f.srv.Pay(p.ID, decimal.RequireFromString("10")))
+	deliveries, err := f.srv.WaitWebhooks(t.Context(), 1)
+	require.NoError(t, err)
+	require.Len(t, deliveries, 1)
+	assert.Equal(t, http.StatusOK, deliveries[0].StatusCode, "the SDK handler accepted the fake's delivery")
+	rc.mu.Lock()
+	assert.Equal(t, []cryptopay.PaymentStatus{cryptopay.PaymentPaid}, rc.payments)
+	rc.mu.Unlock()
+
+	// The bytes the text decodes to are another secret: a receiver that
+	// decodes it refuses the event.
+	decoded := newReceiverWith(t, raw)
+	r := f.run("webhook", "url", "--order-id", "o-recipe-2", "--base", decoded.url, "--secret-file", writeFile(t, "s2", printed))
+	require.Equal(t, 0, r.code, r.stderr)
+	p = f.createPayment("o-recipe-2", "1", strings.TrimSpace(r.stdout))
+	require.NoError(t, f.srv.SetPaymentStatus(p.ID, cryptopay.PaymentExpired))
+	deliveries, err = f.srv.WaitWebhooks(t.Context(), 2)
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusUnauthorized, deliveries[len(deliveries)-1].StatusCode)
 }

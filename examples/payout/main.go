@@ -17,24 +17,70 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
 
 	"github.com/cryptopay/cryptopay-go"
 	"github.com/cryptopay/cryptopay-go/cryptopaytest"
-	"github.com/cryptopay/cryptopay-go/examples/internal/demo"
 )
 
-func main() { demo.Main("payout", run) }
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	err := run(ctx, os.Stdout)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "payout:", err)
+		os.Exit(1)
+	}
+}
+
+// apiEnv is what this program runs against: the real API when
+// CRYPTOPAY_BASE_URL and CRYPTOPAY_API_KEY are set, otherwise a fresh fake
+// server from cryptopaytest, so it runs with no account.
+type apiEnv struct {
+	client *cryptopay.Client
+	fake   *cryptopaytest.Server // nil against a real API: it plays the customer and the processor
+	poll   time.Duration         // short on the fake, the default on a real API
+}
+
+func connect() (*apiEnv, error) {
+	base, key := os.Getenv("CRYPTOPAY_BASE_URL"), os.Getenv("CRYPTOPAY_API_KEY")
+	if base == "" && key == "" {
+		fake := cryptopaytest.NewServer()
+		return &apiEnv{client: fake.Client(), fake: fake, poll: 20 * time.Millisecond}, nil
+	}
+	if base == "" || key == "" {
+		return nil, errors.New("set both CRYPTOPAY_BASE_URL and CRYPTOPAY_API_KEY, or neither to use the fake server")
+	}
+	c, err := cryptopay.NewClient(base, key, cryptopay.WithUserAgent("cryptopay-examples"))
+	if err != nil {
+		return nil, err
+	}
+	return &apiEnv{client: c, poll: cryptopay.DefaultPollInterval}, nil
+}
+
+// close stops the fake server, if any.
+func (e *apiEnv) close() {
+	if e.fake != nil {
+		e.fake.Close()
+	}
+}
+
+// newOrderID returns a fresh order id: unique per order, as reconciling a
+// payout and signing a webhook URL require.
+func newOrderID(prefix string) string { return prefix + "-" + uuid.NewString()[:8] }
 
 func run(ctx context.Context, out io.Writer) error {
-	env, err := demo.Connect()
+	env, err := connect()
 	if err != nil {
 		return err
 	}
-	defer env.Close()
+	defer env.close()
 
 	params := cryptopay.CreatePayoutParams{
 		WalletAddress: "TQn9Y2khEsLJW1ChVWFMSMeRDow5KcbLSE",
@@ -43,28 +89,28 @@ func run(ctx context.Context, out io.Writer) error {
 		Network:       "tron",
 		CustomerID:    "customer-42",
 		CustomerIP:    "203.0.113.7",
-		OrderID:       demo.OrderID("withdrawal"),
+		OrderID:       newOrderID("withdrawal"),
 	}
-	payout, err := sendOnce(ctx, env.Client, params, 0, out)
+	payout, err := sendOnce(ctx, env.client, params, 0, out)
 	if err != nil || payout == nil {
 		return err
 	}
 
 	var processor sync.WaitGroup
-	if env.Fake != nil {
+	if env.fake != nil {
 		// Play the processor: move the payout along as a real one would.
 		processor.Go(func() {
 			for _, s := range []cryptopay.PayoutStatus{cryptopay.PayoutProcessing, cryptopay.PayoutConfirming, cryptopay.PayoutPaid} {
-				time.Sleep(3 * env.PollInterval)
-				if err := env.Fake.SetPayoutStatus(payout.ID, s); err != nil {
+				time.Sleep(3 * env.poll)
+				if err := env.fake.SetPayoutStatus(payout.ID, s); err != nil {
 					fmt.Fprintln(out, "processor:", err)
 					return
 				}
 			}
 		})
 	}
-	final, err := env.Client.WaitForPayout(ctx, payout.ID,
-		cryptopay.WithPollInterval(env.PollInterval),
+	final, err := env.client.WaitForPayout(ctx, payout.ID,
+		cryptopay.WithPollInterval(env.poll),
 		cryptopay.OnStatusChange(func(p *cryptopay.Payout) { fmt.Fprintf(out, "  status: %s\n", p.Status) }),
 	)
 	processor.Wait()
@@ -73,7 +119,7 @@ func run(ctx context.Context, out io.Writer) error {
 	}
 	fmt.Fprintf(out, "Final status: %s (paid %s %s)\n", final.Status, final.PaidAmount.Decimal, final.Currency)
 
-	if env.Fake == nil {
+	if env.fake == nil {
 		return nil
 	}
 	return dropConnections(ctx, env, params, out)
@@ -82,10 +128,10 @@ func run(ctx context.Context, out io.Writer) error {
 // dropConnections shows both ways a create can end in an unknown outcome,
 // on the fake: the connection drops after the payout was created, then
 // before it was processed. ReconcilePayout tells them apart.
-func dropConnections(ctx context.Context, env *demo.Env, params cryptopay.CreatePayoutParams, out io.Writer) error {
+func dropConnections(ctx context.Context, env *apiEnv, params cryptopay.CreatePayoutParams, out io.Writer) error {
 	// The fake lists a payout at once, so a short settle time suffices;
 	// against the real API leave SettleTime zero (the default).
-	settle := 10 * env.PollInterval
+	settle := 10 * env.poll
 	for _, drop := range []struct {
 		what  string
 		fault cryptopaytest.Fault
@@ -94,14 +140,14 @@ func dropConnections(ctx context.Context, env *demo.Env, params cryptopay.Create
 		{"before the server processed the next payout", cryptopaytest.Fault{Drop: true}},
 	} {
 		fmt.Fprintf(out, "\nNow the connection drops %s:\n", drop.what)
-		env.Fake.InjectFault(cryptopaytest.RouteCreatePayout, drop.fault)
+		env.fake.InjectFault(cryptopaytest.RouteCreatePayout, drop.fault)
 		next := params
-		next.OrderID = demo.OrderID("withdrawal")
-		if _, err := sendOnce(ctx, env.Client, next, settle, out); err != nil {
+		next.OrderID = newOrderID("withdrawal")
+		if _, err := sendOnce(ctx, env.client, next, settle, out); err != nil {
 			return err
 		}
 		fmt.Fprintf(out, "The server holds %d payout(s) for order %s: paid once, not twice.\n",
-			env.Fake.PayoutsWithOrderID(next.OrderID), next.OrderID)
+			env.fake.PayoutsWithOrderID(next.OrderID), next.OrderID)
 	}
 	return nil
 }

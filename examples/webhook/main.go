@@ -25,17 +25,63 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
 
 	"github.com/cryptopay/cryptopay-go"
-	"github.com/cryptopay/cryptopay-go/examples/internal/demo"
+	"github.com/cryptopay/cryptopay-go/cryptopaytest"
 )
 
-func main() { demo.Main("webhook", run) }
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	err := run(ctx, os.Stdout)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "webhook:", err)
+		os.Exit(1)
+	}
+}
+
+// apiEnv is what this program runs against: the real API when
+// CRYPTOPAY_BASE_URL and CRYPTOPAY_API_KEY are set, otherwise a fresh fake
+// server from cryptopaytest, so it runs with no account.
+type apiEnv struct {
+	client *cryptopay.Client
+	fake   *cryptopaytest.Server // nil against a real API: it plays the customer and the processor
+	poll   time.Duration         // short on the fake, the default on a real API
+}
+
+func connect() (*apiEnv, error) {
+	base, key := os.Getenv("CRYPTOPAY_BASE_URL"), os.Getenv("CRYPTOPAY_API_KEY")
+	if base == "" && key == "" {
+		fake := cryptopaytest.NewServer()
+		return &apiEnv{client: fake.Client(), fake: fake, poll: 20 * time.Millisecond}, nil
+	}
+	if base == "" || key == "" {
+		return nil, errors.New("set both CRYPTOPAY_BASE_URL and CRYPTOPAY_API_KEY, or neither to use the fake server")
+	}
+	c, err := cryptopay.NewClient(base, key, cryptopay.WithUserAgent("cryptopay-examples"))
+	if err != nil {
+		return nil, err
+	}
+	return &apiEnv{client: c, poll: cryptopay.DefaultPollInterval}, nil
+}
+
+// close stops the fake server, if any.
+func (e *apiEnv) close() {
+	if e.fake != nil {
+		e.fake.Close()
+	}
+}
+
+// newOrderID returns a fresh order id: unique per order, as reconciling a
+// payout and signing a webhook URL require.
+func newOrderID(prefix string) string { return prefix + "-" + uuid.NewString()[:8] }
 
 // orders is the merchant's order book. Marking an order is idempotent, as a
 // webhook callback must be: an event can arrive twice.
@@ -51,28 +97,28 @@ func (o *orders) record(p *cryptopay.Payment) {
 }
 
 func run(ctx context.Context, out io.Writer) error {
-	env, err := demo.Connect()
+	env, err := connect()
 	if err != nil {
 		return err
 	}
-	defer env.Close()
+	defer env.close()
 	secret, err := webhookSecret()
 	if err != nil {
 		return err
 	}
 	public := strings.TrimRight(os.Getenv("CRYPTOPAY_WEBHOOK_PUBLIC_URL"), "/")
-	if env.Fake == nil && public == "" {
+	if env.fake == nil && public == "" {
 		return errors.New("against a real API, set CRYPTOPAY_WEBHOOK_PUBLIC_URL to a URL that reaches this process")
 	}
 
-	ep, err := startEndpoint(ctx, env.Client, secret, public)
+	ep, err := startEndpoint(ctx, env.client, secret, public)
 	if err != nil {
 		return err
 	}
 	defer ep.stop(ctx)
 	fmt.Fprintf(out, "Webhook endpoint: %s\n", ep.url)
 
-	payment, err := createPayment(ctx, out, env.Client, secret, ep.url)
+	payment, err := createPayment(ctx, out, env.client, secret, ep.url)
 	if err != nil {
 		return err
 	}
@@ -143,7 +189,7 @@ func (ep *endpoint) stop(ctx context.Context) {
 
 // createPayment creates a payment whose events come back to the endpoint.
 func createPayment(ctx context.Context, out io.Writer, client *cryptopay.Client, secret []byte, endpoint string) (*cryptopay.Payment, error) {
-	orderID := demo.OrderID("order")
+	orderID := newOrderID("order")
 	hookURL, err := cryptopay.WebhookURL(endpoint, secret, orderID)
 	if err != nil {
 		return nil, err
@@ -168,7 +214,7 @@ func createPayment(ctx context.Context, out io.Writer, client *cryptopay.Client,
 // waitWhilePaying waits for the payment with the default intervals (2 s
 // growing to 30 s) while the customer pays (on the fake: at once). The
 // webhook wakes the wait the moment it arrives; polling is the fallback.
-func waitWhilePaying(ctx context.Context, out io.Writer, env *demo.Env, payment *cryptopay.Payment) error {
+func waitWhilePaying(ctx context.Context, out io.Writer, env *apiEnv, payment *cryptopay.Payment) error {
 	type result struct {
 		p   *cryptopay.Payment
 		err error
@@ -176,12 +222,12 @@ func waitWhilePaying(ctx context.Context, out io.Writer, env *demo.Env, payment 
 	waited := make(chan result, 1)
 	start := time.Now()
 	go func() {
-		p, err := env.Client.WaitForPayment(ctx, payment.ID)
+		p, err := env.client.WaitForPayment(ctx, payment.ID)
 		waited <- result{p, err}
 	}()
-	if env.Fake != nil {
+	if env.fake != nil {
 		fmt.Fprintln(out, "Simulating the customer paying the full amount ...")
-		if err := env.Fake.Pay(payment.ID, payment.PayAmount); err != nil {
+		if err := env.fake.Pay(payment.ID, payment.PayAmount); err != nil {
 			return err
 		}
 	} else {

@@ -76,7 +76,7 @@ func DecodeAmount(b []byte) (Amount, error) {
 	// lenient server is harmless, so it is accepted.
 	d, err := decimal.NewFromString(string(b))
 	if err != nil {
-		return Amount{}, fmt.Errorf("%w: %.40q", ErrBadAmount, b)
+		return Amount{}, fmt.Errorf("%w: %q", ErrBadAmount, b) // b is at most MaxAmountLen: quoted whole, so a key in it is scrubbed whole
 	}
 	if e := d.Exponent(); e < -MaxAmountLen || e > MaxAmountLen {
 		return Amount{}, ErrAmountTooLong

@@ -159,6 +159,37 @@ func TestBrowser(t *testing.T) {
 	shot, err := chromedp.Run(bctx, chromedp.FullScreenshot(100))
 	require.NoError(t, err)
 	saveScreenshot(t, shot)
+
+	phoneWidth(bctx, t)
+}
+
+// phoneWidth checks the page at a phone's width (420 CSS px): nothing
+// makes the page scroll sideways, and no button, field or status badge
+// reaches past the window's right edge, so every action stays usable.
+func phoneWidth(bctx context.Context, t *testing.T) {
+	t.Helper()
+	require.NoError(t, chromedp.Do(bctx,
+		chromedp.EmulateViewport(420, 900),
+		chromedp.Reload(),
+		chromedp.WaitVisible(chromedp.CSS("#webhooks")),
+	))
+	type widths struct {
+		ScrollWidth int      `json:"scrollWidth"`
+		InnerWidth  int      `json:"innerWidth"`
+		Outside     []string `json:"outside"`
+		Controls    int      `json:"controls"`
+	}
+	w, err := chromedp.Run(bctx, chromedp.Evaluate[widths](`(() => {
+		const all = [...document.querySelectorAll('button, input, select, .badge')];
+		const outside = all.filter(e => { const r = e.getBoundingClientRect(); return r.width > 0 && (r.right > window.innerWidth + 0.5 || r.left < -0.5); })
+			.map(e => e.outerHTML.slice(0, 80));
+		return {scrollWidth: document.documentElement.scrollWidth, innerWidth: window.innerWidth, outside, controls: all.length};
+	})()`))
+	require.NoError(t, err)
+	assert.Equal(t, 420, w.InnerWidth)
+	assert.LessOrEqual(t, w.ScrollWidth, w.InnerWidth, "the page does not scroll sideways at 420 px")
+	assert.Greater(t, w.Controls, 10, "the page has its buttons and fields")
+	assert.Empty(t, w.Outside, "controls past the window's edge at 420 px")
 }
 
 // sampleState fills the fake with what a developer would have after a few

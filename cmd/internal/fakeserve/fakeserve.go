@@ -112,6 +112,7 @@ func Start(cfg Config) (*Instance, error) {
 	}
 	inst.httpSrv = &http.Server{
 		Handler:           Mux(srv),
+		ConnState:         srv.ConnState, // the state's connectionsOpened counts this listener
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          log.New(io.Discard, "", 0),

@@ -3,6 +3,7 @@ package fakeserve
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
 	"io"
 	"net/http"
@@ -146,4 +147,63 @@ func TestRunServesAndStops(t *testing.T) {
 	assert.Contains(t, out.String(), "shutting down")
 	_, err = http.Get(base + "/v1/balance")
 	assert.Error(t, err, "the listener is closed")
+}
+
+// TestHostCheckAndConnections: every part of the runner's listener (API,
+// control API, dashboard) refuses a request for a host that is not
+// loopback, the mark of DNS rebinding, and /_control/state counts the
+// connections the runner's listener accepted.
+func TestHostCheckAndConnections(t *testing.T) {
+	inst, err := Start(Config{Addr: "127.0.0.1:0", Options: []cryptopaytest.ServerOption{cryptopaytest.WithAPIKey("host_key")}})
+	require.NoError(t, err)
+	t.Cleanup(inst.Close)
+
+	tests := []struct {
+		name, method, path, host, body string
+		want                           int
+	}{
+		{"api rebinding", "POST", "/v1/payment", "evil.example", `{"amount":1}`, http.StatusForbidden},
+		{"api rebinding with port", "GET", "/v1/balance", "evil.example:8080", "", http.StatusForbidden},
+		{"api loopback", "GET", "/v1/balance", "", "", http.StatusOK},
+		{"api localhost", "GET", "/v1/balance", "localhost:1234", "", http.StatusOK},
+		{"api ipv6 loopback", "GET", "/v1/balance", "[::1]:1234", "", http.StatusOK},
+		{"control rebinding", "GET", "/_control/state", "evil.example", "", http.StatusForbidden},
+		{"dashboard rebinding", "GET", "/", "evil.example", "", http.StatusForbidden},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req, err := http.NewRequest(tt.method, inst.URL+tt.path, strings.NewReader(tt.body))
+			require.NoError(t, err)
+			if tt.host != "" {
+				req.Host = tt.host
+			}
+			req.Header.Set("x-api-key", "host_key")
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			resp.Body.Close()
+			assert.Equal(t, tt.want, resp.StatusCode)
+		})
+	}
+	assert.Equal(t, 0, inst.Server.PaymentCount(), "a rebinding page created nothing")
+
+	// Three fresh connections to the runner's listener, each closed after
+	// its request, then the state read on a fourth.
+	for range 3 {
+		c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+		resp, err := c.Get(inst.URL + "/_control/clock")
+		require.NoError(t, err)
+		resp.Body.Close()
+	}
+	before := inst.Server.ConnectionsOpened()
+	c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := c.Get(inst.URL + "/_control/state")
+	require.NoError(t, err)
+	var st struct {
+		ConnectionsOpened int64 `json:"connectionsOpened"`
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&st))
+	resp.Body.Close()
+	assert.GreaterOrEqual(t, before, int64(3))
+	assert.Equal(t, before+1, st.ConnectionsOpened, "the state counts the runner's own listener")
 }
