@@ -4,7 +4,8 @@ go 1.26
 
 require (
 	github.com/chromedp/chromedp v0.23.0
-	github.com/cryptopay/cryptopay-go v0.0.0
+	github.com/cryptopay/cryptopay-go v0.1.0
+	github.com/cryptopay/cryptopay-go/pgstore v0.1.0
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/makiuchi-d/gozxing v0.1.1
 	github.com/shopspring/decimal v1.6.0
@@ -21,14 +22,9 @@ require (
 
 require (
 	github.com/chromedp/cdproto v0.159.0 // indirect
-	github.com/cryptopay/cryptopay-go/pgstore v0.0.0
 	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/text v0.41.0 // indirect
 	golang.org/x/xerrors v0.0.0-20200804184101-5ec99f83aff1 // indirect
 )
-
-replace github.com/cryptopay/cryptopay-go => ../
-
-replace github.com/cryptopay/cryptopay-go/pgstore => ../pgstore
