@@ -209,3 +209,51 @@ func TestRequestAmountBounded(t *testing.T) {
 		})
 	}
 }
+
+// TestCreateAnswerForAnotherOrder: a 2xx to a create request that carries
+// another orderId than the request's (a caching proxy or gateway answering
+// with another request's response) is not this order's object: the call
+// is an unknown outcome, never a success the caller would record against
+// the wrong order. An answer without an orderId is not judged by it.
+func TestCreateAnswerForAnotherOrder(t *testing.T) {
+	tests := []struct {
+		name, payment, payout string
+		unknown               bool
+	}{
+		{"same orderId", paymentCreated, payoutBody, false},
+		{"another orderId",
+			strings.Replace(paymentCreated, `"orderId": "order-1"`, `"orderId": "order-2"`, 1),
+			strings.Replace(payoutBody, `"orderId": "wd-1"`, `"orderId": "wd-2"`, 1), true},
+		{"orderId differing in case",
+			strings.Replace(paymentCreated, `"orderId": "order-1"`, `"orderId": "ORDER-1"`, 1),
+			strings.Replace(payoutBody, `"orderId": "wd-1"`, `"orderId": "WD-1"`, 1), true},
+		{"no orderId",
+			strings.Replace(paymentCreated, `"orderId": "order-1",`, ``, 1),
+			strings.Replace(payoutBody, `"orderId": "wd-1",`, ``, 1), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, mux := setup(t)
+			var hits atomic.Int32
+			mux.HandleFunc("POST /v1/payment", serveJSON(201, tt.payment, nil, &hits))
+			mux.HandleFunc("POST /v1/payout", serveJSON(200, tt.payout, nil, &hits))
+			p, perr := c.CreatePayment(context.Background(), validPaymentParams())
+			o, oerr := c.CreatePayout(context.Background(), validPayoutParams())
+			assert.Equal(t, int32(2), hits.Load(), "each create sent once")
+			if !tt.unknown {
+				require.NoError(t, perr)
+				require.NoError(t, oerr)
+				assert.NotNil(t, p)
+				assert.NotNil(t, o)
+				return
+			}
+			for _, err := range []error{perr, oerr} {
+				assert.ErrorIs(t, err, ErrOutcomeUnknown)
+				assert.ErrorIs(t, err, ErrUnexpectedResponse)
+				assert.ErrorContains(t, err, "another orderId")
+			}
+			assert.Nil(t, p)
+			assert.Nil(t, o)
+		})
+	}
+}

@@ -91,6 +91,9 @@ func (w *wirePayment) to(p *Payment) {
 
 // check is Payment.check for the wire form, which also sees whether the
 // required payAmount was sent.
+// answerOrderID is the orderId a create's answer was made for.
+func (w *wirePayment) answerOrderID() string { return w.OrderID }
+
 func (w *wirePayment) check() string {
 	return cmp.Or((*Payment)(&w.paymentFields).check(), requiredAmount("payAmount", w.PayAmount))
 }

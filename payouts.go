@@ -81,6 +81,9 @@ func (w *wirePayout) to(p *Payout) {
 
 func (p *Payout) check() string { return checkIDStatus(p.ID, string(p.Status), "payoutId missing") }
 
+// answerOrderID is the orderId a create's answer was made for.
+func (w *wirePayout) answerOrderID() string { return w.OrderID }
+
 func (w *wirePayout) check() string {
 	return cmp.Or((*Payout)(&w.payoutFields).check(), requiredAmount("amount", w.Amount))
 }

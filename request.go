@@ -412,6 +412,15 @@ func (cl *call) decodeBody(body []byte, out any) *ResponseError {
 			return &ResponseError{Reason: why}
 		}
 	}
+	// A create's answer names the order it was made for: one naming
+	// another (a cache or gateway answering with another request's
+	// response) is not this request's object, and the request's own
+	// outcome is unknown. An answer without an orderId is not judged by it.
+	if o, ok := out.(interface{ answerOrderID() string }); ok && cl.r.orderID != "" {
+		if got := o.answerOrderID(); got != "" && got != cl.r.orderID {
+			return &ResponseError{Reason: "the answer is for another orderId than the request's"}
+		}
+	}
 	return nil
 }
 
