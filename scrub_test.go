@@ -59,6 +59,12 @@ func TestScrubberEncodings(t *testing.T) {
 		{"percent lower", pctLower(heldOutKey)},
 		{"html refs", htmlRef(heldOutKey)},
 		{"mixed", "Kx9%2fpQ\\u002dZr7&#43;Lm2WD\\/yT4Hn8"},
+		// JSON carried in a JSON string (a gateway wrapping an upstream's
+		// error body): the escapes escaped again.
+		{"json slash twice", strings.ReplaceAll(heldOutKey, "/", `\\/`)},
+		{"json slash twice, both PHP", strings.ReplaceAll(heldOutKey, "/", `\\\/`)},
+		{"u escapes twice", strings.ReplaceAll(uEscape(heldOutKey), `\u`, `\\u`)},
+		{"u escapes thrice", strings.ReplaceAll(uEscape(heldOutKey), `\u`, `\\\\u`)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -73,7 +79,7 @@ func TestScrubberEncodings(t *testing.T) {
 // escapes and all.
 func TestScrubberKeepsOtherText(t *testing.T) {
 	sc := newScrubber(heldOutKey)
-	for _, s := range []string{"", `a\/b %2F &#47; \u00 % & \`, "Kx9/pQ-Zr7+Lm2Wd/Yt4Hn", "kx9 pq"} {
+	for _, s := range []string{"", `a\/b %2F &#47; \u00 % & \`, `\\`, `Kx9\\\\\\\\\/pQ`, `c:\\Kx9`, "Kx9/pQ-Zr7+Lm2Wd/Yt4Hn", "kx9 pq"} {
 		assert.Equal(t, s, sc.String(s))
 	}
 	assert.Equal(t, "Kx9/", scrubber{}.String("Kx9/"), "the zero scrubber finds nothing")
@@ -147,6 +153,7 @@ func FuzzScrubber(f *testing.F) {
 	f.Add("&#", `\u00`, uint8(5), uint16(0))
 	encs := []func(string) string{
 		func(k string) string { return k }, strings.ToUpper, jsonSlash, uEscape, pctLower, htmlRef, url.QueryEscape,
+		func(k string) string { return strings.ReplaceAll(jsonSlash(k), `\`, `\\`) },
 	}
 	sc := newScrubber(heldOutKey)
 	f.Fuzz(func(t *testing.T, pre, post string, enc uint8, n uint16) {
