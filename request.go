@@ -35,7 +35,7 @@ type call struct {
 	policy  RetryPolicy
 	timeout time.Duration // per attempt; 0: none
 	info    CallInfo
-	path    string // the escaped path requested, base prefix included, no query
+	path    string // the escaped path requested, base prefix included, no query, scrubbed
 	url     *url.URL
 	header  http.Header
 	start   time.Time
@@ -104,7 +104,9 @@ func (c *Client) startCall(ctx context.Context, r *request) (*call, error) {
 		return nil, &ValidationError{Field: "ctx", Reason: "is nil"}
 	}
 	cl := &call{c: c, r: r, start: time.Now(), policy: c.cfg.retry, timeout: c.timeout}
-	cl.path = c.basePath + pathOnly(r.path)
+	// The path names the request in errors and logs; an id in it may be
+	// server text handed back (a payout id), so it is scrubbed.
+	cl.path = c.scrubString(c.basePath + pathOnly(r.path))
 	if err := cl.applyOptions(); err != nil {
 		return nil, err
 	}

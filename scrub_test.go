@@ -1,6 +1,7 @@
 package cryptopay
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net/http"
@@ -200,4 +201,35 @@ func TestReconcileReasonScrubsStatus(t *testing.T) {
 	assert.Equal(t, PayoutExists, res.Verdict)
 	assert.Contains(t, res.Reason, "[REDACTED]")
 	assert.False(t, leaks(res.Reason, testKey), res.Reason)
+}
+
+// TestServerIssuedIDScrubbed: a payout id is server text the caller hands
+// back (CreatePayout's answer, then GetPayout or WaitForPayout, or a
+// webhook's re-read). A server that puts the key in it gets the key into
+// no error, Path field or log line of the calls that take it.
+func TestServerIssuedIDScrubbed(t *testing.T) {
+	var logs bytes.Buffer
+	c, mux := setup(t, WithLogger(debugLogger(&logs)), WithRetryPolicy(RetryPolicy{MaxRetries: 1, MinWait: time.Millisecond, MaxWait: time.Millisecond}))
+	id := "po-" + strings.ToUpper(testKey)
+	mux.HandleFunc("POST /v1/payout", serveJSON(200, strings.Replace(payoutBody, "po_77", id, 1), nil, nil))
+	mux.HandleFunc("GET /v1/payout/{id}/status", serveJSON(500, `{"code":"down"}`, nil, nil))
+	p, err := c.CreatePayout(context.Background(), validPayoutParams())
+	require.NoError(t, err)
+	require.Equal(t, id, p.ID, "the object itself is returned as the server sent it")
+
+	_, getErr := c.GetPayout(context.Background(), p.ID)
+	var apiErr *APIError
+	require.ErrorAs(t, getErr, &apiErr)
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	_, waitErr := c.WaitForPayout(ctx, p.ID, WithPollInterval(time.Millisecond))
+	require.Error(t, waitErr)
+
+	for name, text := range map[string]string{
+		"GetPayout error": getErr.Error(), "APIError.Path": apiErr.Path,
+		"WaitForPayout error": waitErr.Error(), "logs": logs.String(),
+	} {
+		assert.False(t, leaks(text, testKey), "%s: %s", name, text)
+	}
+	assert.Contains(t, apiErr.Path, "/v1/payout/po-[REDACTED]/status")
 }
