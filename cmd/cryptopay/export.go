@@ -116,7 +116,7 @@ func (a *app) payoutExport(args []string) error {
 		out = &csvExport{w: w, safe: *safe, terminal: a.isTerminal(a.stdout)}
 	case "jsonl":
 		bw := bufio.NewWriterSize(a.stdout, 64<<10)
-		out = &jsonlExport{bw: bw, enc: json.NewEncoder(jsonWriter{bw})}
+		out = &jsonlExport{bw: bw, enc: json.NewEncoder(jsonWriter{w: bw})}
 	default:
 		return usageErr("payout export: --format %q: want csv or jsonl", *format)
 	}

@@ -80,6 +80,7 @@ func distinct(s string) int {
 	return n
 }
 
-// errorText is text an error brings to the terminal, made safe to print:
-// no part of a secret the CLI read, no control character.
-func (a *app) errorText(s string) string { return termSafe(redactSecrets(s, a.secrets...)) }
+// safeText is server text (an answer's fields, an error built from one)
+// made safe to print: no part of a secret the CLI read, no control
+// character. Every table cell, status line and error line goes through it.
+func (a *app) safeText(s string) string { return termSafe(redactSecrets(s, a.secrets...)) }

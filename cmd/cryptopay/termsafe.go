@@ -56,15 +56,26 @@ func unsafeRune(r rune) bool {
 // encoding/json escapes the C0 controls and replaces bytes that are not
 // UTF-8, but writes DEL, the C1 controls, the bidirectional overrides and
 // the format characters as they are; outside a string JSON holds none of
-// them, so the escaped text is the same JSON value.
-type jsonWriter struct{ w io.Writer }
+// them, so the escaped text is the same JSON value. Each run of a secret
+// (see redactSecrets) becomes "[REDACTED]", which keeps the JSON valid for
+// a secret without '\' (every JSON escape starts with one).
+type jsonWriter struct {
+	w       io.Writer
+	secrets []string
+}
 
 func (j jsonWriter) Write(p []byte) (int, error) {
-	if !bytes.ContainsFunc(p, func(r rune) bool { return r >= 0x7f && unsafeRune(r) }) {
-		return j.w.Write(p)
-	}
 	n := len(p)
-	out := make([]byte, 0, n+16)
+	if len(j.secrets) > 0 {
+		p = []byte(redactSecrets(string(p), j.secrets...))
+	}
+	if !bytes.ContainsFunc(p, func(r rune) bool { return r >= 0x7f && unsafeRune(r) }) {
+		if _, err := j.w.Write(p); err != nil {
+			return 0, err
+		}
+		return n, nil
+	}
+	out := make([]byte, 0, len(p)+16)
 	for len(p) > 0 {
 		r, size := utf8.DecodeRune(p)
 		switch {

@@ -48,7 +48,7 @@ func TestJSONWriterEscapesWhatJSONLeaves(t *testing.T) {
 	var raw, safe bytes.Buffer
 	require.NoError(t, json.NewEncoder(&raw).Encode(in))
 	assert.True(t, strings.ContainsAny(raw.String(), "\x7f\u009b\u202e"), "encoding/json leaves DEL, C1 and bidi raw")
-	require.NoError(t, json.NewEncoder(jsonWriter{&safe}).Encode(in))
+	require.NoError(t, json.NewEncoder(jsonWriter{w: &safe}).Encode(in))
 	assert.Equal(t, `{"s":"a\u001b[2K\u007f\u009b\u202eb\ufffdc ü"}`+"\n", safe.String())
 	var back map[string]string
 	require.NoError(t, json.Unmarshal(safe.Bytes(), &back))
@@ -63,7 +63,7 @@ func TestJSONWriterEscapesWhatJSONLeaves(t *testing.T) {
 func TestJSONWriterEscapesFormatCharacters(t *testing.T) {
 	in := map[string]string{"s": "pa\u200bid\ufeff tag\U000E0041"}
 	var safe bytes.Buffer
-	require.NoError(t, json.NewEncoder(jsonWriter{&safe}).Encode(in))
+	require.NoError(t, json.NewEncoder(jsonWriter{w: &safe}).Encode(in))
 	assert.Equal(t, `{"s":"pa\u200bid\ufeff tag\udb40\udc41"}`+"\n", safe.String())
 	var back map[string]string
 	require.NoError(t, json.Unmarshal(safe.Bytes(), &back))
