@@ -153,6 +153,9 @@ func TestKeyInAnswerNeverPrinted(t *testing.T) {
 	hostile := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		key := r.Header.Get("X-Api-Key")
 		switch {
+		case r.URL.Path == "/v1/payout/list":
+			writeJSON(w, 200, map[string]any{"count": 1, "payout": []map[string]any{{"status": "created", "amount": "1",
+				"orderId": "o-1", "paidAddress": key, "createdAt": "2026-11-22T10:00:00Z"}}})
 		case strings.HasPrefix(r.URL.Path, "/v1/payment/"):
 			writeJSON(w, 200, map[string]any{"paymentId": payID, "status": "waiting", "payAmount": "1",
 				"payAddress": key, "currency": "usdt", "network": "tron", "orderId": "o-1", "additionalData": "echo " + key})
@@ -165,9 +168,10 @@ func TestKeyInAnswerNeverPrinted(t *testing.T) {
 	}))
 	t.Cleanup(hostile.Close)
 	f := &fixture{t: t, env: map[string]string{envBaseURL: hostile.URL, envAPIKey: heldOutKey}}
-	for _, args := range [][]string{{"payment", "get", payID}, {"payout", "get", "po_1"}, {"balances"}} {
+	for _, args := range [][]string{{"payment", "get", payID}, {"payout", "get", "po_1"}, {"balances"},
+		{"payout", "export"}, {"payout", "export", "--format", "jsonl"}} {
 		for _, output := range []string{"table", "json"} {
-			t.Run(strings.Join(args[:min(2, len(args))], " ")+"/"+output, func(t *testing.T) {
+			t.Run(strings.Join(args, " ")+"/"+output, func(t *testing.T) {
 				f.t = t
 				r := f.runCLI(terms{stdout: true, stderr: true}, "", append([]string{"--output", output}, args...)...)
 				assert.Equal(t, 0, r.code, r.stderr)
