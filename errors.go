@@ -312,8 +312,9 @@ func (e *OutcomeUnknownError) Unwrap() error { return e.Err }
 
 // ResponseError reports a 2xx answer whose body was not the documented shape
 // (not JSON, truncated, the wrong type, a required field missing, larger
-// than the response cap, or, for a create, another orderId than the
-// request's). It matches ErrUnexpectedResponse.
+// than the response cap, or naming another object than the request's: a
+// create's answer another orderId, a read's another id). It matches
+// ErrUnexpectedResponse.
 type ResponseError struct {
 	// StatusCode is the HTTP status.
 	StatusCode int

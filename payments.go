@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"reflect"
+	"strings"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -93,6 +94,10 @@ func (w *wirePayment) to(p *Payment) {
 // required payAmount was sent.
 // answerOrderID is the orderId a create's answer was made for.
 func (w *wirePayment) answerOrderID() string { return w.OrderID }
+
+// answers reports whether w is the payment id names (a UUID: letter case
+// does not matter).
+func (w *wirePayment) answers(id string) bool { return strings.EqualFold(w.ID, id) }
 
 func (w *wirePayment) check() string {
 	return cmp.Or((*Payment)(&w.paymentFields).check(), requiredAmount("payAmount", w.PayAmount))
