@@ -630,16 +630,12 @@ func (h *WebhookHandler) reread(ctx context.Context, ev *event) (outcome, bool) 
 			ev.payout = p
 		}
 	}
-	if err != nil {
+	if err != nil { // an answer naming another object than ev.id is an error too
 		return h.rereadFailed(ctx, ev, err), false
 	}
 	if orderID != ev.orderID {
 		h.logEvent(ctx, slog.LevelWarn, ev, "cryptopay webhook: the object belongs to another orderId than the token; refused")
 		return outcome{code: http.StatusUnauthorized, body: "unauthorized\n", result: resultRejected}, false
-	}
-	if objectID(ev.kind, id) != objectID(ev.kind, ev.id) {
-		h.logEvent(ctx, slog.LevelWarn, ev, "cryptopay webhook: the API answered with another object's id")
-		return retryLater("retry later"), false
 	}
 	h.client.waiters.notify(ev.kind, ev.id, wakeObj)
 	h.client.publishWakeup(ctx, ev.kind, id)
