@@ -39,6 +39,9 @@ func (b *Balance) UnmarshalJSON(data []byte) error { return decodeVia[Balance, w
 // wireBalances is the GET /v1/balance body.
 type wireBalances []wireBalance
 
+// balancePool reuses the wire form of GET /v1/balance (see wirePool).
+var balancePool wirePool[wireBalances]
+
 // check refuses a balance whose amount is missing or negative.
 func (w *wireBalances) check() string {
 	for i := range *w {
@@ -60,6 +63,6 @@ func (w *wireBalances) to(out *[]Balance) {
 // network.
 //
 // GET /v1/balance. The API marks this operation as under development.
-func (c *Client) GetBalances(ctx context.Context, opts ...RequestOption) ([]Balance, error) {
+func (c *Client) GetBalances(ctx context.Context, opts ...Option) ([]Balance, error) {
 	return deref(fetch[[]Balance](ctx, c, getBalances.call(opts), &balancePool))
 }

@@ -38,7 +38,7 @@ type WakeupBus interface {
 	Subscribe(fn func(Wakeup)) (stop func(), err error)
 }
 
-// WithWakeupBus connects the Client to bus: a WebhookHandler built with this
+// WithWakeupBus connects the Client to bus: a webhook.Handler built with this
 // Client publishes a hint after each event it re-reads, and every Client on
 // the same bus wakes its waits for that object, which then read it again
 // through the API at once (a hint is never taken for a status). A Client
@@ -47,15 +47,9 @@ type WakeupBus interface {
 // for Subscribe; a failure is logged and retried by a later wait, after
 // 5 s) and stays subscribed until Close. A handler's Publish is bounded to
 // 2 s; its failure is logged and does not change the answer. Waits with
-// WithWebhookWakeup(false) ignore hints too.
+// NoWebhookWakeup ignore hints too.
 func WithWakeupBus(bus WakeupBus) Option {
-	return func(c *config) error {
-		if bus == nil {
-			return &ValidationError{Field: "WithWakeupBus", Reason: "bus is nil"}
-		}
-		c.bus = bus
-		return nil
-	}
+	return clientOnly("WithWakeupBus", bus != nil, "bus is nil", func(c *config) { c.bus = bus })
 }
 
 // busState is a Client's link to its WakeupBus: the subscription, made when
@@ -73,7 +67,7 @@ type busState struct {
 // a new wait tries again (meanwhile waits poll, as without a bus).
 const busRetryAfter = 5 * time.Second
 
-// busPublishTimeout bounds one Publish by a WebhookHandler.
+// busPublishTimeout bounds one Publish by a webhook.Handler.
 const busPublishTimeout = 2 * time.Second
 
 // source returns the Client's random bus identity.
@@ -168,7 +162,7 @@ func (c *Client) publishWakeup(ctx context.Context, kind objKind, id string) {
 //
 // The Client still works after Close: calls open new connections, and
 // waits poll but are no longer woken by hints from the bus (webhooks
-// received by a WebhookHandler built with this Client still wake them). It
+// received by a webhook.Handler built with this Client still wake them). It
 // does not end calls or waits in flight; their contexts do. If a
 // subscription is being made, Close waits for Subscribe to return.
 func (c *Client) Close() error {

@@ -100,21 +100,22 @@ func newReplicas(t *testing.T, bus *memBus) *replicas {
 
 // waitOn starts WaitForPayment on c (polling every hour, so only a wake-up
 // can end it within the test) and returns its result channel.
-func (r *replicas) waitOn(c *Client, opts ...PaymentWaitOption) <-chan *Payment {
+func (r *replicas) waitOn(c *Client) <-chan *Payment {
 	done := make(chan *Payment, 1)
 	go func() {
-		p, _ := c.WaitForPayment(context.Background(), waitPaymentID, append([]PaymentWaitOption{WithPollInterval(time.Hour)}, opts...)...)
+		p, _ := c.WaitForPayment(context.Background(), WaitForPaymentParams{ID: waitPaymentID, PollInterval: time.Hour})
 		done <- p
 	}()
 	return done
 }
 
+// webhookTo does on c what a webhook receiver does for an event: re-read
+// the payment through the API and hand it to Client.Notify.
 func (r *replicas) webhookTo(t *testing.T, c *Client) {
 	t.Helper()
-	h, err := NewWebhookHandler(WebhookConfig{Secret: whSecret, Client: c})
+	p, err := c.GetPayment(context.Background(), waitPaymentID)
 	require.NoError(t, err)
-	w := serve(h, whRequest(t, whURL(t, whOrder), waitPaymentJSON(waitPaymentID, "paid", whOrder, time.Now())))
-	require.Equal(t, http.StatusOK, w.Code)
+	c.Notify(context.Background(), p)
 }
 
 func TestWakeupBusWakesAnotherReplica(t *testing.T) {
@@ -141,7 +142,7 @@ func TestWakeupBusHintIsNotAStatus(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan *Payment, 1)
 	go func() {
-		p, _ := r.a.WaitForPayment(ctx, waitPaymentID, WithPollInterval(time.Hour), OnStatusChange(func(*Payment) { changes.Add(1) }))
+		p, _ := r.a.WaitForPayment(ctx, WaitForPaymentParams{ID: waitPaymentID, PollInterval: time.Hour, OnStatusChange: func(*Payment) { changes.Add(1) }})
 		done <- p
 	}()
 	waitUntil(t, func() bool { return r.reads.Load() == 1 })
@@ -176,7 +177,7 @@ func TestWakeupBusLostMessageCostsLatencyOnly(t *testing.T) {
 	r := newReplicas(t, &memBus{lossy: true})
 	done := make(chan *Payment, 1)
 	go func() {
-		p, err := r.a.WaitForPayment(context.Background(), waitPaymentID, WithPollInterval(20*time.Millisecond), WithMaxPollInterval(20*time.Millisecond))
+		p, err := r.a.WaitForPayment(context.Background(), WaitForPaymentParams{ID: waitPaymentID, PollInterval: 20 * time.Millisecond, MaxPollInterval: 20 * time.Millisecond})
 		assert.NoError(t, err)
 		done <- p
 	}()
@@ -195,7 +196,9 @@ func TestWakeupBusSubscription(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		var wg sync.WaitGroup
 		for range 5 {
-			wg.Go(func() { _, _ = r.a.WaitForPayment(ctx, waitPaymentID, WithPollInterval(time.Hour)) })
+			wg.Go(func() {
+				_, _ = r.a.WaitForPayment(ctx, WaitForPaymentParams{ID: waitPaymentID, PollInterval: time.Hour})
+			})
 		}
 		waitUntil(t, func() bool { return r.reads.Load() == 5 })
 		cancel()
@@ -205,7 +208,7 @@ func TestWakeupBusSubscription(t *testing.T) {
 		require.NoError(t, r.a.Close())
 		assert.Zero(t, r.bus.subscribers())
 		require.NoError(t, r.a.Close(), "twice is fine")
-		_, err := r.a.WaitForPayment(ctxDone(), waitPaymentID)
+		_, err := r.a.WaitForPayment(ctxDone(), WaitForPaymentParams{ID: waitPaymentID})
 		require.ErrorIs(t, err, context.Canceled)
 		assert.Equal(t, int32(1), r.bus.subscribes.Load(), "no new subscription after Close")
 	})
@@ -214,7 +217,7 @@ func TestWakeupBusSubscription(t *testing.T) {
 		r := newReplicas(t, &memBus{failSubscribe: errors.New("bus down")})
 		r.paid.Store(true)
 		for range 3 {
-			p, err := r.a.WaitForPayment(context.Background(), waitPaymentID)
+			p, err := r.a.WaitForPayment(context.Background(), WaitForPaymentParams{ID: waitPaymentID})
 			require.NoError(t, err)
 			assert.Equal(t, PaymentPaid, p.Status)
 		}

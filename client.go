@@ -41,7 +41,7 @@ type Client struct {
 	rt      http.RoundTripper
 	timeout time.Duration // per attempt; 0: none
 	logger  *slog.Logger
-	// waiters lets a WebhookHandler wake this Client's waits (wait.go).
+	// waiters lets a webhook.Handler wake this Client's waits (wait.go).
 	waiters *waitRegistry
 	// shareHeaders: every request may use the prebuilt header maps as they
 	// are, because nothing on the way changes them: the transport is the
@@ -50,16 +50,19 @@ type Client struct {
 	shareHeaders bool
 }
 
-// config holds what the options set. The API key lives only here, behind a
+// config holds what the options set: the Client's (perCall false), or one
+// call's overrides (perCall true). The API key lives only here, behind a
 // pointer, so printing a Client (even with %#v on the dereferenced struct)
 // never shows it.
 type config struct {
+	perCall          bool
 	apiKey           string
 	scrub            scrubber // finds apiKey in server text (redact.go)
 	httpClient       *http.Client
 	retry            RetryPolicy
+	retrySet         bool
 	logger           *slog.Logger
-	userAgent        string
+	header           http.Header // WithHeader's
 	timeout          time.Duration
 	timeoutSet       bool
 	insecureHTTP     bool
@@ -68,87 +71,8 @@ type config struct {
 	headers          struct{ get, post http.Header }
 	observers        []Observer
 	bus              WakeupBus
-	waitReads        int // WithMaxConcurrentWaitReads; 0: the default
-}
-
-// Option configures a Client.
-type Option func(*config) error
-
-// WithHTTPClient makes the Client send through hc's transport
-// (http.DefaultTransport if hc.Transport is nil). Only the transport and
-// hc.Timeout are used, and hc is never changed: redirects are never followed
-// (so x-api-key cannot follow one to another host), no cookie jar is
-// consulted, and each attempt is bounded by WithTimeout if given, otherwise
-// hc.Timeout. The transport's own settings (TLS, proxy, connection limits)
-// apply as they are: WithMaxConnsPerHost does not change them. Whatever the
-// transport (HTTP/1.1, HTTP/2, a proxy), a create request is still never
-// resent once it may have reached the server.
-func WithHTTPClient(hc *http.Client) Option {
-	return option(hc != nil, "WithHTTPClient", "http client is nil", func(c *config) { c.httpClient = hc })
-}
-
-// WithRetryPolicy sets how reads are retried. See RetryPolicy.
-func WithRetryPolicy(p RetryPolicy) Option {
-	return option(p.valid(), "RetryPolicy", "values must not be negative", func(c *config) { c.retry = p })
-}
-
-// WithLogger logs one debug line per attempt (method, path, status,
-// duration, attempt, retry decision) and a warning for every unknown
-// outcome. Bodies, query strings and headers are never logged. nil restores
-// the default, which discards everything.
-func WithLogger(l *slog.Logger) Option {
-	return option(true, "", "", func(c *config) { c.logger = l })
-}
-
-// WithUserAgent puts ua (for example "shop/1.2") in front of the SDK's own
-// User-Agent token.
-func WithUserAgent(ua string) Option {
-	return option(!strings.ContainsAny(ua, "\r\n"), "WithUserAgent", "contains a line break",
-		func(c *config) { c.userAgent = strings.TrimSpace(ua) })
-}
-
-// WithTimeout bounds each attempt, like http.Client.Timeout; 0 means no
-// per-attempt bound. The ctx passed to a call bounds the whole call, retries
-// included. A create request whose attempt times out is not resent and
-// matches ErrOutcomeUnknown. Default: DefaultTimeout.
-func WithTimeout(d time.Duration) Option {
-	return option(d >= 0, "WithTimeout", "must not be negative", func(c *config) { c.timeout, c.timeoutSet = d, true })
-}
-
-// WithInsecureHTTP allows a plain http:// base URL to a host that is not
-// loopback. The API key then crosses the network in clear text: use it only
-// inside a trusted network.
-func WithInsecureHTTP() Option {
-	return option(true, "", "", func(c *config) { c.insecureHTTP = true })
-}
-
-// WithMaxResponseBytes caps a successful response body (default 16 MiB). A
-// larger body is an error matching ErrUnexpectedResponse.
-func WithMaxResponseBytes(n int64) Option {
-	return option(n > 0, "WithMaxResponseBytes", "must be positive", func(c *config) { c.maxResponseBytes = n })
-}
-
-// WithMaxConnsPerHost bounds the connections the Client's default
-// transport opens to the API host, in use and idle together (default
-// DefaultMaxConnsPerHost). Callers beyond the bound wait for a connection
-// instead of dialing (each dial is a TLS handshake). Up to n idle
-// connections are kept, so a steady load does not churn them. With
-// WithHTTPClient the caller's transport decides and n is not used.
-func WithMaxConnsPerHost(n int) Option {
-	return option(n > 0, "WithMaxConnsPerHost", "must be positive", func(c *config) { c.maxConnsPerHost = n })
-}
-
-// option makes an Option (C is config) or a RequestOption (C is
-// callConfig) that applies set when ok, and otherwise refuses field with
-// reason.
-func option[C any](ok bool, field, reason string, set func(*C)) func(*C) error {
-	return func(c *C) error {
-		if !ok {
-			return &ValidationError{Field: field, Reason: reason}
-		}
-		set(c)
-		return nil
-	}
+	waitReads        int       // WithMaxConcurrentWaitReads; 0: the default
+	resp             *Response // WithResponseInto's target (per call)
 }
 
 // NewClient returns a Client for the API at baseURL (for example
@@ -221,17 +145,21 @@ func (c *Client) setBase(baseURL string) error {
 	return nil
 }
 
-// setHeaders builds the header maps every GET and POST sends.
+// sdkUserAgent is the SDK's own User-Agent token, sent on every request
+// (after the caller's, given with WithHeader).
+var sdkUserAgent = "cryptopay-go/" + Version + " (" + runtime.Version() + "; " + runtime.GOOS + "/" + runtime.GOARCH + ")"
+
+// setHeaders builds the header maps every GET and POST sends, WithHeader's
+// included.
 func (c *Client) setHeaders() {
-	ua := "cryptopay-go/" + Version + " (" + runtime.Version() + "; " + runtime.GOOS + "/" + runtime.GOARCH + ")"
-	if c.cfg.userAgent != "" {
-		ua = c.cfg.userAgent + " " + ua
-	}
 	h := &c.cfg.headers
 	h.get = http.Header{
 		"X-Api-Key":  {c.cfg.apiKey},
 		"Accept":     {"application/json"},
-		"User-Agent": {ua},
+		"User-Agent": {sdkUserAgent},
+	}
+	for k, v := range c.cfg.header {
+		h.get[k] = v
 	}
 	h.post = h.get.Clone()
 	h.post["Content-Type"] = []string{"application/json"}
@@ -337,3 +265,9 @@ func (c *Client) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, c.String
 
 // LogValue makes slog print the client without its key.
 func (c *Client) LogValue() slog.Value { return slog.StringValue(c.String()) }
+
+// Redact returns s with this Client's API key replaced by [REDACTED]
+// wherever it appears, as every error, log line and Response of the Client
+// already has it: for logging server text the Client did not handle itself
+// (the webhook package's Handler logs through it).
+func (c *Client) Redact(s string) string { return c.cfg.scrub.String(s) }

@@ -175,8 +175,8 @@ func TestNewClientValidation(t *testing.T) {
 		{"query", "https://api.example.com/?a=1", "k", nil, "baseURL"},
 		{"negative timeout", "https://api.example.com", "k", []Option{WithTimeout(-1)}, "WithTimeout"},
 		{"nil http client", "https://api.example.com", "k", []Option{WithHTTPClient(nil)}, "WithHTTPClient"},
-		{"negative retries", "https://api.example.com", "k", []Option{WithRetryPolicy(RetryPolicy{MaxRetries: -1})}, "RetryPolicy"},
-		{"user agent newline", "https://api.example.com", "k", []Option{WithUserAgent("a\nb")}, "WithUserAgent"},
+		{"negative retries", "https://api.example.com", "k", []Option{WithRetryPolicy(RetryPolicy{MaxRetries: -1})}, "WithRetryPolicy"},
+		{"user agent newline", "https://api.example.com", "k", []Option{WithHeader("User-Agent", "a\nb")}, "WithHeader"},
 		{"zero max response", "https://api.example.com", "k", []Option{WithMaxResponseBytes(0)}, "WithMaxResponseBytes"},
 	}
 	for _, tt := range tests {

@@ -13,6 +13,9 @@ type Currency struct {
 // wireCurrencies is the GET /v1/currencies body, decoded as is.
 type wireCurrencies []Currency
 
+// currencyPool reuses the wire form of GET /v1/currencies (see wirePool).
+var currencyPool wirePool[wireCurrencies]
+
 func (w *wireCurrencies) to(out *[]Currency) {
 	*out = *w
 	if *out == nil {
@@ -23,6 +26,6 @@ func (w *wireCurrencies) to(out *[]Currency) {
 // ListCurrencies reads the supported currency and network pairs.
 //
 // GET /v1/currencies. The API marks this operation as under development.
-func (c *Client) ListCurrencies(ctx context.Context, opts ...RequestOption) ([]Currency, error) {
+func (c *Client) ListCurrencies(ctx context.Context, opts ...Option) ([]Currency, error) {
 	return deref(fetch[[]Currency](ctx, c, listCurrencies.call(opts), &currencyPool))
 }

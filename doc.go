@@ -20,14 +20,16 @@ and changes no global state.
 	}
 
 Options ([Option]: [WithTimeout], [WithLogger], [WithRetryPolicy],
-[WithObserver], [WithHTTPClient], ...) configure the Client. The API key is
+[WithObserver], [WithHTTPClient], ...) configure the Client; the same
+[Option] given after a call's parameters changes that call only. The API key is
 never printed, neither by fmt nor in errors and log lines.
 
 # Calling the API
 
-Every method takes a context first, then its parameters, then per-call
-options ([RequestOption]: [WithRequestHeader], [WithRequestTimeout],
-[WithRequestRetryPolicy], [WithResponseInto]) that change that one call:
+Every method takes a context first, then its parameters, then options
+that change that one call ([WithHeader], [WithTimeout], [WithRetryPolicy],
+[WithResponseInto]; its Response.RawJSON reaches fields the SDK does not
+decode yet):
 
 	payment, err := client.CreatePayment(ctx, cryptopay.CreatePaymentParams{
 		Amount:     decimal.RequireFromString("49.99"),
@@ -89,23 +91,27 @@ resend blindly:
 
 # Waits
 
-[Client.WaitForPayment] and [Client.WaitForPayout] poll the status until it
+[Client.WaitForPayment] and [Client.WaitForPayout] ([WaitForPaymentParams],
+[WaitForPayoutParams]; a payout known only by its orderId can be followed
+too) poll the status until it
 is terminal ([PaymentStatus.IsTerminal], [PayoutStatus.IsTerminal]) or the
 context ends; always give them a deadline. [PaymentStatus.IsSuccess] is what
 may ship goods and [PaymentStatus.NeedsAction] what a person should look at.
 A terminal status is not final forever: an expired payment can still be
 paid late. A webhook handler built on the same Client ends the waits for
-its object at once; across replicas, [WithWakeupBus] does the same.
+its object at once (through [Client.Notify]); across replicas,
+[WithWakeupBus] does the same.
 
 # Webhooks
 
-The API does not say how it signs events, so [WebhookURL] signs the URL: it
-adds an HMAC token of the orderId to your endpoint, to be passed as the
-payment's or payout's webhookUrl. [NewWebhookHandler] serves that endpoint:
-it checks the token before decoding anything, re-reads the object through
-the API when [WebhookConfig].Client is set (do this whenever money moves on
-the answer), and hands each (kind, id, status) to your callback once per
-[DedupeStore]. Make the callback idempotent.
+Package github.com/cryptopay/cryptopay-go/webhook receives events. The API
+does not say how it signs events, so webhook.URL signs the URL: it adds an
+HMAC token of the orderId to your endpoint, to be passed as the payment's or
+payout's webhookUrl. webhook.NewHandler serves that endpoint: it checks the
+token before decoding anything, re-reads the object through the API when
+webhook.Config.Client is set (do this whenever money moves on the answer),
+and hands each (kind, id, status) to your callback once per
+webhook.DedupeStore. Make the callback idempotent.
 
 # Testing
 

@@ -115,6 +115,7 @@ var snippetImports = map[string]string{
 	"cryptopay":     "github.com/cryptopay/cryptopay-go",
 	"cryptopaytest": "github.com/cryptopay/cryptopay-go/cryptopaytest",
 	"dedupetest":    "github.com/cryptopay/cryptopay-go/cryptopaytest/dedupetest",
+	"webhook":       "github.com/cryptopay/cryptopay-go/webhook",
 }
 
 // snippetPrelude declares what fragments take from their surroundings.

@@ -30,7 +30,7 @@ var (
 	ErrInvalidParams = errors.New("cryptopay: invalid parameters")
 	// ErrOutcomeUnknown matches an OutcomeUnknownError: a create request may
 	// have been processed by the server, but no answer was read. Do not
-	// resend it blindly; reconcile by orderId first (see FindPayoutByOrderID).
+	// resend it blindly; look the payout up by orderId first (see ReconcilePayout).
 	ErrOutcomeUnknown = errors.New("cryptopay: outcome unknown")
 	// ErrUnexpectedResponse matches a ResponseError: a 2xx answer whose body
 	// could not be read as the documented shape.
@@ -226,16 +226,6 @@ func oneLine(s string) string {
 	return strings.Join(strings.FieldsFunc(s, func(r rune) bool {
 		return r == ' ' || r < 0x20 || r == 0x7f || r == utf8.RuneError
 	}), " ")
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
 }
 
 // ValidationError reports a parameter refused before any network call. It

@@ -177,7 +177,7 @@ func TestValidationRefusesBeforeSending(t *testing.T) {
 		{"payout id too long", func(c *Client) error { _, err := c.GetPayout(ctx, strings.Repeat("a", 257)); return err }, "id"},
 		{"negative limit", func(c *Client) error { _, err := c.ListPayouts(ctx, ListPayoutsParams{Limit: -1}); return err }, "Limit"},
 		{"negative offset", func(c *Client) error { _, err := c.ListPayouts(ctx, ListPayoutsParams{Offset: -1}); return err }, "Offset"},
-		{"find empty order", func(c *Client) error { _, _, err := c.FindPayoutByOrderID(ctx, ""); return err }, "orderID"},
+		{"find empty order", func(c *Client) error { _, _, err := findPayout(c, ctx, ""); return err }, "OrderID"},
 		{"nil ctx", func(c *Client) error {
 			var nilCtx context.Context
 			_, err := c.GetBalances(nilCtx)

@@ -1,7 +1,6 @@
 package cryptopay_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log"
@@ -18,7 +17,7 @@ func ExampleNewClient() {
 	client, err := cryptopay.NewClient("https://api.example.com", os.Getenv("CRYPTOPAY_API_KEY"),
 		cryptopay.WithTimeout(20*time.Second),
 		cryptopay.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))),
-		cryptopay.WithUserAgent("myshop/1.0"),
+		cryptopay.WithHeader("User-Agent", "myshop/1.0"),
 	)
 	if err != nil {
 		log.Fatal(err) // an empty key, a bad URL, or http:// to a remote host
@@ -51,36 +50,6 @@ func ExampleCreatePaymentParams_MarshalJSON() {
 	fmt.Println(string(body))
 	// Output:
 	// {"amount":0.1,"platformFeeByUser":false,"currency":"usdt","network":"tron","customerId":"cus_1","customerIp":"203.0.113.7","orderId":"order-1"}
-}
-
-// The way out of an unknown outcome: look the order up before sending again.
-func ExampleClient_FindPayoutByOrderID() {
-	ctx := context.Background()
-	client, err := cryptopay.NewClient("https://api.example.com", "key")
-	if err != nil {
-		log.Fatal(err)
-	}
-	params := cryptopay.CreatePayoutParams{
-		WalletAddress: "TXyz", Amount: decimal.RequireFromString("25"), Currency: "usdt", Network: "tron",
-		CustomerID: "cus_1", CustomerIP: "203.0.113.7", OrderID: "withdrawal-42",
-	}
-	payout, err := client.CreatePayout(ctx, params)
-	switch {
-	case errors.Is(err, cryptopay.ErrOutcomeUnknown):
-		item, found, ferr := client.FindPayoutByOrderID(ctx, params.OrderID)
-		switch {
-		case ferr != nil:
-			log.Printf("still unknown, retry the lookup later; do NOT resend: %v", ferr)
-		case found:
-			log.Printf("the payout exists (status %s): do not send it again", item.Status)
-		default:
-			log.Printf("not created: sending again with the same orderId is safe")
-		}
-	case err != nil:
-		log.Printf("refused: %v", err) // a definite answer: nothing was paid
-	default:
-		log.Printf("payout %s is %s", payout.ID, payout.Status)
-	}
 }
 
 func ExampleWithLogger() {

@@ -16,20 +16,20 @@ import (
 )
 
 // Per-call options change one call, never the Client.
-func ExampleWithRequestHeader() {
+func ExampleWithHeader() {
 	srv := cryptopaytest.NewServer()
 	defer srv.Close()
 	client := srv.Client()
 
 	ctx := context.Background()
 	balances, err := client.GetBalances(ctx,
-		cryptopay.WithRequestHeader("X-Trace-Id", "checkout-42"), // for the API's own logs
-		cryptopay.WithRequestTimeout(5*time.Second),              // each attempt of this call
+		cryptopay.WithHeader("X-Trace-Id", "checkout-42"), // for the API's own logs
+		cryptopay.WithTimeout(5*time.Second),              // each attempt of this call
 	)
 	fmt.Println(len(balances) > 0, err)
 
 	// The headers the SDK relies on cannot be changed per call.
-	_, err = client.GetBalances(ctx, cryptopay.WithRequestHeader("Idempotency-Key", "k1"))
+	_, err = client.GetBalances(ctx, cryptopay.WithHeader("Idempotency-Key", "k1"))
 	fmt.Println(errors.Is(err, cryptopay.ErrInvalidParams))
 	// Output:
 	// true <nil>
@@ -52,14 +52,14 @@ func ExampleWithResponseInto() {
 
 // Reads can be retried harder (or not at all) for one call; a create
 // request is still never resent once it may have reached the server.
-func ExampleWithRequestRetryPolicy() {
+func ExampleWithRetryPolicy() {
 	srv := cryptopaytest.NewServer()
 	defer srv.Close()
 	srv.InjectFault(cryptopaytest.RouteBalance, cryptopaytest.Fault{Status: 503})
 
 	var resp cryptopay.Response
 	_, err := srv.Client().GetBalances(context.Background(),
-		cryptopay.WithRequestRetryPolicy(cryptopay.RetryPolicy{}), // no retries for this call
+		cryptopay.WithRetryPolicy(cryptopay.RetryPolicy{}), // no retries for this call
 		cryptopay.WithResponseInto(&resp))
 	fmt.Println(errors.Is(err, cryptopay.ErrServer), resp.Attempts)
 	// Output: true 1

@@ -13,9 +13,11 @@ import (
 	"github.com/cryptopay/cryptopay-go/cryptopaytest"
 )
 
-// The way out of an unknown outcome: reconcile by orderId before sending
-// again. Here the fake server creates the payout and drops the connection
-// before answering.
+// The way out of an unknown outcome: look the payout up by orderId before
+// sending again, and follow one that exists to its final status. Here the
+// fake server creates the payout and drops the connection before
+// answering; the list item carries no payout id, so the wait follows the
+// orderId.
 func ExampleClient_ReconcilePayout() {
 	srv := cryptopaytest.NewServer()
 	defer srv.Close()
@@ -37,6 +39,15 @@ func ExampleClient_ReconcilePayout() {
 			log.Printf("still unknown, look again later; do NOT resend: %v", rerr)
 		case res.Verdict == cryptopay.PayoutExists:
 			fmt.Printf("the payout exists (status %s): do not send it again\n", res.Payout.Status)
+			for _, id := range srv.PayoutIDsWithOrderID(params.OrderID) {
+				_ = srv.SetPayoutStatus(id, cryptopay.PayoutProcessing) // the processor pays it
+				_ = srv.SetPayoutStatus(id, cryptopay.PayoutPaid)
+			}
+			final, err := client.WaitForPayout(ctx, cryptopay.WaitForPayoutParams{OrderID: params.OrderID, PollInterval: time.Millisecond})
+			if err != nil {
+				log.Fatalf("no final status yet, wait again later: %v", err)
+			}
+			fmt.Printf("final status: %s\n", final.Status)
 		case res.Verdict == cryptopay.PayoutNotCreated:
 			fmt.Println("not created: sending again with the same orderId is safe")
 		default: // PayoutStillUnknown
@@ -49,4 +60,5 @@ func ExampleClient_ReconcilePayout() {
 	}
 	// Output:
 	// the payout exists (status created): do not send it again
+	// final status: paid
 }

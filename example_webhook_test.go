@@ -4,81 +4,16 @@ import (
 	"context"
 	"fmt"
 	"log"
-	"net/http"
 	"net/http/httptest"
-	"sync"
 	"time"
 
 	"github.com/shopspring/decimal"
 
 	"github.com/cryptopay/cryptopay-go"
 	"github.com/cryptopay/cryptopay-go/cryptopaytest"
+
+	"github.com/cryptopay/cryptopay-go/webhook"
 )
-
-func ExampleWebhookURL() {
-	// In production: 32 bytes from crypto/rand, kept in a secret store and
-	// read from the environment. Fixed here so the output is stable.
-	secret := []byte("example-secret-do-not-use-32byte")
-
-	hookURL, err := cryptopay.WebhookURL("https://shop.example.com/webhooks/cryptopay", secret, "order-1042")
-	if err != nil {
-		log.Fatal(err) // a short secret, an empty or non-UTF-8 orderID, or a bad base URL
-	}
-	fmt.Println(hookURL) // pass it as CreatePaymentParams.WebhookURL or CreatePayoutParams.WebhookURL
-
-	// Output:
-	// https://shop.example.com/webhooks/cryptopay?token=ZfO2k01hbhNSkSaXYyNVhwvUge283BscFEU3zezR06w
-}
-
-// A merchant's webhook endpoint, end to end on the bundled fake server: the
-// payment is created with a signed webhook URL, the customer pays, the fake
-// posts the event, and the callback gets the payment as the API reports it.
-func ExampleNewWebhookHandler() {
-	fake := cryptopaytest.NewServer()
-	defer fake.Close()
-	client := fake.Client()
-	secret := []byte("example-secret-do-not-use-32byte")
-
-	paid := make(chan *cryptopay.Payment, 1)
-	handler, err := cryptopay.NewWebhookHandler(cryptopay.WebhookConfig{
-		Secret: secret,
-		Client: client, // re-read every event through the API: never trust the body
-		OnPayment: func(ctx context.Context, p *cryptopay.Payment) error {
-			// Called once per (payment, status). Must be idempotent; return an
-			// error to have the event redelivered.
-			if p.Status.IsTerminal() {
-				paid <- p
-			}
-			return nil
-		},
-	})
-	if err != nil {
-		log.Fatal(err)
-	}
-	mux := http.NewServeMux()
-	mux.Handle("POST /webhooks/cryptopay", handler)
-	shop := httptest.NewServer(mux) // your server; loopback here
-	defer shop.Close()
-
-	orderID := "order-1042"
-	hookURL, err := cryptopay.WebhookURL(shop.URL+"/webhooks/cryptopay", secret, orderID)
-	if err != nil {
-		log.Fatal(err)
-	}
-	payment, err := client.CreatePayment(context.Background(), cryptopay.CreatePaymentParams{
-		Amount: decimal.RequireFromString("25"), Currency: "usdt", Network: "tron",
-		CustomerID: "cus_1", CustomerIP: "203.0.113.7", OrderID: orderID, WebhookURL: hookURL,
-	})
-	if err != nil {
-		log.Fatal(err)
-	}
-
-	_ = fake.Pay(payment.ID, payment.PayAmount) // the customer pays
-	p := <-paid
-	fmt.Println(p.OrderID, p.Status, p.PaidAmount.Decimal)
-	// Output:
-	// order-1042 paid 25
-}
 
 func ExampleClient_WaitForPayment() {
 	fake := cryptopaytest.NewServer()
@@ -97,11 +32,12 @@ func ExampleClient_WaitForPayment() {
 
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Minute) // always bound a wait
 	defer cancel()
-	p, err := client.WaitForPayment(ctx, payment.ID,
-		cryptopay.WithPollInterval(time.Millisecond), // the default is 2 s, growing to 30 s
-		cryptopay.StopOn(cryptopay.PaymentLocked),    // also stop when a person must look
-		cryptopay.OnStatusChange(func(p *cryptopay.Payment) { fmt.Println("status:", p.Status) }),
-	)
+	p, err := client.WaitForPayment(ctx, cryptopay.WaitForPaymentParams{
+		ID:             payment.ID,
+		PollInterval:   time.Millisecond,                                   // the default is 2 s, growing to 30 s
+		StopOn:         []cryptopay.PaymentStatus{cryptopay.PaymentLocked}, // also stop when a person must look
+		OnStatusChange: func(p *cryptopay.Payment) { fmt.Println("status:", p.Status) },
+	})
 	switch {
 	case err != nil:
 		log.Printf("no final status yet: %v", err) // p, if not nil, is the last status read
@@ -132,116 +68,17 @@ func ExampleClient_WaitForPayout() {
 	}
 	_ = fake.SetPayoutStatus(payout.ID, cryptopay.PayoutReview)
 
-	p, err := client.WaitForPayout(ctx, payout.ID,
-		cryptopay.WithPollInterval(time.Millisecond),
-		cryptopay.StopOn(cryptopay.PayoutReview), // review waits for a person: learn about it
-	)
+	p, err := client.WaitForPayout(ctx, cryptopay.WaitForPayoutParams{
+		ID:           payout.ID,
+		PollInterval: time.Millisecond,
+		StopOn:       []cryptopay.PayoutStatus{cryptopay.PayoutReview}, // review waits for a person: learn about it
+	})
 	if err != nil {
 		log.Fatal(err)
 	}
 	fmt.Println(p.Status, p.Status.IsTerminal(), p.Status.NeedsAction())
 	// Output:
 	// review false true
-}
-
-// kv is the part of a Redis client a shared DedupeStore needs (go-redis
-// has these as SetNX, Get, Set and Del). memKV below stands in for Redis.
-type kv interface {
-	SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error)
-	Get(ctx context.Context, key string) (string, error)
-	Set(ctx context.Context, key, value string, ttl time.Duration) error
-	Del(ctx context.Context, key string) error
-}
-
-// redisDedupe is a DedupeStore that replicas share.
-type redisDedupe struct{ kv kv }
-
-func (s redisDedupe) Claim(ctx context.Context, key string) (cryptopay.DedupeClaim, error) {
-	// A lease, not a lock: a replica that dies mid-callback frees it.
-	ok, err := s.kv.SetNX(ctx, "cryptopay:webhook:"+key, "busy", time.Minute)
-	if err != nil || ok {
-		return cryptopay.DedupeClaimed, err
-	}
-	v, err := s.kv.Get(ctx, "cryptopay:webhook:"+key)
-	if err != nil {
-		return 0, err
-	}
-	if v == "done" {
-		return cryptopay.DedupeSeen, nil
-	}
-	return cryptopay.DedupeInProgress, nil
-}
-
-func (s redisDedupe) Complete(ctx context.Context, key string) error {
-	// Keep it at least as long as the sender retries (days).
-	return s.kv.Set(ctx, "cryptopay:webhook:"+key, "done", 72*time.Hour)
-}
-
-func (s redisDedupe) Release(ctx context.Context, key string) error {
-	return s.kv.Del(ctx, "cryptopay:webhook:"+key)
-}
-
-// Several replicas of a webhook endpoint share one DedupeStore, here a
-// Redis-like key-value store (the SDK bundles no Redis client).
-func ExampleDedupeStore() {
-	shared := redisDedupe{kv: newMemKV()} // redisDedupe{kv: yourRedisClient}
-
-	handler, err := cryptopay.NewWebhookHandler(cryptopay.WebhookConfig{
-		Secret:    []byte("example-secret-do-not-use-32byte"),
-		OnPayment: func(context.Context, *cryptopay.Payment) error { return nil },
-		Dedupe:    shared,
-	})
-	if err != nil {
-		log.Fatal(err)
-	}
-	_ = handler
-
-	ctx := context.Background()
-	c1, _ := shared.Claim(ctx, "payment/1/paid")
-	c2, _ := shared.Claim(ctx, "payment/1/paid") // another replica, same event
-	_ = shared.Complete(ctx, "payment/1/paid")
-	c3, _ := shared.Claim(ctx, "payment/1/paid") // a redelivery later
-	fmt.Println(c1 == cryptopay.DedupeClaimed, c2 == cryptopay.DedupeInProgress, c3 == cryptopay.DedupeSeen)
-	// Output:
-	// true true true
-}
-
-// memKV is an in-memory stand-in for Redis (expiry ignored).
-type memKV struct {
-	mu sync.Mutex
-	m  map[string]string
-}
-
-func newMemKV() *memKV { return &memKV{m: map[string]string{}} }
-
-func (k *memKV) SetNX(_ context.Context, key, value string, _ time.Duration) (bool, error) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if _, ok := k.m[key]; ok {
-		return false, nil
-	}
-	k.m[key] = value
-	return true, nil
-}
-
-func (k *memKV) Get(_ context.Context, key string) (string, error) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	return k.m[key], nil
-}
-
-func (k *memKV) Set(_ context.Context, key, value string, _ time.Duration) error {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	k.m[key] = value
-	return nil
-}
-
-func (k *memKV) Del(_ context.Context, key string) error {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	delete(k.m, key)
-	return nil
 }
 
 // Two replicas share a WakeupBus: the webhook lands on replica B, and the
@@ -256,13 +93,13 @@ func ExampleWithWakeupBus() {
 	defer replicaB.Close()
 
 	secret := []byte("example-secret-do-not-use-32byte")
-	handlerB, err := cryptopay.NewWebhookHandler(cryptopay.WebhookConfig{Secret: secret, Client: replicaB})
+	handlerB, err := webhook.NewHandler(webhook.Config{Secret: secret, Client: replicaB})
 	if err != nil {
 		log.Fatal(err)
 	}
 	shopB := httptest.NewServer(handlerB)
 	defer shopB.Close()
-	hookURL, err := cryptopay.WebhookURL(shopB.URL, secret, "order-7")
+	hookURL, err := webhook.URL(shopB.URL, secret, "order-7")
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -276,7 +113,7 @@ func ExampleWithWakeupBus() {
 	}
 	done := make(chan *cryptopay.Payment)
 	go func() {
-		p, err := replicaA.WaitForPayment(ctx, payment.ID, cryptopay.WithPollInterval(time.Hour))
+		p, err := replicaA.WaitForPayment(ctx, cryptopay.WaitForPaymentParams{ID: payment.ID, PollInterval: time.Hour})
 		if err != nil {
 			log.Fatal(err)
 		}

@@ -56,7 +56,7 @@ func FuzzPayoutJSON(f *testing.F) {
 }
 
 // FuzzPayoutListJSON serves an arbitrary 200 body as the first page of
-// GET /v1/payout/list and looks an orderId up through FindPayoutByOrderID,
+// GET /v1/payout/list and looks an orderId up through ReconcilePayout,
 // the way out of ErrOutcomeUnknown. It must never panic, never return an
 // untyped error, and never say "not found" for a body that lists the
 // orderId: that answer tells the caller resending is safe.
@@ -84,7 +84,7 @@ func FuzzPayoutListJSON(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		item, found, err := c.FindPayoutByOrderID(context.Background(), order)
+		item, found, err := findPayout(c, context.Background(), order)
 		if err != nil {
 			var respErr *ResponseError
 			if !errors.As(err, &respErr) {
@@ -190,7 +190,7 @@ func FuzzPayoutSearch(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		item, found, err := c.FindPayoutByOrderID(context.Background(), order)
+		item, found, err := findPayout(c, context.Background(), order)
 		switch {
 		case err != nil:
 			var respErr *ResponseError

@@ -9,52 +9,20 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/cryptopay/cryptopay-go/internal/testfix"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-// leaks reports whether s holds 6 or more consecutive bytes of key, in any
-// letter case, raw or in a common encoding. It decodes on its own (it does
-// not use the scrubber it checks).
-func leaks(s, key string) bool {
-	s = decodeForLeak(decodeForLeak(s)) // twice: a JSON log line quotes an escaped text
-	s, key = strings.ToLower(s), strings.ToLower(key)
-	for i := 0; i+6 <= len(key); i++ {
-		if strings.Contains(s, key[i:i+6]) {
-			return true
-		}
-	}
-	return false
-}
-
-var leakEscapes = regexp.MustCompile(`\\u[0-9a-fA-F]{4}|\\x[0-9a-fA-F]{2}|%[0-9a-fA-F]{2}|&#[0-9]+;|&#[xX][0-9a-fA-F]+;|\\[^0-9a-zA-Z]`)
-
-func decodeForLeak(s string) string {
-	return leakEscapes.ReplaceAllStringFunc(s, func(m string) string {
-		var v uint64
-		switch {
-		case strings.HasPrefix(m, `\u`), strings.HasPrefix(m, `\x`):
-			v, _ = strconv.ParseUint(m[2:], 16, 32)
-		case m[0] == '%':
-			v, _ = strconv.ParseUint(m[1:], 16, 32)
-		case strings.HasPrefix(strings.ToLower(m), "&#x"):
-			v, _ = strconv.ParseUint(m[3:len(m)-1], 16, 32)
-		case m[0] == '&':
-			v, _ = strconv.ParseUint(m[2:len(m)-1], 10, 32)
-		default:
-			return m[1:]
-		}
-		return string(rune(v))
-	})
-}
+// leaks reports whether s holds 6 or more consecutive bytes of key (see
+// testfix.Leaks).
+var leaks = testfix.Leaks
 
 func TestLeaksDetector(t *testing.T) {
 	for _, s := range []string{heldOutKey, jsonSlash(heldOutKey), uEscape(heldOutKey), pctLower(heldOutKey),
@@ -185,9 +153,9 @@ func TestHeldOutKeyInEverySink(t *testing.T) {
 				WithRetryPolicy(RetryPolicy{MaxRetries: 1, MinWait: time.Hour, MaxWait: time.Hour}))
 			require.NoError(t, err)
 
-			calls := map[string]func(context.Context, ...RequestOption) error{
-				"GET": func(ctx context.Context, o ...RequestOption) error { _, err := c.GetBalances(ctx, o...); return err },
-				"POST": func(ctx context.Context, o ...RequestOption) error {
+			calls := map[string]func(context.Context, ...Option) error{
+				"GET": func(ctx context.Context, o ...Option) error { _, err := c.GetBalances(ctx, o...); return err },
+				"POST": func(ctx context.Context, o ...Option) error {
 					_, err := c.CreatePayout(ctx, validPayoutParams(), o...)
 					return err
 				},

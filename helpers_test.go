@@ -24,6 +24,7 @@ package cryptopay
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -396,4 +397,14 @@ func answer(status int, body string) http.HandlerFunc {
 		w.WriteHeader(status)
 		_, _ = io.WriteString(w, body)
 	}
+}
+
+// findPayout is ReconcilePayout without an attempt time (the whole list),
+// read as found or not: the lookup the tests of the list search share.
+func findPayout(c *Client, ctx context.Context, orderID string, opts ...Option) (*PayoutListItem, bool, error) {
+	res, err := c.ReconcilePayout(ctx, ReconcileParams{OrderID: orderID}, opts...)
+	if err != nil {
+		return nil, false, err
+	}
+	return res.Payout, res.Verdict == PayoutExists, nil
 }

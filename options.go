@@ -2,31 +2,57 @@ package cryptopay
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"strings"
 	"time"
 )
 
-// RequestOption changes one call, never the Client. Pass it after a method's
-// parameters:
+// Option configures a Client when given to NewClient, or one call when
+// given after a method's parameters, with the same meaning on both levels:
 //
-//	p, err := client.GetPayment(ctx, id, cryptopay.WithRequestTimeout(5*time.Second))
+//	c, err := cryptopay.NewClient(base, key, cryptopay.WithTimeout(10*time.Second))
+//	p, err := c.GetPayment(ctx, id, cryptopay.WithTimeout(5*time.Second))
 //
-// No RequestOption can make a create request (POST) be resent after it may
-// have reached the server.
-type RequestOption func(*callConfig) error
+// A per-call Option overrides the Client's setting for that call only. The
+// options that shape the Client itself (WithHTTPClient, WithInsecureHTTP,
+// WithLogger, WithMaxConcurrentWaitReads, WithMaxConnsPerHost,
+// WithMaxResponseBytes, WithObserver, WithWakeupBus) are refused per call,
+// and WithResponseInto is refused by NewClient, each with a
+// *ValidationError matching ErrInvalidParams before anything is sent. No
+// Option can make a create request (POST) be resent after it may have
+// reached the server. A nil Option is ignored.
+type Option func(*config) error
 
-// callConfig is what the RequestOptions of one call set.
-type callConfig struct {
-	header  http.Header
-	timeout time.Duration // per attempt; 0: the Client's
-	retry   *RetryPolicy  // nil: the Client's
-	resp    *Response     // WithResponseInto's target
+// clientOnly makes an Option that only NewClient accepts.
+func clientOnly(name string, ok bool, reason string, set func(*config)) Option {
+	return func(c *config) error {
+		switch {
+		case c.perCall:
+			return &ValidationError{Field: name, Reason: "configures the Client; give it to NewClient, not to a call"}
+		case !ok:
+			return &ValidationError{Field: name, Reason: reason}
+		}
+		set(c)
+		return nil
+	}
 }
 
-// refusedHeaders are the headers WithRequestHeader cannot set: the SDK's
-// own authentication and framing, the ones net/http acts on itself, and
-// the idempotency keys that make net/http replay a POST by itself.
+// option makes an Option valid on both levels that applies set when ok,
+// and otherwise refuses field with reason.
+func option(ok bool, field, reason string, set func(*config)) Option {
+	return func(c *config) error {
+		if !ok {
+			return &ValidationError{Field: field, Reason: reason}
+		}
+		set(c)
+		return nil
+	}
+}
+
+// refusedHeaders are the headers WithHeader cannot set: the SDK's own
+// authentication and framing, the ones net/http acts on itself, and the
+// idempotency keys that make net/http replay a POST by itself.
 var refusedHeaders = map[string]string{
 	"X-Api-Key":         "carries the Client's API key",
 	"Host":              "is the base URL's host",
@@ -41,24 +67,31 @@ var refusedHeaders = map[string]string{
 	"X-Idempotency-Key": "makes net/http resend a POST by itself, which could pay twice",
 }
 
-// WithRequestHeader sets header key to value on this call's requests,
-// replacing the SDK's value for that name (for example User-Agent or
-// Accept). It refuses, with a *ValidationError matching ErrInvalidParams
-// and before anything is sent: x-api-key, Host, Content-Length,
-// Idempotency-Key and X-Idempotency-Key (net/http replays a POST that
-// carries either, which could send a payout twice), the hop-by-hop headers
-// net/http manages, and a name or value that is not valid in HTTP.
-func WithRequestHeader(key, value string) RequestOption {
-	return func(c *callConfig) error {
+// WithHeader sets header key to value on every request (given to
+// NewClient) or on one call's requests, replacing the SDK's value for that
+// name (Accept, for example), except User-Agent: its value goes in front of
+// the SDK's own token ("shop/1.2 cryptopay-go/0.1.0 (...)"), so the server
+// still sees which SDK called. A per-call header replaces the Client's
+// header of the same name. It refuses, with a *ValidationError matching
+// ErrInvalidParams and before anything is sent: x-api-key, Host,
+// Content-Length, Idempotency-Key and X-Idempotency-Key (net/http replays a
+// POST that carries either, which could send a payout twice), the
+// hop-by-hop headers net/http manages, and a name or value that is not
+// valid in HTTP.
+func WithHeader(key, value string) Option {
+	return func(c *config) error {
 		name := http.CanonicalHeaderKey(strings.TrimSpace(key))
 		if why, ok := refusedHeaders[name]; ok {
-			return &ValidationError{Field: "WithRequestHeader", Reason: name + " cannot be set per call: it " + why}
+			return &ValidationError{Field: "WithHeader", Reason: name + " cannot be set: it " + why}
 		}
 		if !validHeaderName(name) {
-			return &ValidationError{Field: "WithRequestHeader", Reason: "not a valid header name"}
+			return &ValidationError{Field: "WithHeader", Reason: "not a valid header name"}
 		}
 		if strings.ContainsFunc(value, func(r rune) bool { return (r < 0x20 && r != '\t') || r == 0x7f }) {
-			return &ValidationError{Field: "WithRequestHeader", Reason: "the value of " + name + " is not valid in a header (a line break or control character)"}
+			return &ValidationError{Field: "WithHeader", Reason: "the value of " + name + " is not valid in a header (a line break or control character)"}
+		}
+		if name == "User-Agent" {
+			value = strings.TrimSpace(value + " " + sdkUserAgent)
 		}
 		if c.header == nil {
 			c.header = make(http.Header, 1)
@@ -68,30 +101,41 @@ func WithRequestHeader(key, value string) RequestOption {
 	}
 }
 
-// WithRequestTimeout bounds each attempt of this call to d (d > 0),
-// instead of the Client's WithTimeout. The ctx passed to the call still
-// bounds the whole call. A create request whose attempt times out is not
-// resent and matches ErrOutcomeUnknown.
-func WithRequestTimeout(d time.Duration) RequestOption {
-	return option(d > 0, "WithRequestTimeout", "must be positive", func(c *callConfig) { c.timeout = d })
+// WithTimeout bounds each attempt, like http.Client.Timeout; 0 means no
+// per-attempt bound, on the Client and per call alike (default:
+// DefaultTimeout, or the Timeout of WithHTTPClient's client). The ctx passed
+// to a call bounds the whole call, retries included. A create request whose
+// attempt times out is not resent and matches ErrOutcomeUnknown. A negative
+// d is refused.
+func WithTimeout(d time.Duration) Option {
+	return option(d >= 0, "WithTimeout", "must not be negative", func(c *config) { c.timeout, c.timeoutSet = d, true })
 }
 
-// WithRequestRetryPolicy replaces the Client's RetryPolicy for this call
-// (zero MinWait and MaxWait take the defaults, as in WithRetryPolicy). It
-// changes how reads are retried; a create request is still resent only
+// WithRetryPolicy sets how reads are retried (zero MinWait and MaxWait take
+// the defaults). See RetryPolicy. A create request is still resent only
 // when nothing of it was sent, whatever the policy.
-func WithRequestRetryPolicy(p RetryPolicy) RequestOption {
-	return option(p.valid(), "WithRequestRetryPolicy", "values must not be negative", func(c *callConfig) { c.retry = &p })
+func WithRetryPolicy(p RetryPolicy) Option {
+	return option(p.valid(), "WithRetryPolicy", "values must not be negative", func(c *config) { c.retry, c.retrySet = p, true })
 }
 
-// WithResponseInto makes the call fill *r with its last HTTP response's
-// metadata and its attempts, on success and on error alike (StatusCode is
-// 0 and Header nil when no response came; all is zero when ctx was done
-// before the call). A call refused for an invalid parameter or option,
-// before any request, leaves *r unchanged. The API key is replaced by
-// [REDACTED] wherever a header echoes it.
-func WithResponseInto(r *Response) RequestOption {
-	return option(r != nil, "WithResponseInto", "response is nil", func(c *callConfig) { c.resp = r })
+// WithResponseInto, given to a call, makes it fill *r with its last HTTP
+// response's metadata and its attempts, on success and on error alike
+// (StatusCode is 0 and Header nil when no response came; all is zero when
+// ctx was done before the call). A call refused for an invalid parameter or
+// option, before any request, leaves *r unchanged. The API key is replaced
+// by [REDACTED] wherever a header echoes it. NewClient refuses it: it
+// describes one call.
+func WithResponseInto(r *Response) Option {
+	return func(c *config) error {
+		switch {
+		case !c.perCall:
+			return &ValidationError{Field: "WithResponseInto", Reason: "describes one call; give it to a call, not to NewClient"}
+		case r == nil:
+			return &ValidationError{Field: "WithResponseInto", Reason: "response is nil"}
+		}
+		c.resp = r
+		return nil
+	}
 }
 
 // validHeaderName reports whether s is an HTTP token (RFC 9110 5.6.2).
@@ -110,8 +154,8 @@ func validHeaderName(s string) bool {
 }
 
 // Response describes the HTTP exchange behind a call: the last attempt's
-// status and headers, the request id the server gave, how many attempts
-// were made and how long the call took. WithResponseInto fills one on
+// status, headers and raw body, the request id the server gave, how many
+// attempts were made and how long the call took. WithResponseInto fills one on
 // success and on error alike.
 type Response struct {
 	// StatusCode is the last attempt's HTTP status; 0 if no response came.
@@ -127,6 +171,19 @@ type Response struct {
 	Duration time.Duration
 	// Proto is the last response's protocol, for example "HTTP/2.0".
 	Proto string
+	// RawJSON is the last response's body as the server sent it (a 2xx
+	// body up to WithMaxResponseBytes, an error body up to 8 KiB), with the
+	// API key replaced by [REDACTED] wherever it appears; "" if no whole
+	// body was read. It reaches the fields the SDK does not decode yet (the
+	// list, balance and currencies operations are under development):
+	//
+	//	var resp cryptopay.Response
+	//	p, err := client.GetPayout(ctx, id, cryptopay.WithResponseInto(&resp))
+	//	var extra struct{ RiskScore int `json:"riskScore"` }
+	//	_ = json.Unmarshal([]byte(resp.RawJSON), &extra)
+	//
+	// It is server text: never render it as HTML or pass it to a shell.
+	RawJSON string
 }
 
 // Observer receives what happens on every call and attempt, for tracing,
@@ -149,8 +206,6 @@ type Observer struct {
 	// OnCallEnd runs once per call, after the last attempt, with the
 	// call's outcome.
 	OnCallEnd func(ctx context.Context, call CallInfo, res CallResult)
-	// OnWebhookEvent runs once per request a WebhookHandler answers.
-	OnWebhookEvent func(ctx context.Context, ev WebhookEventInfo)
 }
 
 // CallInfo names a call without its ids or query.
@@ -198,24 +253,52 @@ type CallResult struct {
 	Duration time.Duration
 }
 
-// WebhookEventInfo describes one request a WebhookHandler answered, without
-// its body, token or ids.
-type WebhookEventInfo struct {
-	// Kind is "payment", "payout", or "" if the body was not read.
-	Kind string
-	// StatusCode is the HTTP status the handler answered.
-	StatusCode int
-	// Result is one word: "delivered", "duplicate", "rejected",
-	// "retry_later" or "failed".
-	Result string
+// WithObserver adds o to the Client's observers; each is called in the order
+// given. (A webhook receiver reports to its own webhook.Config.OnEvent.)
+func WithObserver(o Observer) Option {
+	return clientOnly("WithObserver", true, "", func(c *config) { c.observers = append(c.observers, o) })
 }
 
-// WithObserver adds o to the Client's observers; each is called in the order
-// given. A WebhookHandler whose WebhookConfig.Client is this Client uses them
-// too, for OnWebhookEvent.
-func WithObserver(o Observer) Option {
-	return func(c *config) error {
-		c.observers = append(c.observers, o)
-		return nil
-	}
+// WithHTTPClient makes the Client send through hc's transport
+// (http.DefaultTransport if hc.Transport is nil). Only the transport and
+// hc.Timeout are used, and hc is never changed: redirects are never followed
+// (so x-api-key cannot follow one to another host), no cookie jar is
+// consulted, and each attempt is bounded by WithTimeout if given, otherwise
+// hc.Timeout. The transport's own settings (TLS, proxy, connection limits)
+// apply as they are: WithMaxConnsPerHost does not change them. Whatever the
+// transport (HTTP/1.1, HTTP/2, a proxy), a create request is still never
+// resent once it may have reached the server.
+func WithHTTPClient(hc *http.Client) Option {
+	return clientOnly("WithHTTPClient", hc != nil, "http client is nil", func(c *config) { c.httpClient = hc })
+}
+
+// WithLogger logs one debug line per attempt (method, path, status,
+// duration, attempt, retry decision) and a warning for every unknown
+// outcome. Bodies, query strings and headers are never logged. nil restores
+// the default, which discards everything.
+func WithLogger(l *slog.Logger) Option {
+	return clientOnly("WithLogger", true, "", func(c *config) { c.logger = l })
+}
+
+// WithInsecureHTTP allows a plain http:// base URL to a host that is not
+// loopback. The API key then crosses the network in clear text: use it only
+// inside a trusted network.
+func WithInsecureHTTP() Option {
+	return clientOnly("WithInsecureHTTP", true, "", func(c *config) { c.insecureHTTP = true })
+}
+
+// WithMaxResponseBytes caps a successful response body (default 16 MiB). A
+// larger body is an error matching ErrUnexpectedResponse.
+func WithMaxResponseBytes(n int64) Option {
+	return clientOnly("WithMaxResponseBytes", n > 0, "must be positive", func(c *config) { c.maxResponseBytes = n })
+}
+
+// WithMaxConnsPerHost bounds the connections the Client's default
+// transport opens to the API host, in use and idle together (default
+// DefaultMaxConnsPerHost). Callers beyond the bound wait for a connection
+// instead of dialing (each dial is a TLS handshake). Up to n idle
+// connections are kept, so a steady load does not churn them. With
+// WithHTTPClient the caller's transport decides and n is not used.
+func WithMaxConnsPerHost(n int) Option {
+	return clientOnly("WithMaxConnsPerHost", n > 0, "must be positive", func(c *config) { c.maxConnsPerHost = n })
 }

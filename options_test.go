@@ -2,8 +2,10 @@ package cryptopay
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -16,9 +18,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestWithRequestHeader: the header goes on this call's request only; the
+// TestWithHeader: the header goes on this call's request only; the
 // Client's own headers and the next call are unchanged.
-func TestWithRequestHeader(t *testing.T) {
+func TestWithHeader(t *testing.T) {
 	c, mux := setup(t)
 	var seen []http.Header
 	var mu sync.Mutex
@@ -29,14 +31,14 @@ func TestWithRequestHeader(t *testing.T) {
 		_, _ = w.Write([]byte(payoutBody))
 	})
 	ctx := context.Background()
-	_, err := c.CreatePayout(ctx, validPayoutParams(), WithRequestHeader("x-trace-id", "t-1"), WithRequestHeader("User-Agent", "batch/7"))
+	_, err := c.CreatePayout(ctx, validPayoutParams(), WithHeader("x-trace-id", "t-1"), WithHeader("User-Agent", "batch/7"))
 	require.NoError(t, err)
 	_, err = c.CreatePayout(ctx, validPayoutParams())
 	require.NoError(t, err)
 
 	require.Len(t, seen, 2)
 	assert.Equal(t, "t-1", seen[0].Get("X-Trace-Id"))
-	assert.Equal(t, "batch/7", seen[0].Get("User-Agent"))
+	assert.True(t, strings.HasPrefix(seen[0].Get("User-Agent"), "batch/7 cryptopay-go/"), "the caller's User-Agent goes in front of the SDK's token")
 	assert.Equal(t, testKey, seen[0].Get("X-Api-Key"), "the key is still the Client's")
 	assert.Equal(t, "application/json", seen[0].Get("Content-Type"))
 	assert.Empty(t, seen[1].Get("X-Trace-Id"), "a per-call option never changes the Client")
@@ -44,10 +46,10 @@ func TestWithRequestHeader(t *testing.T) {
 	assert.NotContains(t, c.cfg.headers.post, "X-Trace-Id")
 }
 
-// TestWithRequestHeaderRefused: the SDK's own headers, the framing ones and
+// TestWithHeaderRefused: the SDK's own headers, the framing ones and
 // the idempotency keys that make net/http replay a POST are refused with a
 // ValidationError before anything is sent.
-func TestWithRequestHeaderRefused(t *testing.T) {
+func TestWithHeaderRefused(t *testing.T) {
 	tests := []struct{ key, value string }{
 		{"x-api-key", "other"}, {"X-API-KEY", "other"}, {"Host", "evil.example"}, {"Content-Length", "1"},
 		{"Idempotency-Key", "k1"}, {"idempotency-key", "k1"}, {"X-Idempotency-Key", "k1"},
@@ -59,21 +61,21 @@ func TestWithRequestHeaderRefused(t *testing.T) {
 			c, mux := setup(t)
 			var n atomic.Int64
 			mux.HandleFunc("/", func(http.ResponseWriter, *http.Request) { n.Add(1) })
-			_, err := c.CreatePayout(context.Background(), validPayoutParams(), WithRequestHeader(tt.key, tt.value))
+			_, err := c.CreatePayout(context.Background(), validPayoutParams(), WithHeader(tt.key, tt.value))
 			var ve *ValidationError
 			require.ErrorAs(t, err, &ve)
 			assert.ErrorIs(t, err, ErrInvalidParams)
-			assert.Equal(t, "WithRequestHeader", ve.Field)
+			assert.Equal(t, "WithHeader", ve.Field)
 			assert.NotErrorIs(t, err, ErrOutcomeUnknown)
 			assert.Zero(t, n.Load(), "nothing was sent")
 		})
 	}
 }
 
-// TestWithRequestTimeout bounds each attempt of one call: a GET whose
+// TestWithTimeout bounds each attempt of one call: a GET whose
 // first attempt hangs is retried and succeeds; a POST whose attempt hangs
 // after the server read it is not resent.
-func TestWithRequestTimeout(t *testing.T) {
+func TestWithTimeout(t *testing.T) {
 	c, mux := setup(t) // the Client's own timeout: 30 s
 	var gets, posts atomic.Int64
 	hang := func(r *http.Request) { <-r.Context().Done() } // until the client gives up
@@ -91,11 +93,11 @@ func TestWithRequestTimeout(t *testing.T) {
 	})
 	ctx := context.Background()
 	var resp Response
-	_, err := c.GetBalances(ctx, WithRequestTimeout(50*time.Millisecond), WithResponseInto(&resp))
+	_, err := c.GetBalances(ctx, WithTimeout(50*time.Millisecond), WithResponseInto(&resp))
 	require.NoError(t, err)
 	assert.Equal(t, 2, resp.Attempts)
 
-	_, err = c.CreatePayout(ctx, validPayoutParams(), WithRequestTimeout(50*time.Millisecond))
+	_, err = c.CreatePayout(ctx, validPayoutParams(), WithTimeout(50*time.Millisecond))
 	require.ErrorIs(t, err, ErrOutcomeUnknown)
 	var ne net.Error
 	require.ErrorAs(t, err, &ne)
@@ -103,15 +105,13 @@ func TestWithRequestTimeout(t *testing.T) {
 	assert.EqualValues(t, 1, posts.Load())
 	assert.Equal(t, DefaultTimeout, c.timeout, "the Client's timeout is unchanged")
 
-	for _, d := range []time.Duration{0, -time.Second} {
-		_, err = c.GetBalances(ctx, WithRequestTimeout(d))
-		assert.ErrorIs(t, err, ErrInvalidParams)
-	}
+	_, err = c.GetBalances(ctx, WithTimeout(-time.Second))
+	assert.ErrorIs(t, err, ErrInvalidParams)
 }
 
-// TestWithRequestRetryPolicy changes how this call's reads are retried,
+// TestWithRetryPolicy changes how this call's reads are retried,
 // and cannot make a POST be resent.
-func TestWithRequestRetryPolicy(t *testing.T) {
+func TestWithRetryPolicy(t *testing.T) {
 	c, mux := setup(t) // the Client retries 3 times
 	var gets, posts atomic.Int64
 	mux.HandleFunc("GET /v1/balance", func(w http.ResponseWriter, _ *http.Request) {
@@ -132,12 +132,12 @@ func TestWithRequestRetryPolicy(t *testing.T) {
 		want int64
 	}{{RetryPolicy{}, 1}, {many, 7}} {
 		gets.Store(0)
-		_, err := c.GetBalances(ctx, WithRequestRetryPolicy(tt.p))
+		_, err := c.GetBalances(ctx, WithRetryPolicy(tt.p))
 		require.ErrorIs(t, err, ErrServer)
 		assert.Equal(t, tt.want, gets.Load())
 	}
 	for range 2 { // a reset after reading, then a 503: each sent once
-		_, err := c.CreatePayout(ctx, validPayoutParams(), WithRequestRetryPolicy(many))
+		_, err := c.CreatePayout(ctx, validPayoutParams(), WithRetryPolicy(many))
 		require.ErrorIs(t, err, ErrOutcomeUnknown)
 	}
 	assert.EqualValues(t, 2, posts.Load(), "no policy makes a POST be resent")
@@ -147,7 +147,7 @@ func TestWithRequestRetryPolicy(t *testing.T) {
 	require.Error(t, err)
 	assert.EqualValues(t, fastRetry.MaxRetries+1, gets.Load(), "the Client's policy is unchanged")
 
-	_, err = c.GetBalances(ctx, WithRequestRetryPolicy(RetryPolicy{MaxRetries: -1}))
+	_, err = c.GetBalances(ctx, WithRetryPolicy(RetryPolicy{MaxRetries: -1}))
 	assert.ErrorIs(t, err, ErrInvalidParams)
 }
 
@@ -327,19 +327,89 @@ func TestObserverSeesNoSecrets(t *testing.T) {
 	}
 }
 
-// TestPerCallOptionErrorsSendNothing: an invalid option fails the call
-// before it is sent, and a nil option is ignored.
-func TestPerCallOptionErrorsSendNothing(t *testing.T) {
+// countingClient is a Client whose every request is counted and answered
+// with an empty list.
+func countingClient(t *testing.T) (*Client, *atomic.Int64) {
 	c, mux := setup(t)
-	var n atomic.Int64
+	n := new(atomic.Int64)
 	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
 		n.Add(1)
 		_, _ = w.Write([]byte(`[]`))
 	})
+	return c, n
+}
+
+// TestPerCallOptionErrorsSendNothing: an invalid option fails the call
+// before it is sent, and a nil option is ignored.
+func TestPerCallOptionErrorsSendNothing(t *testing.T) {
+	c, n := countingClient(t)
 	_, err := c.GetBalances(context.Background(), nil)
 	require.NoError(t, err)
-	_, err = c.GetBalances(context.Background(), WithRequestTimeout(-1))
+	_, err = c.GetBalances(context.Background(), WithTimeout(-1))
 	var ve *ValidationError
 	require.True(t, errors.As(err, &ve))
 	assert.EqualValues(t, 1, n.Load())
+}
+
+// TestOptionLevels: an Option that shapes the Client is refused per call,
+// WithResponseInto is refused by NewClient, and WithTimeout(0) means no
+// per-attempt bound on both levels.
+func TestOptionLevels(t *testing.T) {
+	c, n := countingClient(t)
+	clientOnly := map[string]Option{
+		"WithHTTPClient":             WithHTTPClient(http.DefaultClient),
+		"WithInsecureHTTP":           WithInsecureHTTP(),
+		"WithLogger":                 WithLogger(nil),
+		"WithMaxConcurrentWaitReads": WithMaxConcurrentWaitReads(1),
+		"WithMaxConnsPerHost":        WithMaxConnsPerHost(1),
+		"WithMaxResponseBytes":       WithMaxResponseBytes(1),
+		"WithObserver":               WithObserver(Observer{}),
+		"WithWakeupBus":              WithWakeupBus(nil),
+	}
+	for name, o := range clientOnly {
+		_, err := c.GetBalances(context.Background(), o)
+		var ve *ValidationError
+		require.ErrorAs(t, err, &ve, name)
+		assert.Equal(t, name, ve.Field)
+		assert.ErrorIs(t, err, ErrInvalidParams)
+	}
+	assert.Zero(t, n.Load(), "a refused option sends nothing")
+
+	_, err := NewClient(testBase, testKey, WithResponseInto(new(Response)))
+	assert.ErrorIs(t, err, ErrInvalidParams)
+
+	nc, err := NewClient(testBase, testKey, WithTimeout(0))
+	require.NoError(t, err)
+	assert.Zero(t, nc.timeout, "0 is no bound on the Client")
+	_, err = c.GetBalances(context.Background(), WithTimeout(0))
+	require.NoError(t, err, "0 is no bound on a call")
+}
+
+// TestResponseRawJSON: a field the SDK does not decode yet is one
+// json.Unmarshal away through Response.RawJSON, on success and on error,
+// and the API key a server echoes is scrubbed from it.
+func TestResponseRawJSON(t *testing.T) {
+	c, mux := setup(t)
+	mux.HandleFunc("GET /v1/balance", func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.WriteString(w, `[{"currency":"usdt","network":"tron","amount":"1.5","riskScore":7,"echo":"`+testKey+`"}]`)
+	})
+	mux.HandleFunc("GET /v1/currencies", func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, `{"code":"bad","message":"no","retryHint":"tomorrow"}`, http.StatusBadRequest)
+	})
+	var resp Response
+	_, err := c.GetBalances(context.Background(), WithResponseInto(&resp))
+	require.NoError(t, err)
+	var future []struct {
+		RiskScore int    `json:"riskScore"`
+		Echo      string `json:"echo"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(resp.RawJSON), &future))
+	require.Len(t, future, 1)
+	assert.Equal(t, 7, future[0].RiskScore, "an unknown future field is reachable")
+	assert.Equal(t, "[REDACTED]", future[0].Echo)
+	assert.NotContains(t, resp.RawJSON, testKey)
+
+	_, err = c.ListCurrencies(context.Background(), WithResponseInto(&resp))
+	require.Error(t, err)
+	assert.Contains(t, resp.RawJSON, `"retryHint":"tomorrow"`, "an error body is reachable too")
 }

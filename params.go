@@ -6,20 +6,19 @@ import (
 	"net/http"
 	"net/url"
 	"reflect"
-	"strings"
 	"sync"
-	"unicode"
 	"unicode/utf8"
 
-	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
 
+	"github.com/cryptopay/cryptopay-go/internal/ids"
 	"github.com/cryptopay/cryptopay-go/internal/wire"
 )
 
 // This file holds what every resource shares: the one generic path an
 // endpoint method goes through (validate, marshal, send, decode, convert),
-// the pools of wire structs, and the checks on parameters and ids.
+// the pool type of the wire structs (each resource's file declares its
+// pools), and the checks on parameters and ids.
 
 // endpoint names one API operation: its method, its path (for routes with
 // an id, the part before the id) and its route template.
@@ -39,7 +38,7 @@ var (
 )
 
 // call is the request for e with no query and no body.
-func (e endpoint) call(opts []RequestOption) request {
+func (e endpoint) call(opts []Option) request {
 	return request{method: e.method, path: e.path, route: e.route, opts: opts}
 }
 
@@ -68,16 +67,6 @@ func (p *wirePool[W]) put(w *W) {
 	*w = zero
 	p.pool.Put(w)
 }
-
-// The pools, one per response shape.
-var (
-	paymentPool    wirePool[wirePayment]
-	payoutPool     wirePool[wirePayout]
-	payoutPagePool wirePool[wirePayoutPage]
-	searchPagePool wirePool[wireSearchPage]
-	balancePool    wirePool[wireBalances]
-	currencyPool   wirePool[wireCurrencies]
-)
 
 // fetch sends r, decodes the 2xx body into a pooled W (checking its shape
 // if W has a check method) and converts it to a new T.
@@ -120,7 +109,7 @@ type createParams interface {
 
 // create validates params (nothing is sent if they are refused), marshals
 // them and POSTs them to e. orderID goes into an OutcomeUnknownError.
-func create[T, W any, PW decoder[T, W], P createParams](ctx context.Context, c *Client, e endpoint, params P, orderID string, opts []RequestOption, pool *wirePool[W]) (*T, error) {
+func create[T, W any, PW decoder[T, W], P createParams](ctx context.Context, c *Client, e endpoint, params P, orderID string, opts []Option, pool *wirePool[W]) (*T, error) {
 	if err := params.Validate(); err != nil {
 		return nil, err
 	}
@@ -134,7 +123,7 @@ func create[T, W any, PW decoder[T, W], P createParams](ctx context.Context, c *
 }
 
 // getByID checks id with validID and GETs e.path + escaped id + "/status".
-func getByID[T, W any, PW decoder[T, W]](ctx context.Context, c *Client, e endpoint, validID func(string) error, id string, opts []RequestOption, pool *wirePool[W]) (*T, error) {
+func getByID[T, W any, PW decoder[T, W]](ctx context.Context, c *Client, e endpoint, validID func(string) error, id string, opts []Option, pool *wirePool[W]) (*T, error) {
 	if err := validID(id); err != nil {
 		return nil, err
 	}
@@ -257,39 +246,16 @@ func marshalWithAmount(amount decimal.Decimal, fields any) ([]byte, error) {
 	return append(out, rest[1:]...), nil
 }
 
-// validatePaymentID accepts only the canonical 36-character UUID form: the
-// API issues UUID payment ids, so anything else is a caller's mistake.
-func validatePaymentID(id string) error {
-	if id == "" {
-		return &ValidationError{Field: "id", Reason: "payment id is empty"}
-	}
-	if len(id) != 36 {
-		return &ValidationError{Field: "id", Reason: "payment id is not a UUID"}
-	}
-	if _, err := uuid.Parse(id); err != nil {
-		return &ValidationError{Field: "id", Reason: "payment id is not a UUID"}
-	}
-	return nil
-}
+// validatePaymentID refuses an id that is not a payment id (see ids.Payment).
+func validatePaymentID(id string) error { return idError(ids.Payment(id)) }
 
-// maxPayoutIDLen bounds a payout id: far above any id a server issues, and
-// below the request-line limits of common servers and proxies.
-const maxPayoutIDLen = 256
+// validatePayoutID refuses an id that cannot be sent as a payout id (see
+// ids.Payout).
+func validatePayoutID(id string) error { return idError(ids.Payout(id)) }
 
-// validatePayoutID refuses only what cannot travel as one escaped path
-// segment: an empty id, "." or ".." (which a server or proxy resolves as
-// path steps), control characters, and ids longer than maxPayoutIDLen.
-// Everything else, spaces and slashes included, is sent path-escaped.
-func validatePayoutID(id string) error {
-	switch {
-	case id == "":
-		return &ValidationError{Field: "id", Reason: "payout id is empty"}
-	case len(id) > maxPayoutIDLen:
-		return &ValidationError{Field: "id", Reason: "payout id is longer than 256 bytes"}
-	case id == "." || id == "..":
-		return &ValidationError{Field: "id", Reason: `payout id "` + id + `" would be read as a path step, not an id`}
-	case strings.ContainsFunc(id, unicode.IsControl):
-		return &ValidationError{Field: "id", Reason: "payout id contains a control character"}
+func idError(reason string) error {
+	if reason == "" {
+		return nil
 	}
-	return nil
+	return &ValidationError{Field: "id", Reason: reason}
 }

@@ -76,6 +76,9 @@ type wirePayment struct {
 	MerchantAmount wire.Amount `json:"merchantAmount"`
 }
 
+// paymentPool reuses the wire form of a payment (see wirePool).
+var paymentPool wirePool[wirePayment]
+
 // UnmarshalJSON reads a payment as the API sends it: amounts may be JSON
 // numbers or strings, absent status-only amounts stay invalid (not zero).
 // It does not require any field; the client checks id and status itself.
@@ -124,12 +127,12 @@ type CreatePaymentParams struct {
 	CustomerIP string `json:"customerIp" cryptopay:"required"`
 	// OrderID is the merchant's order identifier. Make it unique per order:
 	// it is how an unknown outcome is reconciled and how webhook URLs are
-	// signed (see WebhookURL).
+	// signed (see webhook.URL).
 	OrderID string `json:"orderId"`
 	// AdditionalData is optional free-form data; empty is not sent.
 	AdditionalData string `json:"additionalData,omitempty"`
 	// WebhookURL is where events for this payment go; empty is not sent.
-	// Build it with WebhookURL so the handler can authenticate events.
+	// Build it with webhook.URL so the handler can authenticate events.
 	WebhookURL string `json:"webhookUrl,omitempty"`
 }
 
@@ -156,7 +159,7 @@ func (p CreatePaymentParams) Validate() error {
 // became of it (timeout, broken connection, an answer other than 2xx or a
 // 4xx other than 408), the error matches ErrOutcomeUnknown and
 // the request is not resent: look the order up before creating it again.
-func (c *Client) CreatePayment(ctx context.Context, params CreatePaymentParams, opts ...RequestOption) (*Payment, error) {
+func (c *Client) CreatePayment(ctx context.Context, params CreatePaymentParams, opts ...Option) (*Payment, error) {
 	return create[Payment](ctx, c, createPayment, params, params.OrderID, opts, &paymentPool)
 }
 
@@ -165,6 +168,6 @@ func (c *Client) CreatePayment(ctx context.Context, params CreatePaymentParams, 
 //
 // GET /v1/payment/{id}/status. id must be a UUID. Retried on transient
 // failures; an unknown id matches ErrNotFound.
-func (c *Client) GetPayment(ctx context.Context, id string, opts ...RequestOption) (*Payment, error) {
+func (c *Client) GetPayment(ctx context.Context, id string, opts ...Option) (*Payment, error) {
 	return getByID[Payment](ctx, c, getPayment, validatePaymentID, id, opts, &paymentPool)
 }

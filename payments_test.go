@@ -57,7 +57,7 @@ func validPaymentParams() CreatePaymentParams {
 }
 
 func TestCreatePaymentRequestAndDecode(t *testing.T) {
-	c, mux := setup(t, WithUserAgent("shop/1.2"))
+	c, mux := setup(t, WithHeader("User-Agent", "shop/1.2"))
 	var seen capturedRequest
 	mux.HandleFunc("POST /v1/payment", serveJSON(201, paymentCreated, &seen, nil))
 

@@ -68,6 +68,9 @@ type wirePayout struct {
 	UpdatedAt      wire.Time   `json:"updatedAt"`
 }
 
+// payoutPool reuses the wire form of a payout (see wirePool).
+var payoutPool wirePool[wirePayout]
+
 // UnmarshalJSON reads a payout as the API sends it: amounts may be JSON
 // numbers or strings; absent status-only amounts stay invalid (not zero).
 func (p *Payout) UnmarshalJSON(b []byte) error { return decodeVia[Payout, wirePayout](b, p) }
@@ -141,7 +144,7 @@ func (p CreatePayoutParams) MarshalJSON() ([]byte, error) {
 // server issued works (spaces included); only an empty id, "." or "..",
 // control characters and ids over 256 bytes are refused. Retried on
 // transient failures; an unknown id matches ErrNotFound.
-func (c *Client) GetPayout(ctx context.Context, id string, opts ...RequestOption) (*Payout, error) {
+func (c *Client) GetPayout(ctx context.Context, id string, opts ...Option) (*Payout, error) {
 	return getByID[Payout](ctx, c, getPayout, validatePayoutID, id, opts, &payoutPool)
 }
 
@@ -155,7 +158,7 @@ func (c *Client) GetPayout(ctx context.Context, id string, opts ...RequestOption
 // payout was refused. Resending could pay twice;
 // call ReconcilePayout first. Only a request that never left (connection
 // refused) is retried.
-func (c *Client) CreatePayout(ctx context.Context, params CreatePayoutParams, opts ...RequestOption) (*Payout, error) {
+func (c *Client) CreatePayout(ctx context.Context, params CreatePayoutParams, opts ...Option) (*Payout, error) {
 	return create[Payout](ctx, c, createPayout, params, params.OrderID, opts, &payoutPool)
 }
 
@@ -260,6 +263,9 @@ type wirePayoutPage struct {
 	Count  wire.Amount          `json:"count"`
 }
 
+// payoutPagePool reuses the wire form of a payout page (see wirePool).
+var payoutPagePool wirePool[wirePayoutPage]
+
 // check refuses a 2xx body that is not a page: neither key present (an
 // object of another shape, {}, null), a positive count with no list, or a
 // count that is not a whole number from 0 to math.MaxInt32. Read as an
@@ -294,7 +300,7 @@ func (w *wirePayoutPage) to(p *PayoutPage) {
 // marks this operation as under development: its paging parameters'
 // bounds are not documented. A count that is not a whole number from 0 to
 // math.MaxInt32 is refused (ErrUnexpectedResponse).
-func (c *Client) ListPayouts(ctx context.Context, params ListPayoutsParams, opts ...RequestOption) (*PayoutPage, error) {
+func (c *Client) ListPayouts(ctx context.Context, params ListPayoutsParams, opts ...Option) (*PayoutPage, error) {
 	if params.Limit < 0 {
 		return nil, &ValidationError{Field: "Limit", Reason: "must not be negative"}
 	}
@@ -326,7 +332,7 @@ const defaultPageSize = 100
 // pages (offset paging), so an item can be seen twice or missed.
 //
 // The API marks the payout list as under development.
-func (c *Client) AllPayouts(ctx context.Context, params ListPayoutsParams, opts ...RequestOption) iter.Seq2[PayoutListItem, error] {
+func (c *Client) AllPayouts(ctx context.Context, params ListPayoutsParams, opts ...Option) iter.Seq2[PayoutListItem, error] {
 	return func(yield func(PayoutListItem, error) bool) {
 		limit := params.Limit
 		if limit <= 0 {
@@ -358,38 +364,4 @@ func (c *Client) AllPayouts(ctx context.Context, params ListPayoutsParams, opts 
 			}
 		}
 	}
-}
-
-// FindPayoutByOrderID looks a payout up by the orderId it was created with,
-// through the payout list. It is the older, simpler call: it needs no
-// attempt time and never waits. ReconcilePayout, which knows when the
-// create was attempted, answers "not created" in a few requests and
-// allows for list lag; prefer it after ErrOutcomeUnknown.
-//
-//	item, found, err := client.FindPayoutByOrderID(ctx, params.OrderID)
-//	// found: the payout exists, do not create it again.
-//	// !found and err == nil: the whole list was read and does not hold it.
-//	// err != nil: still unknown; try again later, do not resend.
-//
-// The newest payouts are read first (the order is learned from createdAt),
-// so a payout just created is found in 2 or 3 requests; "not found" reads
-// the whole list. found=false comes only with evidence: a list that
-// repeats a page (the server ignores offset), ends before its count, holds
-// more than its count, shrinks, or shows fewer distinct payouts than the
-// places read (payouts moved or swapped places between pages while it was
-// read) returns an error matching ErrUnexpectedResponse. The list may lag behind creation: "not found"
-// right after the attempt is not proof; ReconcilePayout handles that. If
-// several payouts share the orderId, the first one read is returned.
-func (c *Client) FindPayoutByOrderID(ctx context.Context, orderID string, opts ...RequestOption) (item *PayoutListItem, found bool, err error) {
-	if orderID == "" {
-		return nil, false, &ValidationError{Field: "orderID", Reason: "must not be empty"}
-	}
-	if err := validText("orderID", orderID); err != nil {
-		return nil, false, err
-	}
-	s := newPayoutSearch(ctx, c, orderID, time.Time{}, opts)
-	if err := s.run(); err != nil {
-		return nil, false, err
-	}
-	return s.found, s.found != nil, nil
 }

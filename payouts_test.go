@@ -330,39 +330,39 @@ func TestAllPayoutsListEndsBeforeCount(t *testing.T) {
 	assert.ErrorIs(t, last, ErrUnexpectedResponse)
 }
 
-func TestFindPayoutByOrderID(t *testing.T) {
+func TestReconcilePayoutWholeList(t *testing.T) {
 	c, mux := setup(t)
 	listServer(t, mux, 250, 100, nil)
-	it, found, err := c.FindPayoutByOrderID(context.Background(), "o234")
+	it, found, err := findPayout(c, context.Background(), "o234")
 	require.NoError(t, err)
 	require.True(t, found)
 	assert.Equal(t, "234.5", it.Amount.String())
 
-	it, found, err = c.FindPayoutByOrderID(context.Background(), "missing")
+	it, found, err = findPayout(c, context.Background(), "missing")
 	require.NoError(t, err, "not found is an answer, not an error")
 	assert.False(t, found)
 	assert.Nil(t, it)
 }
 
-func TestFindPayoutByOrderIDError(t *testing.T) {
+func TestReconcilePayoutWholeListError(t *testing.T) {
 	c, mux := setup(t)
 	listServer(t, mux, 250, 100, map[int]int{100: 500})
-	_, found, err := c.FindPayoutByOrderID(context.Background(), "o120")
+	_, found, err := findPayout(c, context.Background(), "o120")
 	assert.False(t, found)
 	assert.ErrorIs(t, err, ErrServer, "an error is not 'not found': the outcome stays unknown")
 }
 
-// TestFindPayoutByOrderIDRefusesInvalidUTF8: JSON would turn the invalid
+// TestReconcilePayoutWholeListRefusesInvalidUTF8: JSON would turn the invalid
 // bytes into U+FFFD, so the server's orderId would never match and the
 // search would say "not found" for a payout that exists.
-func TestFindPayoutByOrderIDRefusesInvalidUTF8(t *testing.T) {
+func TestReconcilePayoutWholeListRefusesInvalidUTF8(t *testing.T) {
 	c, mux := setup(t)
 	var hits atomic.Int32
 	mux.HandleFunc("/", serveJSON(200, `{"payout":[{"orderId":"wd-\ufffd\ufffd-42"}],"count":1}`, nil, &hits))
-	_, found, err := c.FindPayoutByOrderID(context.Background(), "wd-\xff\xfe-42")
+	_, found, err := findPayout(c, context.Background(), "wd-\xff\xfe-42")
 	var ve *ValidationError
 	require.ErrorAs(t, err, &ve)
-	assert.Equal(t, "orderID", ve.Field)
+	assert.Equal(t, "OrderID", ve.Field)
 	assert.False(t, found)
 	assert.Zero(t, hits.Load())
 }

@@ -9,8 +9,8 @@ import (
 	"time"
 )
 
-// This file is the payout-list search behind FindPayoutByOrderID and
-// ReconcilePayout. Its answer "not listed" tells a caller that resending a
+// This file is the payout-list search behind ReconcilePayout and
+// WaitForPayout by orderId. Its answer "not listed" tells a caller that resending a
 // payout is safe, so it is given only on evidence:
 //
 //   - The first page (offset 0) gives the count and the server's page size.
@@ -21,7 +21,7 @@ import (
 //     payout is found in at most 2 requests (a list that grows while it is
 //     read costs up to 2 more).
 //   - The pages in between are read from the newest end towards the oldest.
-//     With a cutoff (ReconcilePayout), the search stops at the first payout
+//     With a cutoff (an attempt time), the search stops at the first payout
 //     created before it: the list is sorted, so the rest is older still.
 //     Without one, or when the list is not sorted by createdAt, every page
 //     is read.
@@ -56,6 +56,9 @@ type searchPage struct {
 // wireSearchPage decodes a page for the search (see wirePayoutPage).
 type wireSearchPage struct{ wirePayoutPage }
 
+// searchPagePool reuses the wire form of a search page (see wirePool).
+var searchPagePool wirePool[wireSearchPage]
+
 func (w *wireSearchPage) to(p *searchPage) {
 	var page PayoutPage
 	w.wirePayoutPage.to(&page)
@@ -67,7 +70,7 @@ func (w *wireSearchPage) to(p *searchPage) {
 type payoutSearch struct {
 	c        *Client
 	ctx      context.Context
-	opts     []RequestOption
+	opts     []Option
 	orderID  string
 	cutoff   time.Time // payouts created before it cannot be the one; zero: none
 	size     int       // the page size the server serves
@@ -87,7 +90,7 @@ type payoutSearch struct {
 	distinct map[uint64]struct{} // identity of each payout read (see identity)
 }
 
-func newPayoutSearch(ctx context.Context, c *Client, orderID string, cutoff time.Time, opts []RequestOption) *payoutSearch {
+func newPayoutSearch(ctx context.Context, c *Client, orderID string, cutoff time.Time, opts []Option) *payoutSearch {
 	return &payoutSearch{c: c, ctx: ctx, opts: opts, orderID: orderID, cutoff: cutoff, pages: make(map[uint64]int), distinct: make(map[uint64]struct{})}
 }
 

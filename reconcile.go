@@ -45,10 +45,14 @@ type ReconcileParams struct {
 	// OrderID is the orderId the payout was created with. Required.
 	OrderID string
 	// AttemptedAt is when the create request was first sent: take
-	// time.Now() just before CreatePayout. Required, and not in the
-	// future: the search stops once the list reaches payouts created
-	// before it (minus ClockSkew), so a time later than the real attempt
-	// could miss the payout.
+	// time.Now() just before CreatePayout. It must not be in the future:
+	// the search stops once the list reaches payouts created before it
+	// (minus ClockSkew), so a time later than the real attempt could miss
+	// the payout. Zero means "not known": the whole list is read (every
+	// page, however large the account) and the answer is given at once,
+	// with no settle time, so PayoutNotCreated then holds only for an
+	// attempt older than SettleTime; pass AttemptedAt right after an
+	// attempt.
 	AttemptedAt time.Time
 	// SettleTime is how long after AttemptedAt the list is trusted to show a
 	// payout that was created (0: DefaultReconcileSettleTime). A search that
@@ -84,8 +88,10 @@ type ReconcileResult struct {
 	Reason string
 }
 
-// ReconcilePayout is the way out of ErrOutcomeUnknown for CreatePayout: it
-// says whether the payout was created, from the payout list.
+// ReconcilePayout is the one lookup of a payout by its orderId, and the
+// way out of ErrOutcomeUnknown for CreatePayout: it says whether the payout
+// was created, from the payout list. Follow a payout it found to its final
+// status with WaitForPayout (WaitForPayoutParams.OrderID).
 //
 //	attempted := time.Now()
 //	p, err := client.CreatePayout(ctx, params)
@@ -96,13 +102,15 @@ type ReconcileResult struct {
 //		case rerr != nil || res.Verdict == cryptopay.PayoutStillUnknown:
 //			// try again later; do NOT resend
 //		case res.Verdict == cryptopay.PayoutExists:
-//			// created: follow it, do not send it again
+//			// created: do not send it again; follow it with
+//			// client.WaitForPayout(ctx, cryptopay.WaitForPayoutParams{OrderID: params.OrderID})
 //		case res.Verdict == cryptopay.PayoutNotCreated:
 //			// safe to send again, with the same orderId
 //		}
 //	}
 //
-// It reads the list from its newest end and stops at the first payout
+// It reads the list from its newest end (the order is learned from
+// createdAt) and stops at the first payout
 // created before AttemptedAt minus ClockSkew, so both answers cost a few
 // requests whatever the account's size and whichever order the server
 // lists in (the order is learned from createdAt). A search that finds
@@ -117,15 +125,18 @@ type ReconcileResult struct {
 // or transport failure returns that error. In both cases the result is
 // still returned, with Verdict PayoutStillUnknown and the requests made.
 // Invalid params return a *ValidationError, a nil result, and nothing is
-// sent. GET /v1/payout/list, which the API marks as under development.
-func (c *Client) ReconcilePayout(ctx context.Context, params ReconcileParams, opts ...RequestOption) (*ReconcileResult, error) {
+// sent. If several payouts share the orderId, the first one read is
+// returned. GET /v1/payout/list, which the API marks as under development.
+func (c *Client) ReconcilePayout(ctx context.Context, params ReconcileParams, opts ...Option) (*ReconcileResult, error) {
 	if err := params.validate(); err != nil {
 		return nil, err
 	}
 	settle := cmp.Or(params.SettleTime, DefaultReconcileSettleTime)
 	skew := cmp.Or(params.ClockSkew, DefaultReconcileClockSkew)
-	cutoff := params.AttemptedAt.Add(-skew)
-	settled := params.AttemptedAt.Add(settle)
+	var cutoff, settled time.Time // zero: the whole list, no settle wait
+	if !params.AttemptedAt.IsZero() {
+		cutoff, settled = params.AttemptedAt.Add(-skew), params.AttemptedAt.Add(settle)
+	}
 	res := &ReconcileResult{Verdict: PayoutStillUnknown}
 	for {
 		late := !time.Now().Before(settled)
@@ -157,8 +168,6 @@ func (p ReconcileParams) validate() error {
 	switch {
 	case p.OrderID == "":
 		return &ValidationError{Field: "OrderID", Reason: "must not be empty"}
-	case p.AttemptedAt.IsZero():
-		return &ValidationError{Field: "AttemptedAt", Reason: "must be set: take time.Now() before CreatePayout"}
 	case p.AttemptedAt.After(time.Now()):
 		return &ValidationError{Field: "AttemptedAt", Reason: "is in the future: take time.Now() before CreatePayout"}
 	case p.SettleTime < 0:
@@ -172,6 +181,9 @@ func (p ReconcileParams) validate() error {
 // notListedReason explains a PayoutNotCreated verdict.
 func notListedReason(s *payoutSearch, cutoff time.Time, settle time.Duration) string {
 	how := "the whole list was read"
+	if cutoff.IsZero() {
+		return "no payout with this orderId is listed; the whole list was read (no attempt time was given, so no settle time was allowed)"
+	}
 	if s.stopped {
 		how = "the list was read from its newest payout back to one created at " +
 			s.edge.UTC().Format(time.RFC3339) + ", before the cutoff " + cutoff.UTC().Format(time.RFC3339)

@@ -48,7 +48,7 @@ func TestReconcileE2ECreatedPayout(t *testing.T) {
 	assert.LessOrEqual(t, res.Requests, 3)
 	assert.Equal(t, res.Requests, s.Requests(cryptopaytest.RouteListPayouts))
 
-	item, found, err := c.FindPayoutByOrderID(ctx, params.OrderID)
+	item, found, err := findPayout(c, ctx, params.OrderID)
 	require.NoError(t, err)
 	require.True(t, found)
 	assert.Equal(t, "25.5", item.Amount.String())
@@ -93,11 +93,58 @@ func TestReconcileE2EInvalidUTF8(t *testing.T) {
 	order := "wd-\xff\xfe-42"
 	_, err := c.CreatePayout(ctx, e2ePayout(order))
 	assert.ErrorIs(t, err, cryptopay.ErrInvalidParams)
-	_, _, err = c.FindPayoutByOrderID(ctx, order)
+	_, _, err = findPayout(c, ctx, order)
 	assert.ErrorIs(t, err, cryptopay.ErrInvalidParams)
 	_, err = c.ReconcilePayout(ctx, cryptopay.ReconcileParams{OrderID: order, AttemptedAt: time.Now()})
 	var ve *cryptopay.ValidationError
 	assert.True(t, errors.As(err, &ve))
 	assert.Zero(t, s.Requests(cryptopaytest.RouteCreatePayout)+s.Requests(cryptopaytest.RouteListPayouts))
 	assert.Zero(t, s.PayoutCount())
+}
+
+// TestWaitForPayoutByOrderIDE2E: a payout whose create answer was lost is
+// known only by its orderId (the list item has no payout id). The wait by
+// orderId follows the list item's status through every change to the final
+// one, and a payout the list does not hold ends the wait with ErrNotFound.
+func TestWaitForPayoutByOrderIDE2E(t *testing.T) {
+	s := cryptopaytest.NewServer(cryptopaytest.WithBalance("usdt", "tron", decimal.NewFromInt(1000)))
+	t.Cleanup(s.Close)
+	c := s.Client(cryptopay.WithRetryPolicy(cryptopay.RetryPolicy{}))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	params := e2ePayout("wd-e2e-follow")
+	s.InjectFault(cryptopaytest.RouteCreatePayout, cryptopaytest.Fault{Process: true, Drop: true})
+	_, err := c.CreatePayout(ctx, params)
+	require.ErrorIs(t, err, cryptopay.ErrOutcomeUnknown)
+	res, err := c.ReconcilePayout(ctx, cryptopay.ReconcileParams{OrderID: params.OrderID})
+	require.NoError(t, err)
+	require.Equal(t, cryptopay.PayoutExists, res.Verdict, res.Reason)
+	require.Empty(t, res.Payout.ID, "the list item carries no payout id")
+	ids := s.PayoutIDsWithOrderID(params.OrderID)
+	require.Len(t, ids, 1)
+
+	var seen []cryptopay.PayoutStatus
+	final, err := c.WaitForPayout(ctx, cryptopay.WaitForPayoutParams{
+		OrderID: params.OrderID, PollInterval: time.Millisecond, MaxPollInterval: time.Millisecond,
+		OnStatusChange: func(p *cryptopay.Payout) {
+			seen = append(seen, p.Status)
+			switch p.Status { // the processor moves it on once the wait has seen each step
+			case cryptopay.PayoutCreated:
+				assert.NoError(t, s.SetPayoutStatus(ids[0], cryptopay.PayoutProcessing))
+			case cryptopay.PayoutProcessing:
+				assert.NoError(t, s.SetPayoutStatus(ids[0], cryptopay.PayoutPaid))
+			}
+		},
+	})
+	require.NoError(t, err)
+	assert.Equal(t, cryptopay.PayoutPaid, final.Status)
+	assert.Equal(t, params.OrderID, final.OrderID)
+	assert.True(t, final.Amount.Equal(params.Amount))
+	assert.Equal(t, []cryptopay.PayoutStatus{cryptopay.PayoutCreated, cryptopay.PayoutProcessing, cryptopay.PayoutPaid}, seen)
+	assert.Zero(t, s.Requests(cryptopaytest.RouteGetPayout), "no payout id was known: the list was followed")
+
+	list := s.Requests(cryptopaytest.RouteListPayouts)
+	_, err = c.WaitForPayout(ctx, cryptopay.WaitForPayoutParams{OrderID: "wd-never-sent", PollInterval: time.Millisecond})
+	require.ErrorIs(t, err, cryptopay.ErrNotFound)
+	assert.Equal(t, 2, s.Requests(cryptopaytest.RouteListPayouts)-list, "one whole-list read (its first and last page), then the wait ends")
 }

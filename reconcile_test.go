@@ -156,7 +156,7 @@ func TestFindNewestPayoutInFewRequests(t *testing.T) {
 					l.maxPage = maxPage
 					c := listClient(t, l)
 					want := "o" + strconv.Itoa(total-1)
-					it, found, err := c.FindPayoutByOrderID(context.Background(), want)
+					it, found, err := findPayout(c, context.Background(), want)
 					require.NoError(t, err)
 					require.True(t, found)
 					assert.Equal(t, want, it.OrderID)
@@ -246,7 +246,7 @@ func TestListSearchRefusesInconsistentLists(t *testing.T) {
 				l := newSynthList(tt.total, newestFirst)
 				tt.adjust(l)
 				c := listClient(t, l)
-				it, found, err := c.FindPayoutByOrderID(context.Background(), "never-sent")
+				it, found, err := findPayout(c, context.Background(), "never-sent")
 				assert.ErrorIs(t, err, ErrUnexpectedResponse, "offsets %v", l.seen())
 				var re *ResponseError
 				require.ErrorAs(t, err, &re)
@@ -273,11 +273,11 @@ func TestListSearchWithoutCountOrTimes(t *testing.T) {
 			l := newSynthList(250, newestFirst)
 			l.noCount, l.noTimes = true, true
 			c := listClient(t, l)
-			_, found, err := c.FindPayoutByOrderID(context.Background(), "o17")
+			_, found, err := findPayout(c, context.Background(), "o17")
 			require.NoError(t, err)
 			assert.True(t, found)
 			l.requests.Store(0)
-			_, found, err = c.FindPayoutByOrderID(context.Background(), "never-sent")
+			_, found, err = findPayout(c, context.Background(), "never-sent")
 			require.NoError(t, err)
 			assert.False(t, found)
 			assert.Equal(t, int64(4), l.requests.Load(), "three pages and the empty one")
@@ -316,7 +316,7 @@ func TestListSearchListGrowsMeanwhile(t *testing.T) {
 			l.growEvery = 1
 			c := listClient(t, l)
 			for _, want := range []string{"o0", "o500", "o998"} {
-				_, found, err := c.FindPayoutByOrderID(context.Background(), want)
+				_, found, err := findPayout(c, context.Background(), want)
 				require.NoError(t, err, want)
 				assert.True(t, found, want)
 			}
@@ -396,7 +396,6 @@ func TestReconcileParamsValidate(t *testing.T) {
 	}{
 		{"no order", ReconcileParams{AttemptedAt: now}, "OrderID"},
 		{"order not UTF-8", ReconcileParams{OrderID: "wd-\xff\xfe-42", AttemptedAt: now}, "OrderID"},
-		{"no attempt time", ReconcileParams{OrderID: "wd-1"}, "AttemptedAt"},
 		{"attempt in the future", ReconcileParams{OrderID: "wd-1", AttemptedAt: now.Add(time.Hour)}, "AttemptedAt"},
 		{"negative settle time", ReconcileParams{OrderID: "wd-1", AttemptedAt: now, SettleTime: -1}, "SettleTime"},
 		{"negative skew", ReconcileParams{OrderID: "wd-1", AttemptedAt: now, ClockSkew: -1}, "ClockSkew"},
@@ -422,7 +421,7 @@ func TestReconcileVerdictString(t *testing.T) {
 	}
 }
 
-// BenchmarkReconcile measures ReconcilePayout and FindPayoutByOrderID on
+// BenchmarkReconcile measures ReconcilePayout, with and without an attempt time, on
 // accounts of 1,000 to 100,000 payouts (one a second, the newest a second
 // old), served by a generated list on loopback in either order, for the
 // newest payout and for one that was never created. Metric requests/op:
@@ -433,7 +432,7 @@ func BenchmarkReconcile(b *testing.B) {
 	for _, total := range []int{1000, 10_000, 100_000} {
 		for _, newestFirst := range []bool{false, true} {
 			for _, target := range []string{"newest", "missing"} {
-				for _, call := range []string{"ReconcilePayout", "FindPayoutByOrderID"} {
+				for _, call := range []string{"ReconcilePayout", "ReconcilePayout-no-attempt-time"} {
 					order := map[bool]string{false: "oldest-first", true: "newest-first"}[newestFirst]
 					b.Run(call+"/"+order+"/"+strconv.Itoa(total)+"/"+target, func(b *testing.B) {
 						benchReconcile(b, total, newestFirst, target == "newest", call == "ReconcilePayout")
@@ -465,7 +464,7 @@ func benchReconcile(b *testing.B, total int, newestFirst, newest, reconcile bool
 			if err != nil || (res.Verdict == PayoutExists) != newest {
 				b.Fatalf("%v %+v", err, res)
 			}
-		} else if _, found, err := c.FindPayoutByOrderID(ctx, order); err != nil || found != newest {
+		} else if _, found, err := findPayout(c, ctx, order); err != nil || found != newest {
 			b.Fatalf("%v %v", err, found)
 		}
 		requests += l.requests.Load() - before
@@ -548,7 +547,7 @@ func TestListSearchPayoutMovesWhileRead(t *testing.T) {
 				mux.Handle("GET /v1/payout/list", m)
 				want := "o" + strconv.Itoa(tt.target)
 				if !reconcile {
-					it, found, err := c.FindPayoutByOrderID(context.Background(), want)
+					it, found, err := findPayout(c, context.Background(), want)
 					if err == nil {
 						assert.True(t, found, "a payout moved while the list was read must not read as missing")
 						assert.NotNil(t, it)
@@ -661,7 +660,7 @@ func TestListSearchGrowthIsNotAMove(t *testing.T) {
 				l := newSynthList(1000, newestFirst)
 				l.growEvery = every
 				c := listClient(t, l)
-				_, found, err := c.FindPayoutByOrderID(context.Background(), "never-sent")
+				_, found, err := findPayout(c, context.Background(), "never-sent")
 				require.NoError(t, err)
 				assert.False(t, found)
 				res, err := c.ReconcilePayout(context.Background(), ReconcileParams{OrderID: "never-sent", AttemptedAt: l.base.Add(500 * time.Second)})

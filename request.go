@@ -24,7 +24,7 @@ type request struct {
 	body         []byte // the JSON of a create request; nil for a read
 	orderID      string // carried into OutcomeUnknownError
 	id           string // a read by id: the id its answer must name
-	opts         []RequestOption
+	opts         []Option
 }
 
 // call follows one call through its attempts.
@@ -32,7 +32,7 @@ type call struct {
 	c       *Client
 	r       *request
 	ctx     context.Context // the caller's, as OnCallStart returned it
-	opts    callConfig
+	opts    config
 	policy  RetryPolicy
 	timeout time.Duration // per attempt; 0: none
 	info    CallInfo
@@ -137,8 +137,8 @@ func (c *Client) startCall(ctx context.Context, r *request) (*call, error) {
 	return cl, nil
 }
 
-// applyOptions applies the call's RequestOptions to a config of its own;
-// the Client is never changed.
+// applyOptions applies the call's Options to a config of its own; the
+// Client is never changed.
 func (cl *call) applyOptions() error {
 	c := cl.c
 	cl.header = c.cfg.headers.get
@@ -148,6 +148,7 @@ func (cl *call) applyOptions() error {
 	if len(cl.r.opts) == 0 {
 		return nil
 	}
+	cl.opts.perCall = true
 	for _, o := range cl.r.opts {
 		if o == nil {
 			continue
@@ -156,10 +157,10 @@ func (cl *call) applyOptions() error {
 			return err
 		}
 	}
-	if cl.opts.timeout > 0 {
+	if cl.opts.timeoutSet {
 		cl.timeout = cl.opts.timeout
 	}
-	if cl.opts.retry != nil {
+	if cl.opts.retrySet {
 		cl.policy = cl.opts.retry.withDefaults()
 	}
 	if len(cl.opts.header) > 0 {
@@ -475,6 +476,9 @@ func (cl *call) finish(err error) {
 			rp.Header = cl.c.scrubHeader(cl.resp.Header)
 			rp.RequestID = requestID(cl.c.cfg.scrub, cl.resp.Header)
 			rp.Proto = cl.resp.Proto
+			if cl.buf != nil && !cl.tooLarge {
+				rp.RawJSON = cl.c.scrubString(cl.buf.String())
+			}
 		}
 	}
 	if len(cl.c.cfg.observers) > 0 {
@@ -488,7 +492,7 @@ func (cl *call) finish(err error) {
 }
 
 // attemptTimeoutError reports an attempt cut off by the per-attempt timeout
-// (WithTimeout, WithRequestTimeout) while the call's context was alive. It
+// (WithTimeout, on the Client or the call) while the call's context was alive. It
 // is a net.Error whose Timeout is true, and it matches
 // context.DeadlineExceeded.
 type attemptTimeoutError struct {

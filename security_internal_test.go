@@ -21,6 +21,11 @@ func TestSecretsComparedInConstantTime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	hooks, err := filepath.Glob(filepath.Join("webhook", "*.go")) // the webhook receiver's package
+	if err != nil {
+		t.Fatal(err)
+	}
+	files = append(files, hooks...)
 	secretish := func(e ast.Expr) bool {
 		var name string
 		switch x := e.(type) {

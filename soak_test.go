@@ -178,7 +178,7 @@ func TestSoak(t *testing.T) {
 		}
 	}
 	reconcile := func(p *soakPayout) bool {
-		_, found, err := c.FindPayoutByOrderID(ctx, p.orderID)
+		_, found, err := findPayout(c, ctx, p.orderID)
 		if err != nil {
 			return false // still unknown: look again later, never resend
 		}

@@ -91,38 +91,3 @@ func (s PayoutStatus) IsSuccess() bool { return s == PayoutPaid }
 
 // NeedsAction reports whether a person should look at the payout: review.
 func (s PayoutStatus) NeedsAction() bool { return s == PayoutReview }
-
-// rank orders payment statuses along their usual course (0: unknown), so
-// the webhook handler can tell a posted status that is ahead of the API's.
-func (s PaymentStatus) rank() int {
-	switch s {
-	case PaymentWaiting:
-		return 1
-	case PaymentConfirming, PaymentLocked:
-		return 2
-	case PaymentFailed, PaymentRejected, PaymentExpired:
-		return 3
-	case PaymentPaidPartial, PaymentPaid, PaymentPaidOver:
-		return 4
-	}
-	return 0
-}
-
-// rank orders payout statuses along their usual course (0: unknown).
-func (s PayoutStatus) rank() int {
-	switch s {
-	case PayoutCreated:
-		return 1
-	case PayoutReview:
-		return 2
-	case PayoutProcessing:
-		return 3
-	case PayoutConfirming:
-		return 4
-	case PayoutFailed, PayoutCancelled:
-		return 5
-	case PayoutPaid:
-		return 6
-	}
-	return 0
-}

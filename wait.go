@@ -34,13 +34,7 @@ const (
 // there. It also bounds the connections, goroutines and memory that
 // thousands of waits need. Other calls are not limited by it.
 func WithMaxConcurrentWaitReads(n int) Option {
-	return func(c *config) error {
-		if n <= 0 {
-			return &ValidationError{Field: "WithMaxConcurrentWaitReads", Reason: "must be positive"}
-		}
-		c.waitReads = n
-		return nil
-	}
+	return clientOnly("WithMaxConcurrentWaitReads", n > 0, "must be positive", func(c *config) { c.waitReads = n })
 }
 
 // acquireWaitRead takes one of the Client's wait-read slots, or reports
@@ -58,235 +52,132 @@ func (c *Client) acquireWaitRead(ctx context.Context) bool {
 
 func (c *Client) releaseWaitRead() { <-c.waiters.reads }
 
-// WaitOption configures WaitForPayment and WaitForPayout alike: the poll
-// intervals and webhook wake-ups. It is both a PaymentWaitOption and a
-// PayoutWaitOption.
-type WaitOption func(*waitCommon) error
-
-// PaymentWaitOption configures WaitForPayment. It is one of: a WaitOption;
-// StopOn given payment statuses; StopWhen or OnStatusChange given a
-// func(*Payment); or a RequestOption, which applies to each status read.
-// The options meant for payouts are not PaymentWaitOptions, so
-// WaitForPayment(ctx, id, StopOn(PayoutReview)) does not compile.
-type PaymentWaitOption interface {
-	applyPaymentWait(*waitConfig[Payment, PaymentStatus]) error
+// WaitForPaymentParams says which payment WaitForPayment follows and when
+// it stops. Only ID is required; every zero field takes its default.
+type WaitForPaymentParams struct {
+	// ID is the payment id. Required.
+	ID string
+	// StopOn ends the wait, without an error, as soon as the status is one
+	// of these, in addition to the terminal statuses (payout statuses do
+	// not compile here). Money caveat: the payment returned is then not
+	// necessarily terminal; check its Status before shipping goods.
+	StopOn []PaymentStatus
+	// StopWhen, if set, ends the wait, without an error, as soon as it
+	// returns true for the payment just read. It runs in the waiting
+	// goroutine and must not keep the pointer.
+	StopWhen func(*Payment) bool
+	// OnStatusChange, if set, is called with a copy of the payment each
+	// time the wait sees a status different from the one before, starting
+	// with the first status read (so it also sees the final one). It runs
+	// in the waiting goroutine, between reads: a slow func delays the wait.
+	OnStatusChange func(*Payment)
+	// PollInterval is the first wait between two reads (0:
+	// DefaultPollInterval). The wait grows by half after every read that
+	// shows no change, up to MaxPollInterval, and falls back to
+	// PollInterval when the status changes. Every wait is drawn at random
+	// from [3/4 of it, all of it] so that many waiters do not poll in
+	// lockstep. Negative is refused.
+	PollInterval time.Duration
+	// MaxPollInterval caps the wait between two reads (0:
+	// DefaultMaxPollInterval); a cap below PollInterval lowers the first
+	// interval to it. Negative is refused.
+	MaxPollInterval time.Duration
+	// NoWebhookWakeup turns waking by webhooks off. By default a webhook
+	// handler that re-reads the payment through this Client (see
+	// Client.Notify) hands the wait the payment at once, and a WakeupBus
+	// hint from another replica makes the wait read again at once.
+	// Polling goes on regardless: a lost webhook only makes a wait slower.
+	NoWebhookWakeup bool
 }
 
-// PayoutWaitOption configures WaitForPayout: a WaitOption; StopOn given
-// payout statuses; StopWhen or OnStatusChange given a func(*Payout); or a
-// RequestOption, which applies to each status read. Payment options do not
-// compile here.
-type PayoutWaitOption interface {
-	applyPayoutWait(*waitConfig[Payout, PayoutStatus]) error
+// WaitForPayoutParams says which payout WaitForPayout follows and when it
+// stops. Exactly one of ID and OrderID is required; every zero field takes
+// its default. The fields mean what WaitForPaymentParams' do, for payouts
+// (payment statuses and funcs do not compile here).
+type WaitForPayoutParams struct {
+	// ID is the payout id.
+	ID string
+	// OrderID follows a payout known only by its orderId (for example
+	// after ReconcilePayout said PayoutExists: the list item carries no
+	// payout id). The wait then reads the payout list, finds the payout
+	// and follows its status there, switching to its id (GET
+	// /v1/payout/{id}/status) as soon as one is known: from the list item,
+	// or from a webhook for this orderId handled with this Client. A
+	// payout the list does not show ends the wait with an error matching
+	// ErrNotFound. What WaitForPayout returns is then built from the list
+	// item until the id is known: its ID may be empty and its WalletAddress
+	// is the list's paid address.
+	OrderID string
+	// StopOn: see WaitForPaymentParams.StopOn. A payout in review waits for
+	// a person: consider StopOn: []PayoutStatus{PayoutReview}.
+	StopOn []PayoutStatus
+	// StopWhen: see WaitForPaymentParams.StopWhen.
+	StopWhen func(*Payout) bool
+	// OnStatusChange: see WaitForPaymentParams.OnStatusChange.
+	OnStatusChange func(*Payout)
+	// PollInterval: see WaitForPaymentParams.PollInterval.
+	PollInterval time.Duration
+	// MaxPollInterval: see WaitForPaymentParams.MaxPollInterval.
+	MaxPollInterval time.Duration
+	// NoWebhookWakeup: see WaitForPaymentParams.NoWebhookWakeup.
+	NoWebhookWakeup bool
 }
 
-// waitCommon is what a WaitOption sets.
-type waitCommon struct {
+// waitConfig is what the params and options of one wait set, for an object
+// T with statuses S.
+type waitConfig[T any, S ~string] struct {
 	interval    time.Duration
 	maxInterval time.Duration
 	noWake      bool
+	stopOn      []S
+	stopWhen    func(*T) bool
+	onChange    func(*T)
+	reqOpts     []Option
 }
 
-// waitConfig is everything the options of one wait set. T and S are the
-// object and status types of the call; the typed options' methods mention
-// them, which is what lets the compiler refuse a payout option given to
-// WaitForPayment.
-type waitConfig[T any, S ~string] struct {
-	waitCommon
-	stop     []func(*T, S) bool
-	onChange []func(*T)
-	reqOpts  []RequestOption
-}
-
-func newWaitConfig[T any, S ~string]() *waitConfig[T, S] {
-	return &waitConfig[T, S]{waitCommon: waitCommon{interval: DefaultPollInterval, maxInterval: DefaultMaxPollInterval}}
-}
-
-func (o WaitOption) applyPaymentWait(c *waitConfig[Payment, PaymentStatus]) error {
-	return o.apply(&c.waitCommon)
-}
-
-func (o WaitOption) applyPayoutWait(c *waitConfig[Payout, PayoutStatus]) error {
-	return o.apply(&c.waitCommon)
-}
-
-func (o WaitOption) apply(c *waitCommon) error {
-	if o == nil {
-		return nil
-	}
-	return o(c)
-}
-
-// A RequestOption given to WaitForPayment or WaitForPayout applies to
-// every status read of the wait (WithResponseInto then describes the last
-// read). It is checked before the first read.
-func (o RequestOption) applyPaymentWait(c *waitConfig[Payment, PaymentStatus]) error {
-	return addReadOption(&c.reqOpts, o)
-}
-
-func (o RequestOption) applyPayoutWait(c *waitConfig[Payout, PayoutStatus]) error {
-	return addReadOption(&c.reqOpts, o)
-}
-
-func addReadOption(opts *[]RequestOption, o RequestOption) error {
-	if o == nil {
-		return nil
-	}
-	var probe callConfig // a refused option fails here, before any read
-	if err := o(&probe); err != nil {
-		return err
-	}
-	*opts = append(*opts, o)
-	return nil
-}
-
-// WithPollInterval sets the first wait between two status reads (default
-// DefaultPollInterval). The wait grows by half after every read that shows
-// no change, up to the maximum, and falls back to d when the status changes.
-// Every wait is drawn at random from [3/4 of it, all of it] so that many
-// waiters do not poll in lockstep. d must be positive.
-func WithPollInterval(d time.Duration) WaitOption {
-	return func(c *waitCommon) error {
-		if d <= 0 {
-			return &ValidationError{Field: "WithPollInterval", Reason: "must be positive"}
-		}
-		c.interval = d
-		return nil
-	}
-}
-
-// WithMaxPollInterval caps the wait between two status reads (default
-// DefaultMaxPollInterval). A cap below the first interval lowers the first
-// interval to it. d must be positive.
-func WithMaxPollInterval(d time.Duration) WaitOption {
-	return func(c *waitCommon) error {
-		if d <= 0 {
-			return &ValidationError{Field: "WithMaxPollInterval", Reason: "must be positive"}
-		}
-		c.maxInterval = d
-		return nil
-	}
-}
-
-// WithWebhookWakeup turns waking by webhooks on (the default) or off. When
-// on, a WebhookHandler built with this Client (WebhookConfig.Client) that
-// receives an event for the object being waited for hands the wait the
-// object it has just re-read through the API, so the wait ends within
-// milliseconds of the event instead of at its next poll; with a
-// WakeupBus (WithWakeupBus), a hint that another replica's handler
-// received an event makes the wait read the object again at once. Polling
-// goes on regardless: a lost webhook or hint only makes the wait slower.
-func WithWebhookWakeup(enabled bool) WaitOption {
-	return func(c *waitCommon) error {
-		c.noWake = !enabled
-		return nil
-	}
-}
-
-// StatusWaitOption is what StopOn returns. With S = PaymentStatus it is a
-// PaymentWaitOption, with S = PayoutStatus a PayoutWaitOption, and never
-// the other.
-type StatusWaitOption[S PaymentStatus | PayoutStatus] struct {
-	statuses []S
-}
-
-// StopOn ends the wait, without an error, as soon as the status is one of
-// statuses, in addition to the terminal statuses. Give payment statuses to
-// WaitForPayment and payout statuses to WaitForPayout (the other way round
-// does not compile), for example
-//
-//	p, err := client.WaitForPayment(ctx, id, cryptopay.StopOn(cryptopay.PaymentConfirming, cryptopay.PaymentLocked))
-//
-// Money caveat: the object returned is then not necessarily terminal; check
-// its Status before shipping goods.
-func StopOn[S PaymentStatus | PayoutStatus](statuses ...S) StatusWaitOption[S] {
-	return StatusWaitOption[S]{statuses: append([]S(nil), statuses...)}
-}
-
-func (o StatusWaitOption[S]) applyPaymentWait(c *waitConfig[Payment, S]) error {
-	c.stop = append(c.stop, stopOnStatus[Payment](o.statuses))
-	return nil
-}
-
-func (o StatusWaitOption[S]) applyPayoutWait(c *waitConfig[Payout, S]) error {
-	c.stop = append(c.stop, stopOnStatus[Payout](o.statuses))
-	return nil
-}
-
-func stopOnStatus[T any, S comparable](statuses []S) func(*T, S) bool {
-	return func(_ *T, s S) bool { return slices.Contains(statuses, s) }
-}
-
-// ObjectWaitOption is what StopWhen and OnStatusChange return. With
-// T = Payment it is a PaymentWaitOption, with T = Payout a
-// PayoutWaitOption, and never the other.
-type ObjectWaitOption[T Payment | Payout] struct {
-	name     string // the function that made it, for errors
-	stop     func(*T) bool
-	onChange func(*T)
-}
-
-// StopWhen ends the wait, without an error, as soon as stop returns true for
-// the object just read, in addition to the terminal statuses. stop takes a
-// *Payment for WaitForPayment and a *Payout for WaitForPayout (the other way
-// round does not compile):
-//
-//	cryptopay.StopWhen(func(p *cryptopay.Payment) bool { return p.Status.NeedsAction() })
-//
-// stop runs in the waiting goroutine and must not keep the pointer. A nil
-// stop is refused with a *ValidationError before any read.
-func StopWhen[T Payment | Payout](stop func(*T) bool) ObjectWaitOption[T] {
-	return ObjectWaitOption[T]{name: "StopWhen", stop: stop}
-}
-
-// OnStatusChange calls fn with the object each time the wait sees a status
-// different from the one it saw before, starting with the first status it
-// reads (so fn also sees the final one). fn takes a *Payment for
-// WaitForPayment and a *Payout for WaitForPayout (the other way round does
-// not compile). It runs in the waiting goroutine, between reads: a slow fn
-// delays the wait. fn gets its own copy. A nil fn is refused with a
-// *ValidationError before any read.
-func OnStatusChange[T Payment | Payout](fn func(*T)) ObjectWaitOption[T] {
-	return ObjectWaitOption[T]{name: "OnStatusChange", onChange: fn}
-}
-
-func (o ObjectWaitOption[T]) applyPaymentWait(c *waitConfig[T, PaymentStatus]) error {
-	return applyObjectOption(o, c)
-}
-
-func (o ObjectWaitOption[T]) applyPayoutWait(c *waitConfig[T, PayoutStatus]) error {
-	return applyObjectOption(o, c)
-}
-
-func applyObjectOption[T Payment | Payout, S ~string](o ObjectWaitOption[T], c *waitConfig[T, S]) error {
+// newWaitConfig checks the intervals and the per-read options (a refused
+// option fails here, before any read).
+func newWaitConfig[T any, S ~string](interval, maxInterval time.Duration, noWake bool, stopOn []S, stopWhen func(*T) bool, onChange func(*T), opts []Option) (*waitConfig[T, S], error) {
 	switch {
-	case o.stop != nil:
-		c.stop = append(c.stop, func(obj *T, _ S) bool { return o.stop(obj) })
-	case o.onChange != nil:
-		c.onChange = append(c.onChange, func(obj *T) {
-			cp := *obj
-			o.onChange(&cp)
-		})
-	default:
-		field := cmp.Or(o.name, "WaitOption")
-		return &ValidationError{Field: field, Reason: "func is nil"}
+	case interval < 0:
+		return nil, &ValidationError{Field: "PollInterval", Reason: "must not be negative"}
+	case maxInterval < 0:
+		return nil, &ValidationError{Field: "MaxPollInterval", Reason: "must not be negative"}
 	}
-	return nil
+	probe := config{perCall: true}
+	for _, o := range opts {
+		if o == nil {
+			continue
+		}
+		if err := o(&probe); err != nil {
+			return nil, err
+		}
+	}
+	return &waitConfig[T, S]{
+		interval:    cmp.Or(interval, DefaultPollInterval),
+		maxInterval: cmp.Or(maxInterval, DefaultMaxPollInterval),
+		noWake:      noWake,
+		stopOn:      stopOn,
+		stopWhen:    stopWhen,
+		onChange:    onChange,
+		reqOpts:     opts,
+	}, nil
 }
 
 // WaitForPayment reads the payment's status (GET /v1/payment/{id}/status)
 // until it is terminal (paid, paid_over, paid_partial, failed, rejected,
-// expired; see PaymentStatus.IsTerminal) or a StopOn/StopWhen option says
-// stop, and returns it.
+// expired; see PaymentStatus.IsTerminal) or params.StopOn/StopWhen says
+// stop, and returns it. The opts apply to every status read (WithResponseInto
+// then describes the last read).
 //
-// Reads back off from WithPollInterval (2 s) to WithMaxPollInterval (30 s),
-// with jitter; a webhook received by a WebhookHandler sharing this Client
-// ends the wait at once (see WithWebhookWakeup). Transient failures
-// (network, 408, 429, 5xx, an unreadable 2xx body) are retried by the next
-// read; a permanent one (401/403, 404, another 4xx, an invalid id or option)
-// ends the wait with an error that matches its sentinel (ErrUnauthorized,
-// ErrNotFound, ErrInvalidRequest, ErrInvalidParams). When ctx ends the wait
-// returns promptly with an error that matches ctx.Err() (and names the last
+// Reads back off from PollInterval (2 s) to MaxPollInterval (30 s), with
+// jitter; a webhook handled with this Client ends the wait at once (see
+// Client.Notify). Transient failures (network, 408, 429, 5xx, an
+// unreadable 2xx body) are retried by the next read; a permanent one
+// (401/403, 404, another 4xx, an invalid id, param or option) ends the wait
+// with an error that matches its sentinel (ErrUnauthorized, ErrNotFound,
+// ErrInvalidRequest, ErrInvalidParams). When ctx ends the wait returns
+// promptly with an error that matches ctx.Err() (and names the last
 // transient failure, if any). Pass a ctx with a deadline: an API that keeps
 // failing transiently is otherwise polled forever.
 //
@@ -296,50 +187,47 @@ func applyObjectOption[T Payment | Payout, S ~string](o ObjectWaitOption[T], c *
 // Money caveat: terminal is not final forever. A late transfer can move an
 // expired payment to paid, and paid_partial or paid_over need a person
 // (NeedsAction). Keep listening to webhooks after the wait ends.
-func (c *Client) WaitForPayment(ctx context.Context, id string, opts ...PaymentWaitOption) (*Payment, error) {
-	if err := validatePaymentID(id); err != nil {
+func (c *Client) WaitForPayment(ctx context.Context, params WaitForPaymentParams, opts ...Option) (*Payment, error) {
+	if err := validatePaymentID(params.ID); err != nil {
 		return nil, err
 	}
-	cfg := newWaitConfig[Payment, PaymentStatus]()
-	for _, o := range opts {
-		if o == nil {
-			continue
-		}
-		if err := o.applyPaymentWait(cfg); err != nil {
-			return nil, err
-		}
+	cfg, err := newWaitConfig(params.PollInterval, params.MaxPollInterval, params.NoWebhookWakeup,
+		params.StopOn, params.StopWhen, params.OnStatusChange, opts)
+	if err != nil {
+		return nil, err
 	}
-	return waitLoop(ctx, c, paymentWait, id, cfg)
+	return waitLoop(ctx, c, paymentWait, params.ID, cfg)
 }
 
-// WaitForPayout reads the payout's status (GET /v1/payout/{id}/status) until
-// it is terminal (paid, failed, cancelled; see PayoutStatus.IsTerminal) or a
-// StopOn/StopWhen option says stop, and returns it.
+// WaitForPayout reads the payout's status (GET /v1/payout/{id}/status, or
+// the payout list for an OrderID) until it is terminal (paid, failed,
+// cancelled; see PayoutStatus.IsTerminal) or params.StopOn/StopWhen says
+// stop, and returns it.
 //
 // Everything WaitForPayment says about backoff, webhook wake-ups, errors and
-// ctx holds here too. A payout in review waits for a person: consider
-// StopOn(PayoutReview) to learn about it. On error the payout returned is
-// the last one read (nil if none) and is never terminal.
-func (c *Client) WaitForPayout(ctx context.Context, id string, opts ...PayoutWaitOption) (*Payout, error) {
-	if err := validatePayoutID(id); err != nil {
+// ctx holds here too. On error the payout returned is the last one read
+// (nil if none) and is never terminal.
+func (c *Client) WaitForPayout(ctx context.Context, params WaitForPayoutParams, opts ...Option) (*Payout, error) {
+	cfg, err := newWaitConfig(params.PollInterval, params.MaxPollInterval, params.NoWebhookWakeup,
+		params.StopOn, params.StopWhen, params.OnStatusChange, opts)
+	switch {
+	case err != nil:
+		return nil, err
+	case params.ID != "" && params.OrderID != "":
+		return nil, &ValidationError{Field: "OrderID", Reason: "give either ID or OrderID, not both"}
+	case params.ID == "" && params.OrderID != "":
+		return c.waitForPayoutByOrderID(ctx, params.OrderID, cfg)
+	}
+	if err := validatePayoutID(params.ID); err != nil {
 		return nil, err
 	}
-	cfg := newWaitConfig[Payout, PayoutStatus]()
-	for _, o := range opts {
-		if o == nil {
-			continue
-		}
-		if err := o.applyPayoutWait(cfg); err != nil {
-			return nil, err
-		}
-	}
-	return waitLoop(ctx, c, payoutWait, id, cfg)
+	return waitLoop(ctx, c, payoutWait, params.ID, cfg)
 }
 
 // waitSpec is what differs between waiting for a payment and for a payout.
 type waitSpec[T any, S ~string] struct {
 	kind     objKind
-	get      func(*Client, context.Context, string, ...RequestOption) (*T, error)
+	get      func(*Client, context.Context, string, ...Option) (*T, error)
 	state    func(*T) (S, time.Time) // status and UpdatedAt
 	terminal func(S) bool
 }
@@ -494,19 +382,12 @@ func (w *waitRun[T, S]) see(obj *T, fromWebhook bool) bool {
 	w.last, w.lastStatus, w.lastSeen = obj, st, updated
 	if changed {
 		w.interval = w.cfg.interval
-		for _, fn := range w.cfg.onChange {
-			fn(obj)
+		if fn := w.cfg.onChange; fn != nil {
+			cp := *obj
+			fn(&cp)
 		}
 	}
-	if w.spec.terminal(st) {
-		return true
-	}
-	for _, stop := range w.cfg.stop {
-		if stop(obj, st) {
-			return true
-		}
-	}
-	return false
+	return w.spec.terminal(st) || slices.Contains(w.cfg.stopOn, st) || (w.cfg.stopWhen != nil && w.cfg.stopWhen(obj))
 }
 
 // ctxErr is the error of a wait that ctx ended.
@@ -533,7 +414,7 @@ func nextInterval(d, maxD time.Duration) time.Duration {
 
 // transientWaitError reports whether a failed read is worth another read.
 func transientWaitError(err error) bool {
-	if errors.Is(err, ErrInvalidParams) {
+	if errors.Is(err, ErrInvalidParams) || errors.Is(err, ErrNotFound) {
 		return false
 	}
 	var apiErr *APIError

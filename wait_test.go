@@ -15,33 +15,22 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cryptopay/cryptopay-go/internal/testfix"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
 const (
+	whOrder       = "order-1"
 	waitPaymentID = "7b0d9a52-3c1e-4f8a-a6b4-2d9e0c5f1a73"
 	waitPayoutID  = "po_8f2c61"
 )
 
-// fastWait and fastPayoutWait keep the polling loop in milliseconds.
+// The status bodies the local endpoints serve.
 var (
-	fastWait       = []PaymentWaitOption{WithPollInterval(time.Millisecond), WithMaxPollInterval(2 * time.Millisecond)}
-	fastPayoutWait = []PayoutWaitOption{WithPollInterval(time.Millisecond), WithMaxPollInterval(2 * time.Millisecond)}
+	waitPaymentJSON = testfix.PaymentJSON
+	waitPayoutJSON  = testfix.PayoutJSON
 )
-
-func waitPaymentJSON(id, status, orderID string, updated time.Time) string {
-	return fmt.Sprintf(`{"paymentId":%q,"status":%q,"payAmount":10.5,"payAddress":"addr","payQrCodeUri":"qr",
-"currency":"usdt","network":"tron","customerId":"c1","customerIp":"203.0.113.7","orderId":%q,
-"platformFeeByUser":true,"createdAt":"2026-01-01T00:00:00Z","updatedAt":%q,"expiredAt":"2026-01-01T01:00:00Z",
-"webhookUrl":"https://shop.example/hook","paidAmount":null,"merchantAmount":null}`, id, status, orderID, updated.UTC().Format(time.RFC3339Nano))
-}
-
-func waitPayoutJSON(id, status, orderID string) string {
-	return fmt.Sprintf(`{"payoutId":%q,"status":%q,"amount":"5","walletAddress":"T9y","networkFeeByUser":false,
-"currency":"usdt","network":"tron","customerId":"c1","customerIp":"203.0.113.7","orderId":%q,
-"createdAt":"2026-01-01T00:00:00Z","updatedAt":"2026-01-01T00:00:00Z","webhookUrl":""}`, id, status, orderID)
-}
 
 // step is one answer of a scripted status endpoint.
 type step struct {
@@ -115,7 +104,7 @@ func TestWaitForPaymentEndsOnTerminal(t *testing.T) {
 			s := paymentScript(statuses("waiting", "waiting", "confirming", "locked", "weird_new_status", string(final), "waiting")...)
 			mux.HandleFunc("GET /v1/payment/"+waitPaymentID+"/status", s.handle)
 
-			p, err := c.WaitForPayment(context.Background(), waitPaymentID, fastWait...)
+			p, err := c.WaitForPayment(context.Background(), WaitForPaymentParams{ID: waitPaymentID, PollInterval: time.Millisecond, MaxPollInterval: 2 * time.Millisecond})
 			require.NoError(t, err)
 			assert.Equal(t, final, p.Status)
 			assert.Equal(t, int32(6), s.calls.Load(), "one read per poll, none after the terminal status")
@@ -132,7 +121,7 @@ func TestWaitForPayoutEndsOnTerminal(t *testing.T) {
 			s := payoutScript(statuses("created", "review", "processing", "confirming", string(final))...)
 			mux.HandleFunc("GET /v1/payout/"+waitPayoutID+"/status", s.handle)
 
-			p, err := c.WaitForPayout(context.Background(), waitPayoutID, fastPayoutWait...)
+			p, err := c.WaitForPayout(context.Background(), WaitForPayoutParams{ID: waitPayoutID, PollInterval: time.Millisecond, MaxPollInterval: 2 * time.Millisecond})
 			require.NoError(t, err)
 			assert.Equal(t, final, p.Status)
 			assert.Equal(t, int32(5), s.calls.Load())
@@ -144,14 +133,14 @@ func TestWaitStopOptions(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name  string
-		opt   PaymentWaitOption
+		opt   WaitForPaymentParams
 		want  PaymentStatus
 		calls int32
 	}{
-		{"StopOn locked", StopOn(PaymentLocked), PaymentLocked, 3},
-		{"StopOn several", StopOn(PaymentConfirming, PaymentLocked), PaymentConfirming, 2},
-		{"StopWhen NeedsAction", StopWhen(func(p *Payment) bool { return p.Status.NeedsAction() }), PaymentLocked, 3},
-		{"StopOn nothing", StopOn[PaymentStatus](), PaymentPaid, 4},
+		{"StopOn locked", WaitForPaymentParams{StopOn: []PaymentStatus{PaymentLocked}}, PaymentLocked, 3},
+		{"StopOn several", WaitForPaymentParams{StopOn: []PaymentStatus{PaymentConfirming, PaymentLocked}}, PaymentConfirming, 2},
+		{"StopWhen NeedsAction", WaitForPaymentParams{StopWhen: func(p *Payment) bool { return p.Status.NeedsAction() }}, PaymentLocked, 3},
+		{"StopOn nothing", WaitForPaymentParams{StopOn: []PaymentStatus{}}, PaymentPaid, 4},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -160,7 +149,9 @@ func TestWaitStopOptions(t *testing.T) {
 			s := paymentScript(statuses("waiting", "confirming", "locked", "paid")...)
 			mux.HandleFunc("GET /v1/payment/"+waitPaymentID+"/status", s.handle)
 
-			p, err := c.WaitForPayment(context.Background(), waitPaymentID, append(fastWait, tt.opt)...)
+			params := tt.opt
+			params.ID, params.PollInterval, params.MaxPollInterval = waitPaymentID, time.Millisecond, 2*time.Millisecond
+			p, err := c.WaitForPayment(context.Background(), params)
 			require.NoError(t, err)
 			assert.Equal(t, tt.want, p.Status)
 			assert.Equal(t, tt.calls, s.calls.Load())
@@ -173,7 +164,7 @@ func TestWaitPayoutStopOn(t *testing.T) {
 	c, mux := setup(t)
 	s := payoutScript(statuses("created", "review", "paid")...)
 	mux.HandleFunc("GET /v1/payout/"+waitPayoutID+"/status", s.handle)
-	p, err := c.WaitForPayout(context.Background(), waitPayoutID, append(fastPayoutWait, StopOn(PayoutReview))...)
+	p, err := c.WaitForPayout(context.Background(), WaitForPayoutParams{ID: waitPayoutID, PollInterval: time.Millisecond, MaxPollInterval: 2 * time.Millisecond, StopOn: []PayoutStatus{PayoutReview}})
 	require.NoError(t, err)
 	assert.Equal(t, PayoutReview, p.Status)
 	assert.False(t, p.Status.IsTerminal(), "a StopOn result is not necessarily terminal")
@@ -186,11 +177,10 @@ func TestWaitOnStatusChange(t *testing.T) {
 	mux.HandleFunc("GET /v1/payment/"+waitPaymentID+"/status", s.handle)
 
 	var seen []PaymentStatus
-	p, err := c.WaitForPayment(context.Background(), waitPaymentID, append(fastWait,
-		OnStatusChange(func(p *Payment) {
-			seen = append(seen, p.Status)
-			p.Status = "mutated by the callback" // its own copy
-		}))...)
+	p, err := c.WaitForPayment(context.Background(), WaitForPaymentParams{ID: waitPaymentID, PollInterval: time.Millisecond, MaxPollInterval: 2 * time.Millisecond, OnStatusChange: func(p *Payment) {
+		seen = append(seen, p.Status)
+		p.Status = "mutated by the callback" // its own copy
+	}})
 	require.NoError(t, err)
 	assert.Equal(t, []PaymentStatus{PaymentWaiting, PaymentConfirming, PaymentPaid}, seen)
 	assert.Equal(t, PaymentPaid, p.Status, "the callback's changes do not leak into the result")
@@ -204,37 +194,37 @@ func TestWaitOptionsRefusedBeforeSending(t *testing.T) {
 	}{
 		// A payout option given to WaitForPayment (or the reverse) does not
 		// compile: TestWaitOptionsCheckedAtCompileTime.
-		{"refused RequestOption", func(c *Client) error {
-			_, err := c.WaitForPayout(context.Background(), waitPayoutID, WithRequestHeader("x-api-key", "other"))
+		{"refused Option", func(c *Client) error {
+			_, err := c.WaitForPayout(context.Background(), WaitForPayoutParams{ID: waitPayoutID}, WithHeader("x-api-key", "other"))
 			return err
 		}},
-		{"nil StopWhen", func(c *Client) error {
-			_, err := c.WaitForPayment(context.Background(), waitPaymentID, StopWhen[Payment](nil))
+		{"client-only Option", func(c *Client) error {
+			_, err := c.WaitForPayout(context.Background(), WaitForPayoutParams{ID: waitPayoutID}, WithLogger(nil))
 			return err
 		}},
-		{"nil OnStatusChange", func(c *Client) error {
-			_, err := c.WaitForPayout(context.Background(), waitPayoutID, OnStatusChange[Payout](nil))
+		{"both ID and OrderID", func(c *Client) error {
+			_, err := c.WaitForPayout(context.Background(), WaitForPayoutParams{ID: waitPayoutID, OrderID: "order-1"})
 			return err
 		}},
-		{"zero interval", func(c *Client) error {
-			_, err := c.WaitForPayment(context.Background(), waitPaymentID, WithPollInterval(0))
+		{"negative interval", func(c *Client) error {
+			_, err := c.WaitForPayment(context.Background(), WaitForPaymentParams{ID: waitPaymentID, PollInterval: -time.Second})
 			return err
 		}},
 		{"negative max interval", func(c *Client) error {
-			_, err := c.WaitForPayment(context.Background(), waitPaymentID, WithMaxPollInterval(-time.Second))
+			_, err := c.WaitForPayment(context.Background(), WaitForPaymentParams{ID: waitPaymentID, MaxPollInterval: -time.Second})
 			return err
 		}},
 		{"payment id not a UUID", func(c *Client) error {
-			_, err := c.WaitForPayment(context.Background(), "../admin")
+			_, err := c.WaitForPayment(context.Background(), WaitForPaymentParams{ID: "../admin"})
 			return err
 		}},
 		{"empty payout id", func(c *Client) error {
-			_, err := c.WaitForPayout(context.Background(), "")
+			_, err := c.WaitForPayout(context.Background(), WaitForPayoutParams{ID: ""})
 			return err
 		}},
 		{"nil ctx", func(c *Client) error {
 			//lint:ignore SA1012 a nil ctx must be refused, not crash
-			_, err := c.WaitForPayment(nil, waitPaymentID)
+			_, err := c.WaitForPayment(nil, WaitForPaymentParams{ID: waitPaymentID})
 			return err
 		}},
 	}
@@ -290,7 +280,7 @@ func TestWaitAbsorbsTransientErrors(t *testing.T) {
 			}
 			mux.HandleFunc("GET /v1/payment/"+waitPaymentID+"/status", s.handle)
 
-			p, err := c.WaitForPayment(context.Background(), waitPaymentID, fastWait...)
+			p, err := c.WaitForPayment(context.Background(), WaitForPaymentParams{ID: waitPaymentID, PollInterval: time.Millisecond, MaxPollInterval: 2 * time.Millisecond})
 			require.NoError(t, err)
 			assert.Equal(t, PaymentPaid, p.Status)
 			assert.Equal(t, int32(12), s.calls.Load())
@@ -318,7 +308,7 @@ func TestWaitReturnsPermanentErrorsAtOnce(t *testing.T) {
 			s := payoutScript(step{value: "created"}, step{status: tt.code})
 			mux.HandleFunc("GET /v1/payout/"+waitPayoutID+"/status", s.handle)
 
-			p, err := c.WaitForPayout(context.Background(), waitPayoutID, fastPayoutWait...)
+			p, err := c.WaitForPayout(context.Background(), WaitForPayoutParams{ID: waitPayoutID, PollInterval: time.Millisecond, MaxPollInterval: 2 * time.Millisecond})
 			require.Error(t, err)
 			var apiErr *APIError
 			require.ErrorAs(t, err, &apiErr)
@@ -346,7 +336,7 @@ func TestWaitContextEnds(t *testing.T) {
 			}
 		}
 		mux.HandleFunc("GET /v1/payment/"+waitPaymentID+"/status", s.handle)
-		p, err := c.WaitForPayment(ctx, waitPaymentID, fastWait...)
+		p, err := c.WaitForPayment(ctx, WaitForPaymentParams{ID: waitPaymentID, PollInterval: time.Millisecond, MaxPollInterval: 2 * time.Millisecond})
 		require.ErrorIs(t, err, context.Canceled)
 		require.NotNil(t, p)
 		assert.Equal(t, PaymentWaiting, p.Status)
@@ -359,7 +349,7 @@ func TestWaitContextEnds(t *testing.T) {
 		mux.HandleFunc("GET /v1/payment/"+waitPaymentID+"/status", s.handle)
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 		defer cancel()
-		p, err := c.WaitForPayment(ctx, waitPaymentID, WithPollInterval(time.Hour))
+		p, err := c.WaitForPayment(ctx, WaitForPaymentParams{ID: waitPaymentID, PollInterval: time.Hour})
 		require.ErrorIs(t, err, context.DeadlineExceeded)
 		assert.Equal(t, PaymentConfirming, p.Status)
 		assert.Equal(t, int32(1), s.calls.Load())
@@ -375,7 +365,7 @@ func TestWaitContextEnds(t *testing.T) {
 			}
 		}
 		mux.HandleFunc("GET /v1/payment/"+waitPaymentID+"/status", s.handle)
-		p, err := c.WaitForPayment(ctx, waitPaymentID, fastWait...)
+		p, err := c.WaitForPayment(ctx, WaitForPaymentParams{ID: waitPaymentID, PollInterval: time.Millisecond, MaxPollInterval: 2 * time.Millisecond})
 		require.ErrorIs(t, err, context.Canceled)
 		assert.Nil(t, p, "nothing was read")
 		assert.Contains(t, err.Error(), "503")
@@ -387,7 +377,7 @@ func TestWaitContextEnds(t *testing.T) {
 		mux.HandleFunc("/", func(http.ResponseWriter, *http.Request) { sent.Add(1) })
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
-		_, err := c.WaitForPayout(ctx, waitPayoutID)
+		_, err := c.WaitForPayout(ctx, WaitForPayoutParams{ID: waitPayoutID})
 		require.ErrorIs(t, err, context.Canceled)
 		assert.Zero(t, sent.Load())
 	})
@@ -438,8 +428,7 @@ func TestWaitWokenByNotify(t *testing.T) {
 	done := make(chan result, 1)
 	var changes []PaymentStatus
 	go func() {
-		p, err := c.WaitForPayment(context.Background(), waitPaymentID, WithPollInterval(time.Hour),
-			OnStatusChange(func(p *Payment) { changes = append(changes, p.Status) }))
+		p, err := c.WaitForPayment(context.Background(), WaitForPaymentParams{ID: waitPaymentID, PollInterval: time.Hour, OnStatusChange: func(p *Payment) { changes = append(changes, p.Status) }})
 		done <- result{p, err}
 	}()
 	waitUntil(t, func() bool { return s.calls.Load() == 1 })
@@ -479,7 +468,7 @@ func TestWaitWithoutWakeup(t *testing.T) {
 		}
 	}
 	mux.HandleFunc("GET /v1/payment/"+waitPaymentID+"/status", s.handle)
-	_, err := c.WaitForPayment(context.Background(), waitPaymentID, append(fastWait, WithWebhookWakeup(false))...)
+	_, err := c.WaitForPayment(context.Background(), WaitForPaymentParams{ID: waitPaymentID, PollInterval: time.Millisecond, MaxPollInterval: 2 * time.Millisecond, NoWebhookWakeup: true})
 	require.NoError(t, err)
 }
 
@@ -493,7 +482,7 @@ func TestWaitManyWaitersOneEvent(t *testing.T) {
 	errs := make(chan error, n)
 	for range n {
 		wg.Go(func() {
-			p, err := c.WaitForPayout(context.Background(), waitPayoutID, WithPollInterval(time.Hour))
+			p, err := c.WaitForPayout(context.Background(), WaitForPayoutParams{ID: waitPayoutID, PollInterval: time.Hour})
 			if err == nil && p.Status != PayoutPaid {
 				err = fmt.Errorf("status %s", p.Status)
 			}
@@ -540,20 +529,20 @@ func TestWaitOptionsCheckedAtCompileTime(t *testing.T) {
 		ok   bool
 	}{
 		"good": {`
-	_, _ = c.WaitForPayment(ctx, "id", cryptopay.WithPollInterval(1), cryptopay.WithWebhookWakeup(false),
-		cryptopay.StopOn(cryptopay.PaymentLocked), cryptopay.StopWhen(func(*cryptopay.Payment) bool { return false }),
-		cryptopay.OnStatusChange(func(*cryptopay.Payment) {}), cryptopay.RequestOption(nil))
-	_, _ = c.WaitForPayout(ctx, "id", cryptopay.WithMaxPollInterval(1), cryptopay.StopOn(cryptopay.PayoutReview),
-		cryptopay.StopWhen(func(*cryptopay.Payout) bool { return false }), cryptopay.OnStatusChange(func(*cryptopay.Payout) {}))
-	opts := []cryptopay.PaymentWaitOption{cryptopay.WithPollInterval(1)}
-	_, _ = c.WaitForPayment(ctx, "id", opts...)
+	_, _ = c.WaitForPayment(ctx, cryptopay.WaitForPaymentParams{ID: "id", PollInterval: 1, NoWebhookWakeup: true,
+		StopOn: []cryptopay.PaymentStatus{cryptopay.PaymentLocked}, StopWhen: func(*cryptopay.Payment) bool { return false },
+		OnStatusChange: func(*cryptopay.Payment) {}}, cryptopay.Option(nil))
+	_, _ = c.WaitForPayout(ctx, cryptopay.WaitForPayoutParams{ID: "id", MaxPollInterval: 1, StopOn: []cryptopay.PayoutStatus{cryptopay.PayoutReview},
+		StopWhen: func(*cryptopay.Payout) bool { return false }, OnStatusChange: func(*cryptopay.Payout) {}})
+	opts := []cryptopay.Option{cryptopay.WithTimeout(1)}
+	_, _ = c.WaitForPayment(ctx, cryptopay.WaitForPaymentParams{ID: "id"}, opts...)
 `, true},
-		"payoutstatusonpayment": {`_, _ = c.WaitForPayment(ctx, "id", cryptopay.StopOn(cryptopay.PayoutReview))`, false},
-		"paymentstatusonpayout": {`_, _ = c.WaitForPayout(ctx, "id", cryptopay.StopOn(cryptopay.PaymentLocked))`, false},
-		"paymentstopwhenpayout": {`_, _ = c.WaitForPayout(ctx, "id", cryptopay.StopWhen(func(*cryptopay.Payment) bool { return true }))`, false},
-		"payoutchangeonpayment": {`_, _ = c.WaitForPayment(ctx, "id", cryptopay.OnStatusChange(func(*cryptopay.Payout) {}))`, false},
-		"paymentchangeonpayout": {`_, _ = c.WaitForPayout(ctx, "id", cryptopay.OnStatusChange(func(*cryptopay.Payment) {}))`, false},
-		"payoutstopwhenpayment": {`_, _ = c.WaitForPayment(ctx, "id", cryptopay.StopWhen(func(*cryptopay.Payout) bool { return true }))`, false},
+		"payoutstatusonpayment": {`_, _ = c.WaitForPayment(ctx, cryptopay.WaitForPaymentParams{ID: "id", StopOn: []cryptopay.PaymentStatus{cryptopay.PayoutReview}})`, false},
+		"paymentstatusonpayout": {`_, _ = c.WaitForPayout(ctx, cryptopay.WaitForPayoutParams{ID: "id", StopOn: []cryptopay.PayoutStatus{cryptopay.PaymentLocked}})`, false},
+		"paymentstopwhenpayout": {`_, _ = c.WaitForPayout(ctx, cryptopay.WaitForPayoutParams{ID: "id", StopWhen: func(*cryptopay.Payment) bool { return true }})`, false},
+		"payoutchangeonpayment": {`_, _ = c.WaitForPayment(ctx, cryptopay.WaitForPaymentParams{ID: "id", OnStatusChange: func(*cryptopay.Payout) {}})`, false},
+		"paymentchangeonpayout": {`_, _ = c.WaitForPayout(ctx, cryptopay.WaitForPayoutParams{ID: "id", OnStatusChange: func(*cryptopay.Payment) {}})`, false},
+		"payoutstopwhenpayment": {`_, _ = c.WaitForPayment(ctx, cryptopay.WaitForPaymentParams{ID: "id", StopWhen: func(*cryptopay.Payout) bool { return true }})`, false},
 	}
 	for name, s := range snippets {
 		pkg := filepath.Join(dir, name)
@@ -574,7 +563,7 @@ func TestWaitOptionsCheckedAtCompileTime(t *testing.T) {
 		}
 		assert.True(t, failed, "%s should not compile", name)
 	}
-	assert.Equal(t, len(snippets)-1, strings.Count(string(out), "does not implement"), "each refusal is a type error")
+	assert.Equal(t, len(snippets)-1, strings.Count(string(out), "cannot use"), "each refusal is a type error")
 }
 
 // TestWaitReadsAreBounded starts more waits than the Client's wait-read
@@ -601,7 +590,7 @@ func TestWaitReadsAreBounded(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range waits {
 		wg.Go(func() {
-			_, err := c.WaitForPayout(context.Background(), fmt.Sprint("po_", i))
+			_, err := c.WaitForPayout(context.Background(), WaitForPayoutParams{ID: fmt.Sprint("po_", i)})
 			assert.NoError(t, err)
 		})
 	}
@@ -638,8 +627,7 @@ func TestWaitAppliesRequestOptionsToEachRead(t *testing.T) {
 		_, _ = io.WriteString(w, waitPaymentJSON(waitPaymentID, st, whOrder, time.Now()))
 	})
 	var resp Response
-	p, err := c.WaitForPayment(context.Background(), waitPaymentID, append(fastWait,
-		WithRequestHeader("X-Trace", "order-1"), WithResponseInto(&resp))...)
+	p, err := c.WaitForPayment(context.Background(), WaitForPaymentParams{ID: waitPaymentID, PollInterval: time.Millisecond, MaxPollInterval: 2 * time.Millisecond}, WithHeader("X-Trace", "order-1"), WithResponseInto(&resp))
 	require.NoError(t, err)
 	assert.Equal(t, PaymentPaid, p.Status)
 	require.Equal(t, int32(3), reads.Load())

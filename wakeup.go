@@ -1,8 +1,10 @@
 package cryptopay
 
 import (
-	"strings"
+	"context"
 	"sync"
+
+	"github.com/cryptopay/cryptopay-go/internal/ids"
 )
 
 // objKind tells payments and payouts apart in wake-ups, bus hints and
@@ -12,11 +14,15 @@ type objKind uint8
 const (
 	kindPayment objKind = iota + 1
 	kindPayout
+	kindPayoutOrder // a payout followed by its orderId (WaitForPayout)
 )
 
 func (k objKind) String() string {
-	if k == kindPayout {
+	switch k {
+	case kindPayout:
 		return "payout"
+	case kindPayoutOrder:
+		return "payout orderId"
 	}
 	return "payment"
 }
@@ -25,7 +31,7 @@ func (k objKind) String() string {
 // case-insensitively; payout ids are opaque.
 func objectID(kind objKind, id string) string {
 	if kind == kindPayment {
-		return strings.ToLower(id)
+		return ids.PaymentKey(id)
 	}
 	return id
 }
@@ -142,4 +148,39 @@ func signal(ch chan struct{}) {
 	case ch <- struct{}{}:
 	default:
 	}
+}
+
+// Notify hands obj, a *Payment or *Payout just read through the API, to
+// this Client's WaitForPayment and WaitForPayout calls for it (by id, and
+// for a payout also those following its orderId), which end at once if it
+// is what they wait for, and publishes a wake-up hint for it on the
+// Client's WakeupBus (WithWakeupBus), if any, so that other replicas' waits
+// read it again. Each wait gets its own copy. It reports how many of this
+// Client's waits it handed obj to; any other type of obj is ignored.
+//
+// A webhook receiver calls it after re-reading an event's object (the
+// webhook package's Handler does). Never pass an object decoded from a
+// webhook body: the body is not proof of a status, and a wait would end on
+// it.
+func (c *Client) Notify(ctx context.Context, obj any) int {
+	switch p := obj.(type) {
+	case *Payment:
+		if p == nil || p.ID == "" {
+			return 0
+		}
+		n := c.waiters.notify(kindPayment, p.ID, func() any { cp := *p; return &cp })
+		c.publishWakeup(ctx, kindPayment, p.ID)
+		return n
+	case *Payout:
+		if p == nil || p.ID == "" {
+			return 0
+		}
+		n := c.waiters.notify(kindPayout, p.ID, func() any { cp := *p; return &cp })
+		if p.OrderID != "" {
+			n += c.waiters.notify(kindPayoutOrder, p.OrderID, func() any { cp := *p; return &cp })
+		}
+		c.publishWakeup(ctx, kindPayout, p.ID)
+		return n
+	}
+	return 0
 }

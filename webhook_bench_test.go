@@ -22,6 +22,7 @@ import (
 	"testing"
 
 	cryptopay "github.com/cryptopay/cryptopay-go"
+	"github.com/cryptopay/cryptopay-go/webhook"
 )
 
 var benchSecret = []byte("bench-webhook-secret-0123456789ab")
@@ -30,8 +31,8 @@ var benchSecret = []byte("bench-webhook-secret-0123456789ab")
 // the callback (the floor does not dedupe either).
 type benchNoDedupe struct{}
 
-func (benchNoDedupe) Claim(context.Context, string) (cryptopay.DedupeClaim, error) {
-	return cryptopay.DedupeClaimed, nil
+func (benchNoDedupe) Claim(context.Context, string) (webhook.DedupeClaim, error) {
+	return webhook.DedupeClaimed, nil
 }
 func (benchNoDedupe) Complete(context.Context, string) error { return nil }
 func (benchNoDedupe) Release(context.Context, string) error  { return nil }
@@ -107,13 +108,13 @@ func BenchmarkWebhookPayment(b *testing.B) { benchWebhook(b, false) }
 func BenchmarkWebhookPaymentReread(b *testing.B) { benchWebhook(b, true) }
 
 func benchWebhook(b *testing.B, reread bool) {
-	hookURL, err := cryptopay.WebhookURL("https://shop.example/hook", benchSecret, "order-1001")
+	hookURL, err := webhook.URL("https://shop.example/hook", benchSecret, "order-1001")
 	if err != nil {
 		b.Fatal(err)
 	}
 	target := strings.TrimPrefix(hookURL, "https://shop.example")
 	var delivered atomic.Int64
-	cfg := cryptopay.WebhookConfig{
+	cfg := webhook.Config{
 		Secret: benchSecret,
 		OnPayment: func(_ context.Context, p *cryptopay.Payment) error {
 			delivered.Add(1)
@@ -126,7 +127,7 @@ func benchWebhook(b *testing.B, reread bool) {
 		s := newBenchServer(b)
 		cfg.Client, fc = newBenchSDK(b, s), newFloorClient(b, s)
 	}
-	sdk, err := cryptopay.NewWebhookHandler(cfg)
+	sdk, err := webhook.NewHandler(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -99,11 +99,11 @@ func ExampleServer_InjectFault() {
 	fmt.Println("requests sent:", srv.Requests(cryptopaytest.RouteCreatePayout))
 	fmt.Println("payouts on the server:", srv.PayoutsWithOrderID("withdrawal-7"))
 
-	item, found, err := client.FindPayoutByOrderID(ctx, "withdrawal-7")
+	res, err := client.ReconcilePayout(ctx, cryptopay.ReconcileParams{OrderID: "withdrawal-7"})
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println("found:", found, item.Status)
+	fmt.Println("found:", res.Verdict == cryptopay.PayoutExists, res.Payout.Status)
 	// Output:
 	// outcome unknown: true
 	// requests sent: 1

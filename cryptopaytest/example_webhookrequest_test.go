@@ -11,6 +11,8 @@ import (
 
 	cryptopay "github.com/cryptopay/cryptopay-go"
 	"github.com/cryptopay/cryptopay-go/cryptopaytest"
+
+	"github.com/cryptopay/cryptopay-go/webhook"
 )
 
 // A unit test of a merchant's webhook handler: build the event the API
@@ -18,7 +20,7 @@ import (
 // and no delivery loop.
 func ExampleNewWebhookRequest() {
 	secret := []byte("test-secret-0123456789abcdef0123") // in a test; production secrets come from a vault
-	handler, err := cryptopay.NewWebhookHandler(cryptopay.WebhookConfig{
+	handler, err := webhook.NewHandler(webhook.Config{
 		Secret: secret,
 		OnPayment: func(_ context.Context, p *cryptopay.Payment) error {
 			fmt.Println("order", p.OrderID, "is", p.Status, "paid", p.PaidAmount.Decimal)

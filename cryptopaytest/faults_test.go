@@ -66,7 +66,7 @@ func TestCreatePayoutAmbiguousFaults(t *testing.T) {
 			assert.Equal(t, 0, s.PendingFaults(cryptopaytest.RouteCreatePayout))
 
 			// Reconciling finds exactly what the server holds.
-			_, found, err := c.FindPayoutByOrderID(ctx(t), "po-ambiguous")
+			_, found, err := findPayout(c, ctx(t), "po-ambiguous")
 			require.NoError(t, err)
 			assert.Equal(t, tt.created == 1, found)
 		})

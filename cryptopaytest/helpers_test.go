@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/cryptopay/cryptopay-go"
 	"io"
 	"net/http"
 	"slices"
@@ -139,4 +140,14 @@ func ctx(t testing.TB) context.Context {
 	c, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	t.Cleanup(cancel)
 	return c
+}
+
+// findPayout is ReconcilePayout without an attempt time (the whole list),
+// read as found or not.
+func findPayout(c *cryptopay.Client, ctx context.Context, orderID string) (*cryptopay.PayoutListItem, bool, error) {
+	res, err := c.ReconcilePayout(ctx, cryptopay.ReconcileParams{OrderID: orderID})
+	if err != nil {
+		return nil, false, err
+	}
+	return res.Payout, res.Verdict == cryptopay.PayoutExists, nil
 }

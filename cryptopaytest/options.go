@@ -54,6 +54,7 @@ type serverConfig struct {
 	tls                bool // WithTLS (tls.go)
 	logger             *slog.Logger
 	maxBody            int64
+	payoutListLag      time.Duration
 	sweepInterval      time.Duration
 	errs               []error
 }
@@ -251,6 +252,23 @@ func WithControlAPI() ServerOption {
 // nothing is logged. Bodies and the API key are never logged.
 func WithLogger(l *slog.Logger) ServerOption {
 	return func(c *serverConfig) { c.logger = l }
+}
+
+// WithPayoutListLag makes GET /v1/payout/list lag behind creation by d:
+// a payout is listed (and counted) only once d has passed since its
+// createdAt on the server clock, as on servers whose list reads a replica.
+// GET /v1/payout/{id}/status sees it at once. A caller that searches the
+// list right after an unknown outcome must wait out such a lag before it
+// believes "not listed" (see ReconcileParams.SettleTime). Negative d is an
+// error; 0 (the default) means no lag.
+func WithPayoutListLag(d time.Duration) ServerOption {
+	return func(c *serverConfig) {
+		if d < 0 {
+			c.fail("WithPayoutListLag: %v is negative", d)
+			return
+		}
+		c.payoutListLag = d
+	}
 }
 
 // WithMaxBodyBytes caps request bodies (default DefaultMaxBodyBytes); a

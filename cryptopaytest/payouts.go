@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"sort"
 	"strconv"
 	"time"
 
@@ -200,14 +201,28 @@ func (s *Server) listPayouts(w http.ResponseWriter, r *http.Request) {
 	limit = min(limit, MaxListLimit)
 	out := payoutListJSON{Payout: []payoutListItemJSON{}}
 	s.mu.RLock()
-	out.Count = len(s.payoutList)
-	if offset < len(s.payoutList) {
-		for _, p := range s.payoutList[offset:min(offset+limit, len(s.payoutList))] {
+	list := s.listedPayoutsLocked()
+	out.Count = len(list)
+	if offset < len(list) {
+		for _, p := range list[offset:min(offset+limit, len(list))] {
 			out.Payout = append(out.Payout, p.listItem(s.cfg.unpaid))
 		}
 	}
 	s.mu.RUnlock()
 	writeJSON(w, http.StatusOK, out)
+}
+
+// listedPayoutsLocked returns the payouts the list shows: all of them, or
+// with WithPayoutListLag those created at least the lag ago (payoutList is
+// in creation order, so they are a prefix). Needs s.mu.
+func (s *Server) listedPayoutsLocked() []*payout {
+	lag := s.cfg.payoutListLag
+	if lag <= 0 {
+		return s.payoutList
+	}
+	cutoff := s.Now().Add(-lag)
+	n := sort.Search(len(s.payoutList), func(i int) bool { return s.payoutList[i].createdAt.After(cutoff) })
+	return s.payoutList[:n]
 }
 
 func queryInt(q url.Values, key string, def, minimum int) (int, *requestError) {

@@ -321,7 +321,7 @@ func prismPayoutLifecycle(ctx context.Context, t *testing.T, srv *cryptopaytest.
 		n++
 	}
 	require.Equal(t, 4, n)
-	found, ok, err := c.FindPayoutByOrderID(ctx, "po-1")
+	found, ok, err := findPayout(c, ctx, "po-1")
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, "po-1", found.OrderID)

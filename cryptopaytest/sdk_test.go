@@ -149,11 +149,11 @@ func TestSDKListAndFind(t *testing.T) {
 	}
 	assert.Equal(t, []string{"po-0", "po-1", "po-2", "po-3", "po-4", "po-5", "po-6"}, all)
 
-	item, found, err := c.FindPayoutByOrderID(ctx(t), "po-5")
+	item, found, err := findPayout(c, ctx(t), "po-5")
 	require.NoError(t, err)
 	require.True(t, found)
 	assert.Equal(t, "po-5", item.OrderID)
-	_, found, err = c.FindPayoutByOrderID(ctx(t), "po-none")
+	_, found, err = findPayout(c, ctx(t), "po-none")
 	require.NoError(t, err)
 	assert.False(t, found)
 }
@@ -213,7 +213,7 @@ func TestSDKErrors(t *testing.T) {
 
 func TestClientOptionsOverride(t *testing.T) {
 	s := newServer(t)
-	c := s.Client(cryptopay.WithUserAgent("shop/1.0"), cryptopay.WithRetryPolicy(cryptopay.RetryPolicy{}))
+	c := s.Client(cryptopay.WithHeader("User-Agent", "shop/1.0"), cryptopay.WithRetryPolicy(cryptopay.RetryPolicy{}))
 	_, err := c.ListCurrencies(ctx(t))
 	require.NoError(t, err)
 	assert.Panics(t, func() { s.Client(cryptopay.WithTimeout(-1)) })

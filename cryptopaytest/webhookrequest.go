@@ -11,6 +11,8 @@ import (
 	"github.com/shopspring/decimal"
 
 	cryptopay "github.com/cryptopay/cryptopay-go"
+
+	"github.com/cryptopay/cryptopay-go/webhook"
 )
 
 // webhookUserAgent is the User-Agent of the fake's own webhook deliveries,
@@ -30,7 +32,7 @@ type WebhookStatus interface {
 }
 
 // NewWebhookPayload returns the URL and body of the event the API sends
-// when obj reaches status: the URL is cryptopay.WebhookURL(webhookBase,
+// when obj reaches status: the URL is webhook.URL(webhookBase,
 // secret, obj's OrderID), tokened exactly as a WebhookHandler with the same
 // secret expects; the body is obj in the API's status-response JSON (the
 // shape the fake's own deliveries have) with its status replaced by status.
@@ -71,7 +73,7 @@ func NewWebhookPayload[T WebhookObject, S WebhookStatus](webhookBase string, sec
 		}
 		orderID, wire = o.OrderID, payoutWire(o, string(status))
 	}
-	url, err = cryptopay.WebhookURL(webhookBase, secret, orderID)
+	url, err = webhook.URL(webhookBase, secret, orderID)
 	if err != nil {
 		return "", nil, err
 	}

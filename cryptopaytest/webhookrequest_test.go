@@ -17,6 +17,8 @@ import (
 
 	cryptopay "github.com/cryptopay/cryptopay-go"
 	"github.com/cryptopay/cryptopay-go/cryptopaytest"
+
+	"github.com/cryptopay/cryptopay-go/webhook"
 )
 
 var whrSecret = []byte("0123456789abcdef0123456789abcdef")
@@ -45,10 +47,10 @@ func whrPayout() *cryptopay.Payout {
 
 // whrHandler is a merchant's handler without a Client: it records what its
 // callbacks received.
-func whrHandler(t *testing.T, secret []byte) (*cryptopay.WebhookHandler, *[]string) {
+func whrHandler(t *testing.T, secret []byte) (*webhook.Handler, *[]string) {
 	t.Helper()
 	var got []string
-	h, err := cryptopay.NewWebhookHandler(cryptopay.WebhookConfig{
+	h, err := webhook.NewHandler(webhook.Config{
 		Secret: secret,
 		OnPayment: func(_ context.Context, p *cryptopay.Payment) error {
 			got = append(got, "payment "+p.ID+" "+string(p.Status)+" "+p.PayAmount.String()+" "+p.OrderID)
@@ -116,7 +118,7 @@ func TestNewWebhookRequestTamperedBodyRefused(t *testing.T) {
 func TestNewWebhookPayloadWire(t *testing.T) {
 	u, body, err := cryptopaytest.NewWebhookPayload("http://127.0.0.1:9/hook", whrSecret, whrPayment(), cryptopay.PaymentPaidOver)
 	require.NoError(t, err)
-	want, err := cryptopay.WebhookURL("http://127.0.0.1:9/hook", whrSecret, "order-42")
+	want, err := webhook.URL("http://127.0.0.1:9/hook", whrSecret, "order-42")
 	require.NoError(t, err)
 	assert.Equal(t, want, u)
 	var m map[string]json.RawMessage
@@ -194,7 +196,7 @@ func TestNewWebhookRequestWithClientRereads(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, srv.Pay(p.ID, p.PayAmount))
 	var seen []cryptopay.PaymentStatus
-	h, err := cryptopay.NewWebhookHandler(cryptopay.WebhookConfig{Secret: whrSecret, Client: c,
+	h, err := webhook.NewHandler(webhook.Config{Secret: whrSecret, Client: c,
 		OnPayment: func(_ context.Context, p *cryptopay.Payment) error { seen = append(seen, p.Status); return nil }})
 	require.NoError(t, err)
 

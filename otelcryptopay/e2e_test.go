@@ -19,6 +19,8 @@ import (
 	cryptopay "github.com/cryptopay/cryptopay-go"
 	"github.com/cryptopay/cryptopay-go/cryptopaytest"
 	"github.com/cryptopay/cryptopay-go/otelcryptopay"
+
+	"github.com/cryptopay/cryptopay-go/webhook"
 )
 
 // secretKey is the fake's API key; it must appear in no telemetry.
@@ -102,7 +104,7 @@ func TestE2E(t *testing.T) {
 			func(t *testing.T, e *e2e) error {
 				p, err := e.client.CreatePayout(context.Background(), payoutParams("order-otel-3"))
 				require.NoError(t, err)
-				_, err = e.client.GetPayout(context.Background(), p.ID, cryptopay.WithRequestTimeout(100*time.Millisecond))
+				_, err = e.client.GetPayout(context.Background(), p.ID, cryptopay.WithTimeout(100*time.Millisecond))
 				return err
 			}, 2, []int{0, 200}, "", false},
 		{"payout not found", cryptopaytest.RouteGetPayout, nil,
@@ -203,14 +205,14 @@ func (e *e2e) assertNoIDs(t *testing.T) {
 }
 
 // TestE2EWebhookEvents: the fake delivers a payment's webhook to the
-// merchant's handler, whose Client carries the observer; a forged event and
+// merchant's handler, which reports to the webhook observer; a forged event and
 // a repeated one are counted by their results too.
 func TestE2EWebhookEvents(t *testing.T) {
 	e := setupE2E(t)
 	secret := []byte("webhook-secret-for-otel-tests-0123")
 	var mu sync.Mutex
 	var seen []cryptopay.PaymentStatus
-	h, err := cryptopay.NewWebhookHandler(cryptopay.WebhookConfig{Secret: secret, Client: e.client,
+	h, err := webhook.NewHandler(webhook.Config{Secret: secret, Client: e.client, OnEvent: e.hook,
 		OnPayment: func(_ context.Context, p *cryptopay.Payment) error {
 			mu.Lock()
 			defer mu.Unlock()
@@ -222,7 +224,7 @@ func TestE2EWebhookEvents(t *testing.T) {
 	t.Cleanup(recv.Close)
 
 	params := paymentParams("order-otel-hook")
-	params.WebhookURL, err = cryptopay.WebhookURL(recv.URL, secret, params.OrderID)
+	params.WebhookURL, err = webhook.URL(recv.URL, secret, params.OrderID)
 	require.NoError(t, err)
 	p, err := e.client.CreatePayment(context.Background(), params)
 	require.NoError(t, err)
@@ -260,11 +262,11 @@ func send(t *testing.T, req *http.Request) int {
 }
 
 // TestWebhookHandlerWithoutClient: a handler given the observer directly
-// (WebhookConfig.Observer, no Client) reports its requests too.
+// (webhook.Config.OnEvent, no Client) reports its requests too.
 func TestWebhookHandlerWithoutClient(t *testing.T) {
 	f := setup(t)
 	secret := []byte("webhook-secret-for-otel-tests-0123")
-	h, err := cryptopay.NewWebhookHandler(cryptopay.WebhookConfig{Secret: secret, Observer: f.obs,
+	h, err := webhook.NewHandler(webhook.Config{Secret: secret, OnEvent: f.hook,
 		OnPayout: func(context.Context, *cryptopay.Payout) error { return errors.New("database down") }})
 	require.NoError(t, err)
 	po := &cryptopay.Payout{ID: "po_hidden_1", OrderID: "order-hidden-1", Status: cryptopay.PayoutPaid,

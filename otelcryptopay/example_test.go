@@ -14,6 +14,8 @@ import (
 	cryptopay "github.com/cryptopay/cryptopay-go"
 	"github.com/cryptopay/cryptopay-go/cryptopaytest"
 	"github.com/cryptopay/cryptopay-go/otelcryptopay"
+
+	"github.com/cryptopay/cryptopay-go/webhook"
 )
 
 // The usual setup: the program has installed its OpenTelemetry providers
@@ -39,11 +41,11 @@ func ExampleWithTracerProvider() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	// The handler reports each webhook request to client's observers
-	// (without a Client, set WebhookConfig.Observer to obs instead).
-	handler, err := cryptopay.NewWebhookHandler(cryptopay.WebhookConfig{
-		Secret: []byte(os.Getenv("CRYPTOPAY_WEBHOOK_SECRET")),
-		Client: client,
+	// The handler reports each webhook request to its own OnEvent.
+	handler, err := webhook.NewHandler(webhook.Config{
+		Secret:  []byte(os.Getenv("CRYPTOPAY_WEBHOOK_SECRET")),
+		Client:  client,
+		OnEvent: otelcryptopay.NewWebhookObserver(),
 		OnPayment: func(ctx context.Context, p *cryptopay.Payment) error {
 			return nil // fulfil the order
 		},

@@ -15,6 +15,7 @@ import (
 
 	cryptopay "github.com/cryptopay/cryptopay-go"
 	"github.com/cryptopay/cryptopay-go/otelcryptopay"
+	"github.com/cryptopay/cryptopay-go/webhook"
 )
 
 // tracetestSpan is an ended span as the in-memory exporter holds it.
@@ -24,6 +25,7 @@ type tracetestSpan = tracetest.SpanStub
 // metric reader.
 type fixture struct {
 	obs    cryptopay.Observer
+	hook   func(context.Context, webhook.EventInfo) // for webhook.Config.OnEvent
 	tp     *sdktrace.TracerProvider
 	spans  *tracetest.InMemoryExporter
 	reader *sdkmetric.ManualReader
@@ -39,8 +41,10 @@ func setup(t *testing.T) *fixture {
 		_ = tp.Shutdown(context.Background())
 		_ = mp.Shutdown(context.Background())
 	})
+	opts := []otelcryptopay.Option{otelcryptopay.WithTracerProvider(tp), otelcryptopay.WithMeterProvider(mp)}
 	return &fixture{
-		obs:    otelcryptopay.NewObserver(otelcryptopay.WithTracerProvider(tp), otelcryptopay.WithMeterProvider(mp)),
+		obs:    otelcryptopay.NewObserver(opts...),
+		hook:   otelcryptopay.NewWebhookObserver(opts...),
 		tp:     tp,
 		spans:  spans,
 		reader: reader,

@@ -16,6 +16,8 @@ import (
 
 	cryptopay "github.com/cryptopay/cryptopay-go"
 	"github.com/cryptopay/cryptopay-go/otelcryptopay"
+
+	"github.com/cryptopay/cryptopay-go/webhook"
 )
 
 // call replays one call's events on obs, as the SDK's request loop reports
@@ -193,7 +195,7 @@ func TestAttemptNeverEnded(t *testing.T) {
 func TestWebhookEvents(t *testing.T) {
 	f := setup(t)
 	ctx, span := f.tp.Tracer("merchant").Start(context.Background(), "POST /webhooks")
-	events := []cryptopay.WebhookEventInfo{
+	events := []webhook.EventInfo{
 		{Kind: "payment", StatusCode: 200, Result: "delivered"},
 		{Kind: "payment", StatusCode: 200, Result: "duplicate"},
 		{Kind: "payout", StatusCode: 200, Result: "delivered"},
@@ -201,10 +203,10 @@ func TestWebhookEvents(t *testing.T) {
 		{Kind: "payout", StatusCode: 503, Result: "retry_later"},
 	}
 	for _, ev := range events {
-		f.obs.OnWebhookEvent(ctx, ev)
+		f.hook(ctx, ev)
 	}
 	span.End()
-	f.obs.OnWebhookEvent(context.Background(), cryptopay.WebhookEventInfo{Kind: "payment", StatusCode: 200, Result: "delivered"})
+	f.hook(context.Background(), webhook.EventInfo{Kind: "payment", StatusCode: 200, Result: "delivered"})
 
 	result := otelcryptopay.WebhookResultKey
 	assert.EqualValues(t, 6, f.counter(t, "cryptopay.webhook.events"))
@@ -226,6 +228,6 @@ func TestNilProvidersAreIgnored(t *testing.T) {
 	obs := otelcryptopay.NewObserver(otelcryptopay.WithTracerProvider(nil), otelcryptopay.WithMeterProvider(nil), nil)
 	assert.NotPanics(t, func() {
 		call(obs, getPayout, []cryptopay.AttemptResult{{StatusCode: 200}}, cryptopay.CallResult{StatusCode: 200}, false)
-		obs.OnWebhookEvent(context.Background(), cryptopay.WebhookEventInfo{Result: "failed"})
+		otelcryptopay.NewWebhookObserver(otelcryptopay.WithTracerProvider(nil), nil)(context.Background(), webhook.EventInfo{Result: "failed"})
 	})
 }

@@ -46,6 +46,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	cryptopay "github.com/cryptopay/cryptopay-go"
+
+	"github.com/cryptopay/cryptopay-go/webhook"
 )
 
 // ScopeName is the instrumentation scope of the tracer and the meter.
@@ -128,6 +130,24 @@ type observer struct {
 // the meter cannot create is reported to otel.Handle and left out; the
 // observer never fails a call.
 func NewObserver(opts ...Option) cryptopay.Observer {
+	o := newObserver(opts)
+	return cryptopay.Observer{
+		OnCallStart:    o.callStart,
+		OnAttemptStart: o.attemptStart,
+		OnAttemptEnd:   o.attemptEnd,
+		OnCallEnd:      o.callEnd,
+	}
+}
+
+// NewWebhookObserver returns a func for webhook.Config.OnEvent that counts
+// each request the webhook handler answers (cryptopay.webhook.events) and
+// notes it on the request's span, if one is recording.
+func NewWebhookObserver(opts ...Option) func(context.Context, webhook.EventInfo) {
+	return newObserver(opts).webhookEvent
+}
+
+// newObserver makes the tracer and instruments with the given providers.
+func newObserver(opts []Option) *observer {
 	cfg := config{tp: otel.GetTracerProvider(), mp: otel.GetMeterProvider()}
 	for _, o := range opts {
 		if o != nil {
@@ -138,13 +158,7 @@ func NewObserver(opts ...Option) cryptopay.Observer {
 		trace.WithInstrumentationVersion(cryptopay.Version), trace.WithSchemaURL(semconv.SchemaURL))}
 	o.makeInstruments(cfg.mp.Meter(ScopeName,
 		metric.WithInstrumentationVersion(cryptopay.Version), metric.WithSchemaURL(semconv.SchemaURL)))
-	return cryptopay.Observer{
-		OnCallStart:    o.callStart,
-		OnAttemptStart: o.attemptStart,
-		OnAttemptEnd:   o.attemptEnd,
-		OnCallEnd:      o.callEnd,
-		OnWebhookEvent: o.webhookEvent,
-	}
+	return o
 }
 
 func (o *observer) makeInstruments(m metric.Meter) {
@@ -161,7 +175,7 @@ func (o *observer) makeInstruments(m metric.Meter) {
 		metric.WithDescription("Create calls whose outcome is unknown: each needs reconciling by orderId."))
 	errs = append(errs, err)
 	o.webhooks, err = m.Int64Counter("cryptopay.webhook.events", metric.WithUnit("{event}"),
-		metric.WithDescription("Webhook requests answered by the cryptopay WebhookHandler, by result."))
+		metric.WithDescription("Webhook requests answered by the cryptopay webhook.Handler, by result."))
 	errs = append(errs, err)
 	if err := errors.Join(errs...); err != nil {
 		otel.Handle(err)
@@ -327,7 +341,7 @@ func (o *observer) callEnd(ctx context.Context, call cryptopay.CallInfo, res cry
 	cs.span.End()
 }
 
-func (o *observer) webhookEvent(ctx context.Context, ev cryptopay.WebhookEventInfo) {
+func (o *observer) webhookEvent(ctx context.Context, ev webhook.EventInfo) {
 	attrs := []attribute.KeyValue{WebhookKindKey.String(ev.Kind), WebhookResultKey.String(ev.Result)}
 	if ev.StatusCode != 0 {
 		attrs = append(attrs, metricStatus(ev.StatusCode))

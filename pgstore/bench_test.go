@@ -14,6 +14,8 @@ import (
 	"github.com/cryptopay/cryptopay-go"
 	"github.com/cryptopay/cryptopay-go/pgstore"
 	"github.com/cryptopay/cryptopay-go/pgstore/internal/pgtest"
+
+	"github.com/cryptopay/cryptopay-go/webhook"
 )
 
 // countingTracer counts the statements a pool sends (each is one round
@@ -59,13 +61,13 @@ func TestStatementsPerEvent(t *testing.T) {
 	assert.Equal(t, int64(2), count(func() {
 		c, err := st.Claim(ctx, "payment/a/paid")
 		require.NoError(t, err)
-		require.Equal(t, cryptopay.DedupeClaimed, c)
+		require.Equal(t, webhook.DedupeClaimed, c)
 		require.NoError(t, st.Complete(ctx, "payment/a/paid"))
 	}), "new event: Claim + Complete")
 	assert.Equal(t, int64(1), count(func() {
 		c, err := st.Claim(ctx, "payment/a/paid")
 		require.NoError(t, err)
-		require.Equal(t, cryptopay.DedupeSeen, c)
+		require.Equal(t, webhook.DedupeSeen, c)
 	}), "duplicate: Claim only")
 	assert.Equal(t, int64(2), count(func() {
 		_, err := st.Claim(ctx, "payment/b/paid")
@@ -95,7 +97,7 @@ func BenchmarkDedupeStore(b *testing.B) {
 	var seq atomic.Int64
 	newEvent := func(b *testing.B) {
 		k := fmt.Sprintf("payment/%d/paid", seq.Add(1))
-		if c, err := st.Claim(ctx, k); err != nil || c != cryptopay.DedupeClaimed {
+		if c, err := st.Claim(ctx, k); err != nil || c != webhook.DedupeClaimed {
 			b.Fatalf("Claim: %v %v", c, err)
 		}
 		if err := st.Complete(ctx, k); err != nil {
@@ -117,7 +119,7 @@ func BenchmarkDedupeStore(b *testing.B) {
 	})
 	b.Run("duplicate/seq", func(b *testing.B) {
 		for b.Loop() {
-			if c, err := st.Claim(ctx, "payment/1/paid"); err != nil || c != cryptopay.DedupeSeen {
+			if c, err := st.Claim(ctx, "payment/1/paid"); err != nil || c != webhook.DedupeSeen {
 				b.Fatalf("Claim: %v %v", c, err)
 			}
 		}
@@ -143,7 +145,7 @@ func BenchmarkTxDelivery(b *testing.B) {
 	for b.Loop() {
 		p := &cryptopay.Payment{ID: fmt.Sprint(seq.Add(1)), Status: cryptopay.PaymentPaid}
 		k := "payment/" + p.ID + "/paid"
-		if c, err := st.Claim(ctx, k); err != nil || c != cryptopay.DedupeClaimed {
+		if c, err := st.Claim(ctx, k); err != nil || c != webhook.DedupeClaimed {
 			b.Fatalf("Claim: %v %v", c, err)
 		}
 		if err := fn(ctx, p); err != nil {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/cryptopay/cryptopay-go"
+	"github.com/cryptopay/cryptopay-go/webhook"
 )
 
 // Retry budgets. A Claim fails fast, so the handler answers 503 and the
@@ -70,12 +70,12 @@ VALUES ($1, $2, false, clock_timestamp() + ` + micros + `) ON CONFLICT (key) DO 
 	s.sqlMarkDone = `UPDATE ` + t + ` SET done = true, expires_at = clock_timestamp() + $2::bigint * interval '1 microsecond' WHERE key = $1`
 }
 
-// Claim implements cryptopay.DedupeStore: it takes key for this store's
+// Claim implements webhook.DedupeStore: it takes key for this store's
 // lease length unless another delivery holds an unexpired lease on it
 // (DedupeInProgress) or it was completed within the done TTL (DedupeSeen).
 // An error (the server is unreachable after a few quick attempts) makes the
 // handler answer 503.
-func (s *DedupeStore) Claim(ctx context.Context, key string) (cryptopay.DedupeClaim, error) {
+func (s *DedupeStore) Claim(ctx context.Context, key string) (webhook.DedupeClaim, error) {
 	tok := newToken()
 	var (
 		inserted            bool
@@ -96,20 +96,20 @@ func (s *DedupeStore) Claim(ctx context.Context, key string) (cryptopay.DedupeCl
 	// ours: a repeated attempt whose first try took the key.
 	case inserted || takenOver || isTrue(ours):
 		s.hold(key, tok)
-		return cryptopay.DedupeClaimed, nil
+		return webhook.DedupeClaimed, nil
 	case isTrue(done):
-		return cryptopay.DedupeSeen, nil
+		return webhook.DedupeSeen, nil
 	default:
-		return cryptopay.DedupeInProgress, nil
+		return webhook.DedupeInProgress, nil
 	}
 }
 
 func isTrue(b *bool) bool { return b != nil && *b }
 
-// Complete implements cryptopay.DedupeStore: it marks key done for the done
+// Complete implements webhook.DedupeStore: it marks key done for the done
 // TTL if this instance's lease on it still holds (or nobody took the key
 // over since it expired). Otherwise it changes nothing and returns an error
-// wrapping cryptopay.ErrDedupeLeaseLost: another delivery holds the key and
+// wrapping webhook.ErrDedupeLeaseLost: another delivery holds the key and
 // the callback may have run twice. After a transactional callback
 // (OnPayment, OnPayout) the outcome is already recorded and Complete only
 // forgets the claim. After any other error (the server unreachable, ctx
@@ -118,7 +118,7 @@ func (s *DedupeStore) Complete(ctx context.Context, key string) error {
 	l := s.take(key)
 	switch {
 	case l == nil:
-		return fmt.Errorf("pgstore: complete: %w", cryptopay.ErrDedupeLeaseLost)
+		return fmt.Errorf("pgstore: complete: %w", webhook.ErrDedupeLeaseLost)
 	case l.settled:
 		return nil
 	}
@@ -133,22 +133,22 @@ func (s *DedupeStore) Complete(ctx context.Context, key string) error {
 		return fmt.Errorf("pgstore: complete: %w", err)
 	}
 	if n == 0 {
-		return fmt.Errorf("pgstore: complete: %w", cryptopay.ErrDedupeLeaseLost)
+		return fmt.Errorf("pgstore: complete: %w", webhook.ErrDedupeLeaseLost)
 	}
 	s.maybeCleanup(ctx)
 	return nil
 }
 
-// Release implements cryptopay.DedupeStore: it frees key if this
+// Release implements webhook.DedupeStore: it frees key if this
 // instance's lease on it still holds, so the next delivery may claim it.
 // Otherwise it changes nothing and returns an error wrapping
-// cryptopay.ErrDedupeLeaseLost. After any other error the claim is kept,
+// webhook.ErrDedupeLeaseLost. After any other error the claim is kept,
 // so Release may be called again.
 func (s *DedupeStore) Release(ctx context.Context, key string) error {
 	l := s.take(key)
 	switch {
 	case l == nil:
-		return fmt.Errorf("pgstore: release: %w", cryptopay.ErrDedupeLeaseLost)
+		return fmt.Errorf("pgstore: release: %w", webhook.ErrDedupeLeaseLost)
 	case l.settled:
 		return nil
 	}
@@ -169,7 +169,7 @@ func (s *DedupeStore) Release(ctx context.Context, key string) error {
 	// A repeated attempt finds nothing when the first one deleted the row
 	// but its answer was lost.
 	if n == 0 && attempts == 1 {
-		return fmt.Errorf("pgstore: release: %w", cryptopay.ErrDedupeLeaseLost)
+		return fmt.Errorf("pgstore: release: %w", webhook.ErrDedupeLeaseLost)
 	}
 	return nil
 }

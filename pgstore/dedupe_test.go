@@ -12,10 +12,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cryptopay/cryptopay-go"
 	"github.com/cryptopay/cryptopay-go/cryptopaytest/dedupetest"
 	"github.com/cryptopay/cryptopay-go/pgstore"
 	"github.com/cryptopay/cryptopay-go/pgstore/internal/pgtest"
+
+	"github.com/cryptopay/cryptopay-go/webhook"
 )
 
 // fixture is a test's pool and its own table.
@@ -50,7 +51,7 @@ func TestConformance(t *testing.T) {
 	// The done TTL leaves ManyKeysConcurrently (hundreds of keys checked
 	// after all are settled) time on a loaded machine.
 	const lease, ttl = 400 * time.Millisecond, 3 * time.Second
-	dedupetest.Run(t, func(t *testing.T) cryptopay.DedupeStore {
+	dedupetest.Run(t, func(t *testing.T) webhook.DedupeStore {
 		return f.store(t, pgstore.WithLease(lease), pgstore.WithDoneTTL(ttl))
 	}, dedupetest.Lease(lease), dedupetest.DoneTTL(ttl))
 }
@@ -134,7 +135,7 @@ func TestCreateTable(t *testing.T) {
 	}
 	got, err := st.Claim(ctx, "payment/x/paid")
 	require.NoError(t, err)
-	assert.Equal(t, cryptopay.DedupeClaimed, got)
+	assert.Equal(t, webhook.DedupeClaimed, got)
 	var idx int
 	require.NoError(t, pool.QueryRow(ctx, "SELECT count(*) FROM pg_indexes WHERE schemaname = $1", schema).Scan(&idx))
 	assert.Equal(t, 2, idx, "primary key and expires_at index")
@@ -152,7 +153,7 @@ func TestCleanup(t *testing.T) {
 	claim := func(st *pgstore.DedupeStore, key string) {
 		got, err := st.Claim(ctx, key)
 		require.NoError(t, err)
-		require.Equal(t, cryptopay.DedupeClaimed, got)
+		require.Equal(t, webhook.DedupeClaimed, got)
 	}
 	claim(short, "expired-lease")
 	claim(short, "expired-done")
@@ -181,7 +182,7 @@ func TestCleanup(t *testing.T) {
 	require.NoError(t, short.Complete(ctx, "expired-lease"))
 	got, err := long.Claim(ctx, "expired-lease")
 	require.NoError(t, err)
-	assert.Equal(t, cryptopay.DedupeSeen, got)
+	assert.Equal(t, webhook.DedupeSeen, got)
 }
 
 // A Complete deletes a batch of expired rows in passing, at most once per
@@ -231,7 +232,7 @@ func TestServerRestart(t *testing.T) {
 	for _, k := range []string{"a", "b"} {
 		got, err := st.Claim(ctx, k)
 		require.NoError(t, err)
-		require.Equal(t, cryptopay.DedupeClaimed, got)
+		require.Equal(t, webhook.DedupeClaimed, got)
 	}
 
 	require.NoError(t, f.srv.Stop())
@@ -248,7 +249,7 @@ func TestServerRestart(t *testing.T) {
 	assert.NoError(t, st.Release(settle, "b"), "a Release across the restart")
 	require.NoError(t, <-restarted)
 
-	for k, want := range map[string]cryptopay.DedupeClaim{"a": cryptopay.DedupeSeen, "b": cryptopay.DedupeClaimed, "c": cryptopay.DedupeClaimed} {
+	for k, want := range map[string]webhook.DedupeClaim{"a": webhook.DedupeSeen, "b": webhook.DedupeClaimed, "c": webhook.DedupeClaimed} {
 		got, err := other.Claim(ctx, k)
 		require.NoError(t, err)
 		assert.Equal(t, want, got, "key %s", k)
@@ -267,19 +268,19 @@ func TestSettleAgainAfterError(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		settle func(context.Context, string) error
-		want   cryptopay.DedupeClaim
+		want   webhook.DedupeClaim
 	}{
-		{"Complete", st.Complete, cryptopay.DedupeSeen},
-		{"Release", st.Release, cryptopay.DedupeClaimed},
+		{"Complete", st.Complete, webhook.DedupeSeen},
+		{"Release", st.Release, webhook.DedupeClaimed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			k := "payment/settle-" + tc.name + "/paid"
 			got, err := st.Claim(ctx, k)
 			require.NoError(t, err)
-			require.Equal(t, cryptopay.DedupeClaimed, got)
+			require.Equal(t, webhook.DedupeClaimed, got)
 			err = tc.settle(dead, k)
 			require.ErrorIs(t, err, context.Canceled)
-			require.NotErrorIs(t, err, cryptopay.ErrDedupeLeaseLost)
+			require.NotErrorIs(t, err, webhook.ErrDedupeLeaseLost)
 			require.NoError(t, tc.settle(ctx, k), "the second attempt")
 			got, err = other.Claim(ctx, k)
 			require.NoError(t, err)

@@ -2,14 +2,17 @@
 // cryptopay-go service in PostgreSQL (10 or later; tested on 15), through a
 // pgx v5 pool:
 //
-//   - DedupeStore, a cryptopay.DedupeStore in one table, so a webhook
+//   - DedupeStore, a webhook.DedupeStore in one table, so a webhook
 //     delivered twice, to the same replica or to two, reaches the callback
 //     once;
 //   - OnPayment and OnPayout, transactional delivery: the merchant's own
 //     writes for an event and the event's "done" mark commit in one
 //     transaction;
 //   - WakeupBus, a cryptopay.WakeupBus over LISTEN/NOTIFY, so a webhook
-//     received by one replica ends the waits on every other replica at once.
+//     received by one replica ends the waits on every other replica at once;
+//   - Queue, a durable payout queue: exactly one payout per intent across
+//     crashes, replicas and unknown outcomes (see "Payout queue" below and
+//     docs/payout-queue.md).
 //
 // # Table
 //
@@ -38,7 +41,7 @@
 //
 // # Guarantees
 //
-// DedupeStore (WebhookConfig.Dedupe = store): each (kind, id, status) is
+// DedupeStore (webhook.Config.Dedupe = store): each (kind, id, status) is
 // claimed by one delivery at a time across all replicas, and once
 // completed is seen as a duplicate for the done TTL (72 h by default). A
 // replica that dies mid-callback holds the event only until its lease ends
@@ -58,6 +61,48 @@
 // the lease at most); after the commit the event is done and every
 // redelivery is acknowledged as a duplicate. Effects outside that
 // transaction (another database, e-mail, an HTTP call) are not covered.
+//
+// # Payout queue
+//
+// A Queue keeps payout intents in one table (Queue.DDL; amounts are
+// numeric). The merchant enqueues an intent in the transaction that records
+// the withdrawal (Queue.Enqueue with their pgx.Tx); Queue.Run, on any number
+// of replicas, then takes each intent through these states:
+//
+//	needs_approval --Approve--> queued --attempt committed--> sending --created--> created --final status--> paid | failed
+//	     |                        |                             |                     (followed by id, or by orderId)
+//	     Reject --> rejected      guardrail --> blocked         4xx --> refused
+//	                                                            unknown --> reconciling --exists--> created
+//	                                                                            |  --not created--> sending (a new attempt)
+//	                                                                            '--still unknown--> parked (backoff; Retry by an operator)
+//
+// Its guarantee: an intent is sent at most once per attempt, and a new
+// attempt is made only after the payout list showed the previous one
+// created nothing (cryptopay.PayoutNotCreated) or an operator said so
+// (Retry). A worker claims due intents with SELECT ... FOR UPDATE SKIP
+// LOCKED and a lease (QueueConfig.Lease); it commits the attempt and its
+// time before sending, never starts a request that could outlive its lease,
+// and records every change only while it still holds the lease (a token per
+// claim). An intent found in sending (its worker died or lost the lease) or
+// with an unknown outcome is reconciled with the committed attempt time.
+// The final status and QueueConfig.OnFinal's writes commit in one
+// transaction. The limits: the settle time must exceed the list's lag
+// (QueueConfig.ReconcileSettleTime), the account must not create payouts
+// with these orderIds by other means, and an operator's Retry is trusted.
+// SECURITY.md lists the tests.
+//
+// QueueConfig.Observer receives every committed Transition; to export it
+// with OpenTelemetry, count transitions by target state and alert on
+// parked:
+//
+//	moved, _ := meter.Int64Counter("cryptopay.payout_queue.transitions")
+//	cfg.Observer = func(t pgstore.Transition) {
+//		moved.Add(context.Background(), 1, metric.WithAttributes(
+//			attribute.String("to", string(t.To)), attribute.String("verdict", t.Verdict)))
+//	}
+//
+// (never put OrderID or Err in metric attributes: unbounded cardinality;
+// log them instead). Queue.Counts gives a gauge of intents per state.
 //
 // # Several replicas
 //

@@ -12,6 +12,8 @@ import (
 
 	"github.com/cryptopay/cryptopay-go"
 	"github.com/cryptopay/cryptopay-go/pgstore"
+
+	"github.com/cryptopay/cryptopay-go/webhook"
 )
 
 // Each replica of a webhook endpoint opens its own pool and store on the
@@ -28,7 +30,7 @@ func ExampleNewDedupeStore() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	h, err := cryptopay.NewWebhookHandler(cryptopay.WebhookConfig{
+	h, err := webhook.NewHandler(webhook.Config{
 		Secret: []byte(os.Getenv("WEBHOOK_SECRET")),
 		Dedupe: store,
 		OnPayment: func(ctx context.Context, p *cryptopay.Payment) error {
@@ -60,7 +62,7 @@ func ExampleOnPayment() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	h, err := cryptopay.NewWebhookHandler(cryptopay.WebhookConfig{
+	h, err := webhook.NewHandler(webhook.Config{
 		Secret: []byte(os.Getenv("WEBHOOK_SECRET")),
 		Client: client, // money moves on this event: re-read it through the API
 		Dedupe: store,  // the same store

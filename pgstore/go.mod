@@ -8,7 +8,7 @@ require (
 	github.com/stretchr/testify v1.12.1
 )
 
-require github.com/shopspring/decimal v1.6.0 // indirect
+require github.com/shopspring/decimal v1.6.0
 
 require (
 	github.com/cryptopay/cryptopay-go v0.0.0-00010101000000-000000000000

@@ -10,6 +10,8 @@ import (
 	"github.com/cryptopay/cryptopay-go/internal/replicatest"
 	"github.com/cryptopay/cryptopay-go/pgstore"
 	"github.com/cryptopay/cryptopay-go/pgstore/internal/pgtest"
+
+	"github.com/cryptopay/cryptopay-go/webhook"
 )
 
 // replicaConfig is three replicas, each with its own pool, store (on one
@@ -17,7 +19,7 @@ import (
 func replicaConfig(t *testing.T, f *fixture, lease time.Duration) replicatest.Config {
 	channel := pgtest.Name("wake")
 	return replicatest.Config{
-		NewStore: func(t *testing.T, _ int) cryptopay.DedupeStore {
+		NewStore: func(t *testing.T, _ int) webhook.DedupeStore {
 			st, err := pgstore.NewDedupeStore(f.srv.Pool(t, 8), pgstore.WithTable(f.table), pgstore.WithLease(lease))
 			require.NoError(t, err)
 			return st

@@ -37,7 +37,7 @@ const cleanupBatch = 1000
 // NewWakeupBus for a bad option.
 var ErrInvalidOption = errors.New("pgstore: invalid option")
 
-// DedupeStore is a cryptopay.DedupeStore in a PostgreSQL table, shared by
+// DedupeStore is a webhook.DedupeStore in a PostgreSQL table, shared by
 // every replica that uses the same table. A claim is a lease that expires:
 // a replica that dies mid-callback frees the key when its lease ends.
 // Complete and Release act only on the caller's own lease, which is

@@ -17,12 +17,12 @@ import (
 // sender retries.
 var ErrNoEventRow = errors.New("pgstore: event row vanished while locking it")
 
-// OnPayment returns a WebhookConfig.OnPayment callback that runs fn inside
+// OnPayment returns a webhook.Config.OnPayment callback that runs fn inside
 // a transaction on store's pool which also records the event as done: the
 // merchant's writes made through tx and the done mark commit together, or
-// neither does. Use it with WebhookConfig.Dedupe set to the same store:
+// neither does. Use it with webhook.Config.Dedupe set to the same store:
 //
-//	cfg := cryptopay.WebhookConfig{
+//	cfg := webhook.Config{
 //		Secret:    secret,
 //		Client:    client,
 //		Dedupe:    store,
@@ -63,7 +63,7 @@ func OnPayment(store *DedupeStore, fn func(ctx context.Context, tx pgx.Tx, p *cr
 	}
 }
 
-// OnPayout is OnPayment for payouts (WebhookConfig.OnPayout).
+// OnPayout is OnPayment for payouts (webhook.Config.OnPayout).
 func OnPayout(store *DedupeStore, fn func(ctx context.Context, tx pgx.Tx, p *cryptopay.Payout) error) func(context.Context, *cryptopay.Payout) error {
 	return func(ctx context.Context, p *cryptopay.Payout) error {
 		switch {
@@ -79,7 +79,7 @@ func OnPayout(store *DedupeStore, fn func(ctx context.Context, tx pgx.Tx, p *cry
 }
 
 // inTx runs fn in a transaction that also marks key done; see OnPayment.
-// The key is the one the WebhookHandler claims for the same event, so the
+// The key is the one the webhook.Handler claims for the same event, so the
 // handler's Complete afterwards only forgets the claim.
 func (s *DedupeStore) inTx(ctx context.Context, key string, fn func(context.Context, pgx.Tx) error) error {
 	ctx, cancel := context.WithTimeout(ctx, s.lease)

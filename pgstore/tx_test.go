@@ -23,6 +23,8 @@ import (
 	"github.com/cryptopay/cryptopay-go"
 	"github.com/cryptopay/cryptopay-go/pgstore"
 	"github.com/cryptopay/cryptopay-go/pgstore/internal/pgtest"
+
+	"github.com/cryptopay/cryptopay-go/webhook"
 )
 
 var secret = []byte("pgstore-test-webhook-secret-0123456789")
@@ -40,7 +42,7 @@ func paymentEvent(t *testing.T, status string) event {
 	var err error
 	ev.body, err = json.Marshal(map[string]string{"paymentId": ev.id, "orderId": ev.orderID, "status": status})
 	require.NoError(t, err)
-	ev.url, err = cryptopay.WebhookURL("http://merchant.test/hooks", secret, ev.orderID)
+	ev.url, err = webhook.URL("http://merchant.test/hooks", secret, ev.orderID)
 	require.NoError(t, err)
 	return ev
 }
@@ -100,9 +102,9 @@ func (f *fixture) state(t *testing.T, key string) string {
 }
 
 // handler is a webhook handler with the transactional callback fn on st.
-func handler(t *testing.T, st *pgstore.DedupeStore, fn func(context.Context, pgx.Tx, *cryptopay.Payment) error) *cryptopay.WebhookHandler {
+func handler(t *testing.T, st *pgstore.DedupeStore, fn func(context.Context, pgx.Tx, *cryptopay.Payment) error) *webhook.Handler {
 	t.Helper()
-	h, err := cryptopay.NewWebhookHandler(cryptopay.WebhookConfig{
+	h, err := webhook.NewHandler(webhook.Config{
 		Secret: secret, Dedupe: st, OnPayment: pgstore.OnPayment(st, fn),
 	})
 	require.NoError(t, err)
@@ -247,14 +249,14 @@ func TestTxCompleteAfterCommit(t *testing.T) {
 	ctx := context.Background()
 	claim, err := st.Claim(ctx, ev.key())
 	require.NoError(t, err)
-	require.Equal(t, cryptopay.DedupeClaimed, claim)
+	require.Equal(t, webhook.DedupeClaimed, claim)
 	p := &cryptopay.Payment{ID: ev.id, OrderID: ev.orderID, Status: cryptopay.PaymentPaid}
 	require.NoError(t, pgstore.OnPayment(st, m.credit)(ctx, p))
 	require.NoError(t, st.Complete(ctx, ev.key()), "Complete after the transaction")
-	assert.ErrorIs(t, st.Complete(ctx, ev.key()), cryptopay.ErrDedupeLeaseLost, "a second Complete: the claim is gone")
+	assert.ErrorIs(t, st.Complete(ctx, ev.key()), webhook.ErrDedupeLeaseLost, "a second Complete: the claim is gone")
 	claim, err = st.Claim(ctx, ev.key())
 	require.NoError(t, err)
-	assert.Equal(t, cryptopay.DedupeSeen, claim)
+	assert.Equal(t, webhook.DedupeSeen, claim)
 }
 
 func TestTxMisuse(t *testing.T) {
@@ -311,7 +313,7 @@ type crashStore struct {
 	point string
 }
 
-func (s crashStore) Claim(ctx context.Context, key string) (cryptopay.DedupeClaim, error) {
+func (s crashStore) Claim(ctx context.Context, key string) (webhook.DedupeClaim, error) {
 	c, err := s.DedupeStore.Claim(ctx, key)
 	if s.point == "after-claim" {
 		os.Exit(7)
@@ -380,7 +382,7 @@ func crashChild(t *testing.T, point string) {
 	st, err := pgstore.NewDedupeStore(pool, pgstore.WithTable(os.Getenv("PGSTORE_TABLE")), pgstore.WithLease(lease))
 	require.NoError(t, err)
 	tbl := os.Getenv("PGSTORE_MERCHANT")
-	h, err := cryptopay.NewWebhookHandler(cryptopay.WebhookConfig{
+	h, err := webhook.NewHandler(webhook.Config{
 		Secret: secret,
 		Dedupe: crashStore{DedupeStore: st, point: point},
 		OnPayment: pgstore.OnPayment(st, func(ctx context.Context, tx pgx.Tx, p *cryptopay.Payment) error {
@@ -407,7 +409,7 @@ func TestTxClaimDuringCallback(t *testing.T) {
 	st, other := f.store(t), f.store(t)
 	ev := paymentEvent(t, "paid")
 	var (
-		got    cryptopay.DedupeClaim
+		got    webhook.DedupeClaim
 		gotErr error
 	)
 	h := handler(t, st, func(ctx context.Context, tx pgx.Tx, p *cryptopay.Payment) error {
@@ -418,5 +420,5 @@ func TestTxClaimDuringCallback(t *testing.T) {
 	})
 	require.Equal(t, http.StatusOK, post(context.Background(), h, ev))
 	require.NoError(t, gotErr)
-	assert.Equal(t, cryptopay.DedupeInProgress, got)
+	assert.Equal(t, webhook.DedupeInProgress, got)
 }

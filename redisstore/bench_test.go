@@ -9,9 +9,10 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cryptopay/cryptopay-go"
 	"github.com/cryptopay/cryptopay-go/redisstore"
 	"github.com/cryptopay/cryptopay-go/redisstore/internal/redistest"
+
+	"github.com/cryptopay/cryptopay-go/webhook"
 )
 
 // roundTrips counts the commands (and pipelines) a client sends: each is
@@ -59,7 +60,7 @@ func BenchmarkDedupeStoreEvent(b *testing.B) {
 		for i := 0; b.Loop(); i++ {
 			key := "payment/bench-" + strconv.Itoa(run) + "-" + strconv.Itoa(i) + "/paid"
 			c, err := s.Claim(ctx, key)
-			if err != nil || c != cryptopay.DedupeClaimed {
+			if err != nil || c != webhook.DedupeClaimed {
 				b.Fatal(c, err)
 			}
 			if err := s.Complete(ctx, key); err != nil {
@@ -73,7 +74,7 @@ func BenchmarkDedupeStoreEvent(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			c, err := s.Claim(ctx, "warm-up")
-			if err != nil || c != cryptopay.DedupeSeen {
+			if err != nil || c != webhook.DedupeSeen {
 				b.Fatal(c, err)
 			}
 		}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/cryptopay/cryptopay-go"
+	"github.com/cryptopay/cryptopay-go/webhook"
 )
 
 // Defaults of NewDedupeStore.
@@ -115,7 +115,7 @@ func WithKeyPrefix(p string) Option {
 	}
 }
 
-// DedupeStore is a cryptopay.DedupeStore in Redis, shared by every replica
+// DedupeStore is a webhook.DedupeStore in Redis, shared by every replica
 // that uses the same Redis and key prefix. Give each replica (each
 // process) its own DedupeStore: it remembers the tokens of its own claims,
 // which is what lets Complete and Release act only on them. It is safe for
@@ -138,7 +138,7 @@ type DedupeStore struct {
 	tokens map[string]string // key -> token of this instance's live claim
 }
 
-var _ cryptopay.DedupeStore = (*DedupeStore)(nil)
+var _ webhook.DedupeStore = (*DedupeStore)(nil)
 
 // NewDedupeStore returns a store on rdb (a *redis.Client, a
 // *redis.ClusterClient or any redis.UniversalClient; the store does not
@@ -172,11 +172,11 @@ func newToken() string {
 	return "lease:" + hex.EncodeToString(b[:])
 }
 
-// Claim implements cryptopay.DedupeStore with one round trip. On an error
+// Claim implements webhook.DedupeStore with one round trip. On an error
 // the claim may still have been taken in Redis (the reply was lost); it
 // then holds the key until the lease expires, which delays the event but
 // loses nothing.
-func (s *DedupeStore) Claim(ctx context.Context, key string) (cryptopay.DedupeClaim, error) {
+func (s *DedupeStore) Claim(ctx context.Context, key string) (webhook.DedupeClaim, error) {
 	tok := newToken()
 	n, err := claimScript.Run(ctx, s.rdb, []string{s.prefix + key}, tok, s.lease.Milliseconds()).Int()
 	if err != nil {
@@ -187,30 +187,30 @@ func (s *DedupeStore) Claim(ctx context.Context, key string) (cryptopay.DedupeCl
 		s.mu.Lock()
 		s.tokens[key] = tok
 		s.mu.Unlock()
-		return cryptopay.DedupeClaimed, nil
+		return webhook.DedupeClaimed, nil
 	case 2:
-		return cryptopay.DedupeSeen, nil
+		return webhook.DedupeSeen, nil
 	case 3:
-		return cryptopay.DedupeInProgress, nil
+		return webhook.DedupeInProgress, nil
 	}
 	return 0, fmt.Errorf("redisstore: claim %q: unexpected script answer %d", key, n)
 }
 
-// Complete implements cryptopay.DedupeStore: it marks key done if this
+// Complete implements webhook.DedupeStore: it marks key done if this
 // instance's claim still holds it, or if the claim lapsed and nobody else
 // took the key. If another delivery holds the key now, or this instance
 // never claimed it, it changes nothing and returns an error matching
-// cryptopay.ErrDedupeLeaseLost. It retries a failing Redis until ctx ends.
+// webhook.ErrDedupeLeaseLost. It retries a failing Redis until ctx ends.
 func (s *DedupeStore) Complete(ctx context.Context, key string) error {
 	return s.settle(ctx, key, "complete", func(tok string) *redis.Cmd {
 		return completeScript.Run(ctx, s.rdb, []string{s.prefix + key}, tok, s.doneTTL.Milliseconds())
 	})
 }
 
-// Release implements cryptopay.DedupeStore: it deletes key if this
+// Release implements webhook.DedupeStore: it deletes key if this
 // instance's claim still holds it, so the next delivery runs the callback.
 // A key held by another delivery is left alone and the error matches
-// cryptopay.ErrDedupeLeaseLost; a key never claimed here, expired or done
+// webhook.ErrDedupeLeaseLost; a key never claimed here, expired or done
 // is left alone without error. It retries a failing Redis until ctx ends.
 func (s *DedupeStore) Release(ctx context.Context, key string) error {
 	err := s.settle(ctx, key, "release", func(tok string) *redis.Cmd {
@@ -222,7 +222,7 @@ func (s *DedupeStore) Release(ctx context.Context, key string) error {
 	return err
 }
 
-var errNotClaimed = fmt.Errorf("%w: not claimed by this store", cryptopay.ErrDedupeLeaseLost)
+var errNotClaimed = fmt.Errorf("%w: not claimed by this store", webhook.ErrDedupeLeaseLost)
 
 // settle runs a Complete or Release script for this instance's claim on
 // key, retrying transient failures until ctx ends.
@@ -247,7 +247,7 @@ func (s *DedupeStore) settle(ctx context.Context, key, op string, run func(tok s
 	}
 	s.mu.Unlock()
 	if n == 3 {
-		return fmt.Errorf("redisstore: %s %q: %w", op, key, cryptopay.ErrDedupeLeaseLost)
+		return fmt.Errorf("redisstore: %s %q: %w", op, key, webhook.ErrDedupeLeaseLost)
 	}
 	return nil
 }

@@ -4,17 +4,19 @@ import (
 	"context"
 	"strings"
 
-	"github.com/stretchr/testify/assert"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cryptopay/cryptopay-go"
 	"github.com/cryptopay/cryptopay-go/cryptopaytest/dedupetest"
 	"github.com/cryptopay/cryptopay-go/redisstore"
 	"github.com/cryptopay/cryptopay-go/redisstore/internal/redistest"
+
+	"github.com/cryptopay/cryptopay-go/webhook"
 )
 
 func newStore(t testing.TB, rdb redis.UniversalClient, opts ...redisstore.Option) *redisstore.DedupeStore {
@@ -29,7 +31,7 @@ func TestDedupeStoreConformance(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.Client(t)
 	const lease, ttl = 300 * time.Millisecond, 1500 * time.Millisecond
-	dedupetest.Run(t, func(t *testing.T) cryptopay.DedupeStore {
+	dedupetest.Run(t, func(t *testing.T) webhook.DedupeStore {
 		return newStore(t, rdb, redisstore.WithLease(lease), redisstore.WithDoneTTL(ttl))
 	}, dedupetest.Lease(lease), dedupetest.DoneTTL(ttl))
 }
@@ -80,7 +82,7 @@ func TestDedupeStoreKeys(t *testing.T) {
 
 	claimed, err := s.Claim(ctx, key)
 	require.NoError(t, err)
-	require.Equal(t, cryptopay.DedupeClaimed, claimed)
+	require.Equal(t, webhook.DedupeClaimed, claimed)
 	v, err := rdb.Get(ctx, "svc-a:"+key).Result()
 	require.NoError(t, err)
 	assert.True(t, strings.HasPrefix(v, "lease:"), "a claim stores its token, got %q", v)
@@ -96,7 +98,7 @@ func TestDedupeStoreKeys(t *testing.T) {
 	other := newStore(t, rdb, redisstore.WithKeyPrefix("svc-b:"))
 	claimed, err = other.Claim(ctx, key)
 	require.NoError(t, err)
-	assert.Equal(t, cryptopay.DedupeClaimed, claimed)
+	assert.Equal(t, webhook.DedupeClaimed, claimed)
 	require.NoError(t, other.Release(ctx, key))
 	assert.Zero(t, rdb.Exists(ctx, "svc-b:"+key).Val(), "Release deletes the claim")
 }
@@ -110,22 +112,22 @@ func TestDedupeStoreLostLeaseErrors(t *testing.T) {
 	const key = "payout/po_1/paid"
 	claimed, err := a.Claim(ctx, key)
 	require.NoError(t, err)
-	require.Equal(t, cryptopay.DedupeClaimed, claimed)
+	require.Equal(t, webhook.DedupeClaimed, claimed)
 
 	// Another replica took the key over (as after a lease expiry).
 	require.NoError(t, rdb.Set(ctx, redisstore.DefaultKeyPrefix+key, "lease:someone-else", time.Minute).Err())
-	require.ErrorIs(t, a.Release(ctx, key), cryptopay.ErrDedupeLeaseLost)
+	require.ErrorIs(t, a.Release(ctx, key), webhook.ErrDedupeLeaseLost)
 	assert.Equal(t, "lease:someone-else", rdb.Get(ctx, redisstore.DefaultKeyPrefix+key).Val())
 
 	claimed, err = a.Claim(ctx, "payout/po_2/paid")
 	require.NoError(t, err)
-	require.Equal(t, cryptopay.DedupeClaimed, claimed)
+	require.Equal(t, webhook.DedupeClaimed, claimed)
 	require.NoError(t, rdb.Set(ctx, redisstore.DefaultKeyPrefix+"payout/po_2/paid", "lease:someone-else", time.Minute).Err())
 	err = a.Complete(ctx, "payout/po_2/paid")
-	require.ErrorIs(t, err, cryptopay.ErrDedupeLeaseLost)
+	require.ErrorIs(t, err, webhook.ErrDedupeLeaseLost)
 	assert.Contains(t, err.Error(), "payout/po_2/paid")
 
-	require.ErrorIs(t, b.Complete(ctx, "payout/never/paid"), cryptopay.ErrDedupeLeaseLost, "never claimed here")
+	require.ErrorIs(t, b.Complete(ctx, "payout/never/paid"), webhook.ErrDedupeLeaseLost, "never claimed here")
 	require.NoError(t, b.Release(ctx, "payout/never/paid"), "releasing what was never claimed is a no-op")
 }
 
@@ -139,7 +141,7 @@ func TestDedupeStoreCompleteSurvivesRestart(t *testing.T) {
 	const key = "payment/6f1c2b9e-4a2d-4c8e-9a57-2f1d3e4b5c6d/paid"
 	claimed, err := s.Claim(ctx, key)
 	require.NoError(t, err)
-	require.Equal(t, cryptopay.DedupeClaimed, claimed)
+	require.Equal(t, webhook.DedupeClaimed, claimed)
 
 	restarted := make(chan error, 1)
 	go func() { restarted <- srv.Restart(300 * time.Millisecond) }()
@@ -155,18 +157,18 @@ func TestDedupeStoreCompleteSurvivesRestart(t *testing.T) {
 	require.NoError(t, <-restarted)
 	claimed, err = newStore(t, srv.Client(t)).Claim(ctx, key)
 	require.NoError(t, err)
-	assert.Equal(t, cryptopay.DedupeSeen, claimed)
+	assert.Equal(t, webhook.DedupeSeen, claimed)
 
 	// With its context over, Complete gives up and says why.
 	claimed, err = s.Claim(ctx, "payment/third/paid")
 	require.NoError(t, err)
-	require.Equal(t, cryptopay.DedupeClaimed, claimed)
+	require.Equal(t, webhook.DedupeClaimed, claimed)
 	srv.Stop()
 	short, cancel2 := context.WithTimeout(ctx, 200*time.Millisecond)
 	defer cancel2()
 	err = s.Complete(short, "payment/third/paid")
 	require.Error(t, err)
-	assert.NotErrorIs(t, err, cryptopay.ErrDedupeLeaseLost)
+	assert.NotErrorIs(t, err, webhook.ErrDedupeLeaseLost)
 }
 
 // A Complete or Release that fails because its ctx ended keeps the claim,
@@ -192,7 +194,7 @@ func TestDedupeStoreSettleAgainAfterCancelledCtx(t *testing.T) {
 		key := "payout/p-" + op.name + "/paid"
 		claimed, err := s.Claim(ctx, key)
 		require.NoError(t, err)
-		require.Equal(t, cryptopay.DedupeClaimed, claimed)
+		require.Equal(t, webhook.DedupeClaimed, claimed)
 		require.Error(t, op.settle(cancelled, key), op.name)
 		require.NoError(t, op.settle(ctx, key), op.name)
 		assert.Equal(t, op.want, rdb.Get(ctx, "cryptopay:dedupe:"+key).Val(), op.name)

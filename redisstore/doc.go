@@ -1,7 +1,7 @@
 // Package redisstore keeps the webhook state of several replicas of a
 // service in Redis, through github.com/redis/go-redis/v9:
 //
-//   - NewDedupeStore returns a cryptopay.DedupeStore that all replicas share,
+//   - NewDedupeStore returns a webhook.DedupeStore that all replicas share,
 //     so an event the sender delivers to two replicas reaches the callback
 //     once. A claim is a lease that expires, so a replica that dies inside
 //     a callback does not hold its event forever.

@@ -11,10 +11,12 @@ import (
 
 	"github.com/cryptopay/cryptopay-go"
 	"github.com/cryptopay/cryptopay-go/redisstore"
+
+	"github.com/cryptopay/cryptopay-go/webhook"
 )
 
 // Every replica builds its own store on the shared Redis and hands it to
-// its WebhookHandler: an event delivered to two replicas reaches the
+// its webhook.Handler: an event delivered to two replicas reaches the
 // callback once.
 func ExampleNewDedupeStore() {
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
@@ -31,7 +33,7 @@ func ExampleNewDedupeStore() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	hook, err := cryptopay.NewWebhookHandler(cryptopay.WebhookConfig{
+	hook, err := webhook.NewHandler(webhook.Config{
 		Secret: []byte(os.Getenv("CRYPTOPAY_WEBHOOK_SECRET")),
 		Client: client,
 		Dedupe: store,
@@ -47,7 +49,7 @@ func ExampleNewDedupeStore() {
 }
 
 // A bus carries "this payment changed" hints between replicas: the
-// WebhookHandler of the replica that receives a webhook publishes one, and
+// webhook.Handler of the replica that receives a webhook publishes one, and
 // every Client on the bus wakes its waits for that payment, which re-read
 // it through the API (a hint is never a status).
 func ExampleNewWakeupBus() {
@@ -69,7 +71,7 @@ func ExampleNewWakeupBus() {
 	// landing on any replica.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
 	defer cancel()
-	p, err := client.WaitForPayment(ctx, "6f1c2b9e-4a2d-4c8e-9a57-2f1d3e4b5c6d")
+	p, err := client.WaitForPayment(ctx, cryptopay.WaitForPaymentParams{ID: "6f1c2b9e-4a2d-4c8e-9a57-2f1d3e4b5c6d"})
 	if err != nil {
 		log.Fatal(err)
 	}

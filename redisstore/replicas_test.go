@@ -8,6 +8,8 @@ import (
 	"github.com/cryptopay/cryptopay-go/internal/replicatest"
 	"github.com/cryptopay/cryptopay-go/redisstore"
 	"github.com/cryptopay/cryptopay-go/redisstore/internal/redistest"
+
+	"github.com/cryptopay/cryptopay-go/webhook"
 )
 
 // Three replicas, each with its own Redis client and store instance, on one
@@ -27,7 +29,7 @@ func TestReplicas(t *testing.T) {
 	// the store's documented limit, not what this test is after.
 	const lease = 3 * time.Second
 	replicatest.Run(t, replicatest.Config{
-		NewStore: func(t *testing.T, _ int) cryptopay.DedupeStore {
+		NewStore: func(t *testing.T, _ int) webhook.DedupeStore {
 			return newStore(t, srv.FailFastClient(t), redisstore.WithLease(lease))
 		},
 		// Each replica's Client is on the bus too, as in production: its

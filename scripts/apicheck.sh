@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# API compatibility check: compares the exported API of the root module's
-# packages (cryptopay and cryptopaytest) with the baseline commit named in
-# .api-baseline, and fails on any incompatible change. After a deliberate
+# API compatibility check: compares the exported API of every package of the
+# root module (cryptopay, webhook, cryptopaytest and the rest; apidiff -m
+# walks the whole module) with the baseline commit named in .api-baseline,
+# and fails on any incompatible change. After a deliberate
 # breaking change (recorded in CHANGELOG.md), move the baseline forward:
 # commit the change, then write that commit's hash into .api-baseline.
 set -euo pipefail

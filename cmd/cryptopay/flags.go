@@ -137,7 +137,7 @@ func (a *app) client() (*cryptopay.Client, error) {
 	if timeout == 0 {
 		timeout = 30 * time.Second
 	}
-	opts := append([]cryptopay.Option{cryptopay.WithUserAgent("cryptopay-cli/1"), cryptopay.WithTimeout(timeout)}, a.clientOpts...)
+	opts := append([]cryptopay.Option{cryptopay.WithHeader("User-Agent", "cryptopay-cli/1"), cryptopay.WithTimeout(timeout)}, a.clientOpts...)
 	c, err := cryptopay.NewClient(base, string(key), opts...)
 	if err != nil {
 		return nil, &exitError{exitUsage, err}

@@ -55,8 +55,7 @@ func (a *app) paymentWait(args []string) error {
 		a.printLine("%s  %-12s paid %s of %s %s", a.now().UTC().Format(time.TimeOnly), p.Status,
 			orZero(p.PaidAmount), money(p.PayAmount), p.Currency)
 	}
-	p, err := c.WaitForPayment(ctx, pos[0], cryptopay.OnStatusChange(onChange),
-		cryptopay.WithPollInterval(*interval), cryptopay.WithMaxPollInterval(*maxInterval))
+	p, err := c.WaitForPayment(ctx, cryptopay.WaitForPaymentParams{ID: pos[0], OnStatusChange: onChange, PollInterval: *interval, MaxPollInterval: *maxInterval})
 	switch {
 	case err != nil && a.ctx.Err() == nil && ctx.Err() != nil && errors.Is(err, ctx.Err()):
 		return &exitError{exitNotYet, fmt.Errorf("payment %s: no terminal status after %s (last seen: %s)", pos[0], *timeout, lastStatus(p))}

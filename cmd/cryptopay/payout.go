@@ -185,10 +185,10 @@ func (a *app) printFind(out findOutput) error {
 }
 
 // parseAttemptedAt reads an RFC 3339 time or a duration before now; ""
-// means unknown, so the search covers the whole list.
+// means unknown: the zero time, so the search covers the whole list.
 func (a *app) parseAttemptedAt(s string) (time.Time, error) {
 	if s == "" {
-		return time.Unix(0, 0).UTC(), nil
+		return time.Time{}, nil
 	}
 	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
 		return t, nil

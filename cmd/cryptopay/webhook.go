@@ -11,6 +11,7 @@ import (
 
 	cryptopay "github.com/cryptopay/cryptopay-go"
 	"github.com/cryptopay/cryptopay-go/cryptopaytest"
+	"github.com/cryptopay/cryptopay-go/webhook"
 )
 
 func (a *app) webhookURL(args []string) error {
@@ -33,7 +34,7 @@ func (a *app) webhookURL(args []string) error {
 	if err != nil {
 		return err
 	}
-	u, err := cryptopay.WebhookURL(*base, secret, *orderID)
+	u, err := webhook.URL(*base, secret, *orderID)
 	if err != nil {
 		return &exitError{exitUsage, err}
 	}

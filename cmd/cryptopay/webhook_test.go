@@ -16,11 +16,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	cryptopay "github.com/cryptopay/cryptopay-go"
+
+	"github.com/cryptopay/cryptopay-go/webhook"
 )
 
 func TestWebhookURL(t *testing.T) {
 	f := setup(t)
-	want, err := cryptopay.WebhookURL("https://shop.example/wh", []byte(testSecret), "order-1")
+	want, err := webhook.URL("https://shop.example/wh", []byte(testSecret), "order-1")
 	require.NoError(t, err)
 
 	r := f.run("webhook", "url", "--order-id", "order-1", "--base", "https://shop.example/wh")
@@ -65,7 +67,7 @@ func newReceiver(t *testing.T, _ *fixture) *receiver { return newReceiverWith(t,
 // newReceiverWith is a receiver whose handler has the webhook secret secret.
 func newReceiverWith(t *testing.T, secret []byte) *receiver {
 	rc := &receiver{}
-	h, err := cryptopay.NewWebhookHandler(cryptopay.WebhookConfig{
+	h, err := webhook.NewHandler(webhook.Config{
 		Secret: secret,
 		OnPayment: func(_ context.Context, p *cryptopay.Payment) error {
 			rc.mu.Lock()

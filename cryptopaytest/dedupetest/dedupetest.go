@@ -1,9 +1,9 @@
-// Package dedupetest is the conformance suite for cryptopay.DedupeStore
+// Package dedupetest is the conformance suite for webhook.DedupeStore
 // implementations. Every store (the in-memory one, redisstore, pgstore, or
 // your own) must pass Run:
 //
 //	func TestConformance(t *testing.T) {
-//		dedupetest.Run(t, func(t *testing.T) cryptopay.DedupeStore {
+//		dedupetest.Run(t, func(t *testing.T) webhook.DedupeStore {
 //			return mystore.New(sharedBackend, mystore.WithLease(500*time.Millisecond))
 //		}, dedupetest.Lease(500*time.Millisecond), dedupetest.DoneTTL(time.Second))
 //	}
@@ -28,7 +28,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cryptopay/cryptopay-go"
+	"github.com/cryptopay/cryptopay-go/webhook"
 )
 
 // Option configures Run.
@@ -63,7 +63,7 @@ func DoneTTL(d time.Duration) Option { return func(c *config) { c.doneTTL = d } 
 func Sleep(fn func(time.Duration)) Option { return func(c *config) { c.sleep = fn } }
 
 // InProcess declares that the stores newStore returns are independent and
-// dedupe within one process only (cryptopay.NewMemoryDedupeStore): the
+// dedupe within one process only (webhook.NewMemoryDedupeStore): the
 // cases that need two instances to share claims, and the lease cases
 // (a claim lives until Complete or Release; the process's death frees it),
 // are skipped.
@@ -84,7 +84,7 @@ const (
 
 type suite struct {
 	cfg      config
-	newStore func(t *testing.T) cryptopay.DedupeStore
+	newStore func(t *testing.T) webhook.DedupeStore
 	prefix   string
 }
 
@@ -114,7 +114,7 @@ var cases = []testCase{
 
 // Run runs the conformance suite against the stores newStore returns; see
 // the package documentation and the options.
-func Run(t *testing.T, newStore func(t *testing.T) cryptopay.DedupeStore, opts ...Option) {
+func Run(t *testing.T, newStore func(t *testing.T) webhook.DedupeStore, opts ...Option) {
 	t.Helper()
 	cfg := config{storm: 64}
 	for _, o := range opts {
@@ -157,7 +157,7 @@ func (s *suite) key(t *testing.T) string {
 
 // other returns a second instance: another replica's store when the stores
 // are shared, else the same store.
-func (s *suite) other(t *testing.T, st cryptopay.DedupeStore) cryptopay.DedupeStore {
+func (s *suite) other(t *testing.T, st webhook.DedupeStore) webhook.DedupeStore {
 	if s.cfg.inProcess {
 		return st
 	}
@@ -173,12 +173,12 @@ func (s *suite) pastLease(start time.Time) {
 
 // expectHeld asserts that a claim taken at start still holds, unless the
 // machine stalled past the lease (which is not the store's fault).
-func (s *suite) expectHeld(t *testing.T, start time.Time, got cryptopay.DedupeClaim, msg string) {
+func (s *suite) expectHeld(t *testing.T, start time.Time, got webhook.DedupeClaim, msg string) {
 	t.Helper()
-	if got != cryptopay.DedupeInProgress && s.cfg.lease > 0 && time.Since(start) >= s.cfg.lease {
+	if got != webhook.DedupeInProgress && s.cfg.lease > 0 && time.Since(start) >= s.cfg.lease {
 		t.Skipf("the test machine stalled past the lease (%v); cannot judge %s", s.cfg.lease, msg)
 	}
-	assert.Equal(t, cryptopay.DedupeInProgress, got, msg)
+	assert.Equal(t, webhook.DedupeInProgress, got, msg)
 }
 
 func randHex(n int) string {
@@ -193,7 +193,7 @@ func ctx(t *testing.T) context.Context {
 	return c
 }
 
-func claim(t *testing.T, st cryptopay.DedupeStore, key string) cryptopay.DedupeClaim {
+func claim(t *testing.T, st webhook.DedupeStore, key string) webhook.DedupeClaim {
 	t.Helper()
 	got, err := st.Claim(ctx(t), key)
 	require.NoError(t, err, "Claim(%q)", key)
@@ -204,21 +204,21 @@ func claim(t *testing.T, st cryptopay.DedupeStore, key string) cryptopay.DedupeC
 // for a key the caller does not hold.
 func okOrLost(t *testing.T, err error, msg string) {
 	t.Helper()
-	if err != nil && !errors.Is(err, cryptopay.ErrDedupeLeaseLost) {
+	if err != nil && !errors.Is(err, webhook.ErrDedupeLeaseLost) {
 		t.Errorf("%s: want nil or ErrDedupeLeaseLost, got %v", msg, err)
 	}
 }
 
 func testClaimNew(t *testing.T, s *suite) {
 	st := s.newStore(t)
-	assert.Equal(t, cryptopay.DedupeClaimed, claim(t, st, s.key(t)))
+	assert.Equal(t, webhook.DedupeClaimed, claim(t, st, s.key(t)))
 }
 
 func testClaimHeld(t *testing.T, s *suite) {
 	st := s.newStore(t)
 	k := s.key(t)
 	start := time.Now()
-	require.Equal(t, cryptopay.DedupeClaimed, claim(t, st, k))
+	require.Equal(t, webhook.DedupeClaimed, claim(t, st, k))
 	s.expectHeld(t, start, claim(t, st, k), "a second Claim on the same instance")
 	s.expectHeld(t, start, claim(t, s.other(t, st), k), "a Claim on another instance")
 }
@@ -226,35 +226,35 @@ func testClaimHeld(t *testing.T, s *suite) {
 func testCompleteThenSeen(t *testing.T, s *suite) {
 	st := s.newStore(t)
 	k := s.key(t)
-	require.Equal(t, cryptopay.DedupeClaimed, claim(t, st, k))
+	require.Equal(t, webhook.DedupeClaimed, claim(t, st, k))
 	require.NoError(t, st.Complete(ctx(t), k))
-	assert.Equal(t, cryptopay.DedupeSeen, claim(t, st, k))
-	assert.Equal(t, cryptopay.DedupeSeen, claim(t, st, k), "a Claim of a done key must not take it")
-	assert.Equal(t, cryptopay.DedupeSeen, claim(t, s.other(t, st), k))
+	assert.Equal(t, webhook.DedupeSeen, claim(t, st, k))
+	assert.Equal(t, webhook.DedupeSeen, claim(t, st, k), "a Claim of a done key must not take it")
+	assert.Equal(t, webhook.DedupeSeen, claim(t, s.other(t, st), k))
 }
 
 func testReleaseThenClaim(t *testing.T, s *suite) {
 	st := s.newStore(t)
 	k := s.key(t)
-	require.Equal(t, cryptopay.DedupeClaimed, claim(t, st, k))
+	require.Equal(t, webhook.DedupeClaimed, claim(t, st, k))
 	require.NoError(t, st.Release(ctx(t), k))
 	o := s.other(t, st)
-	assert.Equal(t, cryptopay.DedupeClaimed, claim(t, o, k), "a released key is free for the next delivery")
+	assert.Equal(t, webhook.DedupeClaimed, claim(t, o, k), "a released key is free for the next delivery")
 	require.NoError(t, o.Complete(ctx(t), k))
-	assert.Equal(t, cryptopay.DedupeSeen, claim(t, st, k))
+	assert.Equal(t, webhook.DedupeSeen, claim(t, st, k))
 }
 
 func testReleaseKeepsDone(t *testing.T, s *suite) {
 	st := s.newStore(t)
 	k := s.key(t)
-	require.Equal(t, cryptopay.DedupeClaimed, claim(t, st, k))
+	require.Equal(t, webhook.DedupeClaimed, claim(t, st, k))
 	require.NoError(t, st.Complete(ctx(t), k))
 	okOrLost(t, st.Release(ctx(t), k), "Release of a done key")
-	assert.Equal(t, cryptopay.DedupeSeen, claim(t, st, k), "Release must not forget a done key")
+	assert.Equal(t, webhook.DedupeSeen, claim(t, st, k), "Release must not forget a done key")
 
 	never := s.key(t)
 	okOrLost(t, st.Release(ctx(t), never), "Release of a key never claimed")
-	assert.Equal(t, cryptopay.DedupeClaimed, claim(t, st, never))
+	assert.Equal(t, webhook.DedupeClaimed, claim(t, st, never))
 }
 
 // oddKeys are keys a store must keep apart and store verbatim: glob and
@@ -284,7 +284,7 @@ func testOddKeys(t *testing.T, s *suite) {
 	st := s.newStore(t)
 	keys := oddKeys("payout/" + s.prefix + "-odd-" + randHex(4))
 	for _, k := range keys {
-		require.Equal(t, cryptopay.DedupeClaimed, claim(t, st, k), "first Claim of %q", k)
+		require.Equal(t, webhook.DedupeClaimed, claim(t, st, k), "first Claim of %q", k)
 	}
 	// Completing every other key must not touch its neighbours.
 	for i, k := range keys {
@@ -296,9 +296,9 @@ func testOddKeys(t *testing.T, s *suite) {
 	}
 	o := s.other(t, st)
 	for i, k := range keys {
-		want := cryptopay.DedupeSeen
+		want := webhook.DedupeSeen
 		if i%2 == 1 {
-			want = cryptopay.DedupeClaimed
+			want = webhook.DedupeClaimed
 		}
 		assert.Equal(t, want, claim(t, o, k), "key %q", k)
 	}
@@ -306,13 +306,13 @@ func testOddKeys(t *testing.T, s *suite) {
 
 // storm has n goroutines, spread over instances, claim key at once. It
 // returns the count of each answer and the instance of the last winner.
-func (s *suite) storm(t *testing.T, instances []cryptopay.DedupeStore, key string) (map[cryptopay.DedupeClaim]int, cryptopay.DedupeStore) {
+func (s *suite) storm(t *testing.T, instances []webhook.DedupeStore, key string) (map[webhook.DedupeClaim]int, webhook.DedupeStore) {
 	t.Helper()
 	var (
 		wg     sync.WaitGroup
 		mu     sync.Mutex
-		count  = map[cryptopay.DedupeClaim]int{}
-		winner cryptopay.DedupeStore
+		count  = map[webhook.DedupeClaim]int{}
+		winner webhook.DedupeStore
 		errs   []error
 		start  = make(chan struct{})
 	)
@@ -329,7 +329,7 @@ func (s *suite) storm(t *testing.T, instances []cryptopay.DedupeStore, key strin
 				return
 			}
 			count[got]++
-			if got == cryptopay.DedupeClaimed {
+			if got == webhook.DedupeClaimed {
 				winner = st
 			}
 		})
@@ -341,17 +341,17 @@ func (s *suite) storm(t *testing.T, instances []cryptopay.DedupeStore, key strin
 }
 
 func testClaimStorm(t *testing.T, s *suite) {
-	instances := []cryptopay.DedupeStore{s.newStore(t)}
+	instances := []webhook.DedupeStore{s.newStore(t)}
 	if !s.cfg.inProcess {
 		instances = append(instances, s.newStore(t), s.newStore(t))
 	}
 	k := s.key(t)
 	n := s.cfg.storm
-	one := map[cryptopay.DedupeClaim]int{cryptopay.DedupeClaimed: 1, cryptopay.DedupeInProgress: n - 1}
+	one := map[webhook.DedupeClaim]int{webhook.DedupeClaimed: 1, webhook.DedupeInProgress: n - 1}
 
 	start := time.Now()
 	got, winner := s.storm(t, instances, k)
-	if s.cfg.lease > 0 && time.Since(start) >= s.cfg.lease && got[cryptopay.DedupeClaimed] > 1 {
+	if s.cfg.lease > 0 && time.Since(start) >= s.cfg.lease && got[webhook.DedupeClaimed] > 1 {
 		t.Skipf("the storm outlasted the lease (%v); cannot judge it", s.cfg.lease)
 	}
 	require.Equal(t, one, got, "exactly one of %d concurrent Claims wins", n)
@@ -359,14 +359,14 @@ func testClaimStorm(t *testing.T, s *suite) {
 
 	start = time.Now()
 	got, winner = s.storm(t, instances, k)
-	if s.cfg.lease > 0 && time.Since(start) >= s.cfg.lease && got[cryptopay.DedupeClaimed] > 1 {
+	if s.cfg.lease > 0 && time.Since(start) >= s.cfg.lease && got[webhook.DedupeClaimed] > 1 {
 		t.Skipf("the storm outlasted the lease (%v); cannot judge it", s.cfg.lease)
 	}
 	require.Equal(t, one, got, "after Release, exactly one of %d concurrent Claims wins again", n)
 	require.NoError(t, winner.Complete(ctx(t), k))
 
 	got, _ = s.storm(t, instances, k)
-	assert.Equal(t, map[cryptopay.DedupeClaim]int{cryptopay.DedupeSeen: n}, got, "after Complete every Claim sees the key done")
+	assert.Equal(t, map[webhook.DedupeClaim]int{webhook.DedupeSeen: n}, got, "after Complete every Claim sees the key done")
 }
 
 func testManyKeys(t *testing.T, s *suite) {
@@ -380,7 +380,7 @@ func testManyKeys(t *testing.T, s *suite) {
 		wg.Go(func() {
 			for i := range perWorker {
 				k := fmt.Sprintf("%s/%d/%d", base, w, i)
-				if got, err := st.Claim(ctx(t), k); err != nil || got != cryptopay.DedupeClaimed {
+				if got, err := st.Claim(ctx(t), k); err != nil || got != webhook.DedupeClaimed {
 					errs <- fmt.Errorf("Claim(%q) = %v, %v", k, got, err)
 					return
 				}
@@ -407,9 +407,9 @@ func testManyKeys(t *testing.T, s *suite) {
 	}
 	for w := range workers {
 		for i := range perWorker {
-			want := cryptopay.DedupeSeen
+			want := webhook.DedupeSeen
 			if i%3 == 0 {
-				want = cryptopay.DedupeClaimed
+				want = webhook.DedupeClaimed
 			}
 			k := fmt.Sprintf("%s/%d/%d", base, w, i)
 			require.Equal(t, want, claim(t, st, k), "key %q", k)
@@ -421,63 +421,63 @@ func testShared(t *testing.T, s *suite) {
 	a, b := s.newStore(t), s.newStore(t)
 	k := s.key(t)
 	start := time.Now()
-	require.Equal(t, cryptopay.DedupeClaimed, claim(t, a, k))
+	require.Equal(t, webhook.DedupeClaimed, claim(t, a, k))
 	s.expectHeld(t, start, claim(t, b, k), "another instance sees the claim")
 	require.NoError(t, a.Complete(ctx(t), k))
-	assert.Equal(t, cryptopay.DedupeSeen, claim(t, b, k), "another instance sees the key done")
+	assert.Equal(t, webhook.DedupeSeen, claim(t, b, k), "another instance sees the key done")
 }
 
 func testNonOwnerRelease(t *testing.T, s *suite) {
 	owner, intruder, observer := s.newStore(t), s.newStore(t), s.newStore(t)
 	k := s.key(t)
 	start := time.Now()
-	require.Equal(t, cryptopay.DedupeClaimed, claim(t, owner, k))
+	require.Equal(t, webhook.DedupeClaimed, claim(t, owner, k))
 	okOrLost(t, intruder.Release(ctx(t), k), "Release by a non-owner")
 	s.expectHeld(t, start, claim(t, observer, k), "a non-owner's Release must leave the owner's lease")
 	require.NoError(t, owner.Complete(ctx(t), k), "the owner's Complete")
-	assert.Equal(t, cryptopay.DedupeSeen, claim(t, observer, k))
+	assert.Equal(t, webhook.DedupeSeen, claim(t, observer, k))
 }
 
 func testNonOwnerComplete(t *testing.T, s *suite) {
 	owner, intruder, observer := s.newStore(t), s.newStore(t), s.newStore(t)
 	k := s.key(t)
 	start := time.Now()
-	require.Equal(t, cryptopay.DedupeClaimed, claim(t, owner, k))
+	require.Equal(t, webhook.DedupeClaimed, claim(t, owner, k))
 	err := intruder.Complete(ctx(t), k)
-	assert.ErrorIs(t, err, cryptopay.ErrDedupeLeaseLost, "Complete by a non-owner")
+	assert.ErrorIs(t, err, webhook.ErrDedupeLeaseLost, "Complete by a non-owner")
 	s.expectHeld(t, start, claim(t, observer, k), "a non-owner's Complete must leave the owner's lease")
 	require.NoError(t, owner.Release(ctx(t), k), "the owner's Release")
-	assert.Equal(t, cryptopay.DedupeClaimed, claim(t, observer, k), "the key was not marked done by the non-owner")
+	assert.Equal(t, webhook.DedupeClaimed, claim(t, observer, k), "the key was not marked done by the non-owner")
 }
 
 func testLeaseExpires(t *testing.T, s *suite) {
 	dead, next, observer := s.newStore(t), s.newStore(t), s.newStore(t)
 	k := s.key(t)
 	start := time.Now()
-	require.Equal(t, cryptopay.DedupeClaimed, claim(t, dead, k))
+	require.Equal(t, webhook.DedupeClaimed, claim(t, dead, k))
 	s.pastLease(start)
 	restart := time.Now()
-	require.Equal(t, cryptopay.DedupeClaimed, claim(t, next, k), "an expired lease frees the key")
+	require.Equal(t, webhook.DedupeClaimed, claim(t, next, k), "an expired lease frees the key")
 	s.expectHeld(t, restart, claim(t, dead, k), "the old holder sees the new lease")
 
 	// The old holder comes back late: it must not disturb the new lease.
 	err := dead.Complete(ctx(t), k)
-	require.ErrorIs(t, err, cryptopay.ErrDedupeLeaseLost, "Complete after the lease was taken over")
+	require.ErrorIs(t, err, webhook.ErrDedupeLeaseLost, "Complete after the lease was taken over")
 	okOrLost(t, dead.Release(ctx(t), k), "Release after the lease was taken over")
 	s.expectHeld(t, restart, claim(t, observer, k), "the new lease survives the old holder's calls")
 	require.NoError(t, next.Complete(ctx(t), k))
-	assert.Equal(t, cryptopay.DedupeSeen, claim(t, observer, k))
+	assert.Equal(t, webhook.DedupeSeen, claim(t, observer, k))
 }
 
 func testLateCompleteAlone(t *testing.T, s *suite) {
 	st := s.newStore(t)
 	k := s.key(t)
 	start := time.Now()
-	require.Equal(t, cryptopay.DedupeClaimed, claim(t, st, k))
+	require.Equal(t, webhook.DedupeClaimed, claim(t, st, k))
 	s.pastLease(start)
 	// Nobody took the key over: the late Complete still records it.
 	require.NoError(t, st.Complete(ctx(t), k), "Complete after the lease expired, nobody else holding it")
-	assert.Equal(t, cryptopay.DedupeSeen, claim(t, s.newStore(t), k))
+	assert.Equal(t, webhook.DedupeSeen, claim(t, s.newStore(t), k))
 }
 
 func testDoneOutlivesLease(t *testing.T, s *suite) {
@@ -487,24 +487,24 @@ func testDoneOutlivesLease(t *testing.T, s *suite) {
 	st := s.newStore(t)
 	k := s.key(t)
 	start := time.Now()
-	require.Equal(t, cryptopay.DedupeClaimed, claim(t, st, k))
+	require.Equal(t, webhook.DedupeClaimed, claim(t, st, k))
 	require.NoError(t, st.Complete(ctx(t), k))
 	s.pastLease(start)
-	assert.Equal(t, cryptopay.DedupeSeen, claim(t, s.other(t, st), k), "a done key is kept past the lease")
+	assert.Equal(t, webhook.DedupeSeen, claim(t, s.other(t, st), k), "a done key is kept past the lease")
 }
 
 func testDoneTTL(t *testing.T, s *suite) {
 	st := s.newStore(t)
 	k := s.key(t)
-	require.Equal(t, cryptopay.DedupeClaimed, claim(t, st, k))
+	require.Equal(t, webhook.DedupeClaimed, claim(t, st, k))
 	done := time.Now()
 	require.NoError(t, st.Complete(ctx(t), k))
 	if time.Since(done) < s.cfg.doneTTL/2 {
-		assert.Equal(t, cryptopay.DedupeSeen, claim(t, st, k), "within its TTL a done key is seen")
+		assert.Equal(t, webhook.DedupeSeen, claim(t, st, k), "within its TTL a done key is seen")
 	}
 	if d := s.cfg.doneTTL + s.cfg.doneTTL/2 + 20*time.Millisecond - time.Since(done); d > 0 {
 		s.cfg.sleep(d)
 	}
 	o := s.other(t, st)
-	assert.Equal(t, cryptopay.DedupeClaimed, claim(t, o, k), "a done key is forgotten after its TTL")
+	assert.Equal(t, webhook.DedupeClaimed, claim(t, o, k), "a done key is forgotten after its TTL")
 }

@@ -13,8 +13,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"github.com/cryptopay/cryptopay-go"
 	"github.com/cryptopay/cryptopay-go/cryptopaytest/dedupetest"
+
+	"github.com/cryptopay/cryptopay-go/webhook"
 )
 
 // backing is a reference shared store with its own clock: what a Redis or
@@ -56,14 +57,14 @@ type instance struct {
 	tokens map[string]string
 }
 
-func (s *instance) Claim(_ context.Context, key string) (cryptopay.DedupeClaim, error) {
+func (s *instance) Claim(_ context.Context, key string) (webhook.DedupeClaim, error) {
 	s.b.mu.Lock()
 	defer s.b.mu.Unlock()
 	if e, ok := s.b.get(key); ok && s.broken != "claim-overwrites" {
 		if e.token == "" {
-			return cryptopay.DedupeSeen, nil
+			return webhook.DedupeSeen, nil
 		}
-		return cryptopay.DedupeInProgress, nil
+		return webhook.DedupeInProgress, nil
 	}
 	tok := rand.Text()
 	expires := s.b.now.Add(s.b.lease)
@@ -74,7 +75,7 @@ func (s *instance) Claim(_ context.Context, key string) (cryptopay.DedupeClaim, 
 	s.mu.Lock()
 	s.tokens[key] = tok
 	s.mu.Unlock()
-	return cryptopay.DedupeClaimed, nil
+	return webhook.DedupeClaimed, nil
 }
 
 // settle applies done (Complete) or a delete (Release) if the caller's
@@ -85,7 +86,7 @@ func (s *instance) settle(key string, done bool) error {
 	delete(s.tokens, key)
 	s.mu.Unlock()
 	if !mine && s.broken != "settle-ignores-owner" {
-		return fmt.Errorf("%w: %q", cryptopay.ErrDedupeLeaseLost, key)
+		return fmt.Errorf("%w: %q", webhook.ErrDedupeLeaseLost, key)
 	}
 	s.b.mu.Lock()
 	defer s.b.mu.Unlock()
@@ -94,7 +95,7 @@ func (s *instance) settle(key string, done bool) error {
 	case ok && e.token == "":
 		return nil
 	case ok && e.token != tok && s.broken != "settle-ignores-owner":
-		return fmt.Errorf("%w: %q", cryptopay.ErrDedupeLeaseLost, key)
+		return fmt.Errorf("%w: %q", webhook.ErrDedupeLeaseLost, key)
 	case done && s.broken == "done-never-expires":
 		s.b.entries[key] = entry{expires: s.b.now.Add(1000 * time.Hour)}
 	case done:
@@ -110,7 +111,7 @@ func (s *instance) Release(_ context.Context, key string) error  { return s.sett
 
 func runReference(t *testing.T, broken string) {
 	b := &backing{now: time.Unix(1e9, 0), lease: time.Minute, doneTTL: time.Hour, entries: map[string]entry{}}
-	dedupetest.Run(t, func(*testing.T) cryptopay.DedupeStore {
+	dedupetest.Run(t, func(*testing.T) webhook.DedupeStore {
 		return &instance{b: b, tokens: map[string]string{}, broken: broken}
 	}, dedupetest.Lease(b.lease), dedupetest.DoneTTL(b.doneTTL), dedupetest.Sleep(b.advance))
 }

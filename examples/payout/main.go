@@ -57,7 +57,7 @@ func connect() (*apiEnv, error) {
 	if base == "" || key == "" {
 		return nil, errors.New("set both CRYPTOPAY_BASE_URL and CRYPTOPAY_API_KEY, or neither to use the fake server")
 	}
-	c, err := cryptopay.NewClient(base, key, cryptopay.WithUserAgent("cryptopay-examples"))
+	c, err := cryptopay.NewClient(base, key, cryptopay.WithHeader("User-Agent", "cryptopay-examples"))
 	if err != nil {
 		return nil, err
 	}
@@ -109,10 +109,7 @@ func run(ctx context.Context, out io.Writer) error {
 			}
 		})
 	}
-	final, err := env.client.WaitForPayout(ctx, payout.ID,
-		cryptopay.WithPollInterval(env.poll),
-		cryptopay.OnStatusChange(func(p *cryptopay.Payout) { fmt.Fprintf(out, "  status: %s\n", p.Status) }),
-	)
+	final, err := env.client.WaitForPayout(ctx, cryptopay.WaitForPayoutParams{ID: payout.ID, PollInterval: env.poll, OnStatusChange: func(p *cryptopay.Payout) { fmt.Fprintf(out, "  status: %s\n", p.Status) }})
 	processor.Wait()
 	if err != nil {
 		return fmt.Errorf("wait for payout: %w", err)

@@ -52,7 +52,7 @@ func connect() (*apiEnv, error) {
 	if base == "" || key == "" {
 		return nil, errors.New("set both CRYPTOPAY_BASE_URL and CRYPTOPAY_API_KEY, or neither to use the fake server")
 	}
-	c, err := cryptopay.NewClient(base, key, cryptopay.WithUserAgent("cryptopay-examples"))
+	c, err := cryptopay.NewClient(base, key, cryptopay.WithHeader("User-Agent", "cryptopay-examples"))
 	if err != nil {
 		return nil, err
 	}
@@ -104,12 +104,9 @@ func run(ctx context.Context, out io.Writer) error {
 		fmt.Fprintln(out, "Waiting for the customer to pay (Ctrl-C to stop) ...")
 	}
 
-	final, err := client.WaitForPayment(ctx, payment.ID,
-		cryptopay.WithPollInterval(env.poll),
-		cryptopay.OnStatusChange(func(p *cryptopay.Payment) {
-			fmt.Fprintf(out, "  status: %s\n", p.Status)
-		}),
-	)
+	final, err := client.WaitForPayment(ctx, cryptopay.WaitForPaymentParams{ID: payment.ID, PollInterval: env.poll, OnStatusChange: func(p *cryptopay.Payment) {
+		fmt.Fprintf(out, "  status: %s\n", p.Status)
+	}})
 	if err != nil {
 		return fmt.Errorf("wait for payment: %w", err)
 	}

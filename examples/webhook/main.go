@@ -1,7 +1,7 @@
 // Command webhook is a small merchant server that takes a payment and learns
-// its outcome from the API's webhook: it serves a cryptopay.WebhookHandler,
+// its outcome from the API's webhook: it serves a webhook.Handler,
 // creates a payment whose webhookUrl points at itself (signed with
-// cryptopay.WebhookURL), has the customer pay (simulated on the bundled fake
+// webhook.URL), has the customer pay (simulated on the bundled fake
 // server), prints what the callback received, and exits.
 //
 //	go run ./examples/webhook
@@ -35,6 +35,7 @@ import (
 
 	"github.com/cryptopay/cryptopay-go"
 	"github.com/cryptopay/cryptopay-go/cryptopaytest"
+	"github.com/cryptopay/cryptopay-go/webhook"
 )
 
 func main() {
@@ -65,7 +66,7 @@ func connect() (*apiEnv, error) {
 	if base == "" || key == "" {
 		return nil, errors.New("set both CRYPTOPAY_BASE_URL and CRYPTOPAY_API_KEY, or neither to use the fake server")
 	}
-	c, err := cryptopay.NewClient(base, key, cryptopay.WithUserAgent("cryptopay-examples"))
+	c, err := cryptopay.NewClient(base, key, cryptopay.WithHeader("User-Agent", "cryptopay-examples"))
 	if err != nil {
 		return nil, err
 	}
@@ -133,7 +134,7 @@ func run(ctx context.Context, out io.Writer) error {
 	return awaitOutcome(ctx, out, ep.events)
 }
 
-// endpoint is the merchant's webhook endpoint: a cryptopay.WebhookHandler
+// endpoint is the merchant's webhook endpoint: a webhook.Handler
 // on its own HTTP server.
 type endpoint struct {
 	url    string
@@ -146,7 +147,7 @@ type endpoint struct {
 func startEndpoint(ctx context.Context, client *cryptopay.Client, secret []byte, public string) (*endpoint, error) {
 	book := &orders{status: map[string]cryptopay.PaymentStatus{}}
 	ep := &endpoint{events: make(chan *cryptopay.Payment, 16)}
-	handler, err := cryptopay.NewWebhookHandler(cryptopay.WebhookConfig{
+	handler, err := webhook.NewHandler(webhook.Config{
 		Secret: secret,
 		Client: client, // every event is re-read through the API
 		OnPayment: func(ctx context.Context, p *cryptopay.Payment) error {
@@ -190,7 +191,7 @@ func (ep *endpoint) stop(ctx context.Context) {
 // createPayment creates a payment whose events come back to the endpoint.
 func createPayment(ctx context.Context, out io.Writer, client *cryptopay.Client, secret []byte, endpoint string) (*cryptopay.Payment, error) {
 	orderID := newOrderID("order")
-	hookURL, err := cryptopay.WebhookURL(endpoint, secret, orderID)
+	hookURL, err := webhook.URL(endpoint, secret, orderID)
 	if err != nil {
 		return nil, err
 	}
@@ -222,7 +223,7 @@ func waitWhilePaying(ctx context.Context, out io.Writer, env *apiEnv, payment *c
 	waited := make(chan result, 1)
 	start := time.Now()
 	go func() {
-		p, err := env.client.WaitForPayment(ctx, payment.ID)
+		p, err := env.client.WaitForPayment(ctx, cryptopay.WaitForPaymentParams{ID: payment.ID})
 		waited <- result{p, err}
 	}()
 	if env.fake != nil {
@@ -277,8 +278,8 @@ func verdict(p *cryptopay.Payment) string {
 // webhookSecret reads CRYPTOPAY_WEBHOOK_SECRET or makes a random one.
 func webhookSecret() ([]byte, error) {
 	if s := os.Getenv("CRYPTOPAY_WEBHOOK_SECRET"); s != "" {
-		if len(s) < cryptopay.MinWebhookSecretLen {
-			return nil, fmt.Errorf("CRYPTOPAY_WEBHOOK_SECRET must be at least %d bytes", cryptopay.MinWebhookSecretLen)
+		if len(s) < webhook.MinSecretLen {
+			return nil, fmt.Errorf("CRYPTOPAY_WEBHOOK_SECRET must be at least %d bytes", webhook.MinSecretLen)
 		}
 		return []byte(s), nil
 	}

@@ -169,6 +169,19 @@ func printTable(w io.Writer, r results) {
 		time.Now().UTC().Format("2006-01-02"), *count, *benchtime)
 	fmt.Fprintln(w, "| Operation | Callers | SDK ns/op | Floor ns/op | × median (min–max) | CPU × median (min–max) | SDK B/op | Floor B/op | × | SDK allocs | Floor allocs | × | Conns SDK / floor, median (max) | Targets |")
 	fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|")
+	missed := printRows(w, r)
+	printFloatFloor(w, r)
+	missed = printDiagnostics(w, r, missed)
+	fmt.Fprintln(w)
+	if len(missed) == 0 {
+		fmt.Fprintln(w, "All targets met.")
+	} else {
+		fmt.Fprintf(w, "Targets missed: %s\n", strings.Join(missed, "; "))
+	}
+}
+
+// printRows writes the SDK-versus-floor rows and returns the targets missed.
+func printRows(w io.Writer, r results) []string {
 	var missed []string
 	for _, op := range []string{"GetPayment", "CreatePayment", "CreatePayout", "ListPayouts100", "WebhookPayment", "WebhookPaymentReread"} {
 		for _, mode := range []string{"seq", "par64"} {
@@ -214,6 +227,11 @@ func printTable(w io.Writer, r results) {
 				op, n, sn, fn, timeX, cpu, sb, fb, sb/fb, sa, fa, sa/fa, conns, strings.Join(verdict, ", "))
 		}
 	}
+	return missed
+}
+
+// printFloatFloor writes the float64 floor's table, for scale.
+func printFloatFloor(w io.Writer, r results) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "× = SDK/floor, per run (SDK and floor of the same round), then the median and the range over the runs; the time target applies to the median. CPU × compares the process's CPU time per call (client and in-process server), which other load disturbs less than wall time. Conns: connections the server saw opened by a fresh client (median and max over runs; the target applies to the max).")
 	fmt.Fprintln(w)
@@ -237,6 +255,11 @@ func printTable(w io.Writer, r results) {
 			fmt.Fprintf(w, "| %s | %d | %.0f | %.0f | %.0f |\n", op, n, ns, b, a)
 		}
 	}
+}
+
+// printDiagnostics writes the client-alone and fake-server lines, adding
+// to missed.
+func printDiagnostics(w io.Writer, r results, missed []string) []string {
 	if sn, ok := r.median("ClientOverheadGetPayment/seq/sdk", "ns/op"); ok {
 		fn, _ := r.median("ClientOverheadGetPayment/seq/floor", "ns/op")
 		sa, _ := r.median("ClientOverheadGetPayment/seq/sdk", "allocs/op")
@@ -253,12 +276,7 @@ func printTable(w io.Writer, r results) {
 		}
 		fmt.Fprintf(w, "Fake server (cryptopaytest BenchmarkServerGetPayment, GET status over loopback): %.0f req/s (target ≥ %d: %s)\n", rps, minServerRPS, verdict)
 	}
-	fmt.Fprintln(w)
-	if len(missed) == 0 {
-		fmt.Fprintln(w, "All targets met.")
-	} else {
-		fmt.Fprintf(w, "Targets missed: %s\n", strings.Join(missed, "; "))
-	}
+	return missed
 }
 
 func cpuModel() string {

@@ -33,6 +33,8 @@ import (
 
 	"github.com/cryptopay/cryptopay-go"
 	"github.com/cryptopay/cryptopay-go/cryptopaytest"
+
+	"github.com/cryptopay/cryptopay-go/webhook"
 )
 
 // Replicas is how many replicas the harness runs.
@@ -42,7 +44,7 @@ const Replicas = 3
 type Config struct {
 	// NewStore returns replica i's own store instance. Every instance must
 	// use the same backing server (that is what is being tested).
-	NewStore func(t *testing.T, replica int) cryptopay.DedupeStore
+	NewStore func(t *testing.T, replica int) webhook.DedupeStore
 	// ClientOptions, when set, returns extra options for replica i's
 	// Client (a WakeupBus, for example).
 	ClientOptions func(t *testing.T, replica int) []cryptopay.Option
@@ -159,7 +161,7 @@ func (c *cluster) newReplica(t *testing.T, cfg Config, i int) *replica {
 	}
 	r.client = c.srv.Client(opts...)
 	t.Cleanup(func() { _ = r.client.Close() })
-	h, err := cryptopay.NewWebhookHandler(cryptopay.WebhookConfig{
+	h, err := webhook.NewHandler(webhook.Config{
 		Secret: Secret,
 		Client: r.client,
 		Dedupe: r.store,
@@ -242,7 +244,7 @@ func (c *cluster) forward(w http.ResponseWriter, req *http.Request) {
 
 // webhookURL is the URL given to the API: the forwarder's.
 func (c *cluster) webhookURL(orderID string) string {
-	u, err := cryptopay.WebhookURL(c.fwd.URL+"/hooks/cryptopay", Secret, orderID)
+	u, err := webhook.URL(c.fwd.URL+"/hooks/cryptopay", Secret, orderID)
 	if err != nil {
 		panic(err)
 	}
@@ -276,7 +278,7 @@ func (c *cluster) fanOut(ctx context.Context, kind, id, orderID string) error {
 	if err != nil {
 		return err
 	}
-	u, err := cryptopay.WebhookURL("http://replica/hooks/cryptopay", Secret, orderID)
+	u, err := webhook.URL("http://replica/hooks/cryptopay", Secret, orderID)
 	if err != nil {
 		return err
 	}
@@ -549,7 +551,7 @@ func RunKilledReplica(t *testing.T, cfg Config) {
 
 // countingStore counts a store's calls and errors.
 type countingStore struct {
-	inner cryptopay.DedupeStore
+	inner webhook.DedupeStore
 	mu    sync.Mutex
 	calls map[string]int
 	errs  int
@@ -564,7 +566,7 @@ func (s *countingStore) count(m string, err error) {
 	s.mu.Unlock()
 }
 
-func (s *countingStore) Claim(ctx context.Context, key string) (cryptopay.DedupeClaim, error) {
+func (s *countingStore) Claim(ctx context.Context, key string) (webhook.DedupeClaim, error) {
 	c, err := s.inner.Claim(ctx, key)
 	s.count("Claim", err)
 	return c, err

@@ -8,8 +8,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"github.com/cryptopay/cryptopay-go"
 	"github.com/cryptopay/cryptopay-go/internal/replicatest"
+
+	"github.com/cryptopay/cryptopay-go/webhook"
 )
 
 // One in-memory store shared by the three replicas (as if they were one
@@ -17,13 +18,13 @@ import (
 // module. The memory store has no lease, so the killed-replica run is
 // skipped; redisstore and pgstore run it on real servers.
 func TestSharedMemoryStore(t *testing.T) {
-	shared := cryptopay.NewMemoryDedupeStore(0, 0)
-	newStore := func(*testing.T, int) cryptopay.DedupeStore { return shared }
+	shared := webhook.NewMemoryDedupeStore(0, 0)
+	newStore := func(*testing.T, int) webhook.DedupeStore { return shared }
 	events := 600
 	if os.Getenv("REPLICATEST_UNSHARED") != "" {
 		// The child of TestHarnessCatchesUnsharedStores: one store per
 		// replica, which cannot dedupe across them.
-		newStore = func(*testing.T, int) cryptopay.DedupeStore { return cryptopay.NewMemoryDedupeStore(0, 0) }
+		newStore = func(*testing.T, int) webhook.DedupeStore { return webhook.NewMemoryDedupeStore(0, 0) }
 		events = 100
 	}
 	replicatest.Run(t, replicatest.Config{NewStore: newStore, Events: events})

@@ -14,6 +14,8 @@ import (
 
 	"github.com/cryptopay/cryptopay-go"
 	"github.com/cryptopay/cryptopay-go/cryptopaytest"
+
+	"github.com/cryptopay/cryptopay-go/webhook"
 )
 
 // WakeupRig measures cross-replica wake-ups: a wait on replica A (polling
@@ -37,7 +39,7 @@ func NewWakeupRig(tb testing.TB, newBus func(tb testing.TB, replica int) cryptop
 	r.a = r.srv.Client(cryptopay.WithWakeupBus(newBus(tb, 0)))
 	b := r.srv.Client(cryptopay.WithWakeupBus(newBus(tb, 1)))
 	tb.Cleanup(func() { _ = r.a.Close(); _ = b.Close() })
-	hook, err := cryptopay.NewWebhookHandler(cryptopay.WebhookConfig{Secret: Secret, Client: b})
+	hook, err := webhook.NewHandler(webhook.Config{Secret: Secret, Client: b})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -77,7 +79,7 @@ func wakeOnce(a *cryptopay.Client, srv *cryptopaytest.Server, hookBase string, l
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	orderID := fmt.Sprintf("wake-%d-%d", time.Now().UnixNano(), i)
-	hookURL, err := cryptopay.WebhookURL(hookBase+"/hooks/cryptopay", Secret, orderID)
+	hookURL, err := webhook.URL(hookBase+"/hooks/cryptopay", Secret, orderID)
 	if err != nil {
 		return 0, err
 	}
@@ -96,14 +98,12 @@ func wakeOnce(a *cryptopay.Client, srv *cryptopaytest.Server, hookBase string, l
 	}
 	done := make(chan result, 1)
 	go func() {
-		got, err := a.WaitForPayment(ctx, p.ID,
-			cryptopay.WithPollInterval(time.Minute), cryptopay.WithMaxPollInterval(time.Minute),
-			cryptopay.OnStatusChange(func(*cryptopay.Payment) {
-				select {
-				case firstRead <- struct{}{}:
-				default:
-				}
-			}))
+		got, err := a.WaitForPayment(ctx, cryptopay.WaitForPaymentParams{ID: p.ID, PollInterval: time.Minute, MaxPollInterval: time.Minute, OnStatusChange: func(*cryptopay.Payment) {
+			select {
+			case firstRead <- struct{}{}:
+			default:
+			}
+		}})
 		done <- result{got, err, time.Now()}
 	}()
 	select {

@@ -15,7 +15,7 @@
 //
 // In production each replica is its own process with the same code: one
 // redis.Client, one redisstore.DedupeStore, one redisstore.WakeupBus, a
-// cryptopay.Client built WithWakeupBus, and a WebhookHandler.
+// cryptopay.Client built WithWakeupBus, and a webhook.Handler.
 package main
 
 import (
@@ -39,6 +39,8 @@ import (
 	"github.com/cryptopay/cryptopay-go"
 	"github.com/cryptopay/cryptopay-go/cryptopaytest"
 	"github.com/cryptopay/cryptopay-go/redisstore"
+
+	"github.com/cryptopay/cryptopay-go/webhook"
 )
 
 func main() {
@@ -120,7 +122,7 @@ func startReplica(ctx context.Context, name, addr, prefix string, fake *cryptopa
 		return nil, nil, err
 	}
 	r := &replica{name: name, client: fake.Client(cryptopay.WithWakeupBus(bus))}
-	hook, err := cryptopay.NewWebhookHandler(cryptopay.WebhookConfig{
+	hook, err := webhook.NewHandler(webhook.Config{
 		Secret: secret,
 		Client: r.client,
 		Dedupe: store,
@@ -202,7 +204,7 @@ func post(ctx context.Context, target string, body io.Reader) (int, []byte, erro
 }
 
 func createPayment(ctx context.Context, client *cryptopay.Client, webhookBase, orderID string) (*cryptopay.Payment, error) {
-	hookURL, err := cryptopay.WebhookURL(webhookBase+"/hooks/cryptopay", secret, orderID)
+	hookURL, err := webhook.URL(webhookBase+"/hooks/cryptopay", secret, orderID)
 	if err != nil {
 		return nil, err
 	}
@@ -247,7 +249,7 @@ func showDedupe(ctx context.Context, fake *cryptopaytest.Server, replicas []*rep
 		}
 		var wg sync.WaitGroup
 		for _, r := range replicas {
-			hookURL, err := cryptopay.WebhookURL(r.url+"/hooks/cryptopay", secret, orderID)
+			hookURL, err := webhook.URL(r.url+"/hooks/cryptopay", secret, orderID)
 			if err != nil {
 				return err
 			}
@@ -295,9 +297,7 @@ func showWakeup(ctx context.Context, fake *cryptopaytest.Server, replicas []*rep
 	waitCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	go func() {
-		got, err := a.client.WaitForPayment(waitCtx, p.ID,
-			cryptopay.WithPollInterval(time.Minute), cryptopay.WithMaxPollInterval(time.Minute),
-			cryptopay.OnStatusChange(func(*cryptopay.Payment) { once.Do(func() { close(firstRead) }) }))
+		got, err := a.client.WaitForPayment(waitCtx, cryptopay.WaitForPaymentParams{ID: p.ID, PollInterval: time.Minute, MaxPollInterval: time.Minute, OnStatusChange: func(*cryptopay.Payment) { once.Do(func() { close(firstRead) }) }})
 		done <- result{got, err, time.Now()}
 	}()
 	select {

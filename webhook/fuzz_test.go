@@ -1,4 +1,4 @@
-package cryptopay
+package webhook
 
 import (
 	"bytes"
@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cryptopay/cryptopay-go"
 )
 
 // FuzzWebhookHandler posts arbitrary methods, query strings and bodies to a
@@ -50,13 +52,13 @@ func FuzzWebhookHandler(f *testing.F) {
 			method = http.MethodPost
 		}
 		var called []string // orderIds the callbacks saw
-		h, err := NewWebhookHandler(WebhookConfig{
+		h, err := NewHandler(Config{
 			Secret: whSecret,
-			OnPayment: func(_ context.Context, p *Payment) error {
+			OnPayment: func(_ context.Context, p *cryptopay.Payment) error {
 				called = append(called, p.OrderID)
 				return nil
 			},
-			OnPayout: func(_ context.Context, p *Payout) error {
+			OnPayout: func(_ context.Context, p *cryptopay.Payout) error {
 				called = append(called, p.OrderID)
 				return nil
 			},

@@ -1,4 +1,4 @@
-package cryptopay
+package webhook
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 // Defaults of the in-memory DedupeStore.
 const (
 	// DefaultDedupeEntries and DefaultDedupeTTL size the in-memory
-	// DedupeStore a WebhookHandler uses when WebhookConfig.Dedupe is nil.
+	// DedupeStore a Handler uses when Config.Dedupe is nil.
 	DefaultDedupeEntries = 100_000
 	DefaultDedupeTTL     = 72 * time.Hour
 )
@@ -29,7 +29,7 @@ const (
 )
 
 // DedupeStore remembers which events (a key per payment or payout id and
-// status) a WebhookHandler has delivered, so duplicates reach the callback
+// status) a Handler has delivered, so duplicates reach the callback
 // once. Implementations must be safe for concurrent use.
 //
 // The handler calls Claim before the callback; Complete after the callback

@@ -1,4 +1,4 @@
-package cryptopay_test
+package webhook_test
 
 import (
 	"context"
@@ -32,16 +32,16 @@ import (
 func BenchmarkWaitWakeup(b *testing.B) {
 	cases := []struct {
 		name string
-		opts []cryptopay.PaymentWaitOption
+		wait cryptopay.WaitForPaymentParams
 		gap  time.Duration // the payment arrives within this after the first read
 	}{
 		// Default intervals (2 s growing to 30 s): only the webhook can end
 		// the wait within the benchmark's time.
-		{"webhook/default-intervals", nil, 20 * time.Millisecond},
-		{"polling/20ms", []cryptopay.PaymentWaitOption{cryptopay.WithWebhookWakeup(false),
-			cryptopay.WithPollInterval(20 * time.Millisecond), cryptopay.WithMaxPollInterval(20 * time.Millisecond)}, 20 * time.Millisecond},
-		{"polling/100ms", []cryptopay.PaymentWaitOption{cryptopay.WithWebhookWakeup(false),
-			cryptopay.WithPollInterval(100 * time.Millisecond), cryptopay.WithMaxPollInterval(100 * time.Millisecond)}, 100 * time.Millisecond},
+		{"webhook/default-intervals", cryptopay.WaitForPaymentParams{}, 20 * time.Millisecond},
+		{"polling/20ms", cryptopay.WaitForPaymentParams{NoWebhookWakeup: true,
+			PollInterval: 20 * time.Millisecond, MaxPollInterval: 20 * time.Millisecond}, 20 * time.Millisecond},
+		{"polling/100ms", cryptopay.WaitForPaymentParams{NoWebhookWakeup: true,
+			PollInterval: 100 * time.Millisecond, MaxPollInterval: 100 * time.Millisecond}, 100 * time.Millisecond},
 	}
 	for _, bc := range cases {
 		b.Run(bc.name, func(b *testing.B) {
@@ -56,7 +56,9 @@ func BenchmarkWaitWakeup(b *testing.B) {
 				hooksBefore := len(e.srv.Webhooks())
 				done := make(chan error, 1)
 				go func() {
-					got, err := e.client.WaitForPayment(context.Background(), p.ID, bc.opts...)
+					params := bc.wait
+					params.ID = p.ID
+					got, err := e.client.WaitForPayment(context.Background(), params)
 					if err == nil && got.Status != cryptopay.PaymentPaid {
 						err = context.DeadlineExceeded
 					}
@@ -196,7 +198,7 @@ func waitsAtScale(t *testing.T, srv *cryptopaytest.Server, client *cryptopay.Cli
 	errs := make(chan error, n)
 	for _, p := range payments {
 		wg.Go(func() {
-			got, err := client.WaitForPayment(ctx, p.ID, cryptopay.WithPollInterval(time.Second))
+			got, err := client.WaitForPayment(ctx, cryptopay.WaitForPaymentParams{ID: p.ID, PollInterval: time.Second})
 			if err == nil && got.Status != cryptopay.PaymentPaid {
 				err = fmt.Errorf("status %s", got.Status)
 			}

@@ -1,4 +1,4 @@
-package cryptopay
+package webhook
 
 import (
 	"bytes"
@@ -18,20 +18,23 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 	"unicode/utf8"
+
+	"github.com/cryptopay/cryptopay-go"
 )
 
 // Webhook defaults and limits.
 const (
-	// MinWebhookSecretLen is the shortest secret WebhookURL and
-	// NewWebhookHandler accept. Use 32 random bytes (crypto/rand).
-	MinWebhookSecretLen = 16
-	// DefaultWebhookMaxBodyBytes is the default body limit of a
-	// WebhookHandler (1 MiB); a larger body is answered 413.
-	DefaultWebhookMaxBodyBytes = 1 << 20
-	// DefaultMaxConcurrentRereads is how many events a WebhookHandler
+	// MinSecretLen is the shortest secret URL and
+	// NewHandler accept. Use 32 random bytes (crypto/rand).
+	MinSecretLen = 16
+	// DefaultMaxBodyBytes is the default body limit of a
+	// Handler (1 MiB); a larger body is answered 413.
+	DefaultMaxBodyBytes = 1 << 20
+	// DefaultMaxConcurrentRereads is how many events a Handler
 	// re-reads through the API at once unless
-	// WebhookConfig.MaxConcurrentRereads says otherwise.
+	// Config.MaxConcurrentRereads says otherwise.
 	DefaultMaxConcurrentRereads = 64
 )
 
@@ -41,7 +44,7 @@ const webhookTokenContext = "cryptopay-go webhook v1\x00"
 
 var webhookTokenContextBytes = []byte(webhookTokenContext)
 
-// webhookToken is the token WebhookURL puts in the URL for orderID:
+// webhookToken is the token URL puts in the URL for orderID:
 // base64url without padding (RFC 4648 §5) of
 // HMAC-SHA256(secret, "cryptopay-go webhook v1" + 0x00 + orderID).
 func webhookToken(secret []byte, orderID string) []byte {
@@ -52,51 +55,51 @@ func webhookToken(secret []byte, orderID string) []byte {
 }
 
 func checkSecret(secret []byte, field string) error {
-	if len(secret) < MinWebhookSecretLen {
-		return &ValidationError{Field: field, Reason: fmt.Sprintf("must be at least %d bytes (use 32 random bytes)", MinWebhookSecretLen)}
+	if len(secret) < MinSecretLen {
+		return &cryptopay.ValidationError{Field: field, Reason: fmt.Sprintf("must be at least %d bytes (use 32 random bytes)", MinSecretLen)}
 	}
 	if len(bytes.Trim(secret, "\x00")) == 0 {
-		return &ValidationError{Field: field, Reason: "is all zero bytes; fill it from crypto/rand"}
+		return &cryptopay.ValidationError{Field: field, Reason: "is all zero bytes; fill it from crypto/rand"}
 	}
 	return nil
 }
 
-// WebhookURL returns the URL to pass as the webhookUrl of a payment or
+// URL returns the URL to pass as the webhookUrl of a payment or
 // payout for order orderID: base with a token query parameter added, where
 // token is base64url (no padding) of HMAC-SHA256(secret, "cryptopay-go
-// webhook v1" + 0x00 + orderID). A WebhookHandler with the same secret
+// webhook v1" + 0x00 + orderID). A Handler with the same secret
 // accepts an event only if its orderId matches the token in its URL.
 //
 // base must be an absolute http or https URL without a fragment and without
 // a token parameter; its other query parameters are kept. secret must be at
-// least MinWebhookSecretLen bytes and not all zero; orderID must be valid
+// least MinSecretLen bytes and not all zero; orderID must be valid
 // UTF-8 and not empty. Use https: anyone who learns the URL can post events for this
 // order (which a handler with a Client then checks against the API).
-func WebhookURL(base string, secret []byte, orderID string) (string, error) {
+func URL(base string, secret []byte, orderID string) (string, error) {
 	if err := checkSecret(secret, "secret"); err != nil {
 		return "", err
 	}
 	if orderID == "" {
-		return "", &ValidationError{Field: "orderID", Reason: "must not be empty: the token signs it"}
+		return "", &cryptopay.ValidationError{Field: "orderID", Reason: "must not be empty: the token signs it"}
 	}
 	if !utf8.ValidString(orderID) {
 		// JSON carries only valid UTF-8: the orderId would come back
 		// changed, and no event for it would ever match the token.
-		return "", &ValidationError{Field: "orderID", Reason: "is not valid UTF-8"}
+		return "", &cryptopay.ValidationError{Field: "orderID", Reason: "is not valid UTF-8"}
 	}
 	u, err := url.Parse(base)
 	if err != nil {
-		return "", &ValidationError{Field: "base", Reason: "not a URL"}
+		return "", &cryptopay.ValidationError{Field: "base", Reason: "not a URL"}
 	}
 	switch {
 	case u.Scheme != "https" && u.Scheme != "http":
-		return "", &ValidationError{Field: "base", Reason: "scheme must be https (or http)"}
+		return "", &cryptopay.ValidationError{Field: "base", Reason: "scheme must be https (or http)"}
 	case u.Host == "" || u.Hostname() == "":
-		return "", &ValidationError{Field: "base", Reason: "has no host"}
+		return "", &cryptopay.ValidationError{Field: "base", Reason: "has no host"}
 	case u.Fragment != "" || strings.Contains(base, "#"):
-		return "", &ValidationError{Field: "base", Reason: "must not have a fragment"}
+		return "", &cryptopay.ValidationError{Field: "base", Reason: "must not have a fragment"}
 	case u.Query().Has("token"):
-		return "", &ValidationError{Field: "base", Reason: "already has a token parameter"}
+		return "", &cryptopay.ValidationError{Field: "base", Reason: "already has a token parameter"}
 	}
 	tok := "token=" + base64.RawURLEncoding.EncodeToString(webhookToken(secret, orderID))
 	if u.RawQuery == "" {
@@ -108,12 +111,12 @@ func WebhookURL(base string, secret []byte, orderID string) (string, error) {
 	return u.String(), nil
 }
 
-// WebhookConfig configures a WebhookHandler.
-type WebhookConfig struct {
-	// Secret is the key WebhookURL signed the orderId with; at least
-	// MinWebhookSecretLen bytes, used as they are: a text secret (the
-	// output of `openssl rand -base64 32`) is its text, never decoded,
-	// as the CLI uses it. It is copied. Keep it out of source code
+// Config configures a Handler.
+type Config struct {
+	// Secret is the key URL signed the orderId with; at least
+	// MinSecretLen bytes, used as they are: a text secret (the output of
+	// `openssl rand -base64 32`) is its text, never decoded, as the CLI
+	// uses it. It is copied. Keep it out of source code
 	// and logs; rotating it invalidates the URLs of open payments.
 	Secret []byte
 
@@ -129,18 +132,18 @@ type WebhookConfig struct {
 	// true. Anyone who saw the URL (the processor, a proxy log) can post
 	// "paid". Never ship goods on such an event without reading the status
 	// through the API. Set Client for money decisions.
-	Client *Client
+	Client *cryptopay.Client
 
 	// OnPayment is called with a payment event (a body with paymentId). A
 	// non-nil error or a panic answers 500, so the sender redelivers; nil
 	// answers 200. It may be nil if payments are not expected (their
 	// events are then acknowledged and dropped). Make it idempotent: see
 	// DedupeStore.
-	OnPayment func(context.Context, *Payment) error
+	OnPayment func(context.Context, *cryptopay.Payment) error
 	// OnPayout is OnPayment for payout events (a body with payoutId).
-	OnPayout func(context.Context, *Payout) error
+	OnPayout func(context.Context, *cryptopay.Payout) error
 
-	// MaxBodyBytes caps the request body (0: DefaultWebhookMaxBodyBytes);
+	// MaxBodyBytes caps the request body (0: DefaultMaxBodyBytes);
 	// a larger one is answered 413.
 	MaxBodyBytes int64
 	// Dedupe remembers delivered events, so that each (id, status) reaches
@@ -159,16 +162,28 @@ type WebhookConfig struct {
 	// instead of piling up connections and goroutines here.
 	MaxConcurrentRereads int
 
-	// Observer.OnWebhookEvent, when set, is called once for every request
-	// the handler answers (with its kind, status code and result, never
-	// its body, token or ids). When it is nil the Client's observers
-	// (WithObserver) are called instead.
-	Observer Observer
+	// OnEvent, when set, is called once for every request the handler
+	// answers, with its kind, status code and result (never its body,
+	// token or ids), on the request's goroutine: keep it fast.
+	// otelcryptopay.NewWebhookObserver makes one for OpenTelemetry.
+	OnEvent func(ctx context.Context, ev EventInfo)
 }
 
-// WebhookHandler receives the API's events for payments and payouts. It is
+// EventInfo describes one request a Handler answered, without its body,
+// token or ids.
+type EventInfo struct {
+	// Kind is "payment", "payout", or "" if the body was not read.
+	Kind string
+	// StatusCode is the HTTP status the handler answered.
+	StatusCode int
+	// Result is one word: "delivered", "duplicate", "rejected",
+	// "retry_later" or "failed".
+	Result string
+}
+
+// Handler receives the API's events for payments and payouts. It is
 // an http.Handler, safe for concurrent use; mount it at the URL given to
-// WebhookURL. Build it with NewWebhookHandler.
+// URL. Build it with NewHandler.
 //
 // It checks the token before it decodes anything in the body: a first pass
 // over the body (linear, no allocation, no number converted) finds the
@@ -195,50 +210,43 @@ type WebhookConfig struct {
 //	500 the callback returned an error or panicked, or the API refused
 //	    this Client's key (fix the configuration; the sender retries)
 //	200 delivered, or a duplicate of an event already delivered
-type WebhookHandler struct {
+type Handler struct {
 	secret    []byte
 	macs      sync.Pool // of *tokenCheck, keyed with secret
-	client    *Client
-	onPayment func(context.Context, *Payment) error
-	onPayout  func(context.Context, *Payout) error
+	client    *cryptopay.Client
+	callbacks map[*kind]func(context.Context, any) error // nil: none for that kind
 	maxBody   int64
 	dedupe    DedupeStore
 	log       *slog.Logger
 	rereads   chan struct{} // a slot per re-read in flight
-	observers []Observer
+	onEvent   func(context.Context, EventInfo)
 }
 
-// NewWebhookHandler checks cfg and returns the handler. It refuses a Secret
-// shorter than MinWebhookSecretLen or all zero, a negative MaxBodyBytes, and
+// NewHandler checks cfg and returns the handler. It refuses a Secret
+// shorter than MinSecretLen or all zero, a negative MaxBodyBytes, and
 // a config with nothing to do (no Client, OnPayment or OnPayout).
-func NewWebhookHandler(cfg WebhookConfig) (*WebhookHandler, error) {
+func NewHandler(cfg Config) (*Handler, error) {
 	if err := checkSecret(cfg.Secret, "Secret"); err != nil {
 		return nil, err
 	}
 	if cfg.MaxBodyBytes < 0 {
-		return nil, &ValidationError{Field: "MaxBodyBytes", Reason: "must not be negative"}
+		return nil, &cryptopay.ValidationError{Field: "MaxBodyBytes", Reason: "must not be negative"}
 	}
 	if cfg.MaxConcurrentRereads < 0 {
-		return nil, &ValidationError{Field: "MaxConcurrentRereads", Reason: "must not be negative"}
+		return nil, &cryptopay.ValidationError{Field: "MaxConcurrentRereads", Reason: "must not be negative"}
 	}
 	if cfg.Client == nil && cfg.OnPayment == nil && cfg.OnPayout == nil {
-		return nil, &ValidationError{Field: "WebhookConfig", Reason: "needs OnPayment, OnPayout or Client"}
+		return nil, &cryptopay.ValidationError{Field: "Config", Reason: "needs OnPayment, OnPayout or Client"}
 	}
-	h := &WebhookHandler{
+	h := &Handler{
 		secret:    bytes.Clone(cfg.Secret),
 		client:    cfg.Client,
-		onPayment: cfg.OnPayment,
-		onPayout:  cfg.OnPayout,
-		maxBody:   cmp.Or(cfg.MaxBodyBytes, DefaultWebhookMaxBodyBytes),
+		callbacks: map[*kind]func(context.Context, any) error{paymentKind: paymentKind.callback(&cfg), payoutKind: payoutKind.callback(&cfg)},
+		maxBody:   cmp.Or(cfg.MaxBodyBytes, DefaultMaxBodyBytes),
 		dedupe:    cfg.Dedupe,
 		log:       cfg.Logger,
 		rereads:   make(chan struct{}, cmp.Or(cfg.MaxConcurrentRereads, DefaultMaxConcurrentRereads)),
-	}
-	switch {
-	case cfg.Observer.OnWebhookEvent != nil:
-		h.observers = []Observer{cfg.Observer}
-	case cfg.Client != nil:
-		h.observers = cfg.Client.cfg.observers
+		onEvent:   cfg.OnEvent,
 	}
 	h.macs.New = func() any { return &tokenCheck{mac: hmac.New(sha256.New, h.secret)} }
 	if h.dedupe == nil {
@@ -253,14 +261,13 @@ func NewWebhookHandler(cfg WebhookConfig) (*WebhookHandler, error) {
 // event is a webhook body once authenticated: its kind, id, orderId and
 // status, and its object (the posted one, or the API's after a re-read).
 type event struct {
-	kind    objKind
+	kind    *kind // nil until the body is scanned
 	id      string
 	orderID string
 	// status is the API's once re-read, else the posted one; postedStatus
 	// keeps the body's.
 	status, postedStatus string
-	payment              *Payment
-	payout               *Payout
+	obj                  any // *cryptopay.Payment or *cryptopay.Payout
 }
 
 var (
@@ -282,7 +289,7 @@ type tokenCheck struct {
 const encodedMACLen = 43
 
 // validToken checks token against orderID in constant time.
-func (h *WebhookHandler) validToken(token string, orderID []byte) bool {
+func (h *Handler) validToken(token string, orderID []byte) bool {
 	if len(orderID) == 0 || len(token) != encodedMACLen {
 		return false
 	}
@@ -343,7 +350,7 @@ type outcome struct {
 	reason     string
 }
 
-// The Observer's result words (WebhookEventInfo.Result).
+// The Observer's result words (EventInfo.Result).
 const (
 	resultDelivered  = "delivered"
 	resultDuplicate  = "duplicate"
@@ -374,8 +381,8 @@ func failed(body string) outcome {
 
 // ServeHTTP authenticates the event, re-reads its object through the API
 // (with a Client), wakes waits, and delivers each new (id, status) to the
-// callback once. See WebhookHandler for the answers.
-func (h *WebhookHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+// callback once. See Handler for the answers.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var ev event
 	out := h.handle(w, r, &ev)
 	h.answer(w, r, out)
@@ -383,23 +390,25 @@ func (h *WebhookHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // observe tells the observers how the request was answered.
-func (h *WebhookHandler) observe(ctx context.Context, ev *event, out outcome) {
-	if len(h.observers) == 0 {
+func (h *Handler) observe(ctx context.Context, ev *event, out outcome) {
+	if h.onEvent == nil {
 		return
 	}
-	info := WebhookEventInfo{StatusCode: out.code, Result: out.result}
-	if ev.kind != 0 {
-		info.Kind = ev.kind.String()
+	info := EventInfo{StatusCode: out.code, Result: out.result}
+	if ev.kind != nil {
+		info.Kind = ev.kind.name
 	}
-	for _, o := range h.observers {
-		if o.OnWebhookEvent != nil {
-			runHook(ctx, h.log, h.scrubber(), "OnWebhookEvent", func() { o.OnWebhookEvent(ctx, info) })
+	defer func() { // a panicking hook changes no answer
+		if v := recover(); v != nil {
+			h.log.LogAttrs(ctx, slog.LevelError, "cryptopay webhook: the OnEvent hook panicked; the panic is ignored",
+				slog.String("hook", "OnEvent"), slog.String("panic", h.redact(clip(flatten(fmt.Sprint(v)), 512))))
 		}
-	}
+	}()
+	h.onEvent(ctx, info)
 }
 
 // handle runs the steps of one request and says how to answer it.
-func (h *WebhookHandler) handle(w http.ResponseWriter, r *http.Request, ev *event) outcome {
+func (h *Handler) handle(w http.ResponseWriter, r *http.Request, ev *event) outcome {
 	token, out, ok := h.checkRequest(r)
 	if !ok {
 		return out
@@ -424,9 +433,9 @@ func (h *WebhookHandler) handle(w http.ResponseWriter, r *http.Request, ev *even
 	if out = h.deliverOnce(ctx, ev); out.code != http.StatusOK {
 		return out
 	}
-	if h.client != nil && ahead(ev.kind, ev.postedStatus, ev.status) {
+	if h.client != nil && ev.ahead() {
 		h.logEvent(ctx, slog.LevelInfo, ev, "cryptopay webhook: posted status is ahead of the API; asking the sender to retry",
-			slog.String("posted", h.scrubber().cut(ev.postedStatus, 32)), slog.String("api", ev.status))
+			slog.String("posted", h.redact(clip(ev.postedStatus, 32))), slog.String("api", ev.status))
 		return retryLater("api behind event")
 	}
 	return out // delivered, or a duplicate
@@ -435,7 +444,7 @@ func (h *WebhookHandler) handle(w http.ResponseWriter, r *http.Request, ev *even
 // checkRequest refuses what can be refused before reading the body: a
 // method other than POST, a missing or repeated token, a declared length
 // over the limit. It returns the token.
-func (h *WebhookHandler) checkRequest(r *http.Request) (string, outcome, bool) {
+func (h *Handler) checkRequest(r *http.Request) (string, outcome, bool) {
 	if r.Method != http.MethodPost {
 		return "", rejected(http.StatusMethodNotAllowed, "method not allowed", "method not allowed"), false
 	}
@@ -456,7 +465,7 @@ const preallocBody = 64 << 10
 
 // readBody reads the body under the size limit, in one allocation when its
 // declared length is small (the usual case).
-func (h *WebhookHandler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, outcome, bool) {
+func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, outcome, bool) {
 	var body []byte
 	var err error
 	if n := r.ContentLength; n >= 0 && n <= preallocBody { // checkRequest saw n <= maxBody
@@ -477,7 +486,7 @@ func (h *WebhookHandler) readBody(w http.ResponseWriter, r *http.Request) ([]byt
 
 // authenticate checks the token against the body's orderId, found by a
 // scan that decodes nothing, and only then reads the kind, id and status.
-func (h *WebhookHandler) authenticate(token string, body []byte, ev *event) (outcome, bool) {
+func (h *Handler) authenticate(token string, body []byte, ev *event) (outcome, bool) {
 	f, err := scanEvent(body)
 	if err != nil {
 		return rejected(http.StatusBadRequest, "bad request", err.Error()), false
@@ -507,17 +516,11 @@ func (ev *event) identify(f *eventFields) error {
 	if f.ambiguous {
 		return errAmbiguous
 	}
-	var raw []byte
-	switch ev.kind {
-	case kindPayment:
-		raw = f.paymentID
-	case kindPayout:
-		raw = f.payoutID
-	default:
+	if ev.kind == nil {
 		return errBadEvent
 	}
-	id, ok := jsonString(raw)
-	if !ok || (ev.kind == kindPayment && validatePaymentID(id) != nil) || (ev.kind == kindPayout && validatePayoutID(id) != nil) {
+	id, ok := jsonString(f.id())
+	if !ok || ev.kind.badID(id) != "" {
 		return errBadEvent
 	}
 	status, ok := jsonString(f.status)
@@ -534,28 +537,19 @@ func (ev *event) identify(f *eventFields) error {
 // status the scan found (it always does; this guards the two readings
 // against ever drifting apart).
 func decodePosted(body []byte, ev *event) (outcome, bool) {
-	var id, orderID, status string
-	if ev.kind == kindPayment {
-		p := new(Payment)
-		if p.UnmarshalJSON(body) != nil {
-			return rejected(http.StatusBadRequest, "bad request", errDecode.Error()), false
-		}
-		id, orderID, status, ev.payment = p.ID, p.OrderID, string(p.Status), p
-	} else {
-		p := new(Payout)
-		if p.UnmarshalJSON(body) != nil {
-			return rejected(http.StatusBadRequest, "bad request", errDecode.Error()), false
-		}
-		id, orderID, status, ev.payout = p.ID, p.OrderID, string(p.Status), p
+	obj, ok := ev.kind.decode(body)
+	if !ok {
+		return rejected(http.StatusBadRequest, "bad request", errDecode.Error()), false
 	}
-	if id != ev.id || orderID != ev.orderID || status != ev.status {
+	if obj.id != ev.id || obj.orderID != ev.orderID || obj.status != ev.status {
 		return rejected(http.StatusBadRequest, "bad request", errAmbiguous.Error()), false
 	}
+	ev.obj = obj.v
 	return outcome{}, true
 }
 
 // answer writes out and logs a refusal.
-func (h *WebhookHandler) answer(w http.ResponseWriter, r *http.Request, out outcome) {
+func (h *Handler) answer(w http.ResponseWriter, r *http.Request, out outcome) {
 	if out.reason != "" && h.log.Enabled(r.Context(), slog.LevelInfo) {
 		h.log.LogAttrs(r.Context(), slog.LevelInfo, "cryptopay webhook: rejected",
 			slog.Int("status", out.code), slog.String("reason", out.reason), slog.String("remote", r.RemoteAddr))
@@ -576,33 +570,32 @@ func (h *WebhookHandler) answer(w http.ResponseWriter, r *http.Request, out outc
 
 // logEvent logs a line about an authenticated event, with its kind, id and
 // orderId (never the body).
-func (h *WebhookHandler) logEvent(ctx context.Context, level slog.Level, ev *event, msg string, attrs ...slog.Attr) {
+func (h *Handler) logEvent(ctx context.Context, level slog.Level, ev *event, msg string, attrs ...slog.Attr) {
 	if !h.log.Enabled(ctx, level) {
 		return
 	}
-	sc := h.scrubber()
-	all := append([]slog.Attr{slog.String("kind", ev.kind.String()), slog.String("id", ev.id),
-		slog.String("orderId", sc.cut(ev.orderID, 128))}, attrs...)
+	all := append([]slog.Attr{slog.String("kind", ev.kind.name), slog.String("id", ev.id),
+		slog.String("orderId", clip(ev.orderID, 128))}, attrs...)
 	for i := range all { // statuses and errors are server text
 		if all[i].Value.Kind() == slog.KindString {
-			all[i].Value = slog.StringValue(sc.String(all[i].Value.String()))
+			all[i].Value = slog.StringValue(h.redact(all[i].Value.String()))
 		}
 	}
 	h.log.LogAttrs(ctx, level, msg, all...)
 }
 
-// scrubber finds the Client's API key in server text (the zero scrubber
-// without a Client: there is no key to find).
-func (h *WebhookHandler) scrubber() scrubber {
+// redact replaces the Client's API key in server text (nothing to find
+// without a Client).
+func (h *Handler) redact(s string) string {
 	if h.client == nil {
-		return scrubber{}
+		return s
 	}
-	return h.client.cfg.scrub
+	return h.client.Redact(s)
 }
 
 // reread replaces the posted object by the API's and wakes waits, unless
 // MaxConcurrentRereads re-reads are running already.
-func (h *WebhookHandler) reread(ctx context.Context, ev *event) (outcome, bool) {
+func (h *Handler) reread(ctx context.Context, ev *event) (outcome, bool) {
 	select {
 	case h.rereads <- struct{}{}:
 		defer func() { <-h.rereads }()
@@ -610,48 +603,33 @@ func (h *WebhookHandler) reread(ctx context.Context, ev *event) (outcome, bool) 
 		h.logEvent(ctx, slog.LevelDebug, ev, "cryptopay webhook: too many re-reads at once; asking the sender to retry")
 		return outcome{code: http.StatusServiceUnavailable, body: "busy\n", result: resultRetryLater, retryAfter: "1"}, false
 	}
-	var (
-		err             error
-		orderID, id, st string
-		wakeObj         func() any
-	)
-	if ev.kind == kindPayment {
-		var p *Payment
-		if p, err = h.client.GetPayment(ctx, ev.id); err == nil {
-			orderID, id, st = p.OrderID, p.ID, string(p.Status)
-			wakeObj = func() any { cp := *p; return &cp }
-			ev.payment = p
-		}
-	} else {
-		var p *Payout
-		if p, err = h.client.GetPayout(ctx, ev.id); err == nil {
-			orderID, id, st = p.OrderID, p.ID, string(p.Status)
-			wakeObj = func() any { cp := *p; return &cp }
-			ev.payout = p
-		}
-	}
-	if err != nil { // an answer naming another object than ev.id is an error too
+	obj, err := ev.kind.read(ctx, h.client, ev.id)
+	if err != nil {
 		return h.rereadFailed(ctx, ev, err), false
 	}
-	if orderID != ev.orderID {
+	if obj.orderID != ev.orderID {
 		h.logEvent(ctx, slog.LevelWarn, ev, "cryptopay webhook: the object belongs to another orderId than the token; refused")
 		return outcome{code: http.StatusUnauthorized, body: "unauthorized\n", result: resultRejected}, false
 	}
-	h.client.waiters.notify(ev.kind, ev.id, wakeObj)
-	h.client.publishWakeup(ctx, ev.kind, id)
-	ev.postedStatus, ev.status = ev.status, st
+	if ev.kind.key(obj.id) != ev.kind.key(ev.id) {
+		h.logEvent(ctx, slog.LevelWarn, ev, "cryptopay webhook: the API answered with another object's id")
+		return retryLater("retry later"), false
+	}
+	h.client.Notify(ctx, obj.v)
+	ev.obj = obj.v
+	ev.postedStatus, ev.status = ev.status, obj.status
 	return outcome{}, true
 }
 
 // rereadFailed maps a failed re-read to the answer.
-func (h *WebhookHandler) rereadFailed(ctx context.Context, ev *event, err error) outcome {
+func (h *Handler) rereadFailed(ctx context.Context, ev *event, err error) outcome {
 	switch {
-	case errors.Is(err, ErrNotFound):
+	case errors.Is(err, cryptopay.ErrNotFound):
 		h.logEvent(ctx, slog.LevelWarn, ev, "cryptopay webhook: the API does not know this id")
 		return outcome{code: http.StatusNotFound, body: "not found\n", result: resultRejected}
-	case errors.Is(err, ErrInvalidParams):
+	case errors.Is(err, cryptopay.ErrInvalidParams):
 		return outcome{code: http.StatusBadRequest, body: "bad request\n", result: resultRejected}
-	case errors.Is(err, ErrUnauthorized):
+	case errors.Is(err, cryptopay.ErrUnauthorized):
 		h.logEvent(ctx, slog.LevelError, ev, "cryptopay webhook: the API refused the client's key; cannot verify events", slog.String("error", err.Error()))
 		return failed("cannot verify")
 	default:
@@ -661,21 +639,16 @@ func (h *WebhookHandler) rereadFailed(ctx context.Context, ev *event, err error)
 }
 
 // hasCallback reports whether the handler has a callback for ev's kind.
-func (h *WebhookHandler) hasCallback(ev *event) bool {
-	if ev.kind == kindPayment {
-		return h.onPayment != nil
-	}
-	return h.onPayout != nil
-}
+func (h *Handler) hasCallback(ev *event) bool { return h.callbacks[ev.kind] != nil }
 
 // deliverOnce hands the event to its callback unless the store says this
 // (id, status) was delivered or is being delivered. Without a callback for
 // its kind the event is acknowledged.
-func (h *WebhookHandler) deliverOnce(ctx context.Context, ev *event) outcome {
+func (h *Handler) deliverOnce(ctx context.Context, ev *event) outcome {
 	if !h.hasCallback(ev) {
 		return delivered
 	}
-	key := ev.kind.String() + "/" + objectID(ev.kind, ev.id) + "/" + ev.status
+	key := ev.kind.name + "/" + ev.kind.key(ev.id) + "/" + ev.status
 	if out, ok := h.claim(ctx, ev, key); !ok {
 		return out
 	}
@@ -713,7 +686,7 @@ func settle(ctx context.Context, op func(context.Context, string) error, key str
 }
 
 // claim asks the dedupe store for key; ok means the caller holds it.
-func (h *WebhookHandler) claim(ctx context.Context, ev *event, key string) (outcome, bool) {
+func (h *Handler) claim(ctx context.Context, ev *event, key string) (outcome, bool) {
 	claim, err := h.dedupe.Claim(ctx, key)
 	if err != nil {
 		h.logEvent(ctx, slog.LevelWarn, ev, "cryptopay webhook: dedupe store failed; asking the sender to retry", slog.String("error", err.Error()))
@@ -739,31 +712,37 @@ type callbackPanic struct {
 }
 
 func (p *callbackPanic) Error() string {
-	return truncate(oneLine(fmt.Sprintf("callback panicked: %v", p.value)), 512)
+	return clip(flatten(fmt.Sprintf("callback panicked: %v", p.value)), 512)
 }
 
 // callback runs the callback for ev's kind, turning a panic into an error.
-func (h *WebhookHandler) callback(ctx context.Context, ev *event) (err error) {
+func (h *Handler) callback(ctx context.Context, ev *event) (err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			err = &callbackPanic{value: v, stack: debug.Stack()}
 		}
 	}()
-	if ev.kind == kindPayment {
-		return h.onPayment(ctx, ev.payment)
-	}
-	return h.onPayout(ctx, ev.payout)
+	return h.callbacks[ev.kind](ctx, ev.obj)
 }
 
 // ahead reports whether the posted status is further along than the API's,
 // so the API is probably lagging behind the event: a heuristic over the
 // usual order of statuses. Unknown statuses are never ahead.
-func ahead(kind objKind, posted, api string) bool {
-	var p, a int
-	if kind == kindPayment {
-		p, a = PaymentStatus(posted).rank(), PaymentStatus(api).rank()
-	} else {
-		p, a = PayoutStatus(posted).rank(), PayoutStatus(api).rank()
-	}
+func (ev *event) ahead() bool {
+	p, a := ev.kind.rank(ev.postedStatus), ev.kind.rank(ev.status)
 	return p != 0 && a != 0 && p > a
+}
+
+// clip cuts s to at most n bytes on a rune boundary, for a log line.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "") + "…"
+}
+
+// flatten puts s on one line: runs of spaces and control characters become
+// one space.
+func flatten(s string) string {
+	return strings.Join(strings.FieldsFunc(s, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }), " ")
 }

@@ -1,4 +1,4 @@
-package cryptopay
+package webhook
 
 import (
 	"bytes"
@@ -353,15 +353,23 @@ func (f *eventFields) keep(dst *[]byte, val []byte) {
 }
 
 // kind tells a payment event from a payout event: exactly one of paymentId
-// and payoutId has a value. 0: neither or both.
-func (f *eventFields) kind() objKind {
+// and payoutId has a value. nil: neither or both.
+func (f *eventFields) kind() *kind {
 	switch {
 	case present(f.paymentID) && !present(f.payoutID):
-		return kindPayment
+		return paymentKind
 	case present(f.payoutID) && !present(f.paymentID):
-		return kindPayout
+		return payoutKind
 	}
-	return 0
+	return nil
+}
+
+// id is the raw id member of the event's kind.
+func (f *eventFields) id() []byte {
+	if present(f.paymentID) {
+		return f.paymentID
+	}
+	return f.payoutID
 }
 
 // present reports whether a member was given a value other than null.

@@ -1,4 +1,4 @@
-package cryptopay
+package webhook
 
 import (
 	"encoding/json"

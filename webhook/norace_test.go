@@ -1,6 +1,6 @@
 //go:build !race
 
-package cryptopay_test
+package webhook_test
 
 // raceEnabled: see wait_race_test.go.
 const raceEnabled = false

@@ -1,4 +1,4 @@
-package cryptopay
+package webhook
 
 import (
 	"bytes"
@@ -21,6 +21,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cryptopay/cryptopay-go"
+	"github.com/cryptopay/cryptopay-go/internal/testfix"
 )
 
 var whSecret = []byte("whsec-0123456789abcdef-0123456789")
@@ -30,7 +33,7 @@ const whOrder = "order-1"
 // whURL is the signed webhook URL for orderID under whSecret.
 func whURL(t testing.TB, orderID string) string {
 	t.Helper()
-	u, err := WebhookURL("https://shop.example/hooks/cryptopay", whSecret, orderID)
+	u, err := URL("https://shop.example/hooks/cryptopay", whSecret, orderID)
 	require.NoError(t, err)
 	return u
 }
@@ -51,13 +54,13 @@ func serve(h http.Handler, r *http.Request) *httptest.ResponseRecorder {
 // recorder collects what the callbacks received.
 type recorder struct {
 	mu       sync.Mutex
-	payments []*Payment
-	payouts  []*Payout
+	payments []*cryptopay.Payment
+	payouts  []*cryptopay.Payout
 	fail     atomic.Int32 // fail this many calls
 	panics   atomic.Int32 // panic in this many calls
 }
 
-func (rc *recorder) onPayment(_ context.Context, p *Payment) error {
+func (rc *recorder) onPayment(_ context.Context, p *cryptopay.Payment) error {
 	if rc.panics.Add(-1) >= 0 {
 		panic("callback exploded")
 	}
@@ -70,7 +73,7 @@ func (rc *recorder) onPayment(_ context.Context, p *Payment) error {
 	return nil
 }
 
-func (rc *recorder) onPayout(_ context.Context, p *Payout) error {
+func (rc *recorder) onPayout(_ context.Context, p *cryptopay.Payout) error {
 	if rc.fail.Add(-1) >= 0 {
 		return errors.New("database down")
 	}
@@ -104,12 +107,12 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-func newTestHandler(t testing.TB, client *Client, rc *recorder, logs io.Writer) *WebhookHandler {
+func newTestHandler(t testing.TB, client *cryptopay.Client, rc *recorder, logs io.Writer) *Handler {
 	t.Helper()
 	if logs == nil {
 		logs = io.Discard
 	}
-	h, err := NewWebhookHandler(WebhookConfig{
+	h, err := NewHandler(Config{
 		Secret:    whSecret,
 		Client:    client,
 		OnPayment: rc.onPayment,
@@ -146,9 +149,9 @@ func TestWebhookURL(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			got, err := WebhookURL(tt.base, tt.secret, tt.order)
+			got, err := URL(tt.base, tt.secret, tt.order)
 			if tt.want == "" {
-				require.ErrorIs(t, err, ErrInvalidParams)
+				require.ErrorIs(t, err, cryptopay.ErrInvalidParams)
 				assert.Empty(t, got)
 				return
 			}
@@ -168,7 +171,7 @@ func TestWebhookURL(t *testing.T) {
 func TestWebhookURLTokenDependsOnSecretAndOrder(t *testing.T) {
 	t.Parallel()
 	tok := func(secret []byte, order string) string {
-		u, err := WebhookURL("https://a.example/h", secret, order)
+		u, err := URL("https://a.example/h", secret, order)
 		require.NoError(t, err)
 		pu, _ := url.Parse(u)
 		return pu.Query().Get("token")
@@ -181,30 +184,30 @@ func TestWebhookURLTokenDependsOnSecretAndOrder(t *testing.T) {
 
 func TestNewWebhookHandlerValidation(t *testing.T) {
 	t.Parallel()
-	cb := func(context.Context, *Payment) error { return nil }
+	cb := func(context.Context, *cryptopay.Payment) error { return nil }
 	c, _ := setup(t)
 	tests := []struct {
 		name string
-		cfg  WebhookConfig
+		cfg  Config
 		ok   bool
 	}{
-		{"ok callback", WebhookConfig{Secret: whSecret, OnPayment: cb}, true},
-		{"ok client only", WebhookConfig{Secret: whSecret, Client: c}, true},
-		{"short secret", WebhookConfig{Secret: []byte("0123456789abcde"), OnPayment: cb}, false},
-		{"zero secret", WebhookConfig{Secret: make([]byte, 64), OnPayment: cb}, false},
-		{"nothing to do", WebhookConfig{Secret: whSecret}, false},
-		{"negative limit", WebhookConfig{Secret: whSecret, OnPayment: cb, MaxBodyBytes: -1}, false},
+		{"ok callback", Config{Secret: whSecret, OnPayment: cb}, true},
+		{"ok client only", Config{Secret: whSecret, Client: c}, true},
+		{"short secret", Config{Secret: []byte("0123456789abcde"), OnPayment: cb}, false},
+		{"zero secret", Config{Secret: make([]byte, 64), OnPayment: cb}, false},
+		{"nothing to do", Config{Secret: whSecret}, false},
+		{"negative limit", Config{Secret: whSecret, OnPayment: cb, MaxBodyBytes: -1}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			h, err := NewWebhookHandler(tt.cfg)
+			h, err := NewHandler(tt.cfg)
 			if tt.ok {
 				require.NoError(t, err)
 				require.NotNil(t, h)
 				return
 			}
-			require.ErrorIs(t, err, ErrInvalidParams)
+			require.ErrorIs(t, err, cryptopay.ErrInvalidParams)
 			assert.Nil(t, h)
 		})
 	}
@@ -214,7 +217,7 @@ func TestWebhookSecretIsCopied(t *testing.T) {
 	t.Parallel()
 	secret := bytes.Clone(whSecret)
 	rc := &recorder{}
-	h, err := NewWebhookHandler(WebhookConfig{Secret: secret, OnPayment: rc.onPayment})
+	h, err := NewHandler(Config{Secret: secret, OnPayment: rc.onPayment})
 	require.NoError(t, err)
 	for i := range secret {
 		secret[i] = 'z'
@@ -307,7 +310,7 @@ func TestWebhookRequests(t *testing.T) {
 func TestWebhookChunkedBodyOverLimit(t *testing.T) {
 	t.Parallel()
 	rc := &recorder{}
-	h, err := NewWebhookHandler(WebhookConfig{Secret: whSecret, OnPayment: rc.onPayment, MaxBodyBytes: 100})
+	h, err := NewHandler(Config{Secret: whSecret, OnPayment: rc.onPayment, MaxBodyBytes: 100})
 	require.NoError(t, err)
 	body := waitPaymentJSON(waitPaymentID, "paid", whOrder, time.Now())
 	r := whRequest(t, whURL(t, whOrder), body)
@@ -384,7 +387,7 @@ func TestWebhookConcurrentDuplicates(t *testing.T) {
 	var calls atomic.Int32
 	release := make(chan struct{})
 	entered := make(chan struct{}, 1)
-	h, err := NewWebhookHandler(WebhookConfig{Secret: whSecret, OnPayment: func(ctx context.Context, p *Payment) error {
+	h, err := NewHandler(Config{Secret: whSecret, OnPayment: func(ctx context.Context, p *cryptopay.Payment) error {
 		calls.Add(1)
 		entered <- struct{}{}
 		<-release
@@ -417,7 +420,7 @@ func TestWebhookConcurrentDuplicates(t *testing.T) {
 func TestWebhookNilCallbackAcknowledges(t *testing.T) {
 	t.Parallel()
 	rc := &recorder{}
-	h, err := NewWebhookHandler(WebhookConfig{Secret: whSecret, OnPayout: rc.onPayout})
+	h, err := NewHandler(Config{Secret: whSecret, OnPayout: rc.onPayout})
 	require.NoError(t, err)
 	w := serve(h, whRequest(t, whURL(t, whOrder), waitPaymentJSON(waitPaymentID, "paid", whOrder, time.Now())))
 	assert.Equal(t, 200, w.Code, "a payment event without OnPayment is acknowledged and dropped")
@@ -461,7 +464,7 @@ func TestWebhookDedupeStoreFailures(t *testing.T) {
 			t.Parallel()
 			tt.store.MemoryDedupeStore = NewMemoryDedupeStore(10, time.Hour)
 			rc := &recorder{}
-			h, err := NewWebhookHandler(WebhookConfig{Secret: whSecret, OnPayment: rc.onPayment, Dedupe: tt.store})
+			h, err := NewHandler(Config{Secret: whSecret, OnPayment: rc.onPayment, Dedupe: tt.store})
 			require.NoError(t, err)
 			w := serve(h, whRequest(t, whURL(t, whOrder), waitPaymentJSON(waitPaymentID, "paid", whOrder, time.Now())))
 			assert.Equal(t, tt.code, w.Code)
@@ -477,30 +480,31 @@ func TestWebhookDedupeStoreFailures(t *testing.T) {
 func TestStatusAhead(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
-		kind        objKind
+		kind        *kind
 		posted, api string
 		want        bool
 	}{
-		{kindPayment, "paid", "waiting", true},
-		{kindPayment, "paid", "confirming", true},
-		{kindPayment, "paid", "expired", true},
-		{kindPayment, "confirming", "waiting", true},
-		{kindPayment, "paid", "paid", false},
-		{kindPayment, "waiting", "paid", false},
-		{kindPayment, "expired", "paid", false},
-		{kindPayment, "paid_partial", "paid", false},
-		{kindPayment, "paid", "paid_partial", false},
-		{kindPayment, "locked", "confirming", false},
-		{kindPayment, "brand_new", "waiting", false},
-		{kindPayment, "paid", "brand_new", false},
-		{kindPayout, "paid", "processing", true},
-		{kindPayout, "processing", "created", true},
-		{kindPayout, "created", "paid", false},
-		{kindPayout, "failed", "paid", false},
-		{kindPayout, "paid", "failed", true},
+		{paymentKind, "paid", "waiting", true},
+		{paymentKind, "paid", "confirming", true},
+		{paymentKind, "paid", "expired", true},
+		{paymentKind, "confirming", "waiting", true},
+		{paymentKind, "paid", "paid", false},
+		{paymentKind, "waiting", "paid", false},
+		{paymentKind, "expired", "paid", false},
+		{paymentKind, "paid_partial", "paid", false},
+		{paymentKind, "paid", "paid_partial", false},
+		{paymentKind, "locked", "confirming", false},
+		{paymentKind, "brand_new", "waiting", false},
+		{paymentKind, "paid", "brand_new", false},
+		{payoutKind, "paid", "processing", true},
+		{payoutKind, "processing", "created", true},
+		{payoutKind, "created", "paid", false},
+		{payoutKind, "failed", "paid", false},
+		{payoutKind, "paid", "failed", true},
 	}
 	for _, tt := range tests {
-		assert.Equal(t, tt.want, ahead(tt.kind, tt.posted, tt.api), "%s %s vs %s", tt.kind, tt.posted, tt.api)
+		ev := event{kind: tt.kind, postedStatus: tt.posted, status: tt.api}
+		assert.Equal(t, tt.want, ev.ahead(), "%s %s vs %s", tt.kind.name, tt.posted, tt.api)
 	}
 }
 
@@ -514,12 +518,12 @@ func TestWebhookRereadsThroughTheAPI(t *testing.T) {
 		apiID    string // id the API reports; "" means the posted one
 		body     string
 		code     int
-		got      PaymentStatus // what the callback received; "" means not called
+		got      cryptopay.PaymentStatus // what the callback received; "" means not called
 	}{
-		{"same status", step{value: "paid"}, "", "", posted("paid"), 200, PaymentPaid},
-		{"forged paid, API waiting", step{value: "waiting"}, "", "", posted("paid"), 503, PaymentWaiting},
-		{"stale event, API moved on", step{value: "paid"}, "", "", posted("confirming"), 200, PaymentPaid},
-		{"late payment after expiry", step{value: "paid"}, "", "", posted("expired"), 200, PaymentPaid},
+		{"same status", step{value: "paid"}, "", "", posted("paid"), 200, cryptopay.PaymentPaid},
+		{"forged paid, API waiting", step{value: "waiting"}, "", "", posted("paid"), 503, cryptopay.PaymentWaiting},
+		{"stale event, API moved on", step{value: "paid"}, "", "", posted("confirming"), 200, cryptopay.PaymentPaid},
+		{"late payment after expiry", step{value: "paid"}, "", "", posted("expired"), 200, cryptopay.PaymentPaid},
 		{"another order's payment", step{value: "paid"}, "order-B", "", posted("paid"), 401, ""},
 		{"API answers another id", step{value: "paid"}, "", paymentID, posted("paid"), 503, ""},
 		{"unknown id", step{status: 404}, "", "", posted("paid"), 404, ""},
@@ -577,7 +581,7 @@ func TestWebhookForgedStatusDeliveredOnceAsTheAPISaysIt(t *testing.T) {
 		assert.Equal(t, http.StatusServiceUnavailable, w.Code)
 	}
 	require.Len(t, rc.payments, 1)
-	assert.Equal(t, PaymentWaiting, rc.payments[0].Status)
+	assert.Equal(t, cryptopay.PaymentWaiting, rc.payments[0].Status)
 	assert.Equal(t, int32(3), s.calls.Load(), "every event is re-read")
 }
 
@@ -592,8 +596,8 @@ func TestWebhookPayoutReread(t *testing.T) {
 	assert.Equal(t, 200, serve(h, whRequest(t, whURL(t, whOrder), waitPayoutJSON(waitPayoutID, "processing", whOrder))).Code)
 	_, n := rc.counts()
 	require.Equal(t, 2, n)
-	assert.Equal(t, PayoutProcessing, rc.payouts[0].Status)
-	assert.Equal(t, PayoutPaid, rc.payouts[1].Status, "the second read found it paid")
+	assert.Equal(t, cryptopay.PayoutProcessing, rc.payouts[0].Status)
+	assert.Equal(t, cryptopay.PayoutPaid, rc.payouts[1].Status, "the second read found it paid")
 }
 
 func TestWebhookWakesWaiters(t *testing.T) {
@@ -610,12 +614,12 @@ func TestWebhookWakesWaiters(t *testing.T) {
 	}
 	mux.HandleFunc("GET /v1/payment/"+waitPaymentID+"/status", s.handle)
 	// Only a Client: the handler exists to wake waits.
-	h, err := NewWebhookHandler(WebhookConfig{Secret: whSecret, Client: c})
+	h, err := NewHandler(Config{Secret: whSecret, Client: c})
 	require.NoError(t, err)
 
-	done := make(chan *Payment, 1)
+	done := make(chan *cryptopay.Payment, 1)
 	go func() {
-		p, err := c.WaitForPayment(context.Background(), waitPaymentID, WithPollInterval(time.Hour))
+		p, err := c.WaitForPayment(context.Background(), cryptopay.WaitForPaymentParams{ID: waitPaymentID, PollInterval: time.Hour})
 		assert.NoError(t, err)
 		done <- p
 	}()
@@ -623,7 +627,7 @@ func TestWebhookWakesWaiters(t *testing.T) {
 	paid.Store(true)
 	assert.Equal(t, 200, serve(h, whRequest(t, whURL(t, whOrder), waitPaymentJSON(waitPaymentID, "paid", whOrder, time.Now()))).Code)
 	p := <-done
-	assert.Equal(t, PaymentPaid, p.Status)
+	assert.Equal(t, cryptopay.PaymentPaid, p.Status)
 	assert.Equal(t, int32(2), s.calls.Load(), "one read by the wait, one by the handler")
 }
 
@@ -632,14 +636,14 @@ func TestWebhookForgedEventDoesNotWakeWithPostedStatus(t *testing.T) {
 	c, mux := setup(t)
 	s := paymentScript(step{value: "waiting"})
 	mux.HandleFunc("GET /v1/payment/"+waitPaymentID+"/status", s.handle)
-	h, err := NewWebhookHandler(WebhookConfig{Secret: whSecret, Client: c})
+	h, err := NewHandler(Config{Secret: whSecret, Client: c})
 	require.NoError(t, err)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	var changes atomic.Int32
-	done := make(chan *Payment, 1)
+	done := make(chan *cryptopay.Payment, 1)
 	go func() {
-		p, _ := c.WaitForPayment(ctx, waitPaymentID, WithPollInterval(time.Hour), OnStatusChange(func(*Payment) { changes.Add(1) }))
+		p, _ := c.WaitForPayment(ctx, cryptopay.WaitForPaymentParams{ID: waitPaymentID, PollInterval: time.Hour, OnStatusChange: func(*cryptopay.Payment) { changes.Add(1) }})
 		done <- p
 	}()
 	waitUntil(t, func() bool { return s.calls.Load() == 1 })
@@ -647,7 +651,7 @@ func TestWebhookForgedEventDoesNotWakeWithPostedStatus(t *testing.T) {
 	waitUntil(t, func() bool { return s.calls.Load() == 2 })
 	cancel()
 	p := <-done
-	assert.Equal(t, PaymentWaiting, p.Status, "the wait got the API's waiting, not the posted paid")
+	assert.Equal(t, cryptopay.PaymentWaiting, p.Status, "the wait got the API's waiting, not the posted paid")
 	assert.Equal(t, int32(1), changes.Load())
 }
 
@@ -660,8 +664,8 @@ func TestWebhookForgedEventDoesNotWakeWithPostedStatus(t *testing.T) {
 func TestWebhookHostileBodyCostsNothingBeforeAuth(t *testing.T) {
 	prefix := `{"paymentId":"` + waitPaymentID + `","status":"paid","payAmount":`
 	suffix := `,"orderId":"order-1"}`
-	body := prefix + strings.Repeat("7", DefaultWebhookMaxBodyBytes-len(prefix)-len(suffix)) + suffix
-	require.Len(t, body, DefaultWebhookMaxBodyBytes)
+	body := prefix + strings.Repeat("7", DefaultMaxBodyBytes-len(prefix)-len(suffix)) + suffix
+	require.Len(t, body, DefaultMaxBodyBytes)
 	rc := &recorder{}
 	h := newTestHandler(t, nil, rc, nil)
 	forged := "/hooks/cryptopay?token=" + base64.RawURLEncoding.EncodeToString(make([]byte, 32))
@@ -723,7 +727,7 @@ func TestWebhookBoundsConcurrentRereads(t *testing.T) {
 		_, _ = io.WriteString(w, waitPaymentJSON(id, "paid", whOrder, time.Now()))
 	})
 	rc := &recorder{}
-	h, err := NewWebhookHandler(WebhookConfig{Secret: whSecret, Client: c, OnPayment: rc.onPayment, MaxConcurrentRereads: 2})
+	h, err := NewHandler(Config{Secret: whSecret, Client: c, OnPayment: rc.onPayment, MaxConcurrentRereads: 2})
 	require.NoError(t, err)
 	post := func(id string) *httptest.ResponseRecorder {
 		return serve(h, whRequest(t, whURL(t, whOrder), waitPaymentJSON(id, "paid", whOrder, time.Now())))
@@ -749,8 +753,8 @@ func TestWebhookBoundsConcurrentRereads(t *testing.T) {
 	p, _ := rc.counts()
 	assert.Equal(t, 3, p)
 
-	_, err = NewWebhookHandler(WebhookConfig{Secret: whSecret, Client: c, MaxConcurrentRereads: -1})
-	require.ErrorIs(t, err, ErrInvalidParams)
+	_, err = NewHandler(Config{Secret: whSecret, Client: c, MaxConcurrentRereads: -1})
+	require.ErrorIs(t, err, cryptopay.ErrInvalidParams)
 }
 
 // TestWebhookObserver checks that the observer hears once about every
@@ -764,12 +768,12 @@ func TestWebhookObserver(t *testing.T) {
 	}
 	var mu sync.Mutex
 	var got []seen
-	obs := Observer{OnWebhookEvent: func(_ context.Context, ev WebhookEventInfo) {
+	onEvent := func(_ context.Context, ev EventInfo) {
 		mu.Lock()
 		defer mu.Unlock()
 		got = append(got, seen{ev.Kind, ev.StatusCode, ev.Result})
-	}}
-	c, mux := setup(t, WithObserver(obs))
+	}
+	c, mux := setup(t)
 	mux.HandleFunc("GET /v1/payment/{id}/status", func(w http.ResponseWriter, r *http.Request) {
 		if r.PathValue("id") == paymentID {
 			http.Error(w, `{"code":"down"}`, http.StatusBadGateway)
@@ -779,7 +783,7 @@ func TestWebhookObserver(t *testing.T) {
 	})
 	rc := &recorder{}
 	rc.fail.Store(1)
-	h, err := NewWebhookHandler(WebhookConfig{Secret: whSecret, Client: c, OnPayment: rc.onPayment}) // the Client's observer
+	h, err := NewHandler(Config{Secret: whSecret, Client: c, OnPayment: rc.onPayment, OnEvent: onEvent})
 	require.NoError(t, err)
 	body := waitPaymentJSON(waitPaymentID, "paid", whOrder, time.Now())
 	steps := []struct {
@@ -806,15 +810,14 @@ func TestWebhookObserver(t *testing.T) {
 	assert.Equal(t, want, got)
 	mu.Unlock()
 
-	// WebhookConfig.Observer takes the place of the Client's.
+	// Each handler reports to its own OnEvent only.
 	var own atomic.Int32
-	h2, err := NewWebhookHandler(WebhookConfig{Secret: whSecret, Client: c, Observer: Observer{
-		OnWebhookEvent: func(context.Context, WebhookEventInfo) { own.Add(1) }}})
+	h2, err := NewHandler(Config{Secret: whSecret, Client: c, OnEvent: func(context.Context, EventInfo) { own.Add(1) }})
 	require.NoError(t, err)
 	serve(h2, whRequest(t, whURL(t, whOrder), body))
 	assert.Equal(t, int32(1), own.Load())
 	mu.Lock()
-	assert.Len(t, got, len(steps), "the Client's observer was not called")
+	assert.Len(t, got, len(steps), "the other handler's OnEvent was not called")
 	mu.Unlock()
 }
 
@@ -825,7 +828,7 @@ func TestWebhookDeclaredLengthAloneHoldsNoMemory(t *testing.T) {
 	h := newTestHandler(t, nil, &recorder{}, nil)
 	req := func() *http.Request {
 		r := whRequest(t, "/hooks/cryptopay?token="+base64.RawURLEncoding.EncodeToString(make([]byte, 32)), `{"orderId":"order-1"}`)
-		r.ContentLength = DefaultWebhookMaxBodyBytes
+		r.ContentLength = DefaultMaxBodyBytes
 		return r
 	}
 	require.Equal(t, http.StatusUnauthorized, serve(h, req()).Code)
@@ -837,4 +840,41 @@ func TestWebhookDeclaredLengthAloneHoldsNoMemory(t *testing.T) {
 	runtime.ReadMemStats(&after)
 	require.Equal(t, http.StatusUnauthorized, w.Code)
 	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(64<<10))
+}
+
+// TestWebhookLogScrubsServerText: the status the API answers a webhook's
+// re-read with is server text; when the handler logs it (here: the
+// callback failed), an upper-cased key in it is redacted.
+func TestWebhookLogScrubsServerText(t *testing.T) {
+	c, mux := setup(t)
+	s := &script{steps: []step{{value: "paid " + strings.ToUpper(testKey)}}, body: func(v string) string {
+		return waitPaymentJSON(waitPaymentID, v, whOrder, time.Now())
+	}}
+	mux.HandleFunc("GET /v1/payment/"+waitPaymentID+"/status", s.handle)
+	rc := &recorder{}
+	rc.fail.Store(1)
+	var logs syncBuffer
+	h := newTestHandler(t, c, rc, &logs)
+	w := serve(h, whRequest(t, whURL(t, whOrder), waitPaymentJSON(waitPaymentID, "paid", whOrder, time.Now())))
+	assert.Equal(t, http.StatusInternalServerError, w.Code)
+	assert.Contains(t, logs.String(), "callback failed")
+	assert.Contains(t, logs.String(), "[REDACTED]")
+	assert.False(t, testfix.Leaks(logs.String(), testKey), logs.String())
+}
+
+// TestWebhookObserverPanic: a panicking OnEvent does not change the
+// answer and does not escape ServeHTTP.
+func TestWebhookObserverPanic(t *testing.T) {
+	var logs bytes.Buffer
+	h, err := NewHandler(Config{
+		Secret:    bytes.Repeat([]byte{7}, MinSecretLen),
+		OnPayment: func(context.Context, *cryptopay.Payment) error { return nil },
+		Logger:    slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		OnEvent:   func(context.Context, EventInfo) { panic("observer bug") },
+	})
+	require.NoError(t, err)
+	rec := httptest.NewRecorder()
+	require.NotPanics(t, func() { h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/hook", nil)) })
+	assert.Equal(t, http.StatusMethodNotAllowed, rec.Code)
+	assert.Contains(t, logs.String(), "OnEvent")
 }

@@ -1,6 +1,6 @@
 //go:build race
 
-package cryptopay_test
+package webhook_test
 
 // raceEnabled: the race detector allows at most 8,128 live goroutines, so
 // the scale tests run smaller under it.

@@ -1,4 +1,4 @@
-package cryptopay_test
+package webhook_test
 
 import (
 	"context"
@@ -18,12 +18,13 @@ import (
 
 	"github.com/cryptopay/cryptopay-go"
 	"github.com/cryptopay/cryptopay-go/cryptopaytest"
+	"github.com/cryptopay/cryptopay-go/webhook"
 )
 
 var e2eSecret = []byte("e2e-webhook-secret-0123456789abcdef")
 
 // hookEnv is a fake API, a Client for it, and a merchant's webhook endpoint
-// (a WebhookHandler with that Client) on loopback.
+// (a webhook.Handler with that Client) on loopback.
 type hookEnv struct {
 	srv    *cryptopaytest.Server
 	client *cryptopay.Client
@@ -40,7 +41,7 @@ func newHookEnv(t testing.TB, opts ...cryptopaytest.ServerOption) *hookEnv {
 	e := &hookEnv{srv: cryptopaytest.NewServer(opts...)}
 	t.Cleanup(e.srv.Close)
 	e.client = e.srv.Client()
-	h, err := cryptopay.NewWebhookHandler(cryptopay.WebhookConfig{
+	h, err := webhook.NewHandler(webhook.Config{
 		Secret: e2eSecret,
 		Client: e.client,
 		OnPayment: func(_ context.Context, p *cryptopay.Payment) error {
@@ -72,7 +73,7 @@ func newHookEnv(t testing.TB, opts ...cryptopaytest.ServerOption) *hookEnv {
 
 func (e *hookEnv) url(t testing.TB, orderID string) string {
 	t.Helper()
-	u, err := cryptopay.WebhookURL(e.hook.URL+"/hooks/cryptopay", e2eSecret, orderID)
+	u, err := webhook.URL(e.hook.URL+"/hooks/cryptopay", e2eSecret, orderID)
 	require.NoError(t, err)
 	return u
 }
@@ -284,7 +285,7 @@ func TestE2EWebhookWakesWaiter(t *testing.T) {
 	done := make(chan result, 1)
 	go func() {
 		// An hour between polls: only the webhook can end this wait soon.
-		got, err := e.client.WaitForPayment(context.Background(), p.ID, cryptopay.WithPollInterval(time.Hour))
+		got, err := e.client.WaitForPayment(context.Background(), cryptopay.WaitForPaymentParams{ID: p.ID, PollInterval: time.Hour})
 		done <- result{got, err}
 	}()
 	hookUntil(t, func() bool { return e.srv.Requests(cryptopaytest.RouteGetPayment) == before+1 })
@@ -308,15 +309,13 @@ func TestE2EWaitForPayoutPolls(t *testing.T) {
 	require.NoError(t, err)
 	var seen []cryptopay.PayoutStatus
 	moves := []cryptopay.PayoutStatus{cryptopay.PayoutReview, cryptopay.PayoutProcessing, cryptopay.PayoutConfirming, cryptopay.PayoutPaid}
-	got, err := e.client.WaitForPayout(context.Background(), po.ID,
-		cryptopay.WithPollInterval(time.Millisecond), cryptopay.WithMaxPollInterval(time.Millisecond),
-		cryptopay.OnStatusChange(func(p *cryptopay.Payout) {
-			seen = append(seen, p.Status)
-			// Drive the fake from the callback: each status seen moves it on.
-			if len(seen) <= len(moves) {
-				assert.NoError(t, e.srv.SetPayoutStatus(po.ID, moves[len(seen)-1]))
-			}
-		}))
+	got, err := e.client.WaitForPayout(context.Background(), cryptopay.WaitForPayoutParams{ID: po.ID, PollInterval: time.Millisecond, MaxPollInterval: time.Millisecond, OnStatusChange: func(p *cryptopay.Payout) {
+		seen = append(seen, p.Status)
+		// Drive the fake from the callback: each status seen moves it on.
+		if len(seen) <= len(moves) {
+			assert.NoError(t, e.srv.SetPayoutStatus(po.ID, moves[len(seen)-1]))
+		}
+	}})
 	require.NoError(t, err)
 	assert.Equal(t, cryptopay.PayoutPaid, got.Status)
 	assert.Equal(t, []cryptopay.PayoutStatus{"created", "review", "processing", "confirming", "paid"}, seen)
@@ -325,7 +324,7 @@ func TestE2EWaitForPayoutPolls(t *testing.T) {
 func TestE2EWaitNotFound(t *testing.T) {
 	t.Parallel()
 	e := newHookEnv(t)
-	_, err := e.client.WaitForPayment(context.Background(), "00000000-0000-4000-8000-000000000000", cryptopay.WithPollInterval(time.Millisecond))
+	_, err := e.client.WaitForPayment(context.Background(), cryptopay.WaitForPaymentParams{ID: "00000000-0000-4000-8000-000000000000", PollInterval: time.Millisecond})
 	require.ErrorIs(t, err, cryptopay.ErrNotFound)
 	assert.Equal(t, 1, e.srv.Requests(cryptopaytest.RouteGetPayment))
 }
@@ -369,7 +368,7 @@ func burstOfCompletions(t *testing.T, n int, webhooks bool) burstResult {
 		hook := httptest.NewServer(burstHandler(t, client, &res, &mu, delivered))
 		defer hook.Close()
 		hookURL = func(order string) string {
-			u, err := cryptopay.WebhookURL(hook.URL, e2eSecret, order)
+			u, err := webhook.URL(hook.URL, e2eSecret, order)
 			require.NoError(t, err)
 			return u
 		}
@@ -383,7 +382,7 @@ func burstOfCompletions(t *testing.T, n int, webhooks bool) burstResult {
 	var wg sync.WaitGroup
 	for _, p := range payments {
 		wg.Go(func() {
-			got, err := client.WaitForPayment(ctx, p.ID, cryptopay.WithPollInterval(burstPoll), cryptopay.WithMaxPollInterval(burstPoll))
+			got, err := client.WaitForPayment(ctx, cryptopay.WaitForPaymentParams{ID: p.ID, PollInterval: burstPoll, MaxPollInterval: burstPoll})
 			assert.NoError(t, err)
 			if err == nil {
 				assert.Equal(t, cryptopay.PaymentPaid, got.Status)
@@ -415,7 +414,7 @@ func burstOfCompletions(t *testing.T, n int, webhooks bool) burstResult {
 // burstHandler is the merchant's handler of burstOfCompletions: it counts
 // the paid events per payment and the 503 answers.
 func burstHandler(t *testing.T, client *cryptopay.Client, res *burstResult, mu *sync.Mutex, delivered map[string]int) http.Handler {
-	h, err := cryptopay.NewWebhookHandler(cryptopay.WebhookConfig{
+	h, err := webhook.NewHandler(webhook.Config{
 		Secret: e2eSecret,
 		Client: client,
 		OnPayment: func(_ context.Context, p *cryptopay.Payment) error {
@@ -426,13 +425,13 @@ func burstHandler(t *testing.T, client *cryptopay.Client, res *burstResult, mu *
 			}
 			return nil
 		},
-		Observer: cryptopay.Observer{OnWebhookEvent: func(_ context.Context, ev cryptopay.WebhookEventInfo) {
+		OnEvent: func(_ context.Context, ev webhook.EventInfo) {
 			if ev.StatusCode == http.StatusServiceUnavailable {
 				mu.Lock()
 				res.busy++
 				mu.Unlock()
 			}
-		}},
+		},
 	})
 	require.NoError(t, err)
 	return h
@@ -460,4 +459,46 @@ func TestE2EBurstOfCompletions(t *testing.T) {
 		n, woken.elapsed.Round(time.Millisecond), woken.busy, burstPoll, polled.elapsed.Round(time.Millisecond))
 	assert.Less(t, woken.elapsed, polled.elapsed)
 	assert.Equal(t, int64(n), woken.delivered)
+}
+
+// TestE2EWaitForPayoutByOrderIDLearnsTheIDFromAWebhook: a payout whose
+// create answer was lost is followed by its orderId. The wait reads the
+// list once (the item has no payout id); the payout's webhooks, re-read
+// by the handler on the same Client, hand the wait the payout with its
+// id, so the wait ends on the final status with no further read of its
+// own.
+func TestE2EWaitForPayoutByOrderIDLearnsTheIDFromAWebhook(t *testing.T) {
+	e := newHookEnv(t, cryptopaytest.WithBalance("usdt", "tron", decimal.NewFromInt(1000)))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const order = "wd-e2e-follow-hook"
+	e.srv.InjectFault(cryptopaytest.RouteCreatePayout, cryptopaytest.Fault{Process: true, Drop: true})
+	_, err := e.client.CreatePayout(ctx, cryptopay.CreatePayoutParams{WalletAddress: "TQn9Y2khEsLJW1ChVWFMSMeRDow5KcbLSE",
+		Amount: decimal.RequireFromString("12.5"), Currency: "usdt", Network: "tron", CustomerID: "cust-1",
+		CustomerIP: "203.0.113.9", OrderID: order, WebhookURL: e.url(t, order)})
+	require.ErrorIs(t, err, cryptopay.ErrOutcomeUnknown)
+	res, err := e.client.ReconcilePayout(ctx, cryptopay.ReconcileParams{OrderID: order})
+	require.NoError(t, err)
+	require.Equal(t, cryptopay.PayoutExists, res.Verdict, res.Reason)
+	ids := e.srv.PayoutIDsWithOrderID(order)
+	require.Len(t, ids, 1)
+
+	lists := e.srv.Requests(cryptopaytest.RouteListPayouts)
+	done := make(chan *cryptopay.Payout, 1)
+	go func() {
+		p, err := e.client.WaitForPayout(ctx, cryptopay.WaitForPayoutParams{OrderID: order, PollInterval: time.Hour})
+		assert.NoError(t, err)
+		done <- p
+	}()
+	hookUntil(t, func() bool { return e.srv.Requests(cryptopaytest.RouteListPayouts) > lists })
+	require.NoError(t, e.srv.SetPayoutStatus(ids[0], cryptopay.PayoutProcessing))
+	e.idle(t)
+	require.NoError(t, e.srv.SetPayoutStatus(ids[0], cryptopay.PayoutPaid))
+	final := <-done
+	require.NotNil(t, final)
+	assert.Equal(t, cryptopay.PayoutPaid, final.Status)
+	assert.Equal(t, ids[0], final.ID, "the webhook taught the wait the payout id")
+	assert.Equal(t, lists+1, e.srv.Requests(cryptopaytest.RouteListPayouts), "one list read by the wait")
+	e.idle(t)
+	assert.Equal(t, 2, e.srv.Requests(cryptopaytest.RouteGetPayout), "only the handler's re-reads, one per webhook")
 }

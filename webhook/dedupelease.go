@@ -1,4 +1,4 @@
-package cryptopay
+package webhook
 
 import "errors"
 
@@ -11,5 +11,5 @@ import "errors"
 // For a Complete it means the callback ran while another replica may be
 // running it too: a callback can run twice when its lease expires before it
 // returns. Keep leases well above the callback's longest run, and keep
-// callbacks idempotent. A WebhookHandler still answers 200 for the event.
+// callbacks idempotent. A Handler still answers 200 for the event.
 var ErrDedupeLeaseLost = errors.New("cryptopay: dedupe lease lost (another delivery holds the key, or it was never claimed here)")

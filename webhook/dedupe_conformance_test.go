@@ -1,11 +1,11 @@
-package cryptopay_test
+package webhook_test
 
 import (
 	"testing"
 	"time"
 
-	"github.com/cryptopay/cryptopay-go"
 	"github.com/cryptopay/cryptopay-go/cryptopaytest/dedupetest"
+	"github.com/cryptopay/cryptopay-go/webhook"
 )
 
 // The in-memory store dedupes within one process: the suite's cases for
@@ -13,7 +13,7 @@ import (
 func TestMemoryDedupeStoreConformance(t *testing.T) {
 	t.Parallel()
 	const ttl = 300 * time.Millisecond
-	dedupetest.Run(t, func(*testing.T) cryptopay.DedupeStore {
-		return cryptopay.NewMemoryDedupeStore(0, ttl)
+	dedupetest.Run(t, func(*testing.T) webhook.DedupeStore {
+		return webhook.NewMemoryDedupeStore(0, ttl)
 	}, dedupetest.InProcess(), dedupetest.DoneTTL(ttl))
 }

@@ -1,0 +1,112 @@
+package pgstore_test
+
+import (
+	"context"
+	"log"
+	"os"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/shopspring/decimal"
+
+	"github.com/cryptopay/cryptopay-go"
+	"github.com/cryptopay/cryptopay-go/pgstore"
+	"github.com/cryptopay/cryptopay-go/webhook"
+)
+
+// The setup of docs/payout-queue.md: a queue on the merchant's database,
+// with a final callback, an observer and guardrails, worked by Run on
+// every replica, woken by the webhook handler.
+func ExampleNewQueue() {
+	ctx := context.Background()
+	guardrails := pgstore.Guardrails{
+		MaxAmount:        map[string]decimal.Decimal{"usdt": decimal.NewFromInt(5_000)},  // one payout
+		Velocity:         map[string]decimal.Decimal{"usdt": decimal.NewFromInt(50_000)}, // per window
+		VelocityWindow:   24 * time.Hour,
+		AllowedAddresses: nil, // or the only addresses ever paid
+		CheckAddress:     func(ctx context.Context, p cryptopay.CreatePayoutParams) error { return screen(ctx, p.WalletAddress) },
+		ApprovalAbove:    map[string]decimal.Decimal{"usdt": decimal.NewFromInt(1_000)},
+	}
+
+	pool, _ := pgxpool.New(ctx, os.Getenv("DATABASE_URL"))
+	client, _ := cryptopay.NewClient("https://api.example.com", os.Getenv("CRYPTOPAY_API_KEY"))
+
+	q, err := pgstore.NewQueue(ctx, pgstore.QueueConfig{
+		Pool:        pool,
+		Client:      client,
+		CreateTable: true,       // or run q.DDL() in a migration
+		OnFinal:     onFinal,    // step 4
+		Observer:    observe,    // step 5
+		Guardrails:  guardrails, // step 6
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	go q.Run(ctx) // on every replica; they share the table
+
+	h, err := webhookHandler(q, client, []byte(os.Getenv("CRYPTOPAY_WEBHOOK_SECRET")))
+	if err != nil {
+		log.Fatal(err)
+	}
+	_ = h
+}
+
+// webhookHandler is step 5 of docs/payout-queue.md.
+func webhookHandler(q *pgstore.Queue, client *cryptopay.Client, secret []byte) (*webhook.Handler, error) {
+	return webhook.NewHandler(webhook.Config{
+		Secret: secret, Client: client,
+		OnPayout: q.PayoutChanged,
+	})
+}
+
+// recordWithdrawal is step 2 of docs/payout-queue.md: the withdrawal and
+// its payout intent in one transaction.
+func recordWithdrawal(ctx context.Context, pool *pgxpool.Pool, q *pgstore.Queue, userID, withdrawalID, address, ip, webhookURL string, amount decimal.Decimal) error {
+	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `UPDATE accounts SET balance = balance - $2 WHERE user_id = $1`, userID, amount); err != nil {
+			return err
+		}
+		_, err := q.Enqueue(ctx, tx, cryptopay.CreatePayoutParams{
+			OrderID:       "wd-" + withdrawalID, // unique per withdrawal, for ever
+			WalletAddress: address, Amount: amount, Currency: "usdt", Network: "tron",
+			CustomerID: userID, CustomerIP: ip,
+			WebhookURL: webhookURL, // optional: see step 5
+		})
+		return err
+	})
+	return err
+}
+
+// onFinal is step 4 of docs/payout-queue.md.
+func onFinal(ctx context.Context, tx pgx.Tx, in *pgstore.Intent) error {
+	switch in.State {
+	case pgstore.StatePaid:
+		_, err := tx.Exec(ctx, `UPDATE withdrawals SET status = 'paid', payout_id = $2 WHERE id = $1`, in.Params.OrderID, in.PayoutID)
+		return err
+	default: // failed, refused, rejected, blocked: no money left
+		_, err := tx.Exec(ctx, `UPDATE withdrawals SET status = $2 WHERE id = $1`, in.Params.OrderID, string(in.State))
+		return err
+	}
+}
+
+// observe would count transitions (see the package documentation).
+func observe(pgstore.Transition) {}
+
+// screen stands for the merchant's address screening.
+func screen(context.Context, string) error { return nil }
+
+// parkedIntents is step 8 of docs/payout-queue.md: what an operator reads,
+// and the retry after checking with the processor.
+func parkedIntents(ctx context.Context, q *pgstore.Queue, orderID string) error {
+	parked, err := q.List(ctx, pgstore.ListFilter{States: []pgstore.IntentState{pgstore.StateParked}})
+	if err != nil {
+		return err
+	}
+	for _, in := range parked {
+		log.Printf("%s parked since %v: %q", in.Params.OrderID, in.AttemptedAt, in.LastError)
+	}
+	return q.Retry(ctx, orderID, "carol: no payout in dashboard, ticket 123")
+}
+
+var _, _ = recordWithdrawal, parkedIntents

@@ -1,0 +1,17 @@
+package pgstore
+
+import "context"
+
+// SetQueueHook makes q call fn at its named points ("attempt-committed",
+// "answer-read"): the crash tests kill the worker there.
+func SetQueueHook(q *Queue, fn func(point string)) { q.hook = fn }
+
+// Claim claims up to n due intents for q and reports how many it got (the
+// leases are then left to expire).
+func Claim(ctx context.Context, q *Queue, n int) (int, error) {
+	b, err := q.claim(ctx, n)
+	return len(b), err
+}
+
+// ClaimSQL returns q's claim statement (for EXPLAIN).
+func ClaimSQL(q *Queue) string { return q.sql.claim }

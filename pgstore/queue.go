@@ -1,0 +1,721 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/shopspring/decimal"
+
+	"github.com/cryptopay/cryptopay-go"
+)
+
+// DefaultQueueTable is the table a Queue uses without QueueConfig.Table.
+const DefaultQueueTable = "cryptopay_payout_intents"
+
+// Defaults of QueueConfig.
+const (
+	// DefaultQueueLease is how long a worker holds an intent it claimed.
+	DefaultQueueLease = 2 * time.Minute
+	// DefaultQueueSendTimeout bounds one create request.
+	DefaultQueueSendTimeout = 30 * time.Second
+	// DefaultQueuePollInterval is how often an idle worker looks for due
+	// intents.
+	DefaultQueuePollInterval = time.Second
+	// DefaultQueueFollowEvery is how often a created payout's status is
+	// read until it is final (a webhook wired to PayoutChanged reads it at
+	// once).
+	DefaultQueueFollowEvery = 30 * time.Second
+	// DefaultQueueBackoffMin and DefaultQueueBackoffMax bound the wait
+	// between two reconciliations of a parked intent (doubling from the
+	// first to the second), and between retries after a transient error.
+	DefaultQueueBackoffMin = 10 * time.Second
+	DefaultQueueBackoffMax = 10 * time.Minute
+	// DefaultQueueConcurrency is how many intents one Run works on at once.
+	DefaultQueueConcurrency = 16
+)
+
+// IntentState is where a payout intent stands. The final states are
+// StatePaid, StateFailed, StateRefused, StateRejected and StateBlocked.
+type IntentState string
+
+// Intent states.
+const (
+	// StateNeedsApproval: above the approval threshold; waits for Approve
+	// or Reject. Nothing is sent meanwhile.
+	StateNeedsApproval IntentState = "needs_approval"
+	// StateQueued: due to be sent (again, after a "not created" verdict).
+	StateQueued IntentState = "queued"
+	// StateSending: an attempt was committed; its create request may be
+	// in flight. Found by another worker (the lease ran out), it is
+	// reconciled, never resent on a guess.
+	StateSending IntentState = "sending"
+	// StateReconciling: the create request's outcome is unknown (no answer,
+	// a timeout, a 5xx ...); the payout list is read before anything else.
+	StateReconciling IntentState = "reconciling"
+	// StateParked: reconciliation could not decide (the list was
+	// unreadable or inconsistent). It is tried again with backoff and
+	// never resent without a "not created" verdict or an operator's Retry.
+	// Every entry into this state reaches QueueConfig.Observer.
+	StateParked IntentState = "parked"
+	// StateCreated: the payout exists; it is followed to its final status.
+	StateCreated IntentState = "created"
+	// StatePaid: the payout is paid. Final.
+	StatePaid IntentState = "paid"
+	// StateFailed: the payout failed or was cancelled (PayoutStatus says
+	// which); the processor did not deliver it. Final.
+	StateFailed IntentState = "failed"
+	// StateRefused: the API refused the create request definitely (a 4xx
+	// other than 408 and 429, or parameters the SDK refused before
+	// sending); LastError says why. Nothing was created. Final.
+	StateRefused IntentState = "refused"
+	// StateRejected: an operator rejected it (Reject). Final.
+	StateRejected IntentState = "rejected"
+	// StateBlocked: a guardrail (MaxAmount, the address check) stopped it
+	// before sending; LastError says which. Final.
+	StateBlocked IntentState = "blocked"
+)
+
+// IsFinal reports whether the state is final: the intent will not move
+// again and QueueConfig.OnFinal has run for it.
+func (s IntentState) IsFinal() bool {
+	switch s {
+	case StatePaid, StateFailed, StateRefused, StateRejected, StateBlocked:
+		return true
+	}
+	return false
+}
+
+// States lists every state, in their usual order.
+func States() []IntentState {
+	return []IntentState{StateNeedsApproval, StateQueued, StateSending, StateReconciling, StateParked,
+		StateCreated, StatePaid, StateFailed, StateRefused, StateRejected, StateBlocked}
+}
+
+// Errors of the queue; match them with errors.Is.
+var (
+	// ErrIntentConflict: an intent with this orderId exists with other
+	// parameters. The existing intent is unchanged. See *IntentConflictError.
+	ErrIntentConflict = errors.New("pgstore: payout intent exists with other parameters")
+	// ErrIntentNotFound: no intent has this orderId.
+	ErrIntentNotFound = errors.New("pgstore: no payout intent with this orderId")
+	// ErrIntentState: the intent is not in a state the operation applies to
+	// (Approve and Reject need StateNeedsApproval, Retry StateParked).
+	ErrIntentState = errors.New("pgstore: payout intent is not in the required state")
+)
+
+// IntentConflictError is Enqueue's answer to an orderId already queued with
+// other parameters. It matches ErrIntentConflict.
+type IntentConflictError struct {
+	// OrderID is the orderId enqueued twice.
+	OrderID string
+	// Field names the first parameter that differs.
+	Field string
+}
+
+// Error names the orderId and the field, not the values.
+func (e *IntentConflictError) Error() string {
+	return fmt.Sprintf("pgstore: payout intent %q exists with a different %s", e.OrderID, e.Field)
+}
+
+// Is matches ErrIntentConflict.
+func (e *IntentConflictError) Is(target error) bool { return target == ErrIntentConflict }
+
+// Intent is a payout intent as the queue holds it.
+type Intent struct {
+	// Params are the create parameters, as enqueued.
+	Params cryptopay.CreatePayoutParams
+	// State is where the intent stands.
+	State IntentState
+	// Attempts counts the create requests committed (each is sent at most
+	// once; a second one is made only after a "not created" verdict or an
+	// operator's Retry).
+	Attempts int
+	// AttemptedAt is when the latest attempt was committed, just before
+	// its request was sent (zero before the first).
+	AttemptedAt time.Time
+	// PayoutID is the payout's id when known (an answer to the create
+	// request, or a webhook); empty when only the list found it.
+	PayoutID string
+	// PayoutStatus is the payout's latest known status.
+	PayoutStatus cryptopay.PayoutStatus
+	// Verdict is the latest reconciliation's verdict ("exists",
+	// "not_created", "still_unknown"), or "" if none was needed.
+	Verdict string
+	// LastError is the latest error, in words (the SDK removes the API key
+	// from its errors; the text is also capped at 1 KiB). Server text:
+	// show it escaped.
+	LastError string
+	// Note is the operator's note from Approve, Reject or Retry.
+	Note string
+	// NextAt is when a worker next looks at the intent (for an open state).
+	NextAt time.Time
+	// CreatedAt and UpdatedAt are the database's times of the enqueue and
+	// of the latest change.
+	CreatedAt, UpdatedAt time.Time
+}
+
+// Transition is one state change, as QueueConfig.Observer receives it.
+type Transition struct {
+	// OrderID names the intent.
+	OrderID string
+	// From and To are the states before and after ("" From: enqueued).
+	From, To IntentState
+	// Attempts is the intent's attempt count after the change.
+	Attempts int
+	// Verdict is the reconciliation's verdict, when one led here.
+	Verdict string
+	// Err is the error text recorded with the change, if any.
+	Err string
+}
+
+// QueueConfig configures NewQueue. Pool and Client are required; every
+// other field has a default.
+type QueueConfig struct {
+	// Pool is the merchant's database. The queue needs SELECT, INSERT and
+	// UPDATE on its table (and CREATE with CreateTable).
+	Pool *pgxpool.Pool
+	// Client sends the payouts. Give it the API key of the account the
+	// intents are paid from; every replica must use the same account.
+	Client *cryptopay.Client
+	// Table is the table ("name" or "schema.name"); default
+	// DefaultQueueTable.
+	Table string
+	// CreateTable makes NewQueue create the table and its indexes if
+	// missing (see Queue.DDL for the statements to run yourself).
+	CreateTable bool
+	// Lease is how long a worker holds an intent it claimed; another
+	// replica takes it over only after that (default DefaultQueueLease).
+	// It must exceed 2×SendTimeout plus the reconcile settle time: a worker
+	// never starts a create request that could outlive its lease, so the
+	// worker that takes over reconciles an attempt that has ended.
+	Lease time.Duration
+	// SendTimeout bounds one create request (default
+	// DefaultQueueSendTimeout). A request that times out has an unknown
+	// outcome and is reconciled.
+	SendTimeout time.Duration
+	// PollInterval is how often an idle worker looks for due intents
+	// (default DefaultQueuePollInterval).
+	PollInterval time.Duration
+	// FollowEvery is how often a created payout's status is read until it
+	// is final (default DefaultQueueFollowEvery).
+	FollowEvery time.Duration
+	// BackoffMin and BackoffMax bound the wait before a parked intent is
+	// reconciled again, doubling each time (defaults DefaultQueueBackoffMin
+	// and DefaultQueueBackoffMax).
+	BackoffMin, BackoffMax time.Duration
+	// ReconcileSettleTime and ReconcileClockSkew are passed to the
+	// reconciliation (0: the SDK's defaults). The settle time must exceed
+	// how long the API's payout list may lag behind creation: a shorter one
+	// can call a created payout "not created" and pay it twice.
+	ReconcileSettleTime, ReconcileClockSkew time.Duration
+	// Concurrency is how many intents one Run works on at once (default
+	// DefaultQueueConcurrency).
+	Concurrency int
+	// OnFinal, if set, runs when an intent reaches a final state, inside
+	// the transaction that records that state: its writes through tx and
+	// the queue's record commit together, or neither does (then it runs
+	// again later). It must do its effects through tx only, must not
+	// commit or roll tx back, and must be quick: it holds the intent's row
+	// lock. An error rolls the change back and the intent is retried with
+	// backoff. Intent.State tells paid from failed, refused, rejected or
+	// blocked: only StatePaid means money left.
+	OnFinal func(ctx context.Context, tx pgx.Tx, in *Intent) error
+	// Observer, if set, is called after each committed state change, on
+	// the worker's goroutine: keep it quick and never block. Entering
+	// StateParked needs a person's attention. See the package
+	// documentation for wiring it to OpenTelemetry.
+	Observer func(Transition)
+	// Guardrails are checked before each create request; all are off by
+	// default.
+	Guardrails Guardrails
+	// Logger receives one line per error a worker cannot record (the
+	// database unreachable ...); default none.
+	Logger *slog.Logger
+
+	api payoutAPI // tests replace the SDK
+}
+
+// Queue is a durable payout queue in the merchant's PostgreSQL: intents are
+// enqueued in the merchant's own transactions, and workers on any number of
+// replicas send each one at most once per attempt, reconcile every unknown
+// outcome before sending again, and follow each payout to its final status.
+// Build it with NewQueue; safe for concurrent use.
+type Queue struct {
+	cfg   QueueConfig
+	api   payoutAPI
+	table pgx.Identifier
+	wake  chan struct{}
+	log   *slog.Logger
+	sql   queueSQL
+
+	// hook is called at named points of the worker; tests use it to kill
+	// the process there.
+	hook func(point string)
+}
+
+// NewQueue checks cfg, fills in the defaults and returns a Queue; with
+// CreateTable it creates the table first.
+func NewQueue(ctx context.Context, cfg QueueConfig) (*Queue, error) {
+	if cfg.Pool == nil {
+		return nil, fmt.Errorf("%w: QueueConfig.Pool is nil", ErrInvalidOption)
+	}
+	if cfg.Client == nil && cfg.api == nil {
+		return nil, fmt.Errorf("%w: QueueConfig.Client is nil", ErrInvalidOption)
+	}
+	table, err := parseTable(cmpOr(cfg.Table, DefaultQueueTable))
+	if err != nil {
+		return nil, err
+	}
+	setDefault(&cfg.Lease, DefaultQueueLease)
+	setDefault(&cfg.SendTimeout, DefaultQueueSendTimeout)
+	setDefault(&cfg.PollInterval, DefaultQueuePollInterval)
+	setDefault(&cfg.FollowEvery, DefaultQueueFollowEvery)
+	setDefault(&cfg.BackoffMin, DefaultQueueBackoffMin)
+	setDefault(&cfg.BackoffMax, DefaultQueueBackoffMax)
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = DefaultQueueConcurrency
+	}
+	settle := cmpOr(cfg.ReconcileSettleTime, cryptopay.DefaultReconcileSettleTime)
+	switch {
+	case cfg.Lease <= 2*cfg.SendTimeout+settle:
+		return nil, fmt.Errorf("%w: Lease %v must exceed 2×SendTimeout (%v) plus the settle time (%v)", ErrInvalidOption, cfg.Lease, cfg.SendTimeout, settle)
+	case cfg.BackoffMax < cfg.BackoffMin:
+		return nil, fmt.Errorf("%w: BackoffMax %v is below BackoffMin %v", ErrInvalidOption, cfg.BackoffMax, cfg.BackoffMin)
+	case cfg.ReconcileSettleTime < 0 || cfg.ReconcileClockSkew < 0:
+		return nil, fmt.Errorf("%w: negative reconcile times", ErrInvalidOption)
+	}
+	if err := cfg.Guardrails.check(); err != nil {
+		return nil, err
+	}
+	q := &Queue{cfg: cfg, api: cfg.api, table: table, wake: make(chan struct{}, 1), log: cfg.Logger}
+	if q.api == nil {
+		q.api = sdkAPI{c: cfg.Client, settle: cfg.ReconcileSettleTime, skew: cfg.ReconcileClockSkew}
+	}
+	if q.log == nil {
+		q.log = slog.New(slog.DiscardHandler)
+	}
+	q.sql = buildQueueSQL(table.Sanitize())
+	if cfg.CreateTable {
+		if err := q.CreateTable(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return q, nil
+}
+
+func setDefault(d *time.Duration, def time.Duration) {
+	if *d <= 0 {
+		*d = def
+	}
+}
+
+func cmpOr[T comparable](a, b T) T {
+	var zero T
+	if a != zero {
+		return a
+	}
+	return b
+}
+
+// Table returns the queue's table name, quoted for SQL.
+func (q *Queue) Table() string { return q.table.Sanitize() }
+
+// DDL returns the statements that create the queue's table and indexes.
+// Amounts are numeric (exact), never floating point.
+func (q *Queue) DDL() string {
+	name := q.table[len(q.table)-1]
+	due := pgx.Identifier{name + "_due_idx"}.Sanitize()
+	state := pgx.Identifier{name + "_state_idx"}.Sanitize()
+	vel := pgx.Identifier{name + "_velocity_idx"}.Sanitize()
+	return fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %[1]s (
+    order_id            text        PRIMARY KEY,
+    wallet_address      text        NOT NULL,
+    network_fee_by_user boolean     NOT NULL,
+    amount              numeric     NOT NULL CHECK (amount > 0),
+    currency            text        NOT NULL,
+    network             text        NOT NULL,
+    customer_id         text        NOT NULL,
+    customer_ip         text        NOT NULL,
+    additional_data     text        NOT NULL,
+    webhook_url         text        NOT NULL,
+    state               text        NOT NULL,
+    attempts            integer     NOT NULL DEFAULT 0,
+    tries               integer     NOT NULL DEFAULT 0,
+    attempted_at        timestamptz,
+    reserved_at         timestamptz,
+    next_at             timestamptz NOT NULL DEFAULT now(),
+    lease_token         bytea,
+    payout_id           text        NOT NULL DEFAULT '',
+    payout_status       text        NOT NULL DEFAULT '',
+    verdict             text        NOT NULL DEFAULT '',
+    last_error          text        NOT NULL DEFAULT '',
+    note                text        NOT NULL DEFAULT '',
+    created_at          timestamptz NOT NULL DEFAULT now(),
+    updated_at          timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX IF NOT EXISTS %[2]s ON %[1]s (next_at) WHERE state IN ('queued', 'sending', 'reconciling', 'parked', 'created');
+CREATE INDEX IF NOT EXISTS %[3]s ON %[1]s (state, order_id);
+CREATE INDEX IF NOT EXISTS %[4]s ON %[1]s (currency, reserved_at) WHERE reserved_at IS NOT NULL;`, q.Table(), due, state, vel)
+}
+
+// CreateTable creates the queue's table and indexes if they do not exist.
+func (q *Queue) CreateTable(ctx context.Context) error {
+	if _, err := q.cfg.Pool.Exec(ctx, q.DDL()); err != nil {
+		return fmt.Errorf("pgstore: creating %s: %w", q.Table(), err)
+	}
+	return nil
+}
+
+// intentCols are the columns every read returns, in scanIntent's order.
+const intentCols = `order_id, wallet_address, network_fee_by_user, amount::text, currency, network, customer_id, customer_ip,
+additional_data, webhook_url, state, attempts, attempted_at, payout_id, payout_status, verdict, last_error, note,
+next_at, created_at, updated_at`
+
+func scanIntent(row pgx.Row, extra ...any) (*Intent, error) {
+	var in Intent
+	var attempted *time.Time
+	var state, pstatus, amount string
+	p := &in.Params
+	dest := append([]any{&p.OrderID, &p.WalletAddress, &p.NetworkFeeByUser, &amount, &p.Currency, &p.Network,
+		&p.CustomerID, &p.CustomerIP, &p.AdditionalData, &p.WebhookURL, &state, &in.Attempts, &attempted,
+		&in.PayoutID, &pstatus, &in.Verdict, &in.LastError, &in.Note, &in.NextAt, &in.CreatedAt, &in.UpdatedAt}, extra...)
+	if err := row.Scan(dest...); err != nil {
+		return nil, err
+	}
+	in.State, in.PayoutStatus = IntentState(state), cryptopay.PayoutStatus(pstatus)
+	var err error
+	if p.Amount, err = decimal.NewFromString(amount); err != nil {
+		return nil, fmt.Errorf("amount %q: %w", amount, err)
+	}
+	if attempted != nil {
+		in.AttemptedAt = *attempted
+	}
+	return &in, nil
+}
+
+// Enqueue records a payout intent in tx, the merchant's own transaction
+// (record the withdrawal and its payout in one commit: if tx rolls back,
+// nothing is queued). The intent is keyed by p.OrderID, which must be
+// unique per withdrawal: it is the only handle for reconciling an unknown
+// outcome. Enqueuing an orderId again with identical parameters is a no-op
+// (created false); with other parameters it is an *IntentConflictError and
+// the existing intent is unchanged. p must pass p.Validate(). An intent
+// whose amount is above Guardrails.ApprovalAbove for its currency starts in
+// StateNeedsApproval; any other starts in StateQueued. Nothing is sent
+// before tx commits.
+func (q *Queue) Enqueue(ctx context.Context, tx pgx.Tx, p cryptopay.CreatePayoutParams) (created bool, err error) {
+	n, err := q.EnqueueMany(ctx, tx, []cryptopay.CreatePayoutParams{p})
+	if err != nil {
+		var ie *indexedError
+		if errors.As(err, &ie) {
+			return false, ie.err // one intent: no index to name
+		}
+		return false, err
+	}
+	return n == 1, nil
+}
+
+// EnqueueMany enqueues every intent in tx, as Enqueue does, in two round
+// trips (three when some orderIds already exist), and returns how many were
+// new. An invalid or conflicting intent fails the whole call with an error
+// naming its index (from 1) and orderId; roll tx back then, and nothing of
+// the batch is queued. The same orderId twice in ps is treated as a
+// second Enqueue.
+func (q *Queue) EnqueueMany(ctx context.Context, tx pgx.Tx, ps []cryptopay.CreatePayoutParams) (created int, err error) {
+	if tx == nil {
+		return 0, fmt.Errorf("%w: Enqueue needs the caller's transaction", ErrInvalidOption)
+	}
+	for i, p := range ps {
+		if err := p.Validate(); err != nil {
+			return 0, &indexedError{i: i, n: len(ps), orderID: p.OrderID, err: err}
+		}
+	}
+	b := &pgx.Batch{}
+	for _, p := range ps {
+		state := StateQueued
+		if q.cfg.Guardrails.needsApproval(p) {
+			state = StateNeedsApproval
+		}
+		b.Queue(q.sql.insert, p.OrderID, p.WalletAddress, p.NetworkFeeByUser, p.Amount.String(), p.Currency, p.Network,
+			p.CustomerID, p.CustomerIP, p.AdditionalData, p.WebhookURL, string(state))
+	}
+	br := tx.SendBatch(ctx, b)
+	var existing []int // indexes of intents whose orderId was already queued
+	for i := range ps {
+		var inserted bool
+		switch err := br.QueryRow().Scan(&inserted); {
+		case err == nil:
+			created++
+		case errors.Is(err, pgx.ErrNoRows):
+			existing = append(existing, i)
+		default:
+			_ = br.Close()
+			return 0, fmt.Errorf("pgstore: enqueue %q: %w", ps[i].OrderID, err)
+		}
+	}
+	if err := br.Close(); err != nil {
+		return 0, fmt.Errorf("pgstore: enqueue: %w", err)
+	}
+	if len(existing) == 0 {
+		return created, nil
+	}
+	ids := make([]string, len(existing))
+	for k, i := range existing {
+		ids[k] = ps[i].OrderID
+	}
+	rows, err := tx.Query(ctx, q.sql.getMany, ids)
+	if err != nil {
+		return 0, fmt.Errorf("pgstore: enqueue: reading the existing intents: %w", err)
+	}
+	have := make(map[string]cryptopay.CreatePayoutParams, len(ids))
+	for rows.Next() {
+		in, err := scanIntent(rows)
+		if err != nil {
+			rows.Close()
+			return 0, fmt.Errorf("pgstore: enqueue: reading the existing intents: %w", err)
+		}
+		have[in.Params.OrderID] = in.Params
+	}
+	if err := rows.Err(); err != nil {
+		return 0, fmt.Errorf("pgstore: enqueue: reading the existing intents: %w", err)
+	}
+	for _, i := range existing {
+		if f := differingField(have[ps[i].OrderID], ps[i]); f != "" {
+			return 0, &indexedError{i: i, n: len(ps), orderID: ps[i].OrderID, err: &IntentConflictError{OrderID: ps[i].OrderID, Field: f}}
+		}
+	}
+	return created, nil
+}
+
+// indexedError is EnqueueMany's error for one intent of the batch; it
+// unwraps to the intent's own error.
+type indexedError struct {
+	i, n    int
+	orderID string
+	err     error
+}
+
+func (e *indexedError) Error() string {
+	return fmt.Sprintf("pgstore: intent %d of %d (orderId %q): %v", e.i+1, e.n, e.orderID, e.err)
+}
+
+func (e *indexedError) Unwrap() error { return e.err }
+
+// differingField names the first field in which a and b differ ("" if
+// none). Amounts compare by value (1.0 equals 1.00).
+func differingField(a, b cryptopay.CreatePayoutParams) string {
+	switch {
+	case a.WalletAddress != b.WalletAddress:
+		return "WalletAddress"
+	case a.NetworkFeeByUser != b.NetworkFeeByUser:
+		return "NetworkFeeByUser"
+	case !a.Amount.Equal(b.Amount):
+		return "Amount"
+	case a.Currency != b.Currency:
+		return "Currency"
+	case a.Network != b.Network:
+		return "Network"
+	case a.CustomerID != b.CustomerID:
+		return "CustomerID"
+	case a.CustomerIP != b.CustomerIP:
+		return "CustomerIP"
+	case a.AdditionalData != b.AdditionalData:
+		return "AdditionalData"
+	case a.WebhookURL != b.WebhookURL:
+		return "WebhookURL"
+	}
+	return ""
+}
+
+// Get returns the intent with orderID, or an error matching
+// ErrIntentNotFound.
+func (q *Queue) Get(ctx context.Context, orderID string) (*Intent, error) {
+	in, err := scanIntent(q.cfg.Pool.QueryRow(ctx, q.sql.get, orderID))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("%w: %q", ErrIntentNotFound, orderID)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: reading intent %q: %w", orderID, err)
+	}
+	return in, nil
+}
+
+// ListFilter selects intents for List.
+type ListFilter struct {
+	// States keeps intents in any of these states; empty keeps all.
+	States []IntentState
+	// After pages: only orderIds greater than it (pass the last orderId of
+	// the previous page).
+	After string
+	// Limit caps the page (0: 100; at most 10,000).
+	Limit int
+}
+
+// List returns intents in orderId order, filtered by f.
+func (q *Queue) List(ctx context.Context, f ListFilter) ([]Intent, error) {
+	limit := f.Limit
+	if limit <= 0 {
+		limit = 100
+	}
+	limit = min(limit, 10000)
+	states := make([]string, len(f.States))
+	for i, s := range f.States {
+		states[i] = string(s)
+	}
+	rows, err := q.cfg.Pool.Query(ctx, q.sql.list, len(states) == 0, states, f.After, limit)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: listing intents: %w", err)
+	}
+	defer rows.Close()
+	var out []Intent
+	for rows.Next() {
+		in, err := scanIntent(rows)
+		if err != nil {
+			return nil, fmt.Errorf("pgstore: listing intents: %w", err)
+		}
+		out = append(out, *in)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("pgstore: listing intents: %w", err)
+	}
+	return out, nil
+}
+
+// Counts returns how many intents are in each state (states with none are
+// absent).
+func (q *Queue) Counts(ctx context.Context) (map[IntentState]int, error) {
+	rows, err := q.cfg.Pool.Query(ctx, q.sql.counts)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: counting intents: %w", err)
+	}
+	out := make(map[IntentState]int)
+	var st string
+	var n int
+	_, err = pgx.ForEachRow(rows, []any{&st, &n}, func() error {
+		out[IntentState(st)] = n
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: counting intents: %w", err)
+	}
+	return out, nil
+}
+
+// Approve moves an intent from StateNeedsApproval to StateQueued: it is
+// then sent (still subject to the other guardrails). note is recorded (who
+// approved, why). An intent in another state is ErrIntentState; approval
+// survives worker restarts (it is a row, not memory).
+func (q *Queue) Approve(ctx context.Context, orderID, note string) error {
+	return q.operate(ctx, orderID, note, StateNeedsApproval, StateQueued)
+}
+
+// Retry moves a parked intent back to StateQueued, so a new attempt is
+// sent. Call it only after checking with the processor that the parked
+// attempt created no payout (search its dashboard for the orderId): the
+// queue could not tell, and a Retry of a payout that does exist pays it
+// twice. note is recorded (who checked, how).
+func (q *Queue) Retry(ctx context.Context, orderID, note string) error {
+	return q.operate(ctx, orderID, note, StateParked, StateQueued)
+}
+
+// Reject moves an intent from StateNeedsApproval to StateRejected (final),
+// running QueueConfig.OnFinal in the same transaction. note is recorded.
+func (q *Queue) Reject(ctx context.Context, orderID, note string) error {
+	return q.operate(ctx, orderID, note, StateNeedsApproval, StateRejected)
+}
+
+// operate is an operator's move from one state to another: under the row
+// lock, in one transaction with OnFinal when the new state is final. It
+// clears the lease, so a worker that holds the intent cannot record
+// anything over it.
+func (q *Queue) operate(ctx context.Context, orderID, note string, from, to IntentState) error {
+	var in *Intent
+	err := pgx.BeginFunc(ctx, q.cfg.Pool, func(tx pgx.Tx) error {
+		var err error
+		in, err = scanIntent(tx.QueryRow(ctx, q.sql.operate, orderID, string(from), string(to), scrubText(note)))
+		if errors.Is(err, pgx.ErrNoRows) {
+			if _, gerr := scanIntent(tx.QueryRow(ctx, q.sql.get, orderID)); errors.Is(gerr, pgx.ErrNoRows) {
+				return fmt.Errorf("%w: %q", ErrIntentNotFound, orderID)
+			}
+			return fmt.Errorf("%w: %q is not %s", ErrIntentState, orderID, from)
+		}
+		if err != nil {
+			return err
+		}
+		if to.IsFinal() && q.cfg.OnFinal != nil {
+			return q.cfg.OnFinal(ctx, tx, in)
+		}
+		return nil
+	})
+	if err != nil {
+		if errors.Is(err, ErrIntentNotFound) || errors.Is(err, ErrIntentState) {
+			return err
+		}
+		return fmt.Errorf("pgstore: %s -> %s for %q: %w", from, to, orderID, err)
+	}
+	q.observe(Transition{OrderID: orderID, From: from, To: to, Attempts: in.Attempts})
+	q.poke()
+	return nil
+}
+
+// PayoutChanged tells the queue that a payout changed (call it from the
+// webhook handler's OnPayout callback): the intent with its orderId, if it
+// is being followed, is read again at once instead of at its next poll. It
+// only wakes the intent; the status is read from the API, never taken from
+// the webhook.
+func (q *Queue) PayoutChanged(ctx context.Context, p *cryptopay.Payout) error {
+	if p == nil || p.OrderID == "" {
+		return nil
+	}
+	if _, err := q.cfg.Pool.Exec(ctx, q.sql.wakeOne, p.OrderID); err != nil {
+		return fmt.Errorf("pgstore: waking intent %q: %w", p.OrderID, err)
+	}
+	q.poke()
+	return nil
+}
+
+// poke wakes this process's idle workers.
+func (q *Queue) poke() {
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (q *Queue) observe(t Transition) {
+	if q.cfg.Observer != nil {
+		q.cfg.Observer(t)
+	}
+}
+
+// maxErrorText caps the error text an intent keeps.
+const maxErrorText = 1024
+
+// scrubText keeps error and note text to one capped, valid line.
+func scrubText(s string) string {
+	s = strings.ToValidUTF8(s, "?")
+	s = strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, s)
+	if len(s) > maxErrorText {
+		s = strings.ToValidUTF8(s[:maxErrorText], "") + "…"
+	}
+	return s
+}
+
+// errText is scrubText of err's text ("" for nil).
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return scrubText(err.Error())
+}

@@ -1,0 +1,305 @@
+package pgstore_test
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptrace"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cryptopay/cryptopay-go"
+	"github.com/cryptopay/cryptopay-go/cryptopaytest"
+	"github.com/cryptopay/cryptopay-go/pgstore"
+	"github.com/cryptopay/cryptopay-go/pgstore/internal/pgtest"
+)
+
+// chaosN is how many intents the chaos test queues. The default keeps the
+// test short on a small machine; the figure is 5,000:
+//
+//	go test -run TestQueueChaos -queue.chaos.n=5000 ./pgstore
+var chaosN = flag.Int("queue.chaos.n", 600, "intents in TestQueueChaos")
+
+// The windows a worker is killed in: after the attempt's commit and before
+// the POST; after the POST was written and before its answer; after the
+// answer and before its commit; inside the final-status callback.
+var chaosPoints = []string{"attempt-committed", "post-written", "answer-read", "in-callback"}
+
+const (
+	chaosWorkers   = 3
+	chaosWorkerEnv = "QUEUE_CHAOS_WORKER" // the child's slot number
+)
+
+// Three worker processes share the intents; each is SIGKILLed (by itself,
+// at a test hook) at least once in every window that matters, and started
+// again. The fake drops ~10% of POSTs after reading them and answers 500
+// to ~5% after processing them, its payout list lags behind creation, and
+// PostgreSQL is restarted once mid-run. Every orderId must end with exactly
+// one payout at the fake, every intent in a final state, and every final
+// effect committed exactly once.
+func TestQueueChaos(t *testing.T) {
+	if os.Getenv(chaosWorkerEnv) != "" {
+		chaosWorker(t)
+		return
+	}
+	n := *chaosN
+	start := time.Now()
+	r := newQRig(t, cryptopaytest.WithPayoutListLag(100*time.Millisecond))
+	q := r.queue(t, chaosConfig)
+	ps := make([]cryptopay.CreatePayoutParams, n)
+	for i := range ps {
+		ps[i] = payoutParams(i)
+	}
+	r.enqueue(t, q, ps...)
+
+	// The POST faults, in a random order: a drop before processing (10%),
+	// a 500 after processing (5%), else a normal answer. Resent intents
+	// draw again.
+	drops, fives := 0, 0
+	for range 2 * n {
+		switch x := rand.IntN(100); {
+		case x < 10:
+			r.fake.InjectFault(cryptopaytest.RouteCreatePayout, cryptopaytest.Fault{Drop: true})
+			drops++
+		case x < 15:
+			r.fake.InjectFault(cryptopaytest.RouteCreatePayout, cryptopaytest.Fault{Process: true, Status: http.StatusInternalServerError})
+			fives++
+		default:
+			r.fake.InjectFault(cryptopaytest.RouteCreatePayout, cryptopaytest.Fault{})
+		}
+	}
+	r.payAll(t)
+
+	killLog := t.TempDir() + "/kills"
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make([]error, chaosWorkers)
+	for slot := range chaosWorkers {
+		wg.Go(func() { errs[slot] = r.chaosSlot(ctx, slot, killLog) })
+	}
+	// PostgreSQL goes down and up again once a third of the intents are
+	// final.
+	restarted := false
+	wg.Go(func() {
+		for ctx.Err() == nil {
+			if final(r.countsOrNil(q)) >= n/3 {
+				restarted = r.srv.Restart() == nil
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	})
+	wg.Wait()
+	for _, err := range errs {
+		require.NoError(t, err)
+	}
+	require.True(t, restarted, "PostgreSQL was restarted mid-run")
+
+	counts, err := q.Counts(context.Background())
+	require.NoError(t, err)
+	per := r.payoutsPerOrder()
+	eff := r.effectCounts(t)
+	kills := readKills(t, killLog)
+	var notOne, effNotOne int
+	for _, p := range ps {
+		if per[p.OrderID] != 1 {
+			notOne++
+		}
+		if eff[p.OrderID] != 1 {
+			effNotOne++
+		}
+	}
+	var attempts, verdicts = 0, map[string]int{}
+	for after := ""; ; {
+		page, err := q.List(context.Background(), pgstore.ListFilter{After: after, Limit: 1000})
+		require.NoError(t, err)
+		if len(page) == 0 {
+			break
+		}
+		for _, in := range page {
+			attempts += in.Attempts
+			verdicts[in.Verdict]++
+		}
+		after = page[len(page)-1].Params.OrderID
+	}
+	t.Logf("chaos: %d intents, %d workers, in %v; POST faults queued: %d drops, %d 500s; PostgreSQL restarted: %v",
+		n, chaosWorkers, time.Since(start).Round(time.Millisecond), drops, fives, restarted)
+	t.Logf("chaos: kills per slot and point: %v", kills)
+	t.Logf("chaos: final states %v; attempts %d (%d resends); verdicts %v", counts, attempts, attempts-n, verdicts)
+	t.Logf("chaos: payouts at the fake %d; orderIds without exactly one payout: %d; effects %d; orderIds without exactly one effect: %d",
+		r.fake.PayoutCount(), notOne, len(eff), effNotOne)
+
+	assert.Equal(t, n, counts[pgstore.StatePaid], "every intent paid: %v", counts)
+	assert.Zero(t, notOne, "every orderId has exactly one payout")
+	assert.Equal(t, n, r.fake.PayoutCount())
+	assert.Zero(t, effNotOne, "every final effect committed exactly once")
+	for slot := range chaosWorkers {
+		for _, p := range chaosPoints {
+			assert.Positive(t, kills[fmt.Sprintf("%d/%s", slot, p)], "slot %d killed at %s", slot, p)
+		}
+	}
+}
+
+// chaosConfig are the chaos run's timings: a lease short enough that a
+// killed worker's intents are taken over soon, long enough for a
+// reconciliation that walks thousands of payouts on a loaded machine, and
+// a settle time above the fake's list lag.
+func chaosConfig(c *pgstore.QueueConfig) {
+	c.Lease = 10 * time.Second
+	c.SendTimeout = 2 * time.Second
+	c.ReconcileSettleTime = 400 * time.Millisecond
+	c.FollowEvery = 200 * time.Millisecond
+	c.BackoffMin, c.BackoffMax = 100*time.Millisecond, time.Second
+}
+
+func final(counts map[pgstore.IntentState]int) int {
+	n := 0
+	for st, c := range counts {
+		if st.IsFinal() {
+			n += c
+		}
+	}
+	return n
+}
+
+func (r *qrig) countsOrNil(q *pgstore.Queue) map[pgstore.IntentState]int {
+	c, _ := q.Counts(context.Background())
+	return c
+}
+
+// chaosSlot runs one worker slot: its first incarnations are each told to
+// kill themselves at one window (a different one each time, at a random
+// hit), the last runs until every intent is final.
+func (r *qrig) chaosSlot(ctx context.Context, slot int, killLog string) error {
+	for life := 0; ; life++ {
+		env := append(r.srv.ChildEnv(),
+			chaosWorkerEnv+"="+strconv.Itoa(slot),
+			"QUEUE_CHAOS_TABLE="+r.table, "QUEUE_CHAOS_EFFECTS="+r.effects,
+			"QUEUE_CHAOS_URL="+r.fake.URL, "QUEUE_CHAOS_KEY="+r.fake.APIKey, "QUEUE_CHAOS_LOG="+killLog)
+		if life < len(chaosPoints) {
+			env = append(env, "QUEUE_CHAOS_KILL_AT="+chaosPoints[(slot+life)%len(chaosPoints)],
+				"QUEUE_CHAOS_KILL_AFTER="+strconv.Itoa(1+rand.IntN(8)))
+		}
+		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestQueueChaos$", "-test.count=1")
+		cmd.Env = env
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // none outlives the test
+		out, err := cmd.CombinedOutput()
+		var exit *exec.ExitError
+		switch {
+		case err == nil:
+			if life < len(chaosPoints) {
+				return fmt.Errorf("slot %d life %d ended before reaching its kill point; output:\n%s", slot, life, out)
+			}
+			return nil
+		case errors.As(err, &exit) && exit.Sys().(syscall.WaitStatus).Signal() == syscall.SIGKILL && ctx.Err() == nil:
+			continue
+		default:
+			return fmt.Errorf("slot %d life %d: %v; output:\n%s", slot, life, err, out)
+		}
+	}
+}
+
+// readKills counts the kill log's lines ("slot/point").
+func readKills(t *testing.T, path string) map[string]int {
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	out := map[string]int{}
+	for _, l := range strings.Fields(string(b)) {
+		out[l]++
+	}
+	return out
+}
+
+// chaosWorker is one worker process: it works the queue until every
+// intent is final, and SIGKILLs itself at the k-th hit of its kill point.
+func chaosWorker(t *testing.T) {
+	srv := pgtest.Need(t)
+	slot := os.Getenv(chaosWorkerEnv)
+	killAt := os.Getenv("QUEUE_CHAOS_KILL_AT")
+	killAfter, _ := strconv.Atoi(os.Getenv("QUEUE_CHAOS_KILL_AFTER"))
+	var mu sync.Mutex
+	hits := 0
+	hook := func(point string) {
+		if point != killAt {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if hits++; hits < killAfter {
+			return
+		}
+		f, err := os.OpenFile(os.Getenv("QUEUE_CHAOS_LOG"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err == nil {
+			_, _ = f.WriteString(slot + "/" + point + "\n")
+			_ = f.Close()
+		}
+		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		select {} // the signal is on its way
+	}
+	hc := &http.Client{Transport: hookTransport{base: http.DefaultTransport.(*http.Transport).Clone(), hook: hook}}
+	client, err := cryptopay.NewClient(os.Getenv("QUEUE_CHAOS_URL"), os.Getenv("QUEUE_CHAOS_KEY"), cryptopay.WithHTTPClient(hc))
+	require.NoError(t, err)
+	r := &qrig{srv: srv, pool: srv.Pool(t, 24), table: os.Getenv("QUEUE_CHAOS_TABLE"), effects: os.Getenv("QUEUE_CHAOS_EFFECTS")}
+	cfg := r.config(client)
+	chaosConfig(&cfg)
+	cfg.CreateTable = false
+	cfg.OnFinal = func(ctx context.Context, tx pgx.Tx, in *pgstore.Intent) error {
+		if err := r.onFinal(ctx, tx, in); err != nil {
+			return err
+		}
+		hook("in-callback")
+		return nil
+	}
+	q, err := pgstore.NewQueue(context.Background(), cfg)
+	require.NoError(t, err)
+	pgstore.SetQueueHook(q, hook)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = q.Run(ctx) })
+	for {
+		c, err := q.Counts(context.Background())
+		if err == nil && final(c) == total(c) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	cancel()
+	wg.Wait()
+}
+
+func total(counts map[pgstore.IntentState]int) int {
+	n := 0
+	for _, c := range counts {
+		n += c
+	}
+	return n
+}
+
+// hookTransport calls hook("post-written") once a POST's request has been
+// written, before its answer is read.
+type hookTransport struct {
+	base *http.Transport
+	hook func(string)
+}
+
+func (h hookTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Method == http.MethodPost {
+		trace := &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { h.hook("post-written") }}
+		req = req.WithContext(httptrace.WithClientTrace(req.Context(), trace))
+	}
+	return h.base.RoundTrip(req)
+}

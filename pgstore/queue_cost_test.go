@@ -1,0 +1,236 @@
+package pgstore_test
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cryptopay/cryptopay-go"
+	"github.com/cryptopay/cryptopay-go/pgstore"
+)
+
+// tripCounter is a pgx QueryTracer that counts the statements a pool
+// sends, each one a round trip. Claims that found nothing (an idle
+// worker's poll, one per PollInterval whatever the queue's length) and
+// the merchant's own OnFinal statement are counted apart.
+type tripCounter struct {
+	trips, idle, merchant atomic.Int64
+}
+
+type traceKey struct{}
+
+func (c *tripCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	return context.WithValue(ctx, traceKey{}, d.SQL)
+}
+
+func (c *tripCounter) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryEndData) {
+	sql, _ := ctx.Value(traceKey{}).(string)
+	switch {
+	case strings.Contains(sql, "FOR UPDATE SKIP LOCKED") && d.CommandTag.RowsAffected() == 0 && d.Err == nil:
+		c.idle.Add(1)
+	case strings.HasPrefix(sql, "INSERT INTO effects_"):
+		c.merchant.Add(1)
+	default:
+		c.trips.Add(1)
+	}
+}
+
+// tracedPool is a pool on the test server whose statements c counts.
+func (r *qrig) tracedPool(t testing.TB, c *tripCounter, maxConns int32) *pgxpool.Pool {
+	cfg, err := pgxpool.ParseConfig(r.srv.DSN())
+	require.NoError(t, err)
+	cfg.MaxConns = maxConns
+	cfg.ConnConfig.Tracer = c
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+// The happy path costs at most 4 database round trips per payout: the
+// claim and the attempt's commit (each shared by a batch), the record of
+// the created payout, the claim that follows it (shared) and the final
+// transaction (its BEGIN carries the final state; then COMMIT). The
+// merchant's OnFinal statement is theirs, and counted apart.
+func TestQueueRoundTrips(t *testing.T) {
+	r := newQRig(t)
+	obs := r.queue(t) // reads counts on its own pool
+	var trips tripCounter
+	pool := r.tracedPool(t, &trips, 20)
+	q := r.queue(t, func(c *pgstore.QueueConfig) {
+		c.Pool, c.CreateTable, c.PollInterval = pool, false, 100*time.Millisecond
+	})
+	const n = 320
+	ps := make([]cryptopay.CreatePayoutParams, n)
+	for i := range ps {
+		ps[i] = payoutParams(i)
+	}
+	r.enqueue(t, obs, ps...)
+
+	// Phase 1: send everything; phase 2, once the processor has paid
+	// them all, follow them to paid. Each payout is thus read once.
+	stop := run(t, q)
+	waitFor(t, obs, "all created", func(c map[pgstore.IntentState]int) bool { return c[pgstore.StateCreated] == n })
+	stop()
+	for _, p := range r.fake.Payouts() {
+		require.NoError(t, r.fake.SetPayoutStatus(p.ID, cryptopay.PayoutProcessing))
+		require.NoError(t, r.fake.SetPayoutStatus(p.ID, cryptopay.PayoutPaid))
+	}
+	run(t, q)
+	waitFor(t, obs, "all paid", func(c map[pgstore.IntentState]int) bool { return c[pgstore.StatePaid] == n })
+
+	per := float64(trips.trips.Load()) / n
+	t.Logf("round trips: %d for %d payouts = %.2f per payout; plus %d idle polls and %d merchant statements",
+		trips.trips.Load(), n, per, trips.idle.Load(), trips.merchant.Load())
+	assert.LessOrEqual(t, per, 4.0)
+	assert.Equal(t, int64(n), trips.merchant.Load(), "OnFinal ran once per payout")
+}
+
+// A worker's memory does not grow with the queue's length: it holds at
+// most Concurrency intents, so a claim allocates the same whether 1,000
+// or 100,000 intents wait. On the PostgreSQL side each queued intent is
+// one row of the same size (BENCHMARKS.md has the figures).
+func TestQueueClaimFlatInQueueLength(t *testing.T) {
+	allocs, bytes := map[int]float64{}, map[int]int64{}
+	for _, queued := range []int{1000, 100000} {
+		r := newQRig(t)
+		q := r.queue(t)
+		fillQueue(t, r, queued)
+		allocs[queued] = claimAllocs(t, r, q)
+		// The claim reads the due index, not the table: its cost follows
+		// what is due, not what is queued.
+		rows, err := r.pool.Query(context.Background(), "EXPLAIN "+pgstore.ClaimSQL(q), 16, int64(1), []byte{1})
+		require.NoError(t, err)
+		plan, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		require.NoError(t, err)
+		assert.Contains(t, strings.Join(plan, "\n"), "_due_idx", "the claim uses the due index at %d queued", queued)
+		var size int64
+		require.NoError(t, r.pool.QueryRow(context.Background(), "SELECT pg_total_relation_size($1)", r.table).Scan(&size))
+		bytes[queued] = size / int64(queued)
+	}
+	t.Logf("allocations per claim of 16: %v; PostgreSQL bytes per queued intent (table and indexes): %v", allocs, bytes)
+	assert.InDelta(t, allocs[1000], allocs[100000], allocs[1000]*0.05, "allocations per claim do not grow with the queue")
+}
+
+// fillQueue inserts n queued intents in one statement (far faster than n
+// Enqueues; the rows are the same).
+func fillQueue(t testing.TB, r *qrig, n int) {
+	_, err := r.pool.Exec(context.Background(), fmt.Sprintf(`INSERT INTO %s (order_id, wallet_address, network_fee_by_user,
+amount, currency, network, customer_id, customer_ip, additional_data, webhook_url, state, next_at)
+SELECT 'wd-' || lpad(i::text, 7, '0'), 'TXYZwallet', false, 10.25, 'usdt', 'tron', 'cust-1', '203.0.113.7', '', '', 'queued',
+now() + interval '1 hour'
+FROM generate_series(1, $1) AS i`, r.table), n)
+	require.NoError(t, err)
+	_, err = r.pool.Exec(context.Background(), "ANALYZE "+r.table)
+	require.NoError(t, err)
+}
+
+// claimAllocs counts a claim's allocations on a queue whose intents are
+// all due in an hour but 16 (made due, claimed and put back each run).
+func claimAllocs(t *testing.T, r *qrig, q *pgstore.Queue) float64 {
+	ctx := context.Background()
+	due := fmt.Sprintf(`UPDATE %s SET next_at = now() - interval '1 second', lease_token = NULL
+WHERE order_id IN (SELECT order_id FROM %[1]s ORDER BY order_id LIMIT 16)`, r.table)
+	runtime.GC()
+	return testing.AllocsPerRun(20, func() {
+		_, err := r.pool.Exec(ctx, due)
+		require.NoError(t, err)
+		got, err := pgstore.Claim(ctx, q, 16)
+		require.NoError(t, err)
+		require.Equal(t, 16, got)
+	})
+}
+
+// payFollowed plays a processor that pays each payout as soon as the
+// queue follows it, looking every 5 ms: it reads the ids to pay from the
+// queue's table (created, by the state index) instead of copying every
+// payout the fake holds, so the harness costs O(created), not O(all).
+func (r *qrig) payFollowed(t testing.TB) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		paid := map[string]bool{}
+		for ctx.Err() == nil {
+			rows, err := r.pool.Query(ctx, "SELECT payout_id FROM "+r.table+" WHERE state = 'created' AND payout_id <> ''")
+			if err == nil {
+				ids, _ := pgx.CollectRows(rows, pgx.RowTo[string])
+				for _, id := range ids {
+					if !paid[id] {
+						_ = r.fake.SetPayoutStatus(id, cryptopay.PayoutProcessing)
+						_ = r.fake.SetPayoutStatus(id, cryptopay.PayoutPaid)
+						paid[id] = true
+					}
+				}
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	})
+	t.Cleanup(func() { cancel(); wg.Wait() })
+}
+
+// BenchmarkQueueThroughput is intents per second end to end (enqueued to
+// final, the processor paying each payout within 5 ms of its creation
+// being recorded, the workers reading a created payout again after 20 ms)
+// with 3 workers, each with its own
+// pool, against the fake.
+func BenchmarkQueueThroughput(b *testing.B) {
+	r := newQRig(b)
+	obs, err := pgstore.NewQueue(context.Background(), r.config(r.fake.Client()))
+	require.NoError(b, err)
+	var queues []*pgstore.Queue
+	for range 3 {
+		cfg := r.config(r.fake.Client())
+		cfg.Pool, cfg.CreateTable, cfg.Concurrency = r.srv.Pool(b, 24), false, 32
+		cfg.FollowEvery = 20 * time.Millisecond
+		q, err := pgstore.NewQueue(context.Background(), cfg)
+		require.NoError(b, err)
+		queues = append(queues, q)
+	}
+	ps := make([]cryptopay.CreatePayoutParams, b.N)
+	for i := range ps {
+		ps[i] = payoutParams(i)
+	}
+	r.payFollowed(b)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	require.NoError(b, pgx.BeginFunc(ctx, r.pool, func(tx pgx.Tx) error {
+		_, err := obs.EnqueueMany(ctx, tx, ps)
+		return err
+	}))
+	for _, q := range queues {
+		wg.Go(func() { _ = q.Run(ctx) })
+	}
+	// A bound on a stall (no intent final for a minute), not a timing.
+	last, lastAt := -1, time.Now()
+	for {
+		c, err := obs.Counts(ctx)
+		require.NoError(b, err)
+		if c[pgstore.StatePaid] == b.N {
+			break
+		}
+		if f := final(c); f != last {
+			last, lastAt = f, time.Now()
+		} else if time.Since(lastAt) > time.Minute {
+			b.Fatalf("no progress for a minute: %v", c)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	b.StopTimer()
+	cancel()
+	wg.Wait()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "intents/s")
+}

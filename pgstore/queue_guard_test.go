@@ -1,0 +1,189 @@
+package pgstore_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shopspring/decimal"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cryptopay/cryptopay-go"
+	"github.com/cryptopay/cryptopay-go/pgstore"
+)
+
+func withAmount(p cryptopay.CreatePayoutParams, amount string) cryptopay.CreatePayoutParams {
+	p.Amount = decimal.RequireFromString(amount)
+	return p
+}
+
+func withAddress(p cryptopay.CreatePayoutParams, addr string) cryptopay.CreatePayoutParams {
+	p.WalletAddress = addr
+	return p
+}
+
+// Each blocking guardrail stops its intent before anything is sent: the
+// intent is blocked (final, with the rule in LastError and its effect
+// committed), the others are paid.
+func TestQueueGuardrailsBlock(t *testing.T) {
+	tests := []struct {
+		name    string
+		guard   pgstore.Guardrails
+		stopped cryptopay.CreatePayoutParams
+		want    string
+	}{
+		{"max amount", pgstore.Guardrails{MaxAmount: map[string]decimal.Decimal{"USDT": decimal.NewFromInt(100)}},
+			withAmount(payoutParams(2), "100.01"), "max_amount"},
+		{"allow-list", pgstore.Guardrails{AllowedAddresses: []string{"TXYZwallet"}},
+			withAddress(payoutParams(2), "TevilWallet"), "not on the allow-list"},
+		{"check function", pgstore.Guardrails{CheckAddress: func(_ context.Context, p cryptopay.CreatePayoutParams) error {
+			if strings.HasPrefix(p.WalletAddress, "Tsanctioned") {
+				return errors.New("address on the sanctions list")
+			}
+			return nil
+		}}, withAddress(payoutParams(2), "Tsanctioned1"), "sanctions list"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newQRig(t)
+			q := r.queue(t, func(c *pgstore.QueueConfig) { c.Guardrails = tt.guard })
+			ok := withAmount(payoutParams(1), "100")
+			r.enqueue(t, q, ok, tt.stopped)
+			r.payAll(t)
+			run(t, q)
+			waitFor(t, q, "one paid, one blocked", func(c map[pgstore.IntentState]int) bool {
+				return c[pgstore.StatePaid] == 1 && c[pgstore.StateBlocked] == 1
+			})
+			in, err := q.Get(context.Background(), tt.stopped.OrderID)
+			require.NoError(t, err)
+			assert.Equal(t, pgstore.StateBlocked, in.State)
+			assert.Contains(t, in.LastError, tt.want)
+			assert.Zero(t, in.Attempts, "never attempted")
+			assert.Zero(t, r.fake.PayoutsWithOrderID(tt.stopped.OrderID))
+			assert.Equal(t, 1, r.fake.PayoutsWithOrderID(ok.OrderID))
+			assert.Equal(t, map[string]int{ok.OrderID: 1, tt.stopped.OrderID: 1}, r.effectCounts(t))
+		})
+	}
+}
+
+// The rolling cap holds across replicas: three queues (each its own pool,
+// as on three machines) race for ten intents of 30 under a cap of 100, and
+// exactly three are sent; the rest wait, queued, with the reason.
+func TestQueueVelocityAcrossReplicas(t *testing.T) {
+	r := newQRig(t)
+	guard := pgstore.Guardrails{Velocity: map[string]decimal.Decimal{"usdt": decimal.NewFromInt(100)}, VelocityWindow: time.Hour}
+	var queues []*pgstore.Queue
+	for range 3 {
+		pool := r.srv.Pool(t, 8)
+		queues = append(queues, r.queue(t, func(c *pgstore.QueueConfig) { c.Pool, c.Guardrails = pool, guard }))
+	}
+	const n = 10
+	ps := make([]cryptopay.CreatePayoutParams, n)
+	for i := range ps {
+		ps[i] = withAmount(payoutParams(i), "30")
+	}
+	r.enqueue(t, queues[0], ps...)
+	r.payAll(t)
+	for _, q := range queues {
+		run(t, q)
+	}
+	q := queues[0]
+	// Wait until every held intent has been refused by the cap at least
+	// once, after the three were paid.
+	waitFor(t, q, "3 paid, 7 held", func(c map[pgstore.IntentState]int) bool {
+		if c[pgstore.StatePaid] != 3 || c[pgstore.StateQueued] != n-3 {
+			return false
+		}
+		held, err := q.List(context.Background(), pgstore.ListFilter{States: []pgstore.IntentState{pgstore.StateQueued}})
+		if err != nil {
+			return false
+		}
+		for _, in := range held {
+			if !strings.Contains(in.LastError, "velocity") {
+				return false
+			}
+		}
+		return true
+	})
+	assert.Equal(t, 3, r.fake.PayoutCount(), "90 of a 100 cap sent; the fourth 30 would pass it")
+	stops, err := q.CheckGuardrails(context.Background(), []cryptopay.CreatePayoutParams{withAmount(payoutParams(99), "10"), withAmount(payoutParams(98), "1")})
+	require.NoError(t, err)
+	require.Len(t, stops, 1, "dry run: 10 fits (90+10), then 1 more does not")
+	assert.Equal(t, 1, stops[0].Index)
+	assert.Equal(t, "velocity", stops[0].Err.Rule)
+}
+
+// Above the threshold an intent waits for approval, through a worker
+// restart; once approved by another instance it is paid; a rejected one
+// is final with its effect and never sent.
+func TestQueueApprovalAcrossRestart(t *testing.T) {
+	r := newQRig(t)
+	guard := func(c *pgstore.QueueConfig) {
+		c.Guardrails = pgstore.Guardrails{ApprovalAbove: map[string]decimal.Decimal{"usdt": decimal.NewFromInt(1000)}}
+	}
+	q := r.queue(t, guard)
+	small := withAmount(payoutParams(1), "1000")
+	big := withAmount(payoutParams(2), "1000.01")
+	bad := withAmount(payoutParams(3), "50000")
+	r.enqueue(t, q, small, big, bad)
+	r.payAll(t)
+	stop := run(t, q)
+	waitFor(t, q, "the small one paid", func(c map[pgstore.IntentState]int) bool {
+		return c[pgstore.StatePaid] == 1 && c[pgstore.StateNeedsApproval] == 2
+	})
+	stop() // the worker goes away; the approvals wait in the table
+	assert.Zero(t, r.fake.PayoutsWithOrderID(big.OrderID), "not sent without approval")
+
+	q2 := r.queue(t, guard) // another process, after a restart
+	ctx := context.Background()
+	waiting, err := q2.List(ctx, pgstore.ListFilter{States: []pgstore.IntentState{pgstore.StateNeedsApproval}})
+	require.NoError(t, err)
+	require.Len(t, waiting, 2)
+	assert.ErrorIs(t, q2.Retry(ctx, big.OrderID, "x"), pgstore.ErrIntentState)
+	require.NoError(t, q2.Approve(ctx, big.OrderID, "approved by alice"))
+	require.NoError(t, q2.Reject(ctx, bad.OrderID, "rejected by bob: unknown customer"))
+	assert.ErrorIs(t, q2.Approve(ctx, bad.OrderID, "x"), pgstore.ErrIntentState, "a rejected intent stays rejected")
+	run(t, q2)
+	waitFor(t, q2, "approved paid, rejected final", func(c map[pgstore.IntentState]int) bool {
+		return c[pgstore.StatePaid] == 2 && c[pgstore.StateRejected] == 1
+	})
+	in, err := q2.Get(ctx, big.OrderID)
+	require.NoError(t, err)
+	assert.Equal(t, "approved by alice", in.Note)
+	assert.Equal(t, 1, r.fake.PayoutsWithOrderID(big.OrderID))
+	assert.Zero(t, r.fake.PayoutsWithOrderID(bad.OrderID))
+	assert.Equal(t, map[string]int{small.OrderID: 1, big.OrderID: 1, bad.OrderID: 1}, r.effectCounts(t))
+
+	stops, err := q2.CheckGuardrails(ctx, []cryptopay.CreatePayoutParams{small, big})
+	require.NoError(t, err)
+	require.Len(t, stops, 1)
+	assert.Equal(t, "approval", stops[0].Err.Rule)
+	assert.Equal(t, big.OrderID, stops[0].OrderID)
+}
+
+func TestQueueConfigInvalid(t *testing.T) {
+	r := newQRig(t)
+	tests := []struct {
+		name string
+		edit func(*pgstore.QueueConfig)
+	}{
+		{"no pool", func(c *pgstore.QueueConfig) { c.Pool = nil }},
+		{"no client", func(c *pgstore.QueueConfig) { c.Client = nil }},
+		{"bad table", func(c *pgstore.QueueConfig) { c.Table = "Robert'); DROP TABLE x" }},
+		{"lease too short", func(c *pgstore.QueueConfig) { c.Lease = 2 * c.SendTimeout }},
+		{"negative cap", func(c *pgstore.QueueConfig) {
+			c.Guardrails.MaxAmount = map[string]decimal.Decimal{"usdt": decimal.NewFromInt(-1)}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := r.config(r.fake.Client())
+			tt.edit(&cfg)
+			_, err := pgstore.NewQueue(context.Background(), cfg)
+			assert.ErrorIs(t, err, pgstore.ErrInvalidOption)
+		})
+	}
+}

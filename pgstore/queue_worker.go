@@ -1,0 +1,478 @@
+package pgstore
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/cryptopay/cryptopay-go"
+)
+
+// recordTimeout bounds a worker's database write after the create request
+// has ended, which runs even when Run's ctx has ended: the outcome of a
+// request that was sent is worth recording.
+const recordTimeout = 10 * time.Second
+
+// claimed is an intent a worker holds: its lease token and the local time
+// by which the worker must be done with it (the lease, less a margin).
+type claimed struct {
+	*Intent
+	tries    int
+	token    []byte
+	deadline time.Time
+	// committed: this worker committed the attempt in commitBatch and
+	// has not sent it yet.
+	committed bool
+}
+
+// errLostLease: the intent's lease passed to another worker (or an operator
+// moved it); this worker records nothing more and sends nothing.
+var errLostLease = errors.New("pgstore: lease lost")
+
+// Run works the queue until ctx ends: it claims due intents (any number of
+// replicas may Run on the same table; each intent is held by one at a
+// time, under a lease), sends, reconciles and follows them, at most
+// QueueConfig.Concurrency at once. It returns ctx's error once the intents
+// in hand are done with. Database and API errors are retried, never
+// returned: an intent whose worker cannot record its progress is taken
+// over when the lease ends, and reconciled.
+func (q *Queue) Run(ctx context.Context) error {
+	slots := make(chan struct{}, q.cfg.Concurrency)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for {
+		// Wait for a free slot, then take every free slot.
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		n := 1
+		for n < cap(slots) {
+			select {
+			case slots <- struct{}{}:
+				n++
+				continue
+			default:
+			}
+			break
+		}
+		batch, err := q.claim(ctx, n)
+		if err != nil && ctx.Err() == nil {
+			q.log.LogAttrs(ctx, slog.LevelWarn, "pgstore: claiming payout intents", slog.String("error", err.Error()))
+		}
+		q.commitBatch(ctx, batch)
+		for range n - len(batch) {
+			<-slots
+		}
+		for _, c := range batch {
+			wg.Go(func() {
+				defer func() { <-slots }()
+				q.handle(ctx, c)
+			})
+		}
+		if len(batch) == n {
+			continue // there may be more due
+		}
+		t := time.NewTimer(q.cfg.PollInterval)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-q.wake:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+// claim leases up to n due intents to this worker.
+func (q *Queue) claim(ctx context.Context, n int) ([]claimed, error) {
+	start := time.Now()
+	token := newToken()
+	rows, err := q.cfg.Pool.Query(ctx, q.sql.claim, n, q.cfg.Lease.Microseconds(), token)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	// The worker stops using an intent a tenth of the lease before the
+	// lease ends by the clock of this machine, started before the claim.
+	deadline := start.Add(q.cfg.Lease - q.cfg.Lease/10)
+	var out []claimed
+	for rows.Next() {
+		c := claimed{token: token, deadline: deadline}
+		if c.Intent, err = scanIntent(rows, &c.tries); err != nil {
+			return out, err
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// handle takes one claimed intent one step (or a few) further.
+func (q *Queue) handle(ctx context.Context, c claimed) {
+	ctx, cancel := context.WithDeadline(ctx, c.deadline)
+	defer cancel()
+	var err error
+	switch c.State {
+	case StateSending:
+		if c.committed {
+			err = q.post(ctx, c)
+			break
+		}
+		err = q.reconcile(ctx, c)
+	case StateQueued:
+		err = q.send(ctx, c)
+	case StateReconciling, StateParked:
+		err = q.reconcile(ctx, c)
+	case StateCreated:
+		err = q.follow(ctx, c)
+	}
+	if err != nil && !errors.Is(err, errLostLease) {
+		q.log.LogAttrs(ctx, slog.LevelWarn, "pgstore: payout intent step", slog.String("orderId", c.Params.OrderID),
+			slog.String("state", string(c.State)), slog.String("error", err.Error()))
+	}
+}
+
+// change is one recorded change of a held intent.
+type change struct {
+	to               IntentState
+	verdict, errText string
+	tries            int
+	after            time.Duration // next look, from now
+	payoutID         string
+	payoutStatus     cryptopay.PayoutStatus
+}
+
+// record writes ch for a held intent (a final state through finish).
+func (q *Queue) record(ctx context.Context, c claimed, ch change) error {
+	if ch.to.IsFinal() {
+		return q.finish(ctx, c, ch)
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	defer cancel()
+	in, err := scanIntent(q.cfg.Pool.QueryRow(ctx, q.sql.set, q.setArgs(c, ch, false)...))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return errLostLease
+	}
+	if err != nil {
+		return fmt.Errorf("recording %s: %w", ch.to, err)
+	}
+	q.observe(Transition{OrderID: in.Params.OrderID, From: c.State, To: ch.to, Attempts: in.Attempts, Verdict: ch.verdict, Err: ch.errText})
+	return nil
+}
+
+func (q *Queue) setArgs(c claimed, ch change, final bool) []any {
+	return []any{c.Params.OrderID, c.token, string(ch.to), ch.verdict, ch.errText, ch.tries, ch.after.Microseconds(),
+		ch.payoutID, string(ch.payoutStatus), final}
+}
+
+// finish records a final state and runs OnFinal in the same transaction.
+// The transaction's first round trip both begins it and records the
+// change (see finalBegin). If OnFinal fails the change rolls back and the
+// intent is looked at again after a backoff.
+func (q *Queue) finish(ctx context.Context, c claimed, ch change) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), q.cfg.Lease/2)
+	defer cancel()
+	in := c.after(ch)
+	err := pgx.BeginTxFunc(ctx, q.cfg.Pool, pgx.TxOptions{BeginQuery: q.finalBegin(c, ch)}, func(tx pgx.Tx) error {
+		if q.cfg.OnFinal == nil {
+			return nil
+		}
+		if err := q.cfg.OnFinal(ctx, tx, in); err != nil {
+			return fmt.Errorf("OnFinal: %w", err)
+		}
+		return nil
+	})
+	if pgErr := (*pgconn.PgError)(nil); errors.As(err, &pgErr) && pgErr.Code == "22012" /* division_by_zero */ {
+		return errLostLease // the UPDATE matched no row: see finalBegin
+	}
+	if err != nil {
+		// Keep the state; look again later, with the error on record.
+		back := change{to: c.State, errText: errText(err), tries: c.tries + 1, after: q.backoff(c.tries)}
+		if rerr := q.record(ctx, c, back); rerr != nil {
+			return errors.Join(err, rerr)
+		}
+		return err
+	}
+	q.observe(Transition{OrderID: in.Params.OrderID, From: c.State, To: ch.to, Attempts: in.Attempts, Verdict: ch.verdict, Err: ch.errText})
+	return nil
+}
+
+// finalBegin is the final transaction's BEGIN, which also records the
+// final state (the same UPDATE as record, by the lease holder only) in the
+// same round trip, and bounds how long the transaction may sit idle. The
+// values are quoted as literals (a BEGIN query takes no parameters); a
+// lease that is no longer held fails it with a division by zero, before
+// OnFinal runs.
+func (q *Queue) finalBegin(c claimed, ch change) string {
+	return fmt.Sprintf(`BEGIN ISOLATION LEVEL READ COMMITTED READ WRITE;
+SET LOCAL idle_in_transaction_session_timeout = %d;
+WITH u AS (%s) SELECT 1 / count(*) FROM u`, max(q.cfg.Lease.Milliseconds()/2, 1),
+		q.sql.finalSet(quoteLiteral(c.Params.OrderID), byteaLiteral(c.token), quoteLiteral(string(ch.to)),
+			quoteLiteral(ch.verdict), quoteLiteral(ch.errText), quoteLiteral(ch.payoutID), quoteLiteral(string(ch.payoutStatus))))
+}
+
+// after returns the intent as ch leaves it (what OnFinal receives).
+func (c claimed) after(ch change) *Intent {
+	in := *c.Intent
+	in.State, in.LastError, in.UpdatedAt = ch.to, ch.errText, time.Now()
+	in.Verdict = cmpOr(ch.verdict, in.Verdict)
+	in.PayoutID = cmpOr(ch.payoutID, in.PayoutID)
+	in.PayoutStatus = cmpOr(ch.payoutStatus, in.PayoutStatus)
+	return &in
+}
+
+// quoteLiteral quotes s as an SQL string literal, whatever the server's
+// standard_conforming_strings: E'...' with quotes and backslashes doubled.
+// A NUL byte, which no text value can hold, becomes U+FFFD.
+func quoteLiteral(s string) string {
+	s = strings.ReplaceAll(s, "\x00", "\uFFFD")
+	s = strings.ReplaceAll(s, "\\", "\\\\")
+	return "E'" + strings.ReplaceAll(s, "'", "''") + "'"
+}
+
+// byteaLiteral writes b as a bytea literal.
+func byteaLiteral(b []byte) string { return "E'\\\\x" + hex.EncodeToString(b) + "'::bytea" }
+
+// backoff is the wait after the tries-th failed look: BackoffMin doubling
+// up to BackoffMax.
+func (q *Queue) backoff(tries int) time.Duration {
+	d := q.cfg.BackoffMin
+	for range min(tries, 30) {
+		d *= 2
+		if d >= q.cfg.BackoffMax {
+			return q.cfg.BackoffMax
+		}
+	}
+	return d
+}
+
+// send checks the guardrails, commits an attempt and sends the create
+// request once.
+func (q *Queue) send(ctx context.Context, c claimed) error {
+	p := c.Params
+	if stop := q.cfg.Guardrails.stop(ctx, p); stop != nil {
+		return q.record(ctx, c, change{to: StateBlocked, errText: errText(stop)})
+	}
+	// Never start a request that could outlive the lease: the worker that
+	// takes over would reconcile while it is still in flight.
+	if time.Until(c.deadline) < q.cfg.SendTimeout {
+		return q.record(ctx, c, change{to: c.State, tries: c.tries})
+	}
+	attemptedAt := time.Now()
+	held, err := q.commitAttempt(ctx, c, attemptedAt)
+	if err != nil || held != nil {
+		if held != nil {
+			return q.record(ctx, c, change{to: StateQueued, errText: errText(held), tries: c.tries + 1, after: q.cfg.BackoffMin})
+		}
+		return err // not committed (or not known to be): nothing is sent
+	}
+	c.State, c.AttemptedAt, c.Attempts = StateSending, attemptedAt, c.Attempts+1
+	return q.post(ctx, c)
+}
+
+// post sends the create request of a committed attempt, once, and records
+// what its answer shows.
+func (q *Queue) post(ctx context.Context, c claimed) error {
+	q.at("attempt-committed")
+	sctx, cancel := context.WithTimeout(ctx, q.cfg.SendTimeout)
+	pay, err := q.api.create(sctx, c.Params)
+	cancel()
+	q.at("answer-read")
+	switch {
+	case err == nil:
+		return q.created(ctx, c, pay.ID, pay.Status, "")
+	case definiteRefusal(err):
+		return q.record(ctx, c, change{to: StateRefused, errText: errText(err)})
+	default:
+		// No answer, a 5xx, a timeout ...: the payout may exist. Reconcile
+		// once the list has had time to show it.
+		return q.record(ctx, c, change{to: StateReconciling, errText: errText(err), after: q.settle()})
+	}
+}
+
+// commitBatch commits, in one statement, the attempts of the freshly
+// claimed queued intents that no guardrail needs to look at one by one
+// (those of a currency without a velocity cap, passing the other checks;
+// a blocked one is recorded by its own handler). It marks them committed;
+// the others go through send. After an error this worker cannot know
+// which attempts committed, so it sends none of them: those left queued
+// by the error go through send (whose own commit finds an intent no longer
+// queued if the batch did commit it, and sends nothing), and those it saw
+// committed are reconciled first, like any intent found in sending.
+func (q *Queue) commitBatch(ctx context.Context, batch []claimed) {
+	var ids []string
+	idx := make(map[string]int)
+	for i := range batch {
+		c := &batch[i]
+		if c.State != StateQueued || time.Until(c.deadline) < q.cfg.SendTimeout {
+			continue
+		}
+		if _, capped := capOf(q.cfg.Guardrails.Velocity, c.Params.Currency); capped || q.cfg.Guardrails.stop(ctx, c.Params) != nil {
+			continue
+		}
+		idx[c.Params.OrderID] = i
+		ids = append(ids, c.Params.OrderID)
+	}
+	if len(ids) == 0 {
+		return
+	}
+	at := time.Now()
+	rows, err := q.cfg.Pool.Query(ctx, q.sql.attemptMany, ids, batch[0].token, at)
+	if err != nil {
+		return
+	}
+	var id string
+	_, err = pgx.ForEachRow(rows, []any{&id}, func() error {
+		if i, ok := idx[id]; ok {
+			c := &batch[i]
+			c.State, c.AttemptedAt, c.Attempts, c.committed = StateSending, at, c.Attempts+1, true
+		}
+		return nil
+	})
+	if err != nil {
+		// Not known which committed: none is sent by this worker; each
+		// one's own commit in send finds it no longer queued if it did.
+		for i := range batch {
+			batch[i].committed = false
+		}
+	}
+}
+
+// commitAttempt commits the attempt (state sending, attempt time) before
+// the request is sent. With a velocity cap for the currency it first
+// checks the cap under the currency's lock, in the same transaction; a
+// *GuardrailError then means the cap holds the intent back.
+func (q *Queue) commitAttempt(ctx context.Context, c claimed, at time.Time) (*GuardrailError, error) {
+	args := []any{c.Params.OrderID, c.token, at, string(c.State), c.Verdict}
+	limit, capped := capOf(q.cfg.Guardrails.Velocity, c.Params.Currency)
+	if !capped {
+		tag, err := q.cfg.Pool.Exec(ctx, q.sql.attempt, args...)
+		if err == nil && tag.RowsAffected() == 0 {
+			err = errLostLease
+		}
+		return nil, err
+	}
+	var held *GuardrailError
+	err := pgx.BeginFunc(ctx, q.cfg.Pool, func(tx pgx.Tx) error {
+		var err error
+		if held, err = q.velocityCheck(ctx, tx, c.Params, limit); err != nil || held != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, q.sql.attempt, args...)
+		if err == nil && tag.RowsAffected() == 0 {
+			err = errLostLease
+		}
+		return err
+	})
+	return held, err
+}
+
+// settle is how long after an attempt its reconciliation should start.
+func (q *Queue) settle() time.Duration {
+	return cmpOr(q.cfg.ReconcileSettleTime, cryptopay.DefaultReconcileSettleTime)
+}
+
+// definiteRefusal reports whether a create request's error means the
+// payout was not created and never will be from this attempt: the SDK
+// refused the params before sending, or the API answered a 4xx other than
+// 408 (the request may have been processed) and 429 (a rate limit, not a
+// refusal of the payout; it is reconciled and sent again). Everything else
+// (an unknown outcome, a context that ended, a transport error) is
+// reconciled before anything is sent again.
+func definiteRefusal(err error) bool {
+	if errors.Is(err, cryptopay.ErrOutcomeUnknown) {
+		return false
+	}
+	if errors.Is(err, cryptopay.ErrInvalidParams) {
+		return true
+	}
+	var apiErr *cryptopay.APIError
+	if !errors.As(err, &apiErr) {
+		return false
+	}
+	s := apiErr.StatusCode
+	return s >= 400 && s < 500 && s != http.StatusRequestTimeout && s != http.StatusTooManyRequests
+}
+
+// created records a payout that exists, finishing at once if its status is
+// already final.
+func (q *Queue) created(ctx context.Context, c claimed, id string, st cryptopay.PayoutStatus, verdict string) error {
+	if to, final := finalState(st); final {
+		return q.record(ctx, c, change{to: to, verdict: verdict, payoutID: id, payoutStatus: st})
+	}
+	return q.record(ctx, c, change{to: StateCreated, verdict: verdict, payoutID: id, payoutStatus: st, after: q.cfg.FollowEvery})
+}
+
+// finalState maps a payout's terminal status to the intent's final state.
+func finalState(st cryptopay.PayoutStatus) (IntentState, bool) {
+	switch {
+	case st.IsSuccess():
+		return StatePaid, true
+	case st.IsTerminal():
+		return StateFailed, true
+	}
+	return "", false
+}
+
+// reconcile decides an attempt whose outcome is unknown from the payout
+// list: exists (follow it), not created (send again), still unknown (park
+// it, and look again after a backoff).
+func (q *Queue) reconcile(ctx context.Context, c claimed) error {
+	res, err := q.api.lookup(ctx, c.Params.OrderID, c.AttemptedAt)
+	switch {
+	case err == nil && res.Verdict == cryptopay.PayoutExists:
+		return q.created(ctx, c, res.Payout.ID, res.Payout.Status, res.Verdict.String())
+	case err == nil && res.Verdict == cryptopay.PayoutNotCreated:
+		c.Verdict = res.Verdict.String()
+		return q.send(ctx, c)
+	}
+	if err == nil {
+		err = errors.New(res.Reason)
+	}
+	return q.record(ctx, c, change{to: StateParked, verdict: cryptopay.PayoutStillUnknown.String(), errText: errText(err),
+		tries: c.tries + 1, after: q.backoff(c.tries)})
+}
+
+// follow reads a created payout's status: by id when known, else from the
+// list by orderId; a final status finishes the intent.
+func (q *Queue) follow(ctx context.Context, c claimed) error {
+	var st cryptopay.PayoutStatus
+	if c.PayoutID != "" {
+		p, err := q.api.get(ctx, c.PayoutID)
+		if err != nil {
+			return q.record(ctx, c, change{to: StateCreated, errText: errText(err), tries: c.tries + 1, after: q.backoff(c.tries)})
+		}
+		st = p.Status
+	} else {
+		res, err := q.api.lookup(ctx, c.Params.OrderID, c.AttemptedAt)
+		if err == nil && res.Verdict != cryptopay.PayoutExists {
+			err = fmt.Errorf("the payout list no longer shows it: %s", res.Reason)
+		}
+		if err != nil {
+			return q.record(ctx, c, change{to: StateCreated, errText: errText(err), tries: c.tries + 1, after: q.backoff(c.tries)})
+		}
+		st = res.Payout.Status
+	}
+	if to, final := finalState(st); final {
+		return q.record(ctx, c, change{to: to, payoutStatus: st})
+	}
+	return q.record(ctx, c, change{to: StateCreated, payoutStatus: st, after: q.cfg.FollowEvery})
+}
+
+// at marks a named point of the worker for tests.
+func (q *Queue) at(point string) {
+	if q.hook != nil {
+		q.hook(point)
+	}
+}
