@@ -4,7 +4,7 @@ go 1.26
 
 require (
 	github.com/chromedp/chromedp v0.23.0
-	github.com/cryptopay/cryptopay-go v0.0.0
+	github.com/cryptopay/cryptopay-go v0.1.0
 	github.com/makiuchi-d/gozxing v0.1.1
 	github.com/shopspring/decimal v1.6.0
 	github.com/stretchr/testify v1.12.1
@@ -19,5 +19,3 @@ require (
 	golang.org/x/text v0.41.0 // indirect
 	golang.org/x/xerrors v0.0.0-20200804184101-5ec99f83aff1 // indirect
 )
-
-replace github.com/cryptopay/cryptopay-go => ../
