@@ -93,8 +93,6 @@ func (w *wirePayment) to(p *Payment) {
 	p.CreatedAt, p.UpdatedAt, p.ExpiredAt = w.CreatedAt.Time, w.UpdatedAt.Time, w.ExpiredAt.Time
 }
 
-// check is Payment.check for the wire form, which also sees whether the
-// required payAmount was sent.
 // answerOrderID is the orderId a create's answer was made for.
 func (w *wirePayment) answerOrderID() string { return w.OrderID }
 
@@ -102,6 +100,8 @@ func (w *wirePayment) answerOrderID() string { return w.OrderID }
 // does not matter).
 func (w *wirePayment) answers(id string) bool { return strings.EqualFold(w.ID, id) }
 
+// check is Payment.check for the wire form, which also sees whether the
+// required payAmount was sent.
 func (w *wirePayment) check() string {
 	return cmp.Or((*Payment)(&w.paymentFields).check(), requiredAmount("payAmount", w.PayAmount))
 }
