@@ -318,13 +318,13 @@ func (a *app) payoutBatch(args []string) error {
 	rows, errs := readBatch(f)
 	if len(errs) > 0 {
 		for _, e := range errs {
-			fmt.Fprintln(a.stderr, "cryptopay: payout batch: "+a.errorText(pos[0]+": "+e.Error()))
+			fmt.Fprintln(a.stderr, "cryptopay: payout batch: "+a.safeText(pos[0]+": "+e.Error()))
 		}
 		more := ""
 		if len(errs) == maxBadRows {
 			more = " (the first " + strconv.Itoa(maxBadRows) + " shown)"
 		}
-		fmt.Fprintln(a.stderr, "cryptopay: payout batch: "+a.errorText(pos[0])+": bad rows"+more+"; nothing was enqueued")
+		fmt.Fprintln(a.stderr, "cryptopay: payout batch: "+a.safeText(pos[0])+": bad rows"+more+"; nothing was enqueued")
 		return quietExit(exitUsage)
 	}
 

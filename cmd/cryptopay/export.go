@@ -70,14 +70,15 @@ type exportWriter interface {
 type csvExport struct {
 	w        *csv.Writer
 	safe     bool
-	terminal bool // stdout is a terminal: cells go through termSafe
+	terminal bool     // stdout is a terminal: cells go through termSafe
+	secrets  []string // redacted from cells on a terminal (see redactSecrets)
 }
 
 func (e *csvExport) write(it listItem) error {
 	rec := it.csvRecord(e.safe)
 	if e.terminal {
 		for i, v := range rec {
-			rec[i] = termSafe(v)
+			rec[i] = termSafe(redactSecrets(v, e.secrets...))
 		}
 	}
 	return e.w.Write(rec)
@@ -105,6 +106,13 @@ func (a *app) payoutExport(args []string) error {
 	if *pageSize <= 0 {
 		return usageErr("payout export: --page-size must be positive")
 	}
+	if *format != "csv" && *format != "jsonl" {
+		return usageErr("payout export: --format %q: want csv or jsonl", *format)
+	}
+	c, err := a.client() // first: it reads the key the writers redact
+	if err != nil {
+		return err
+	}
 	var out exportWriter
 	switch *format {
 	case "csv":
@@ -112,16 +120,14 @@ func (a *app) payoutExport(args []string) error {
 		if err := w.Write(csvHeader); err != nil {
 			return err
 		}
-		out = &csvExport{w: w, safe: *safe, terminal: a.isTerminal(a.stdout)}
+		out = &csvExport{w: w, safe: *safe, terminal: a.isTerminal(a.stdout), secrets: a.secrets}
 	case "jsonl":
 		bw := bufio.NewWriterSize(a.stdout, 64<<10)
-		out = &jsonlExport{bw: bw, enc: json.NewEncoder(jsonWriter{bw})}
-	default:
-		return usageErr("payout export: --format %q: want csv or jsonl", *format)
-	}
-	c, err := a.client()
-	if err != nil {
-		return err
+		jw := jsonWriter{w: bw}
+		if a.isTerminal(a.stdout) {
+			jw.secrets = a.secrets // a file or pipe gets the data exact
+		}
+		out = &jsonlExport{bw: bw, enc: json.NewEncoder(jw)}
 	}
 	bar := a.exportProgress(c)
 	n := 0

@@ -110,7 +110,7 @@ func (a *app) main(args []string) int {
 		fmt.Fprintln(a.stderr, "cryptopay: interrupted")
 		return code
 	}
-	fmt.Fprintln(a.stderr, "cryptopay: "+a.errorText(errorLine(err)))
+	fmt.Fprintln(a.stderr, "cryptopay: "+a.safeText(errorLine(err)))
 	return code
 }
 
@@ -132,7 +132,7 @@ func exitCode(ctx context.Context, err error) int {
 
 // errorLine is err on one line, with the API's request id when there is
 // one and the message does not carry it yet. It carries server text (an
-// API error's code and message, a request id): print it through errorText.
+// API error's code and message, a request id): print it through safeText.
 func errorLine(err error) string {
 	msg := strings.TrimPrefix(strings.Join(strings.Fields(err.Error()), " "), "cryptopay: ")
 	var apiErr *cryptopay.APIError

@@ -80,10 +80,11 @@ func distinct(s string) int {
 	return n
 }
 
-// errorText is text an error brings to the terminal, made safe to print:
-// no part of a secret the CLI read, no database password, no control
-// character.
-func (a *app) errorText(s string) string {
+// safeText is server or database text (an answer's fields, an error built
+// from one) made safe to print: no part of a secret the CLI read, no
+// database password, no control character. Every table cell, status line
+// and error line goes through it.
+func (a *app) safeText(s string) string {
 	return termSafe(redactSecrets(dbErrorText(s, a.dbSecrets), a.secrets...))
 }
 
