@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -57,31 +58,12 @@ func prepare(repo, version, date string) error {
 		if err != nil {
 			return err
 		}
-		f, err := modfile.Parse(name, data, nil)
+		out, why, err := bumpModFile(m.dir, data, ours, cur, v)
 		if err != nil {
 			return err
 		}
-		for _, r := range f.Require {
-			if !ours[r.Mod.Path] {
-				continue
-			}
-			if r.Mod.Version != cur {
-				disagree = append(disagree, fmt.Sprintf("%s/go.mod requires %s %s", m.dir, r.Mod.Path, r.Mod.Version))
-				continue
-			}
-			if err := f.AddRequire(r.Mod.Path, v); err != nil {
-				return err
-			}
-		}
-		for _, r := range f.Replace {
-			if ours[r.Old.Path] {
-				disagree = append(disagree, fmt.Sprintf("%s/go.mod replaces %s (a user's go command ignores it, go install refuses it)", m.dir, r.Old.Path))
-			}
-		}
-		f.Cleanup()
-		if files[name], err = f.Format(); err != nil {
-			return err
-		}
+		disagree = append(disagree, why...)
+		files[name] = out
 	}
 	if len(disagree) > 0 {
 		return fmt.Errorf("the modules disagree with Version %s:\n\t%s", cur, strings.Join(disagree, "\n\t"))
@@ -89,26 +71,9 @@ func prepare(repo, version, date string) error {
 
 	workName := filepath.Join(abs, "go.work")
 	if data, err := os.ReadFile(workName); err == nil {
-		wf, err := modfile.ParseWork(workName, data, nil)
-		if err != nil {
+		if files[workName], err = bumpWorkFile(data, ours, cur, v); err != nil {
 			return err
 		}
-		for _, r := range slices.Clone(wf.Replace) {
-			if ours[r.Old.Path] && r.Old.Version != "" {
-				if r.Old.Version != cur {
-					return fmt.Errorf("go.work replaces %s %s, not Version %s", r.Old.Path, r.Old.Version, cur)
-				}
-				oldPath, oldVersion, newPath, newVersion := r.Old.Path, r.Old.Version, r.New.Path, r.New.Version
-				if err := wf.DropReplace(oldPath, oldVersion); err != nil {
-					return err
-				}
-				if err := wf.AddReplace(oldPath, v, newPath, newVersion); err != nil {
-					return err
-				}
-			}
-		}
-		wf.Cleanup()
-		files[workName] = modfile.Format(wf.Syntax)
 	}
 
 	clName := filepath.Join(abs, changelogFile)
@@ -128,6 +93,68 @@ func prepare(repo, version, date string) error {
 	}
 	fmt.Printf("prepared %s (was %s)\n", v, cur)
 	return nil
+}
+
+// bumpModFile moves every require in go.mod data (of the module in dir) of
+// one of ours (module paths) from cur to v. It returns the file as it would
+// be written, and what stops the move: a require of one of ours at another
+// version than cur, or a replace of one of ours (a user's go command ignores
+// it and go install refuses it).
+func bumpModFile(dir string, data []byte, ours map[string]bool, cur, v string) ([]byte, []string, error) {
+	f, err := modfile.Parse(path.Join(dir, "go.mod"), data, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	var disagree []string
+	for _, r := range f.Require {
+		if !ours[r.Mod.Path] {
+			continue
+		}
+		if r.Mod.Version != cur {
+			disagree = append(disagree, fmt.Sprintf("%s/go.mod requires %s %s", dir, r.Mod.Path, r.Mod.Version))
+			continue
+		}
+		if err := f.AddRequire(r.Mod.Path, v); err != nil {
+			return nil, nil, err
+		}
+	}
+	for _, r := range f.Replace {
+		if ours[r.Old.Path] {
+			disagree = append(disagree, fmt.Sprintf("%s/go.mod replaces %s (a user's go command ignores it, go install refuses it)", dir, r.Old.Path))
+		}
+	}
+	f.Cleanup()
+	out, err := f.Format()
+	return out, disagree, err
+}
+
+// bumpWorkFile moves go.work's versioned replaces of our modules from cur
+// to v, keeping their targets. A versioned replace of ours at another
+// version than cur is an error.
+func bumpWorkFile(data []byte, ours map[string]bool, cur, v string) ([]byte, error) {
+	wf, err := modfile.ParseWork("go.work", data, nil)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range slices.Clone(wf.Replace) {
+		if !ours[r.Old.Path] || r.Old.Version == "" {
+			continue
+		}
+		if r.Old.Version != cur {
+			return nil, fmt.Errorf("go.work replaces %s %s, not Version %s", r.Old.Path, r.Old.Version, cur)
+		}
+		// Add before dropping: the new line goes next to the old one, in
+		// its replace block, and the file keeps its layout.
+		oldPath, oldVersion, newPath, newVersion := r.Old.Path, r.Old.Version, r.New.Path, r.New.Version
+		if err := wf.AddReplace(oldPath, v, newPath, newVersion); err != nil {
+			return nil, err
+		}
+		if err := wf.DropReplace(oldPath, oldVersion); err != nil {
+			return nil, err
+		}
+	}
+	wf.Cleanup()
+	return modfile.Format(wf.Syntax), nil
 }
 
 // sectionOrder is Keep a Changelog's order of a release's subsections.
