@@ -47,15 +47,18 @@ done
 # go.sum: each module's lines for the new version of the others, from a
 # commit of the release tree that no ref names (the tags will point at the
 # same tree for every module, since no module's zip holds another's files).
-git add -A
-draft="$(git commit-tree "$(git write-tree)" -p HEAD -m "release $tag (draft)")"
-"$tool" tidy -release -repo . -rev "$draft" || { git reset -q --hard HEAD; die "go mod tidy failed; nothing changed"; }
-git add -A
-draft2="$(git commit-tree "$(git write-tree)" -p HEAD -m "release $tag (draft)")"
-# A module whose zip changed with its go.sum would change the sums of the
-# modules requiring it: go round once more and insist nothing moves.
-"$tool" tidy -release -repo . -rev "$draft2" >/dev/null
-git diff --quiet || { git reset -q --hard HEAD; die "go.sum did not settle; nothing changed"; }
+# A module's zip holds its go.sum, so when a round changes a module's lines,
+# the lines of the modules requiring it change in the next round (cmd
+# requires pgstore, which requires the SDK): go round until nothing moves,
+# at most once per module and once more.
+settled=""
+for ((round = 0; round <= ${#dirs[@]}; round++)); do
+	git add -A
+	draft="$(git commit-tree "$(git write-tree)" -p HEAD -m "release $tag (draft)")"
+	"$tool" tidy -release -repo . -rev "$draft" >/dev/null || { git reset -q --hard HEAD; die "go mod tidy failed; nothing changed"; }
+	if git diff --quiet; then settled=1; break; fi
+done
+[[ -n "$settled" ]] || { git reset -q --hard HEAD; die "go.sum did not settle; nothing changed"; }
 
 git commit -q -m "Release $tag: Version, the modules' requires of one another, go.work and CHANGELOG"
 for d in "${dirs[@]}"; do

@@ -85,6 +85,14 @@ func tidy(repo, rev string, check, release bool) error {
 				continue
 			}
 		}
+		if release {
+			// Computed again from this round's proxy: a line from an earlier
+			// round is stale when the module's zip changed since (its go.sum
+			// did), and go would refuse it as a checksum mismatch.
+			if err := dropSumLines(filepath.Join(abs, dir, "go.sum"), untagged); err != nil {
+				return err
+			}
+		}
 		cmd := exec.Command("go", args...)
 		cmd.Dir = filepath.Join(abs, dir)
 		cmd.Env = env
