@@ -10,6 +10,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -151,7 +152,7 @@ func TestReleaseScript(t *testing.T) {
 				at += i + len(w)
 			}
 			assert.NotContains(t, out, "tagged ")
-			assert.Equal(t, before, repoState(t, dir), "a refusal changes nothing")
+			assert.Empty(t, stateChanges(before, repoState(t, dir)), "a refusal changes nothing")
 		})
 	}
 
@@ -424,6 +425,30 @@ func repoState(t *testing.T, dir string) map[string]string {
 	state[".git index"] = gitT(t, dir, "diff", "--cached", "--binary", "HEAD")
 	state[".git status"] = gitT(t, dir, "status", "--porcelain", "--untracked-files=all")
 	return state
+}
+
+// stateChanges names what differs between two repoStates: a file by its
+// name, git's state with both values.
+func stateChanges(before, after map[string]string) []string {
+	var changes []string
+	for name, b := range before {
+		a, ok := after[name]
+		switch {
+		case !ok:
+			changes = append(changes, name+": removed")
+		case a != b && strings.HasPrefix(name, ".git "):
+			changes = append(changes, fmt.Sprintf("%s: %q, was %q", name, a, b))
+		case a != b:
+			changes = append(changes, name+": changed")
+		}
+	}
+	for name := range after {
+		if _, ok := before[name]; !ok {
+			changes = append(changes, name+": added")
+		}
+	}
+	sort.Strings(changes)
+	return changes
 }
 
 // modulePaths is the set of module paths of mods.
