@@ -205,7 +205,7 @@ func ExampleWithTimeout() {
 
 	var resp cryptopay.Response
 	_, err := client.GetBalances(context.Background(),
-		cryptopay.WithTimeout(50*time.Millisecond),        // this call only
+		cryptopay.WithTimeout(50*time.Millisecond),         // this call only
 		cryptopay.WithRetryPolicy(cryptopay.RetryPolicy{}), // and no retry
 		cryptopay.WithResponseInto(&resp))
 	fmt.Println(err != nil, resp.Attempts)
