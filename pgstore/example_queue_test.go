@@ -2,6 +2,7 @@ package pgstore_test
 
 import (
 	"context"
+	"fmt"
 	"log"
 	"os"
 	"time"
@@ -11,13 +12,17 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/cryptopay/cryptopay-go"
+	"github.com/cryptopay/cryptopay-go/cryptopaytest"
 	"github.com/cryptopay/cryptopay-go/pgstore"
 	"github.com/cryptopay/cryptopay-go/webhook"
 )
 
 // The setup of docs/payout-queue.md: a queue on the merchant's database,
-// with a final callback, an observer and guardrails, worked by Run on
-// every replica, woken by the webhook handler.
+// with a final callback, an observer and guardrails; Run works it on every
+// replica (ExampleQueue_Enqueue), woken by the webhook handler. Here a dry
+// run shows what the guardrails would do with three payouts, without
+// sending anything. The API is the bundled fake; the database is
+// $DATABASE_URL.
 func ExampleNewQueue() {
 	ctx := context.Background()
 	guardrails := pgstore.Guardrails{
@@ -28,9 +33,14 @@ func ExampleNewQueue() {
 		CheckAddress:     func(ctx context.Context, p cryptopay.CreatePayoutParams) error { return screen(ctx, p.WalletAddress) },
 		ApprovalAbove:    map[string]decimal.Decimal{"usdt": decimal.NewFromInt(1_000)},
 	}
-
-	pool, _ := pgxpool.New(ctx, os.Getenv("DATABASE_URL"))
-	client, _ := cryptopay.NewClient("https://api.example.com", os.Getenv("CRYPTOPAY_API_KEY"))
+	pool, err := pgxpool.New(ctx, os.Getenv("DATABASE_URL"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer pool.Close()
+	fake := cryptopaytest.NewServer() // in production: cryptopay.NewClient(baseURL, apiKey)
+	defer fake.Close()
+	client := fake.Client()
 
 	q, err := pgstore.NewQueue(ctx, pgstore.QueueConfig{
 		Pool:        pool,
@@ -43,13 +53,31 @@ func ExampleNewQueue() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	go q.Run(ctx) // on every replica; they share the table
-
-	h, err := webhookHandler(q, client, []byte(os.Getenv("CRYPTOPAY_WEBHOOK_SECRET")))
+	h, err := webhookHandler(q, client, []byte("example-secret-do-not-use-32byte"))
 	if err != nil {
 		log.Fatal(err)
 	}
-	_ = h
+	_ = h // served at the webhookUrl of each payout
+
+	var batch []cryptopay.CreatePayoutParams
+	for _, amount := range []string{"6000", "2500", "40"} {
+		batch = append(batch, cryptopay.CreatePayoutParams{
+			WalletAddress: "TXyz", Amount: decimal.RequireFromString(amount), Currency: "usdt", Network: "tron",
+			CustomerID: "user-1", CustomerIP: "203.0.113.7", OrderID: "wd-" + amount,
+		})
+	}
+	stops, err := q.CheckGuardrails(ctx, batch)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, st := range stops {
+		fmt.Println(st.OrderID, st.Err.Rule)
+	}
+	fmt.Println("sent:", fake.PayoutCount())
+	// Output:
+	// wd-6000 max_amount
+	// wd-2500 approval
+	// sent: 0
 }
 
 // webhookHandler is step 5 of docs/payout-queue.md.
