@@ -127,10 +127,12 @@ import (
 
 	"github.com/cryptopay/cryptopay-go"
 	"github.com/cryptopay/cryptopay-go/cryptopaytest"
+	"github.com/cryptopay/cryptopay-go/webhook"
 )
 
 var (
 	ctx             context.Context
+	store           webhook.DedupeStore
 	client          *cryptopay.Client
 	srv             *cryptopaytest.Server
 	params          cryptopay.CreatePayoutParams
