@@ -33,6 +33,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/json"
 	"io"
+	"log"
 	"math/big"
 	"net"
 	"net/http"
@@ -85,6 +86,7 @@ func newLoopback(t *testing.T, h func(n int64, w http.ResponseWriter, r *http.Re
 	lb.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h(lb.hits.Add(1), w, r)
 	}))
+	quietErrorLog(lb.Server)
 	lb.Config.ConnState = func(_ net.Conn, s http.ConnState) {
 		if s == http.StateNew {
 			lb.conns.Add(1)
@@ -407,4 +409,63 @@ func findPayout(c *Client, ctx context.Context, orderID string, opts ...Option) 
 		return nil, false, err
 	}
 	return res.Payout, res.Verdict == PayoutExists, nil
+}
+
+// connCounter counts, on the client's side, the connections its transport
+// has open at once: from the moment a dial returns to the transport's
+// Close of that connection.
+type connCounter struct {
+	mu                 sync.Mutex
+	open, peak, closed int64
+}
+
+// countConns makes c's own transport (the default one, not yet used) report
+// its connections to the returned counter.
+func countConns(t *testing.T, c *Client) *connCounter {
+	t.Helper()
+	tr, ok := c.rt.(*http.Transport)
+	require.True(t, ok, "the Client's own transport")
+	cc := &connCounter{}
+	dial := tr.DialContext
+	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		cc.mu.Lock()
+		cc.open++
+		cc.peak = max(cc.peak, cc.open)
+		cc.mu.Unlock()
+		return &countedConn{Conn: conn, cc: cc}, nil
+	}
+	return cc
+}
+
+func (cc *connCounter) counts() (open, peak, closed int64) {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	return cc.open, cc.peak, cc.closed
+}
+
+type countedConn struct {
+	net.Conn
+	cc   *connCounter
+	once sync.Once
+}
+
+func (c *countedConn) Close() error {
+	c.once.Do(func() {
+		c.cc.mu.Lock()
+		c.cc.open--
+		c.cc.closed++
+		c.cc.mu.Unlock()
+	})
+	return c.Conn.Close()
+}
+
+// quietErrorLog drops a test server's own log lines (a refused TLS
+// handshake, a connection the test cuts): the test asserts on what the
+// client sees, and the lines are noise in the test output.
+func quietErrorLog(s *httptest.Server) {
+	s.Config.ErrorLog = log.New(io.Discard, "", 0)
 }

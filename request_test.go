@@ -175,6 +175,7 @@ func TestPostNotReplayedThroughProxyHTTP1(t *testing.T) {
 	}))
 	cert, pool := newTestCert(t, proxiedHost)
 	lb.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
+	quietErrorLog(lb.Server)
 	lb.StartTLS()
 	t.Cleanup(lb.Close)
 	p := newConnectProxy(t, map[string]string{proxiedHost + ":443": lb.Listener.Addr().String()})

@@ -151,3 +151,20 @@ func findPayout(c *cryptopay.Client, ctx context.Context, orderID string) (*cryp
 	}
 	return res.Payout, res.Verdict == cryptopay.PayoutExists, nil
 }
+
+// closeReturns closes s and fails the test if Close has not returned when
+// the test's context ends: what is pending (a retry, a delay) is an hour
+// away, so returning at all shows that Close did not wait for it.
+func closeReturns(t *testing.T, s *cryptopaytest.Server) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.Close()
+	}()
+	select {
+	case <-done:
+	case <-ctx(t).Done():
+		t.Fatal("Close waited for what was pending")
+	}
+}

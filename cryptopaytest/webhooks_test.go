@@ -221,9 +221,7 @@ func TestWebhooksStopOnClose(t *testing.T) {
 	require.NoError(t, s.SetPayoutStatus(id, cryptopay.PayoutFailed))
 	_, err := s.WaitWebhooks(ctx(t), 1)
 	require.NoError(t, err)
-	start := time.Now()
-	s.Close()
-	assert.Less(t, time.Since(start), 2*time.Second)
+	closeReturns(t, s) // with a retry an hour away
 	assert.Len(t, s.Webhooks(), 1)
 	_, err = s.WaitWebhooks(ctx(t), 2)
 	assert.Error(t, err, "no more deliveries after Close")

@@ -3,7 +3,7 @@ module github.com/cryptopay/cryptopay-go/otelcryptopay
 go 1.26.0
 
 require (
-	github.com/cryptopay/cryptopay-go v0.0.0
+	github.com/cryptopay/cryptopay-go v0.1.0
 	github.com/shopspring/decimal v1.6.0
 	github.com/stretchr/testify v1.12.1
 	go.opentelemetry.io/otel v1.47.0
@@ -23,5 +23,3 @@ require (
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/sys v0.48.0 // indirect
 )
-
-replace github.com/cryptopay/cryptopay-go => ../

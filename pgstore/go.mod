@@ -11,7 +11,7 @@ require (
 require github.com/shopspring/decimal v1.6.0
 
 require (
-	github.com/cryptopay/cryptopay-go v0.0.0-00010101000000-000000000000
+	github.com/cryptopay/cryptopay-go v0.1.0
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
 	github.com/jackc/puddle/v2 v2.2.3 // indirect
@@ -19,5 +19,3 @@ require (
 	golang.org/x/sync v0.22.0 // indirect
 	golang.org/x/text v0.41.0 // indirect
 )
-
-replace github.com/cryptopay/cryptopay-go => ../

@@ -2,10 +2,8 @@ module github.com/cryptopay/cryptopay-go/redisstore
 
 go 1.26.0
 
-replace github.com/cryptopay/cryptopay-go => ../
-
 require (
-	github.com/cryptopay/cryptopay-go v0.0.0-00010101000000-000000000000
+	github.com/cryptopay/cryptopay-go v0.1.0
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/shopspring/decimal v1.6.0
 	github.com/stretchr/testify v1.12.1

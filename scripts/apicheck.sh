@@ -15,8 +15,10 @@ git cat-file -e "$base^{commit}" 2>/dev/null || git fetch -q origin "$base" 2>/d
 tmp=$(mktemp -d)
 trap 'git worktree remove --force "$tmp/base" >/dev/null 2>&1 || true; rm -rf "$tmp"' EXIT
 git worktree add -q --detach "$tmp/base" "$base"
-(cd "$tmp/base" && GOFLAGS=-mod=mod apidiff -m -w "$tmp/base.api" github.com/cryptopay/cryptopay-go 2>/dev/null)
-report=$(GOFLAGS=-mod=mod apidiff -m -incompatible "$tmp/base.api" github.com/cryptopay/cryptopay-go 2> >(grep -v "^Ignoring internal" >&2))
+# The root module alone (GOWORK=off): the baseline may predate go.work, and
+# -mod=mod (for a baseline's stale go.sum) is refused in workspace mode.
+(cd "$tmp/base" && GOWORK=off GOFLAGS=-mod=mod apidiff -m -w "$tmp/base.api" github.com/cryptopay/cryptopay-go 2>/dev/null)
+report=$(GOWORK=off apidiff -m -incompatible "$tmp/base.api" github.com/cryptopay/cryptopay-go 2> >(grep -v "^Ignoring internal" >&2))
 if [ -n "$report" ]; then
   echo "apicheck: incompatible API changes since $base:"
   echo "$report"

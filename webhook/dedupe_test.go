@@ -95,6 +95,9 @@ func TestMemoryDedupeStoreSize(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fills 300,000 keys")
 	}
+	if raceDetector {
+		t.Skip("a heap measurement: CI runs it without -race")
+	}
 	const n = 100_000
 	ctx := context.Background()
 	keys := make([]string, 3*n)
