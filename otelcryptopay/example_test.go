@@ -22,6 +22,19 @@ import (
 	"github.com/cryptopay/cryptopay-go/webhook"
 )
 
+// printMetricNames prints the name of each metric reader holds.
+func printMetricNames(reader *sdkmetric.ManualReader) {
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		log.Fatal(err)
+	}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			fmt.Println(m.Name)
+		}
+	}
+}
+
 // The usual setup: the program installs its OpenTelemetry providers once
 // (otel.SetTracerProvider, otel.SetMeterProvider; here a meter provider
 // with an in-memory reader, to print what was recorded) and hands the
@@ -38,15 +51,7 @@ func ExampleNewObserver() {
 		log.Fatal(err)
 	}
 
-	var rm metricdata.ResourceMetrics
-	if err := reader.Collect(context.Background(), &rm); err != nil {
-		log.Fatal(err)
-	}
-	for _, sm := range rm.ScopeMetrics {
-		for _, m := range sm.Metrics {
-			fmt.Println(m.Name)
-		}
-	}
+	printMetricNames(reader)
 	// Output: cryptopay.client.call.duration
 }
 
@@ -86,15 +91,7 @@ func ExampleWithTracerProvider() {
 	handler.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/webhooks/cryptopay?token=forged",
 		strings.NewReader(`{"paymentId":"6f1c0f9e-7d43-4b8e-9a8e-1f2a3b4c5d6e","orderId":"order-1","status":"paid"}`)))
 
-	var rm metricdata.ResourceMetrics
-	if err := reader.Collect(context.Background(), &rm); err != nil {
-		log.Fatal(err)
-	}
-	for _, sm := range rm.ScopeMetrics {
-		for _, m := range sm.Metrics {
-			fmt.Println(m.Name)
-		}
-	}
+	printMetricNames(reader)
 	fmt.Println(rec.Code, len(spans.GetSpans()), "spans")
 	// Output:
 	// cryptopay.client.call.duration
