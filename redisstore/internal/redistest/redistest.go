@@ -38,7 +38,9 @@ func Start(t testing.TB) *Server {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("redis-server is not on PATH (CI=true requires it): %v", err)
 		}
-		t.Skip("SKIPPING: redis-server is not on PATH; install it (apt-get install redis-server) to run the Redis tests")
+		const what = "redis-server is not on PATH; install it (apt-get install redis-server) to run the Redis tests"
+		tellTerminal("/dev/tty", what)
+		t.Skip("SKIPPING: " + what)
 	}
 	s := &Server{bin: bin, dir: t.TempDir()}
 	var lastErr error
