@@ -249,7 +249,8 @@ func (e *ValidationError) Is(target error) bool { return target == ErrInvalidPar
 // processed by the server although no answer says so: the connection broke
 // after the request may have been written, the attempt timed out, the server
 // answered anything but 2xx or a refusing 4xx (see createOutcomeUnknown: a
-// 3xx, 1xx, 408 or 5xx), or a 2xx body could not be read. The SDK never
+// 3xx, 1xx, 408 or 5xx), or a 2xx body could not be read or named another
+// orderId than the request's. The SDK never
 // resends such a request. It matches ErrOutcomeUnknown and, through Unwrap,
 // the cause (for an answer, the *APIError, and ErrServer for a 5xx).
 type OutcomeUnknownError struct {
@@ -300,8 +301,10 @@ func (e *OutcomeUnknownError) Is(target error) bool { return target == ErrOutcom
 func (e *OutcomeUnknownError) Unwrap() error { return e.Err }
 
 // ResponseError reports a 2xx answer whose body was not the documented shape
-// (not JSON, truncated, the wrong type, a required field missing, or larger
-// than the response cap). It matches ErrUnexpectedResponse.
+// (not JSON, truncated, the wrong type, a required field missing, larger
+// than the response cap, or naming another object than the request's: a
+// create's answer another orderId, a read's another id). It matches
+// ErrUnexpectedResponse.
 type ResponseError struct {
 	// StatusCode is the HTTP status.
 	StatusCode int

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/assert"
@@ -188,6 +189,105 @@ func TestRequestAmountBounded(t *testing.T) {
 				assert.Less(t, len(err.Error()), 200, "the error does not print the amount")
 			}
 			assert.Equal(t, int32(0), hits.Load(), "nothing sent")
+		})
+	}
+}
+
+// TestCreateAnswerForAnotherOrder: a 2xx to a create request that carries
+// another orderId than the request's (a caching proxy or gateway answering
+// with another request's response) is not this order's object: the call
+// is an unknown outcome, never a success the caller would record against
+// the wrong order. An answer without an orderId is not judged by it.
+func TestCreateAnswerForAnotherOrder(t *testing.T) {
+	tests := []struct {
+		name, payment, payout string
+		unknown               bool
+	}{
+		{"same orderId", paymentCreated, payoutBody, false},
+		{"another orderId",
+			strings.Replace(paymentCreated, `"orderId": "order-1"`, `"orderId": "order-2"`, 1),
+			strings.Replace(payoutBody, `"orderId": "wd-1"`, `"orderId": "wd-2"`, 1), true},
+		{"orderId differing in case",
+			strings.Replace(paymentCreated, `"orderId": "order-1"`, `"orderId": "ORDER-1"`, 1),
+			strings.Replace(payoutBody, `"orderId": "wd-1"`, `"orderId": "WD-1"`, 1), true},
+		{"no orderId",
+			strings.Replace(paymentCreated, `"orderId": "order-1",`, ``, 1),
+			strings.Replace(payoutBody, `"orderId": "wd-1",`, ``, 1), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, mux := setup(t)
+			var hits atomic.Int32
+			mux.HandleFunc("POST /v1/payment", serveJSON(201, tt.payment, nil, &hits))
+			mux.HandleFunc("POST /v1/payout", serveJSON(200, tt.payout, nil, &hits))
+			p, perr := c.CreatePayment(context.Background(), validPaymentParams())
+			o, oerr := c.CreatePayout(context.Background(), validPayoutParams())
+			assert.Equal(t, int32(2), hits.Load(), "each create sent once")
+			if !tt.unknown {
+				require.NoError(t, perr)
+				require.NoError(t, oerr)
+				assert.NotNil(t, p)
+				assert.NotNil(t, o)
+				return
+			}
+			for _, err := range []error{perr, oerr} {
+				assert.ErrorIs(t, err, ErrOutcomeUnknown)
+				assert.ErrorIs(t, err, ErrUnexpectedResponse)
+				assert.ErrorContains(t, err, "another orderId")
+			}
+			assert.Nil(t, p)
+			assert.Nil(t, o)
+		})
+	}
+}
+
+// TestReadAnswerForAnotherID: a 2xx to a read by id that names another
+// object (a cache or gateway answering with another object's status) is
+// an unexpected response, never that object's status reported as the one
+// asked for; a payment id differing only in letter case is the same UUID.
+func TestReadAnswerForAnotherID(t *testing.T) {
+	const other = "0b7c9f2e-1d3a-4c5b-8e6f-7a8b9c0d1e2f"
+	tests := []struct {
+		name, payment, payout string
+		ok                    bool
+	}{
+		{"same id", paymentStatus, payoutBody, true},
+		{"payment id in upper case", strings.Replace(paymentStatus, paymentID, strings.ToUpper(paymentID), 1), payoutBody, true},
+		{"another id",
+			strings.Replace(paymentStatus, paymentID, other, 1),
+			strings.Replace(payoutBody, `"po_77"`, `"po_78"`, 1), false},
+		{"payout id in another case", paymentStatus, strings.Replace(payoutBody, `"po_77"`, `"PO_77"`, 1), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, mux := setup(t)
+			mux.HandleFunc("GET /v1/payment/{id}/status", serveJSON(200, tt.payment, nil, nil))
+			mux.HandleFunc("GET /v1/payout/{id}/status", serveJSON(200, tt.payout, nil, nil))
+			p, perr := c.GetPayment(context.Background(), paymentID)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			w, werr := c.WaitForPayment(ctx, WaitForPaymentParams{ID: paymentID})
+			o, oerr := c.GetPayout(context.Background(), "po_77")
+			if tt.ok {
+				require.NoError(t, perr)
+				require.NoError(t, werr)
+				assert.Equal(t, PaymentStatus("paid"), w.Status)
+				if !strings.Contains(tt.name, "payout") {
+					require.NoError(t, oerr)
+					assert.Equal(t, "po_77", o.ID)
+				}
+				assert.NotNil(t, p)
+				return
+			}
+			if tt.name == "another id" {
+				assert.ErrorIs(t, perr, ErrUnexpectedResponse)
+				assert.ErrorContains(t, perr, "another id")
+				assert.Error(t, werr, "a wait does not report another payment's status")
+				assert.Nil(t, p)
+				assert.Nil(t, w)
+			}
+			assert.ErrorIs(t, oerr, ErrUnexpectedResponse)
+			assert.Nil(t, o)
 		})
 	}
 }

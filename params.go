@@ -129,6 +129,7 @@ func getByID[T, W any, PW decoder[T, W]](ctx context.Context, c *Client, e endpo
 	}
 	r := e.call(opts)
 	r.path += url.PathEscape(id) + "/status"
+	r.id = id
 	return fetch[T, W, PW](ctx, c, r, pool)
 }
 

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"reflect"
+	"strings"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -91,6 +92,13 @@ func (w *wirePayment) to(p *Payment) {
 	p.PayAmount, p.PaidAmount, p.MerchantAmount = w.PayAmount.Decimal, w.PaidAmount.Null(), w.MerchantAmount.Null()
 	p.CreatedAt, p.UpdatedAt, p.ExpiredAt = w.CreatedAt.Time, w.UpdatedAt.Time, w.ExpiredAt.Time
 }
+
+// answerOrderID is the orderId a create's answer was made for.
+func (w *wirePayment) answerOrderID() string { return w.OrderID }
+
+// answers reports whether w is the payment id names (a UUID: letter case
+// does not matter).
+func (w *wirePayment) answers(id string) bool { return strings.EqualFold(w.ID, id) }
 
 // check is Payment.check for the wire form, which also sees whether the
 // required payAmount was sent.

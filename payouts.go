@@ -84,6 +84,12 @@ func (w *wirePayout) to(p *Payout) {
 
 func (p *Payout) check() string { return checkIDStatus(p.ID, string(p.Status), "payoutId missing") }
 
+// answerOrderID is the orderId a create's answer was made for.
+func (w *wirePayout) answerOrderID() string { return w.OrderID }
+
+// answers reports whether w is the payout id names.
+func (w *wirePayout) answers(id string) bool { return w.ID == id }
+
 func (w *wirePayout) check() string {
 	return cmp.Or((*Payout)(&w.payoutFields).check(), requiredAmount("amount", w.Amount))
 }

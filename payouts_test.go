@@ -122,7 +122,7 @@ func TestGetPayoutEscapesID(t *testing.T) {
 func TestGetPayoutRefusesUntravellableIDs(t *testing.T) {
 	c, mux := setup(t)
 	var hits atomic.Int32
-	mux.HandleFunc("/", serveJSON(200, payoutBody, nil, &hits))
+	mux.HandleFunc("/", serveJSON(200, strings.Replace(payoutBody, `"po_77"`, `"`+strings.Repeat("a", 256)+`"`, 1), nil, &hits))
 	for id, reason := range map[string]string{
 		"":                       "empty",
 		".":                      "path step",

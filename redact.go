@@ -20,7 +20,8 @@ const redacted = "[REDACTED]"
 // 128) is scrubbed first and cut second, by scrubber.cut.
 //
 // The key is matched in any letter case and in the encodings a server is
-// likely to use for it, in any mix: JSON escapes (\/, \uXXXX), \xXX,
+// likely to use for it, in any mix: JSON escapes (\/, \uXXXX, and either
+// escaped again, as JSON carried in a JSON string has them), \xXX,
 // percent-encoding (%2F, %2f) and HTML character references (&#47;,
 // &#x2F;). A key shorter than minScrubLen bytes is not searched for (it
 // would match ordinary text); NewClient refuses an empty key.
@@ -197,6 +198,9 @@ func decodeUnit(t string, i int) (dec string, width int, complete bool) {
 		if len(rest) < 2 {
 			return "", 0, false
 		}
+		if rest[1] == '\\' {
+			return backslashRun(rest)
+		}
 		switch c := rest[1]; {
 		case c == 'u':
 			return hexUnit(rest, 2, 4, true)
@@ -211,6 +215,28 @@ func decodeUnit(t string, i int) (dec string, width int, complete bool) {
 		return charRef(rest)
 	}
 	return rest[:1], 1, true
+}
+
+// backslashRun decodes a run of backslashes at the start of rest: an
+// escape encoded again, as JSON carried in a JSON string gives it (\\/,
+// \\\/, \\u002F: a gateway wrapping an upstream's error body), is
+// decoded as the escape its last backslash starts; a run followed by
+// anything else is an escaped backslash. Runs longer than maxUnitLen are
+// not looked into, so a body of backslashes costs linear time.
+func backslashRun(rest string) (string, int, bool) {
+	j := 2
+	for j < len(rest) && j < maxUnitLen && rest[j] == '\\' {
+		j++
+	}
+	if j == len(rest) {
+		return "", 0, false
+	}
+	if c := rest[j]; c != '\\' && c < 0x80 && (c == 'u' || c == 'x' || !isAlnum(c)) {
+		if dec, width, complete := decodeUnit(rest, j-1); width > 1 || !complete {
+			return dec, j - 1 + width, complete
+		}
+	}
+	return `\`, 2, true
 }
 
 // hexUnit decodes digits hex digits at rest[at:] as one byte (or, with

@@ -23,6 +23,7 @@ type request struct {
 	route        string // "GET /v1/payment/{id}/status": no id, no query
 	body         []byte // the JSON of a create request; nil for a read
 	orderID      string // carried into OutcomeUnknownError
+	id           string // a read by id: the id its answer must name
 	opts         []Option
 }
 
@@ -35,7 +36,7 @@ type call struct {
 	policy  RetryPolicy
 	timeout time.Duration // per attempt; 0: none
 	info    CallInfo
-	path    string // the escaped path requested, base prefix included, no query
+	path    string // the escaped path requested, base prefix included, no query, scrubbed
 	url     *url.URL
 	header  http.Header
 	start   time.Time
@@ -104,7 +105,9 @@ func (c *Client) startCall(ctx context.Context, r *request) (*call, error) {
 		return nil, &ValidationError{Field: "ctx", Reason: "is nil"}
 	}
 	cl := &call{c: c, r: r, start: time.Now(), policy: c.cfg.retry, timeout: c.timeout}
-	cl.path = c.basePath + pathOnly(r.path)
+	// The path names the request in errors and logs; an id in it may be
+	// server text handed back (a payout id), so it is scrubbed.
+	cl.path = c.scrubString(c.basePath + pathOnly(r.path))
 	if err := cl.applyOptions(); err != nil {
 		return nil, err
 	}
@@ -413,7 +416,26 @@ func (cl *call) decodeBody(body []byte, out any) *ResponseError {
 			return &ResponseError{Reason: why}
 		}
 	}
+	// An answer names the object it is about: a create's its orderId, a
+	// read's its id. One naming another (a cache or gateway answering with
+	// another request's response) is not this request's object; for a
+	// create, the request's own outcome is unknown. An answer without an
+	// orderId is not judged by it.
+	if o, ok := out.(answerNamer); ok {
+		switch got := o.answerOrderID(); {
+		case cl.r.orderID != "" && got != "" && got != cl.r.orderID:
+			return &ResponseError{Reason: "the answer is for another orderId than the request's"}
+		case cl.r.id != "" && !o.answers(cl.r.id):
+			return &ResponseError{Reason: "the answer is for another id than the request's"}
+		}
+	}
 	return nil
+}
+
+// answerNamer is an answer that names its object (wirePayment, wirePayout).
+type answerNamer interface {
+	answerOrderID() string  // the orderId it was made for
+	answers(id string) bool // whether it is the object with this id
 }
 
 // transportError turns an error from sending, reading or waiting into the

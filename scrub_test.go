@@ -1,6 +1,7 @@
 package cryptopay
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net/http"
@@ -59,6 +60,12 @@ func TestScrubberEncodings(t *testing.T) {
 		{"percent lower", pctLower(heldOutKey)},
 		{"html refs", htmlRef(heldOutKey)},
 		{"mixed", "Kx9%2fpQ\\u002dZr7&#43;Lm2WD\\/yT4Hn8"},
+		// JSON carried in a JSON string (a gateway wrapping an upstream's
+		// error body): the escapes escaped again.
+		{"json slash twice", strings.ReplaceAll(heldOutKey, "/", `\\/`)},
+		{"json slash twice, both PHP", strings.ReplaceAll(heldOutKey, "/", `\\\/`)},
+		{"u escapes twice", strings.ReplaceAll(uEscape(heldOutKey), `\u`, `\\u`)},
+		{"u escapes thrice", strings.ReplaceAll(uEscape(heldOutKey), `\u`, `\\\\u`)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -73,7 +80,7 @@ func TestScrubberEncodings(t *testing.T) {
 // escapes and all.
 func TestScrubberKeepsOtherText(t *testing.T) {
 	sc := newScrubber(heldOutKey)
-	for _, s := range []string{"", `a\/b %2F &#47; \u00 % & \`, "Kx9/pQ-Zr7+Lm2Wd/Yt4Hn", "kx9 pq"} {
+	for _, s := range []string{"", `a\/b %2F &#47; \u00 % & \`, `\\`, `Kx9\\\\\\\\\/pQ`, `c:\\Kx9`, "Kx9/pQ-Zr7+Lm2Wd/Yt4Hn", "kx9 pq"} {
 		assert.Equal(t, s, sc.String(s))
 	}
 	assert.Equal(t, "Kx9/", scrubber{}.String("Kx9/"), "the zero scrubber finds nothing")
@@ -147,6 +154,7 @@ func FuzzScrubber(f *testing.F) {
 	f.Add("&#", `\u00`, uint8(5), uint16(0))
 	encs := []func(string) string{
 		func(k string) string { return k }, strings.ToUpper, jsonSlash, uEscape, pctLower, htmlRef, url.QueryEscape,
+		func(k string) string { return strings.ReplaceAll(jsonSlash(k), `\`, `\\`) },
 	}
 	sc := newScrubber(heldOutKey)
 	f.Fuzz(func(t *testing.T, pre, post string, enc uint8, n uint16) {
@@ -173,4 +181,35 @@ func TestReconcileReasonScrubsStatus(t *testing.T) {
 	assert.Equal(t, PayoutExists, res.Verdict)
 	assert.Contains(t, res.Reason, "[REDACTED]")
 	assert.False(t, leaks(res.Reason, testKey), res.Reason)
+}
+
+// TestServerIssuedIDScrubbed: a payout id is server text the caller hands
+// back (CreatePayout's answer, then GetPayout or WaitForPayout, or a
+// webhook's re-read). A server that puts the key in it gets the key into
+// no error, Path field or log line of the calls that take it.
+func TestServerIssuedIDScrubbed(t *testing.T) {
+	var logs bytes.Buffer
+	c, mux := setup(t, WithLogger(debugLogger(&logs)), WithRetryPolicy(RetryPolicy{MaxRetries: 1, MinWait: time.Millisecond, MaxWait: time.Millisecond}))
+	id := "po-" + strings.ToUpper(testKey)
+	mux.HandleFunc("POST /v1/payout", serveJSON(200, strings.Replace(payoutBody, "po_77", id, 1), nil, nil))
+	mux.HandleFunc("GET /v1/payout/{id}/status", serveJSON(500, `{"code":"down"}`, nil, nil))
+	p, err := c.CreatePayout(context.Background(), validPayoutParams())
+	require.NoError(t, err)
+	require.Equal(t, id, p.ID, "the object itself is returned as the server sent it")
+
+	_, getErr := c.GetPayout(context.Background(), p.ID)
+	var apiErr *APIError
+	require.ErrorAs(t, getErr, &apiErr)
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	_, waitErr := c.WaitForPayout(ctx, WaitForPayoutParams{ID: p.ID, PollInterval: time.Millisecond})
+	require.Error(t, waitErr)
+
+	for name, text := range map[string]string{
+		"GetPayout error": getErr.Error(), "APIError.Path": apiErr.Path,
+		"WaitForPayout error": waitErr.Error(), "logs": logs.String(),
+	} {
+		assert.False(t, leaks(text, testKey), "%s: %s", name, text)
+	}
+	assert.Contains(t, apiErr.Path, "/v1/payout/po-[REDACTED]/status")
 }

@@ -253,6 +253,7 @@ type waitRun[T any, S ~string] struct {
 	spec     waitSpec[T, S]
 	c        *Client
 	id       string
+	shown    string // id, scrubbed, for errors and logs: a payout id is server text
 	cfg      *waitConfig[T, S]
 	wake     *waiter // nil: not woken by webhooks
 	timer    *time.Timer
@@ -290,7 +291,7 @@ func waitLoop[T any, S ~string](ctx context.Context, c *Client, spec waitSpec[T,
 // newWaitRun registers the wait for wake-ups.
 func newWaitRun[T any, S ~string](c *Client, spec waitSpec[T, S], id string, cfg *waitConfig[T, S]) *waitRun[T, S] {
 	cfg.interval = min(cfg.interval, cfg.maxInterval)
-	w := &waitRun[T, S]{spec: spec, c: c, id: id, cfg: cfg, interval: cfg.interval}
+	w := &waitRun[T, S]{spec: spec, c: c, id: id, shown: c.scrubString(id), cfg: cfg, interval: cfg.interval}
 	if !cfg.noWake && c.waiters != nil {
 		w.wake = c.waiters.add(spec.kind, id)
 	}
@@ -327,11 +328,11 @@ func (w *waitRun[T, S]) read(ctx context.Context) (_ *T, done bool, _ error) {
 	case ctx.Err() != nil:
 		return w.last, true, w.ctxErr(ctx)
 	case !transientWaitError(err):
-		return w.last, true, fmt.Errorf("cryptopay: waiting for %s %s: %w", w.spec.kind, w.id, err)
+		return w.last, true, fmt.Errorf("cryptopay: waiting for %s %s: %w", w.spec.kind, w.shown, err)
 	default:
 		w.lastErr = err
 		w.c.logger.LogAttrs(ctx, slog.LevelDebug, "cryptopay: wait: transient failure, will read again",
-			slog.String("kind", w.spec.kind.String()), slog.String("id", w.id), slog.Int("read", w.reads),
+			slog.String("kind", w.spec.kind.String()), slog.String("id", w.shown), slog.Int("read", w.reads),
 			slog.String("error", err.Error()))
 	}
 	return nil, false, nil
@@ -392,9 +393,9 @@ func (w *waitRun[T, S]) see(obj *T, fromWebhook bool) bool {
 // ctxErr is the error of a wait that ctx ended.
 func (w *waitRun[T, S]) ctxErr(ctx context.Context) error {
 	if w.lastErr != nil {
-		return fmt.Errorf("cryptopay: waiting for %s %s: %w (after %d read(s), last failure: %v)", w.spec.kind, w.id, ctx.Err(), w.reads, w.lastErr)
+		return fmt.Errorf("cryptopay: waiting for %s %s: %w (after %d read(s), last failure: %v)", w.spec.kind, w.shown, ctx.Err(), w.reads, w.lastErr)
 	}
-	return fmt.Errorf("cryptopay: waiting for %s %s: %w (after %d read(s))", w.spec.kind, w.id, ctx.Err(), w.reads)
+	return fmt.Errorf("cryptopay: waiting for %s %s: %w (after %d read(s))", w.spec.kind, w.shown, ctx.Err(), w.reads)
 }
 
 // jitterWait draws a wait from [3/4 d, d], so waits never exceed the

@@ -5,10 +5,19 @@ go 1.26
 require (
 	github.com/chromedp/chromedp v0.23.0
 	github.com/cryptopay/cryptopay-go v0.1.0
+	github.com/cryptopay/cryptopay-go/pgstore v0.1.0
+	github.com/jackc/pgx/v5 v5.12.0
 	github.com/makiuchi-d/gozxing v0.1.1
 	github.com/shopspring/decimal v1.6.0
 	github.com/stretchr/testify v1.12.1
 	rsc.io/qr v0.2.0
+)
+
+require (
+	github.com/jackc/pgpassfile v1.0.0 // indirect
+	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
+	github.com/jackc/puddle/v2 v2.2.3 // indirect
+	golang.org/x/sync v0.22.0 // indirect
 )
 
 require (

@@ -174,14 +174,16 @@ type Transition struct {
 	Err string
 }
 
-// QueueConfig configures NewQueue. Pool and Client are required; every
-// other field has a default.
+// QueueConfig configures NewQueue. Pool is required, and Client for Run;
+// every other field has a default.
 type QueueConfig struct {
 	// Pool is the merchant's database. The queue needs SELECT, INSERT and
 	// UPDATE on its table (and CREATE with CreateTable).
 	Pool *pgxpool.Pool
 	// Client sends the payouts. Give it the API key of the account the
 	// intents are paid from; every replica must use the same account.
+	// Without it the queue can enqueue, read and move intents (Approve,
+	// Reject, Retry: an operator's tool needs no API key) but not Run.
 	Client *cryptopay.Client
 	// Table is the table ("name" or "schema.name"); default
 	// DefaultQueueTable.
@@ -265,9 +267,6 @@ func NewQueue(ctx context.Context, cfg QueueConfig) (*Queue, error) {
 	if cfg.Pool == nil {
 		return nil, fmt.Errorf("%w: QueueConfig.Pool is nil", ErrInvalidOption)
 	}
-	if cfg.Client == nil && cfg.api == nil {
-		return nil, fmt.Errorf("%w: QueueConfig.Client is nil", ErrInvalidOption)
-	}
 	table, err := parseTable(cmpOr(cfg.Table, DefaultQueueTable))
 	if err != nil {
 		return nil, err
@@ -294,7 +293,7 @@ func NewQueue(ctx context.Context, cfg QueueConfig) (*Queue, error) {
 		return nil, err
 	}
 	q := &Queue{cfg: cfg, api: cfg.api, table: table, wake: make(chan struct{}, 1), log: cfg.Logger}
-	if q.api == nil {
+	if q.api == nil && cfg.Client != nil {
 		q.api = sdkAPI{c: cfg.Client, settle: cfg.ReconcileSettleTime, skew: cfg.ReconcileClockSkew}
 	}
 	if q.log == nil {

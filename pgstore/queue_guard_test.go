@@ -171,7 +171,6 @@ func TestQueueConfigInvalid(t *testing.T) {
 		edit func(*pgstore.QueueConfig)
 	}{
 		{"no pool", func(c *pgstore.QueueConfig) { c.Pool = nil }},
-		{"no client", func(c *pgstore.QueueConfig) { c.Client = nil }},
 		{"bad table", func(c *pgstore.QueueConfig) { c.Table = "Robert'); DROP TABLE x" }},
 		{"lease too short", func(c *pgstore.QueueConfig) { c.Lease = 2 * c.SendTimeout }},
 		{"negative cap", func(c *pgstore.QueueConfig) {
@@ -186,4 +185,26 @@ func TestQueueConfigInvalid(t *testing.T) {
 			assert.ErrorIs(t, err, pgstore.ErrInvalidOption)
 		})
 	}
+}
+
+// A queue without a Client (an operator's tool) enqueues, reads and moves
+// intents, and refuses to Run.
+func TestQueueWithoutClient(t *testing.T) {
+	r := newQRig(t)
+	ctx := context.Background()
+	q := r.queue(t, func(c *pgstore.QueueConfig) {
+		c.Client = nil
+		c.Guardrails.ApprovalAbove = map[string]decimal.Decimal{"usdt": decimal.NewFromInt(1)}
+	})
+	tx, err := r.pool.Begin(ctx)
+	require.NoError(t, err)
+	_, err = q.Enqueue(ctx, tx, payoutParams(1))
+	require.NoError(t, err)
+	require.NoError(t, tx.Commit(ctx))
+	require.NoError(t, q.Approve(ctx, payoutParams(1).OrderID, "ops"))
+	in, err := q.Get(ctx, payoutParams(1).OrderID)
+	require.NoError(t, err)
+	assert.Equal(t, pgstore.StateQueued, in.State)
+	assert.ErrorIs(t, q.Run(ctx), pgstore.ErrInvalidOption)
+	assert.Equal(t, 0, r.fake.PayoutCount())
 }

@@ -44,8 +44,12 @@ var errLostLease = errors.New("pgstore: lease lost")
 // QueueConfig.Concurrency at once. It returns ctx's error once the intents
 // in hand are done with. Database and API errors are retried, never
 // returned: an intent whose worker cannot record its progress is taken
-// over when the lease ends, and reconciled.
+// over when the lease ends, and reconciled. A queue without
+// QueueConfig.Client returns ErrInvalidOption at once.
 func (q *Queue) Run(ctx context.Context) error {
+	if q.api == nil {
+		return fmt.Errorf("%w: Run needs QueueConfig.Client", ErrInvalidOption)
+	}
 	slots := make(chan struct{}, q.cfg.Concurrency)
 	var wg sync.WaitGroup
 	defer wg.Wait()

@@ -21,6 +21,9 @@ Commands:
   payout get ID         show a payout
   payout find           look a payout up by --order-id: exists, not_created or still_unknown
   payout export         write every payout to stdout (--format csv|jsonl)
+  payout queue          list the payout queue's intents (--state parked,...); also
+                        'payout queue show|approve|reject|retry ORDER_ID'
+  payout batch FILE     enqueue a CSV of payouts in the payout queue (--dry-run first)
   balances              show the balances
   currencies            list the supported currency/network pairs
   webhook url           print the tokened webhook URL for --order-id
@@ -37,6 +40,7 @@ Global flags (also accepted after the command):
 Environment:
   CRYPTOPAY_API_KEY         API key (never pass it as a flag: ps shows flags)
   CRYPTOPAY_BASE_URL        API base URL
+  CRYPTOPAY_DATABASE_URL    the payout queue's PostgreSQL connection string (never printed)
   CRYPTOPAY_WEBHOOK_SECRET  webhook secret for 'webhook url' and 'webhook send': the text
                             itself (make it with: openssl rand -base64 32), never decoded;
                             surrounding white space is dropped; at least 16 bytes
@@ -44,12 +48,14 @@ Environment:
 Exit codes:
   0    success (payout find: the payout exists)
   1    negative answer: a wait ended on a non-success status, payout find says
-       not_created, a receiver refused a webhook
+       not_created, a receiver refused a webhook, a queued intent is not in the
+       state approve/reject/retry needs, payout batch's file conflicts with the queue
   2    no answer yet: a wait timed out, payout find says still_unknown
-  3    the request failed (API error, network, unreadable answer)
+  3    the request failed (API error, network, unreadable answer, database error,
+       no such queued intent)
   4    outcome unknown: a create may have taken effect; run 'payout find' before retrying
   5    payout create was not confirmed
-  64   usage: bad command, flag, argument or configuration
+  64   usage: bad command, flag, argument or configuration; a bad row in a batch file
   130  interrupted
 
 Amounts are printed exactly as decimal strings (JSON too), never as floats.
@@ -105,7 +111,8 @@ func (a *app) dispatch(args []string) error {
 func (a *app) group(name string, args []string) error {
 	cmds := map[string]map[string]func([]string) error{
 		"payment": {"get": a.paymentGet, "wait": a.paymentWait, "create": a.paymentCreate},
-		"payout":  {"get": a.payoutGet, "create": a.payoutCreate, "find": a.payoutFind, "export": a.payoutExport},
+		"payout": {"get": a.payoutGet, "create": a.payoutCreate, "find": a.payoutFind, "export": a.payoutExport,
+			"queue": a.payoutQueue, "batch": a.payoutBatch},
 		"webhook": {"url": a.webhookURL, "send": a.webhookSend},
 	}[name]
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {

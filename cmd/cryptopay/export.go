@@ -5,7 +5,6 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
-	"io"
 	"strings"
 
 	cryptopay "github.com/cryptopay/cryptopay-go"
@@ -71,14 +70,15 @@ type exportWriter interface {
 type csvExport struct {
 	w        *csv.Writer
 	safe     bool
-	terminal bool // stdout is a terminal: cells go through termSafe
+	terminal bool     // stdout is a terminal: cells go through termSafe
+	secrets  []string // redacted from cells on a terminal (see redactSecrets)
 }
 
 func (e *csvExport) write(it listItem) error {
 	rec := it.csvRecord(e.safe)
 	if e.terminal {
 		for i, v := range rec {
-			rec[i] = termSafe(v)
+			rec[i] = termSafe(redactSecrets(v, e.secrets...))
 		}
 	}
 	return e.w.Write(rec)
@@ -106,6 +106,13 @@ func (a *app) payoutExport(args []string) error {
 	if *pageSize <= 0 {
 		return usageErr("payout export: --page-size must be positive")
 	}
+	if *format != "csv" && *format != "jsonl" {
+		return usageErr("payout export: --format %q: want csv or jsonl", *format)
+	}
+	c, err := a.client() // first: it reads the key the writers redact
+	if err != nil {
+		return err
+	}
 	var out exportWriter
 	switch *format {
 	case "csv":
@@ -113,18 +120,16 @@ func (a *app) payoutExport(args []string) error {
 		if err := w.Write(csvHeader); err != nil {
 			return err
 		}
-		out = &csvExport{w: w, safe: *safe, terminal: a.isTerminal(a.stdout)}
+		out = &csvExport{w: w, safe: *safe, terminal: a.isTerminal(a.stdout), secrets: a.secrets}
 	case "jsonl":
 		bw := bufio.NewWriterSize(a.stdout, 64<<10)
-		out = &jsonlExport{bw: bw, enc: json.NewEncoder(jsonWriter{bw})}
-	default:
-		return usageErr("payout export: --format %q: want csv or jsonl", *format)
+		jw := jsonWriter{w: bw}
+		if a.isTerminal(a.stdout) {
+			jw.secrets = a.secrets // a file or pipe gets the data exact
+		}
+		out = &jsonlExport{bw: bw, enc: json.NewEncoder(jw)}
 	}
-	c, err := a.client()
-	if err != nil {
-		return err
-	}
-	bar := a.newProgress(c)
+	bar := a.exportProgress(c)
 	n := 0
 	for it, err := range c.AllPayouts(a.ctx, cryptopay.ListPayoutsParams{Limit: *pageSize}) {
 		if err != nil {
@@ -145,48 +150,4 @@ func (a *app) payoutExport(args []string) error {
 	}
 	bar.done()
 	return out.flush()
-}
-
-// progress draws "exported n/total" on a terminal's stderr; it does
-// nothing when stderr is not a terminal.
-type progress struct {
-	w     io.Writer
-	total int
-	last  int
-}
-
-func (a *app) newProgress(c *cryptopay.Client) *progress {
-	if !a.isTerminal(a.stderr) {
-		return &progress{}
-	}
-	p := &progress{w: a.stderr, last: -1}
-	if page, err := c.ListPayouts(a.ctx, cryptopay.ListPayoutsParams{Limit: 1}); err == nil {
-		p.total = page.Count
-	}
-	p.draw(0)
-	return p
-}
-
-func (p *progress) set(n int) {
-	if p.w != nil && (n-p.last >= 100 || n == p.total) {
-		p.draw(n)
-	}
-}
-
-func (p *progress) draw(n int) {
-	p.last = n
-	if p.total <= 0 {
-		fmt.Fprintf(p.w, "\rexported %d payouts", n)
-		return
-	}
-	const width = 30
-	filled := min(width, n*width/p.total)
-	fmt.Fprintf(p.w, "\r[%s%s] %d/%d payouts", strings.Repeat("#", filled), strings.Repeat(".", width-filled), n, p.total)
-}
-
-func (p *progress) done() {
-	if p.w != nil {
-		p.draw(p.last)
-		fmt.Fprintln(p.w)
-	}
 }

@@ -144,3 +144,40 @@ func TestRedactSecrets(t *testing.T) {
 		})
 	}
 }
+
+// TestKeyInAnswerNeverPrinted: a server that echoes the key inside a
+// successful answer (a payment's additionalData, a payout's address, a
+// currency's name) gets no part of it onto stdout, in a table or as JSON.
+func TestKeyInAnswerNeverPrinted(t *testing.T) {
+	const payID = "6f1c0f9e-7d43-4b8e-9a8e-1f2a3b4c5d6e"
+	hostile := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		key := r.Header.Get("X-Api-Key")
+		switch {
+		case r.URL.Path == "/v1/payout/list":
+			writeJSON(w, 200, map[string]any{"count": 1, "payout": []map[string]any{{"status": "created", "amount": "1",
+				"orderId": "o-1", "paidAddress": key, "createdAt": "2026-11-22T10:00:00Z"}}})
+		case strings.HasPrefix(r.URL.Path, "/v1/payment/"):
+			writeJSON(w, 200, map[string]any{"paymentId": payID, "status": "waiting", "payAmount": "1",
+				"payAddress": key, "currency": "usdt", "network": "tron", "orderId": "o-1", "additionalData": "echo " + key})
+		case strings.HasPrefix(r.URL.Path, "/v1/payout/"):
+			writeJSON(w, 200, map[string]any{"payoutId": "po_1", "status": "created", "amount": "1",
+				"walletAddress": strings.ToUpper(key), "currency": "usdt", "network": "tron", "orderId": "o-1"})
+		default:
+			writeJSON(w, 200, []map[string]any{{"amount": "1", "currency": key, "network": "tron"}})
+		}
+	}))
+	t.Cleanup(hostile.Close)
+	f := &fixture{t: t, env: map[string]string{envBaseURL: hostile.URL, envAPIKey: heldOutKey}}
+	for _, args := range [][]string{{"payment", "get", payID}, {"payout", "get", "po_1"}, {"balances"},
+		{"payout", "export"}, {"payout", "export", "--format", "jsonl"}} {
+		for _, output := range []string{"table", "json"} {
+			t.Run(strings.Join(args, " ")+"/"+output, func(t *testing.T) {
+				f.t = t
+				r := f.runCLI(terms{stdout: true, stderr: true}, "", append([]string{"--output", output}, args...)...)
+				assert.Equal(t, 0, r.code, r.stderr)
+				assert.Contains(t, r.stdout, "[REDACTED]")
+				assertNoKeyPart(t, r.stdout+r.stderr)
+			})
+		}
+	}
+}

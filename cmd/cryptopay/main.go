@@ -1,6 +1,8 @@
 // Command cryptopay is the operator CLI for the cryptopay API: read and
 // wait for payments, create and reconcile payouts, export the payout list,
-// read balances, build and send test webhooks, and run the fake server.
+// read balances, build and send test webhooks, run the fake server, and
+// work pgstore's payout queue (list, approve, reject, retry; enqueue a CSV
+// file of payouts) on the database named by CRYPTOPAY_DATABASE_URL.
 //
 // Usage:
 //
@@ -70,6 +72,7 @@ type app struct {
 	now            func() time.Time
 	clientOpts     []cryptopay.Option // added to the Client's options (tests: a fast retry policy)
 	secrets        []string           // the API key and webhook secret once read: never printed
+	dbSecrets      []string           // the database connection string and its password: never printed
 
 	global globalFlags
 }
@@ -107,7 +110,7 @@ func (a *app) main(args []string) int {
 		fmt.Fprintln(a.stderr, "cryptopay: interrupted")
 		return code
 	}
-	fmt.Fprintln(a.stderr, "cryptopay: "+a.errorText(errorLine(err)))
+	fmt.Fprintln(a.stderr, "cryptopay: "+a.safeText(errorLine(err)))
 	return code
 }
 
@@ -129,7 +132,7 @@ func exitCode(ctx context.Context, err error) int {
 
 // errorLine is err on one line, with the API's request id when there is
 // one and the message does not carry it yet. It carries server text (an
-// API error's code and message, a request id): print it through errorText.
+// API error's code and message, a request id): print it through safeText.
 func errorLine(err error) string {
 	msg := strings.TrimPrefix(strings.Join(strings.Fields(err.Error()), " "), "cryptopay: ")
 	var apiErr *cryptopay.APIError

@@ -16,7 +16,7 @@ import (
 // JSON is a quoted exact decimal string (the package's global switch to
 // bare numbers is never set), so no reader parses money as a float.
 func (a *app) printJSON(v any) error {
-	enc := json.NewEncoder(jsonWriter{a.stdout})
+	enc := json.NewEncoder(jsonWriter{w: a.stdout, secrets: a.secrets})
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
 }
@@ -25,7 +25,7 @@ func (a *app) printJSON(v any) error {
 func (a *app) printRows(rows [][2]string) error {
 	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\n", r[0], cell(r[1]))
+		fmt.Fprintf(tw, "%s\t%s\n", r[0], a.cell(r[1]))
 	}
 	return tw.Flush()
 }
@@ -37,26 +37,27 @@ func (a *app) printTable(header []string, rows [][]string) error {
 	for _, r := range rows {
 		cells := make([]string, len(r))
 		for i, c := range r {
-			cells[i] = cell(c)
+			cells[i] = a.cell(c)
 		}
 		fmt.Fprintln(tw, strings.Join(cells, "\t"))
 	}
 	return tw.Flush()
 }
 
-// cell makes a value safe for one table cell: no tabs, line breaks or
-// terminal control characters (a value comes from the API), "-" for none.
-func cell(s string) string {
+// cell makes a value safe for one table cell: no tabs, line breaks,
+// terminal control characters or part of a secret (a value comes from the
+// API), "-" for none.
+func (a *app) cell(s string) string {
 	if s == "" {
 		return "-"
 	}
-	return termSafe(s)
+	return a.safeText(s)
 }
 
 // printLine writes one line of text built from API values to stdout,
-// through termSafe.
+// through safeText.
 func (a *app) printLine(format string, args ...any) {
-	fmt.Fprintln(a.stdout, termSafe(fmt.Sprintf(format, args...)))
+	fmt.Fprintln(a.stdout, a.safeText(fmt.Sprintf(format, args...)))
 }
 
 // money writes an amount exactly.

@@ -46,7 +46,7 @@ func (a *app) paymentWait(args []string) error {
 	}
 	ctx, cancel := context.WithTimeout(a.ctx, *timeout)
 	defer cancel()
-	enc := json.NewEncoder(jsonWriter{a.stdout})
+	enc := json.NewEncoder(jsonWriter{w: a.stdout, secrets: a.secrets})
 	onChange := func(p *cryptopay.Payment) {
 		if asJSON {
 			_ = enc.Encode(p)

@@ -73,7 +73,7 @@ func (a *app) confirmPayout(p cryptopay.CreatePayoutParams) error {
 		feeBy = "the user"
 	}
 	fmt.Fprintf(a.stderr, "About to send %s %s on %s\n  to wallet   %s\n  order       %s\n  customer    %s (%s)\n  network fee paid by %s\n",
-		money(p.Amount), cell(p.Currency), cell(p.Network), cell(p.WalletAddress), cell(p.OrderID), cell(p.CustomerID), cell(p.CustomerIP), feeBy)
+		money(p.Amount), a.cell(p.Currency), a.cell(p.Network), a.cell(p.WalletAddress), a.cell(p.OrderID), a.cell(p.CustomerID), a.cell(p.CustomerIP), feeBy)
 	fmt.Fprint(a.stderr, "Type yes to create this payout: ")
 	answer := make(chan string, 1)
 	go func() {
@@ -139,7 +139,7 @@ func (a *app) payoutFind(args []string) error {
 	if rerr != nil && (res == nil || a.ctx.Err() != nil) {
 		return rerr
 	}
-	out := findOutput{Verdict: res.Verdict.String(), OrderID: *orderID, Reason: a.errorText(res.Reason), Requests: res.Requests}
+	out := findOutput{Verdict: res.Verdict.String(), OrderID: *orderID, Reason: a.safeText(res.Reason), Requests: res.Requests}
 	if *attemptedAt == "" && res.Verdict == cryptopay.PayoutNotCreated {
 		out.Reason = "no payout with this orderId is in the list (the whole list was read); without --attempted-at, " +
 			"a payout created in the last " + cryptopay.DefaultReconcileSettleTime.String() + " may not be listed yet"

@@ -28,6 +28,13 @@ func TestTermSafe(t *testing.T) {
 		{"bidi\u202eevil", "bidi evil"},
 		{"isolate\u2066x\u2069", "isolate x "},
 		{"ünïcödé ₮ 中文", "ünïcödé ₮ 中文"},
+		// Invisible format characters: a status that shows as "paid" but is
+		// not, hidden text, and table columns shifted under another heading.
+		{"pa\u200bid", "pa id"},
+		{"zwj\u200dnj\u200cwj\u2060", "zwj nj wj "},
+		{"bom\ufeffsoft\u00adhyphen", "bom soft hyphen"},
+		{"tag\U000E0041\U000E007F", "tag  "},
+		{"line\u2028para\u2029", "line para "},
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
@@ -41,13 +48,26 @@ func TestJSONWriterEscapesWhatJSONLeaves(t *testing.T) {
 	var raw, safe bytes.Buffer
 	require.NoError(t, json.NewEncoder(&raw).Encode(in))
 	assert.True(t, strings.ContainsAny(raw.String(), "\x7f\u009b\u202e"), "encoding/json leaves DEL, C1 and bidi raw")
-	require.NoError(t, json.NewEncoder(jsonWriter{&safe}).Encode(in))
+	require.NoError(t, json.NewEncoder(jsonWriter{w: &safe}).Encode(in))
 	assert.Equal(t, `{"s":"a\u001b[2K\u007f\u009b\u202eb\ufffdc ü"}`+"\n", safe.String())
 	var back map[string]string
 	require.NoError(t, json.Unmarshal(safe.Bytes(), &back))
 	var want map[string]string
 	require.NoError(t, json.Unmarshal(raw.Bytes(), &want))
 	assert.Equal(t, want, back, "the same JSON value")
+}
+
+// TestJSONWriterEscapesFormatCharacters: invisible format characters are
+// escaped too, one beyond U+FFFF as a UTF-16 surrogate pair (JSON's only
+// form for it), so the output is still the same JSON value.
+func TestJSONWriterEscapesFormatCharacters(t *testing.T) {
+	in := map[string]string{"s": "pa\u200bid\ufeff tag\U000E0041"}
+	var safe bytes.Buffer
+	require.NoError(t, json.NewEncoder(jsonWriter{w: &safe}).Encode(in))
+	assert.Equal(t, `{"s":"pa\u200bid\ufeff tag\udb40\udc41"}`+"\n", safe.String())
+	var back map[string]string
+	require.NoError(t, json.Unmarshal(safe.Bytes(), &back))
+	assert.Equal(t, in, back, "the same JSON value")
 }
 
 // noControl asserts that s has no byte a terminal acts on, other than the

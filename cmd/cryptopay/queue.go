@@ -1,0 +1,324 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/cryptopay/cryptopay-go/pgstore"
+)
+
+// envDatabaseURL names the payout queue's database.
+const envDatabaseURL = "CRYPTOPAY_DATABASE_URL"
+
+// queueFlags name the payout queue: its database and table.
+type queueFlags struct {
+	databaseURL string
+	table       string
+}
+
+func (f *queueFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.databaseURL, "database-url", "", "PostgreSQL connection `string` of the payout queue (default $"+envDatabaseURL+");\n"+
+		"without a password (ps shows flags): put it in $"+envDatabaseURL+", $PGPASSWORD or ~/.pgpass")
+	fs.StringVar(&f.table, "queue-table", pgstore.DefaultQueueTable, "the queue's `table` (\"name\" or \"schema.name\"), as in pgstore.QueueConfig.Table")
+}
+
+// passwordInConnString matches a password=... setting of a key/value
+// connection string.
+var passwordInConnString = regexp.MustCompile(`(?i)(^|\s)password\s*=`)
+
+// hasPassword reports whether a connection string carries a password.
+func hasPassword(dsn string) bool {
+	if u, err := url.Parse(dsn); err == nil && (u.Scheme == "postgres" || u.Scheme == "postgresql") {
+		_, set := u.User.Password()
+		return set || u.Query().Has("password")
+	}
+	return passwordInConnString.MatchString(dsn)
+}
+
+// openQueue connects to the queue's database and returns the queue (with
+// no API client: the operator's commands never call the API) and its
+// pool, for the caller to close. The connection string and its password
+// are kept among the secrets: no error prints them.
+func (a *app) openQueue(f queueFlags, g pgstore.Guardrails) (*pgstore.Queue, *pgxpool.Pool, error) {
+	dsn := f.databaseURL
+	if dsn != "" && hasPassword(dsn) {
+		return nil, nil, usageErr("--database-url: the connection string carries a password, and ps shows flags; " +
+			"set " + envDatabaseURL + ", or keep the password in $PGPASSWORD or ~/.pgpass")
+	}
+	if dsn == "" {
+		dsn = strings.TrimSpace(a.getenv(envDatabaseURL))
+	}
+	if dsn == "" {
+		return nil, nil, usageErr("no database: set %s or pass --database-url", envDatabaseURL)
+	}
+	a.dbSecrets = append(a.dbSecrets, dsn)
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		// pgx quotes the string with its password removed as well as it
+		// can; say nothing of it instead.
+		return nil, nil, usageErr("the database connection string (--database-url or $%s) cannot be parsed; it is not shown because it may hold a password", envDatabaseURL)
+	}
+	if pw := cfg.ConnConfig.Password; pw != "" {
+		a.dbSecrets = append(a.dbSecrets, pw, url.QueryEscape(pw), url.PathEscape(pw))
+	}
+	cfg.MaxConns = 4
+	pool, err := pgxpool.NewWithConfig(a.ctx, cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("database: %w", err)
+	}
+	q, err := pgstore.NewQueue(a.ctx, pgstore.QueueConfig{Pool: pool, Table: f.table, Guardrails: g})
+	if err != nil {
+		pool.Close()
+		if errors.Is(err, pgstore.ErrInvalidOption) {
+			return nil, nil, &exitError{exitUsage, err}
+		}
+		return nil, nil, err
+	}
+	return q, pool, nil
+}
+
+// intentOut is an intent as the CLI writes it: amounts as exact decimal
+// strings, times in RFC 3339, the create parameters under their wire names.
+type intentOut struct {
+	OrderID          string `json:"orderId"`
+	State            string `json:"state"`
+	Attempts         int    `json:"attempts"`
+	AttemptedAt      string `json:"attemptedAt,omitempty"`
+	Verdict          string `json:"verdict,omitempty"`
+	LastError        string `json:"lastError,omitempty"`
+	PayoutID         string `json:"payoutId,omitempty"`
+	PayoutStatus     string `json:"payoutStatus,omitempty"`
+	Note             string `json:"note,omitempty"`
+	NextAt           string `json:"nextAt,omitempty"`
+	CreatedAt        string `json:"createdAt"`
+	UpdatedAt        string `json:"updatedAt"`
+	Amount           string `json:"amount"`
+	Currency         string `json:"currency"`
+	Network          string `json:"network"`
+	WalletAddress    string `json:"walletAddress"`
+	NetworkFeeByUser bool   `json:"networkFeeByUser"`
+	CustomerID       string `json:"customerId"`
+	CustomerIP       string `json:"customerIp"`
+	AdditionalData   string `json:"additionalData,omitempty"`
+	WebhookURL       string `json:"webhookUrl,omitempty"`
+}
+
+func newIntentOut(in *pgstore.Intent) intentOut {
+	p := in.Params
+	out := intentOut{
+		OrderID: p.OrderID, State: string(in.State), Attempts: in.Attempts, AttemptedAt: when(in.AttemptedAt),
+		Verdict: in.Verdict, LastError: in.LastError, PayoutID: in.PayoutID, PayoutStatus: string(in.PayoutStatus),
+		Note: in.Note, CreatedAt: when(in.CreatedAt), UpdatedAt: when(in.UpdatedAt),
+		Amount: money(p.Amount), Currency: p.Currency, Network: p.Network, WalletAddress: p.WalletAddress,
+		NetworkFeeByUser: p.NetworkFeeByUser, CustomerID: p.CustomerID, CustomerIP: p.CustomerIP,
+		AdditionalData: p.AdditionalData, WebhookURL: p.WebhookURL,
+	}
+	if !in.State.IsFinal() {
+		out.NextAt = when(in.NextAt)
+	}
+	return out
+}
+
+// stateAdvice says what an operator does about an intent in each state
+// that asks for one.
+var stateAdvice = map[pgstore.IntentState]string{
+	pgstore.StateNeedsApproval: "waits for a person: 'payout queue approve' or 'payout queue reject'",
+	pgstore.StateParked: "the queue could not tell whether the payout was created and will not resend on a guess; " +
+		"look the order id up in the processor's dashboard; only if no payout exists, 'payout queue retry' (a retry of a payout that exists pays it twice)",
+}
+
+func (a *app) payoutQueue(args []string) error {
+	subs := map[string]func([]string) error{
+		"list": a.queueList, "show": a.queueShow,
+		"approve": a.queueApprove, "reject": a.queueReject, "retry": a.queueRetry,
+	}
+	if len(args) > 0 {
+		if run, ok := subs[args[0]]; ok {
+			return run(args[1:])
+		}
+	}
+	return a.queueList(args) // "payout queue --state parked" lists
+}
+
+func (a *app) queueList(args []string) error {
+	fs := a.newFlagSet(command{"payout queue list", "", "List the payout queue's intents in orderId order (also: 'payout queue' alone).\n" +
+		"States: " + strings.Join(stateNames(), ", ") + "."})
+	var qf queueFlags
+	qf.register(fs.FlagSet)
+	states := fs.String("state", "", "keep intents in these `states` (comma-separated; default all)")
+	after := fs.String("after", "", "page: only orderIds after this `orderId` (the last one of the previous page)")
+	limit := fs.Int("limit", 100, "at most `n` intents (up to 10000)")
+	if _, err := a.parse(fs, args, 0, 0); err != nil {
+		return err
+	}
+	asJSON, err := a.jsonOutput()
+	if err != nil {
+		return err
+	}
+	filter := pgstore.ListFilter{After: *after, Limit: *limit}
+	if *limit <= 0 || *limit > 10000 {
+		return usageErr("payout queue list: --limit must be 1 to 10000")
+	}
+	if *states != "" {
+		for s := range strings.SplitSeq(*states, ",") {
+			st := pgstore.IntentState(strings.TrimSpace(s))
+			if !isState(st) {
+				return usageErr("payout queue list: --state %q: want one of %s", s, strings.Join(stateNames(), ", "))
+			}
+			filter.States = append(filter.States, st)
+		}
+	}
+	q, pool, err := a.openQueue(qf, pgstore.Guardrails{})
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	ins, err := q.List(a.ctx, filter)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		out := make([]intentOut, len(ins))
+		for i := range ins {
+			out[i] = newIntentOut(&ins[i])
+		}
+		return a.printJSON(out)
+	}
+	rows := make([][]string, len(ins))
+	for i, in := range ins {
+		p := in.Params
+		rows[i] = []string{p.OrderID, string(in.State), money(p.Amount), p.Currency, p.Network, strconv.Itoa(in.Attempts),
+			in.PayoutID, in.Verdict, when(in.UpdatedAt), in.LastError}
+	}
+	return a.printTable([]string{"ORDER ID", "STATE", "AMOUNT", "CURRENCY", "NETWORK", "ATTEMPTS", "PAYOUT ID", "VERDICT", "UPDATED", "LAST ERROR"}, rows)
+}
+
+func (a *app) queueShow(args []string) error {
+	fs := a.newFlagSet(command{"payout queue show", "ORDER_ID", "Show one intent of the payout queue: its state, attempts, last error,\n" +
+		"reconciliation verdict, payout id and the operator's note."})
+	var qf queueFlags
+	qf.register(fs.FlagSet)
+	pos, err := a.parse(fs, args, 1, 1)
+	if err != nil {
+		return err
+	}
+	asJSON, err := a.jsonOutput()
+	if err != nil {
+		return err
+	}
+	q, pool, err := a.openQueue(qf, pgstore.Guardrails{})
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	in, err := q.Get(a.ctx, pos[0])
+	if err != nil {
+		return err
+	}
+	o := newIntentOut(in)
+	if asJSON {
+		return a.printJSON(o)
+	}
+	state := o.State
+	if advice, ok := stateAdvice[in.State]; ok {
+		state += " (" + advice + ")"
+	}
+	return a.printRows([][2]string{
+		{"Order ID", o.OrderID},
+		{"State", state},
+		{"Attempts", strconv.Itoa(o.Attempts)},
+		{"Last attempt", o.AttemptedAt},
+		{"Verdict", o.Verdict},
+		{"Last error", o.LastError},
+		{"Payout ID", o.PayoutID},
+		{"Payout status", o.PayoutStatus},
+		{"Note", o.Note},
+		{"Next look", o.NextAt},
+		{"Amount", o.Amount + " " + o.Currency + " on " + o.Network},
+		{"Wallet address", o.WalletAddress},
+		{"Network fee paid by user", strconv.FormatBool(o.NetworkFeeByUser)},
+		{"Customer", o.CustomerID + " (" + o.CustomerIP + ")"},
+		{"Additional data", o.AdditionalData},
+		{"Webhook URL", o.WebhookURL},
+		{"Enqueued", o.CreatedAt},
+		{"Updated", o.UpdatedAt},
+	})
+}
+
+func (a *app) queueApprove(args []string) error {
+	return a.queueOperate(command{"payout queue approve", "ORDER_ID", "Approve an intent that waits for approval (needs_approval): it is queued and\n" +
+		"sent, still subject to the workers' other guardrails."}, "note", false, args,
+		(*pgstore.Queue).Approve, "approved: queued to be sent")
+}
+
+func (a *app) queueReject(args []string) error {
+	return a.queueOperate(command{"payout queue reject", "ORDER_ID", "Reject an intent that waits for approval (needs_approval): final, nothing is\n" +
+		"sent, and the application's final callback runs in the same transaction."}, "reason", true, args,
+		(*pgstore.Queue).Reject, "rejected: nothing will be sent")
+}
+
+func (a *app) queueRetry(args []string) error {
+	return a.queueOperate(command{"payout queue retry", "ORDER_ID", "Queue a parked intent for a new attempt. Only after you checked with the processor\n" +
+		"(its dashboard, by order id) that NO payout exists for it: the queue could not tell,\n" +
+		"and retrying a payout that exists pays it twice. --note records who checked and how."}, "note", true, args,
+		(*pgstore.Queue).Retry, "queued for a new attempt")
+}
+
+// queueOperate runs an operator's move (approve, reject, retry) with its
+// note flag, required or not.
+func (a *app) queueOperate(cmd command, noteFlag string, noteRequired bool, args []string,
+	op func(*pgstore.Queue, context.Context, string, string) error, done string) error {
+	fs := a.newFlagSet(cmd)
+	var qf queueFlags
+	qf.register(fs.FlagSet)
+	usage := "what is recorded with the intent: who, and why"
+	if noteRequired {
+		usage += " (required)"
+	}
+	note := fs.String(noteFlag, "", usage)
+	pos, err := a.parse(fs, args, 1, 1)
+	if err != nil {
+		return err
+	}
+	if noteRequired && strings.TrimSpace(*note) == "" {
+		return usageErr("%s: --%s is required", cmd.name, noteFlag)
+	}
+	q, pool, err := a.openQueue(qf, pgstore.Guardrails{})
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	if err := op(q, a.ctx, pos[0], *note); err != nil {
+		if errors.Is(err, pgstore.ErrIntentState) {
+			return &exitError{exitNo, err}
+		}
+		return err
+	}
+	a.printLine("%s: %s", pos[0], done)
+	return nil
+}
+
+func stateNames() []string {
+	var names []string
+	for _, s := range pgstore.States() {
+		names = append(names, string(s))
+	}
+	return names
+}
+
+func isState(s pgstore.IntentState) bool {
+	for _, st := range pgstore.States() {
+		if s == st {
+			return true
+		}
+	}
+	return false
+}

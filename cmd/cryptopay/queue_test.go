@@ -1,0 +1,206 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cryptopay/cryptopay-go/cryptopaytest"
+	"github.com/cryptopay/cryptopay-go/pgstore"
+)
+
+// list runs 'payout queue' with args and decodes its JSON.
+func (qf *queueFixture) list(t *testing.T, args ...string) []intentOut {
+	t.Helper()
+	r := qf.run(append([]string{"payout", "queue"}, args...)...)
+	require.Equal(t, 0, r.code, r.stderr)
+	var out []intentOut
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &out))
+	return out
+}
+
+func orderIDs(ins []intentOut) []string {
+	ids := []string{}
+	for _, in := range ins {
+		ids = append(ids, in.OrderID)
+	}
+	return ids
+}
+
+// List and filter by state, approve, reject, and the refusals of each.
+func TestPayoutQueueOperate(t *testing.T) {
+	qf := setupQueue(t)
+	row := func(id, amount string) []string {
+		return []string{id, "TWok", amount, "usdt", "tron", "c1", "203.0.113.7", "false", "", ""}
+	}
+	r := qf.run("payout", "batch", csvFile(t, batchHeader, row("q-1", "10"), row("q-2", "900"), row("q-3", "950"), row("q-4", "20")),
+		"--approval-above", "usdt=500")
+	require.Equal(t, 0, r.code, r.stderr)
+
+	assert.Equal(t, []string{"q-1", "q-2", "q-3", "q-4"}, orderIDs(qf.list(t)))
+	assert.Equal(t, []string{"q-2", "q-3"}, orderIDs(qf.list(t, "--state", "needs_approval")))
+	assert.Equal(t, []string{"q-1", "q-2", "q-3", "q-4"}, orderIDs(qf.list(t, "--state", "queued,needs_approval")))
+	assert.Equal(t, []string{"q-3", "q-4"}, orderIDs(qf.list(t, "list", "--after", "q-2", "--limit", "5")), "pages")
+	assert.Equal(t, []string{"q-1"}, orderIDs(qf.list(t, "--limit", "1")))
+	got := qf.list(t, "--state", "needs_approval")[0]
+	assert.Equal(t, "900", got.Amount, "an exact decimal string")
+	assert.Equal(t, "needs_approval", got.State)
+
+	r = qf.run("payout", "queue", "approve", "q-2", "--note", "alice: KYC checked")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, "q-2: approved: queued to be sent\n", r.stdout)
+	assert.Equal(t, pgstore.StateQueued, qf.state(t, "q-2").State)
+	assert.Equal(t, "alice: KYC checked", qf.state(t, "q-2").Note)
+
+	r = qf.run("payout", "queue", "reject", "q-3")
+	assert.Equal(t, exitUsage, r.code, "a rejection needs a reason")
+	assert.Contains(t, r.stderr, "--reason is required")
+	r = qf.run("payout", "queue", "reject", "q-3", "--reason", "bob: unknown customer")
+	require.Equal(t, 0, r.code, r.stderr)
+	in := qf.state(t, "q-3")
+	assert.Equal(t, pgstore.StateRejected, in.State)
+	assert.Equal(t, "bob: unknown customer", in.Note)
+
+	tests := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"approve a queued intent", []string{"approve", "q-1"}, exitNo, "is not needs_approval"},
+		{"reject a rejected intent", []string{"reject", "q-3", "--reason", "again"}, exitNo, "is not needs_approval"},
+		{"retry an intent that is not parked", []string{"retry", "q-1", "--note", "x"}, exitNo, "is not parked"},
+		{"no such intent", []string{"approve", "nope"}, exitFailed, "no payout intent with this orderId"},
+		{"show no such intent", []string{"show", "nope"}, exitFailed, "no payout intent with this orderId"},
+		{"unknown state", []string{"--state", "pending"}, exitUsage, `--state "pending": want one of needs_approval, queued`},
+		{"limit too large", []string{"--limit", "10001"}, exitUsage, "--limit must be 1 to 10000"},
+		{"no order id", []string{"approve"}, exitUsage, "want 1 argument(s), got 0"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := qf.run(append([]string{"payout", "queue"}, tt.args...)...)
+			assert.Equal(t, tt.code, r.code, r.stderr)
+			assert.Contains(t, r.stderr, tt.want)
+		})
+	}
+	assert.Equal(t, pgstore.StateQueued, qf.state(t, "q-1").State, "the refusals changed nothing")
+	assert.Equal(t, pgstore.StateRejected, qf.state(t, "q-3").State)
+}
+
+// A parked intent: listed with its verdict and error, shown with what to
+// do, retried by the operator after checking, then sent once and paid.
+func TestPayoutQueueParkedRetry(t *testing.T) {
+	qf := setupQueue(t)
+	worker := qf.queue(t, qf.srv.Client())
+	qf.srv.InjectFault(cryptopaytest.RouteCreatePayout, cryptopaytest.Fault{Drop: true}) // not processed
+	qf.srv.InjectFault(cryptopaytest.RouteListPayouts, cryptopaytest.Fault{Status: 500, Times: 1 << 20})
+	r := qf.run("payout", "batch", "--no-approval", csvFile(t, batchHeader, batchRecord("p", 1)))
+	require.Equal(t, 0, r.code, r.stderr)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- worker.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	qf.waitState(t, "p-00001", pgstore.StateParked)
+
+	parked := qf.list(t, "--state", "parked")
+	require.Len(t, parked, 1)
+	assert.Equal(t, "still_unknown", parked[0].Verdict)
+	assert.NotEmpty(t, parked[0].LastError)
+	assert.Equal(t, 1, parked[0].Attempts)
+	assert.NotEmpty(t, parked[0].AttemptedAt)
+
+	r = qf.cli(terms{stdout: true}, "payout", "queue", "--state", "parked")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Regexp(t, `ORDER ID\s+STATE\s+AMOUNT`, r.stdout)
+	assert.Regexp(t, `p-00001\s+parked\s+2\.000000000000000002\s+usdt\s+tron\s+1\s+-\s+still_unknown`, r.stdout)
+	r = qf.cli(terms{stdout: true}, "payout", "queue", "show", "p-00001")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Regexp(t, `State\s+parked \(the queue could not tell whether the payout was created`, r.stdout)
+	assert.Regexp(t, `Verdict\s+still_unknown\n`, r.stdout)
+	assert.Regexp(t, `Attempts\s+1\n`, r.stdout)
+
+	r = qf.run("payout", "queue", "retry", "p-00001")
+	assert.Equal(t, exitUsage, r.code, "a retry needs a note of who checked")
+	assert.Equal(t, 0, qf.srv.PayoutCount())
+
+	// The operator checked the dashboard: no payout. The list still fails
+	// (cleared, it would let the queue find the absence by itself); the
+	// new attempt's payout is followed by its id.
+	r = qf.run("payout", "queue", "retry", "p-00001", "--note", "carol: no payout in the dashboard, ticket 123")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, "p-00001: queued for a new attempt\n", r.stdout)
+	qf.waitState(t, "p-00001", pgstore.StateCreated)
+	require.NoError(t, qf.srv.SetPayoutStatus(qf.srv.PayoutIDsWithOrderID("p-00001")[0], "processing"))
+	require.NoError(t, qf.srv.SetPayoutStatus(qf.srv.PayoutIDsWithOrderID("p-00001")[0], "paid"))
+	qf.waitState(t, "p-00001", pgstore.StatePaid)
+	assert.Equal(t, 1, qf.srv.PayoutsWithOrderID("p-00001"), "one payout")
+
+	var shown intentOut
+	r = qf.run("payout", "queue", "show", "p-00001")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &shown))
+	assert.Equal(t, "paid", shown.State)
+	assert.Equal(t, 2, shown.Attempts)
+	assert.Equal(t, qf.srv.PayoutIDsWithOrderID("p-00001")[0], shown.PayoutID)
+	assert.Equal(t, "paid", shown.PayoutStatus)
+	assert.Contains(t, shown.Note, "carol")
+}
+
+// Values from the database are printed with no control character: in
+// tables, in the detail view and in JSON.
+func TestPayoutQueueOutputIsSafe(t *testing.T) {
+	qf := setupQueue(t)
+	hostile := "\x1b]8;;http://evil\x07click\x1b[2J\u202e\u009b31m\n" // no \r: a CSV reads \r\n in a field as \n
+	rec := batchRecord("h", 1)
+	rec[0] = "h-1\x1b[31m\u202e\u009b" // a line break would not survive the CSV as it is
+	rec[3], rec[4], rec[8] = "usdt"+hostile, "tron"+hostile, hostile
+	rec[5] = "c" + hostile
+	r := qf.run("payout", "batch", "--no-approval", csvFile(t, batchHeader, rec))
+	require.Equal(t, 0, r.code, r.stderr)
+	for _, tm := range []terms{{stdout: true}, {}} {
+		for _, args := range [][]string{{"payout", "queue"}, {"payout", "queue", "show", rec[0]}, {"payout", "queue", "approve", rec[0]}} {
+			r := qf.cli(tm, args...)
+			assert.NotEmpty(t, r.stdout+r.stderr, args) // and assertClean checked both
+		}
+	}
+	r = qf.cli(terms{stdout: true}, "payout", "batch", "--no-approval", "--dry-run", csvFile(t, batchHeader, rec), "--max-amount", "usdt"+hostile+"=1")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "max_amount")
+}
+
+// The database password is never printed: a password on the command line
+// is refused without echo, and a failed connection's error does not carry
+// it.
+func TestPayoutQueueDatabaseURLSecret(t *testing.T) {
+	qf := setupQueue(t)
+	good := qf.env[envDatabaseURL]
+	tests := []struct {
+		name string
+		env  string
+		args []string
+		code int
+		want string
+	}{
+		{"password on the command line (URL)", "", []string{"--database-url", good}, exitUsage, "carries a password, and ps shows flags"},
+		{"password on the command line (key/value)", "", []string{"--database-url", "host=127.0.0.1 password=" + dbPassword}, exitUsage, "carries a password"},
+		{"no database", "", nil, exitUsage, "no database: set CRYPTOPAY_DATABASE_URL"},
+		{"unparsable", "postgres://postgres:" + dbPassword + "@127.0.0.1:notaport/x", nil, exitUsage, "cannot be parsed; it is not shown"},
+		{"connection refused", "postgres://postgres:" + dbPassword + "@127.0.0.1:1/postgres?sslmode=disable&connect_timeout=2", nil, exitFailed, "failed to connect"},
+		{"wrong database", strings.Replace(good, "/postgres?", "/"+dbPassword+"?", 1), nil, exitFailed, "[REDACTED]"},
+		{"password percent-encoded", fmt.Sprintf("postgres://postgres:%s%%2F@127.0.0.1:1/postgres?connect_timeout=2", dbPassword), nil, exitFailed, "failed to connect"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			qf.env[envDatabaseURL] = tt.env
+			t.Cleanup(func() { qf.env[envDatabaseURL] = good })
+			r := qf.run(append([]string{"payout", "queue"}, tt.args...)...)
+			assert.Equal(t, tt.code, r.code, r.stderr)
+			assert.Contains(t, r.stderr, tt.want)
+		})
+	}
+}
