@@ -761,7 +761,9 @@ func fmCell(t *testing.T, tr fmWire, f fmFault, ep fmEndpoint, mode string, logg
 	// The client still works after the fault, and a fault that does not
 	// kill the connection leaves it in the pool.
 	var resp cryptopay.Response
+	counts.attempts.Store(0)
 	_, err = c.GetBalances(ctx, cryptopay.WithResponseInto(&resp))
+	nextAttempts := counts.attempts.Load() // under a timeout cell's short timeout, the next call may retry too
 	if f.maxBytes > 0 {
 		assert.ErrorIs(t, err, cryptopay.ErrUnexpectedResponse, "still over the cap")
 	} else {
@@ -777,7 +779,7 @@ func fmCell(t *testing.T, tr fmWire, f fmFault, ep fmEndpoint, mode string, logg
 	}
 	if f.killsConn && !(tr.http2 && f.timeout > 0) {
 		assert.GreaterOrEqual(t, conns, opened+1, "the fault killed the connection")
-		assert.LessOrEqual(t, conns, opened+int64(attempts), "at most one new connection per attempt")
+		assert.LessOrEqual(t, conns, opened+int64(attempts)+nextAttempts, "at most one new connection per attempt, the next call's included")
 	} else {
 		assert.Equal(t, opened, conns, "one connection for the call, its retries and the next call")
 	}
