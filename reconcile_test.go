@@ -326,6 +326,9 @@ func TestListSearchListGrowsMeanwhile(t *testing.T) {
 
 // TestReconcileLooksAgainAfterSettleTime: the list lags behind creation; a
 // search before the settle time that finds nothing waits and looks again.
+// That the second look waits for the settle time is shown by counts, not
+// the clock: with an hour to go no second look comes before ctx ends ("ctx
+// ends while waiting"), and with the settle time past there is one look.
 func TestReconcileLooksAgainAfterSettleTime(t *testing.T) {
 	for name, newestFirst := range orders() {
 		t.Run(name, func(t *testing.T) {
@@ -341,7 +344,6 @@ func TestReconcileLooksAgainAfterSettleTime(t *testing.T) {
 			assert.Equal(t, PayoutExists, res.Verdict, res.Reason)
 			assert.Equal(t, int(l.requests.Load()), res.Requests, "both looks are counted")
 			assert.Greater(t, res.Requests, l.lagFor, "it looked again")
-			assert.False(t, time.Now().Before(attempted.Add(30*time.Millisecond)), "the second look came after the settle time")
 		})
 	}
 	t.Run("still not listed after the settle time", func(t *testing.T) {
@@ -373,7 +375,7 @@ func TestReconcileLooksAgainAfterSettleTime(t *testing.T) {
 		assert.ErrorIs(t, err, context.Canceled)
 		require.NotNil(t, res)
 		assert.Equal(t, PayoutStillUnknown, res.Verdict)
-		assert.Equal(t, 2, res.Requests)
+		assert.Equal(t, 2, res.Requests, "the first look only: the second waits for the settle time")
 	})
 }
 

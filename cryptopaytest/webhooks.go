@@ -85,6 +85,9 @@ type webhooks struct {
 	changed   chan struct{} // closed and replaced on every change
 	wg        sync.WaitGroup
 	userAgent string
+	// afterFunc starts a retry's timer: time.AfterFunc, or in a test a
+	// recorder of the waits (export_test.go).
+	afterFunc func(time.Duration, func()) *time.Timer
 }
 
 func newWebhooks(s *Server) *webhooks {
@@ -112,6 +115,7 @@ func newWebhooks(s *Server) *webhooks {
 		log:       deliveryLog{size: s.cfg.webhookLogSize},
 		changed:   make(chan struct{}),
 		userAgent: "cryptopaytest-webhook/1",
+		afterFunc: time.AfterFunc,
 	}
 }
 
@@ -194,7 +198,7 @@ func (w *webhooks) afterAttemptLocked(q *webhookQueue, retry bool, retryAfter ti
 		wait := max(ev.wait, retryAfter)
 		ev.wait = min(ev.wait*2, time.Minute)
 		w.wg.Add(1)
-		q.timer = time.AfterFunc(wait, func() { w.retryDue(q) })
+		q.timer = w.afterFunc(wait, func() { w.retryDue(q) })
 		return
 	}
 	q.items[0] = webhookEvent{}

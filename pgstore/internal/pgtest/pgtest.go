@@ -379,6 +379,7 @@ func Main(m *testing.M) int {
 	case errors.Is(err, ErrNoPostgres) && os.Getenv("CI") != "true":
 		skipReason = "SKIPPING: " + err.Error()
 		fmt.Fprintf(os.Stderr, "\n*** %s (the Examples too) ***\n\n", skipReason)
+		tellTerminal("/dev/tty", err.Error()+" (the Examples too)")
 		if err := skipExamples(); err != nil {
 			fmt.Fprintf(os.Stderr, "pgtest: %v\n", err)
 			return 1

@@ -39,6 +39,7 @@ func Start(t testing.TB) *Server {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("redis-server is not on PATH (CI=true requires it): %v", err)
 		}
+		tellTerminal("/dev/tty", skipNotice[len("SKIPPING: "):])
 		t.Skip(skipNotice)
 	}
 	s, err := launch(bin, t.TempDir())
@@ -85,6 +86,7 @@ func Main(m *testing.M) int {
 			return 1
 		}
 		fmt.Fprintf(os.Stderr, "\n*** %s (the Examples too) ***\n\n", skipNotice)
+		tellTerminal("/dev/tty", skipNotice[len("SKIPPING: "):]+" (the Examples too)")
 		if !flag.Parsed() {
 			flag.Parse()
 		}
