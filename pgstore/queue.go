@@ -47,7 +47,9 @@ type IntentState string
 // Intent states.
 const (
 	// StateNeedsApproval: above the approval threshold; waits for Approve
-	// or Reject. Nothing is sent meanwhile.
+	// or Reject. Nothing is sent meanwhile. An intent enters it at Enqueue
+	// (by the enqueuing process's threshold) or, not yet approved, when a
+	// worker (by its own threshold) is about to send it.
 	StateNeedsApproval IntentState = "needs_approval"
 	// StateQueued: due to be sent (again, after a "not created" verdict).
 	StateQueued IntentState = "queued"
@@ -153,6 +155,10 @@ type Intent struct {
 	LastError string
 	// Note is the operator's note from Approve, Reject or Retry.
 	Note string
+	// ApprovedAt is when an operator approved the intent (Approve); zero
+	// if never. A worker sends an intent above its currency's
+	// Guardrails.ApprovalAbove only once it is approved.
+	ApprovedAt time.Time
 	// NextAt is when a worker next looks at the intent (for an open state).
 	NextAt time.Time
 	// CreatedAt and UpdatedAt are the database's times of the enqueue and
@@ -355,9 +361,11 @@ func (q *Queue) DDL() string {
     verdict             text        NOT NULL DEFAULT '',
     last_error          text        NOT NULL DEFAULT '',
     note                text        NOT NULL DEFAULT '',
+    approved_at         timestamptz,
     created_at          timestamptz NOT NULL DEFAULT now(),
     updated_at          timestamptz NOT NULL DEFAULT now()
 );
+ALTER TABLE %[1]s ADD COLUMN IF NOT EXISTS approved_at timestamptz;
 CREATE INDEX IF NOT EXISTS %[2]s ON %[1]s (next_at) WHERE state IN ('queued', 'sending', 'reconciling', 'parked', 'created');
 CREATE INDEX IF NOT EXISTS %[3]s ON %[1]s (state, order_id);
 CREATE INDEX IF NOT EXISTS %[4]s ON %[1]s (currency, reserved_at) WHERE reserved_at IS NOT NULL;`, q.Table(), due, state, vel)
@@ -374,16 +382,16 @@ func (q *Queue) CreateTable(ctx context.Context) error {
 // intentCols are the columns every read returns, in scanIntent's order.
 const intentCols = `order_id, wallet_address, network_fee_by_user, amount::text, currency, network, customer_id, customer_ip,
 additional_data, webhook_url, state, attempts, attempted_at, payout_id, payout_status, verdict, last_error, note,
-next_at, created_at, updated_at`
+next_at, created_at, updated_at, approved_at`
 
 func scanIntent(row pgx.Row, extra ...any) (*Intent, error) {
 	var in Intent
-	var attempted *time.Time
+	var attempted, approved *time.Time
 	var state, pstatus, amount string
 	p := &in.Params
 	dest := append([]any{&p.OrderID, &p.WalletAddress, &p.NetworkFeeByUser, &amount, &p.Currency, &p.Network,
 		&p.CustomerID, &p.CustomerIP, &p.AdditionalData, &p.WebhookURL, &state, &in.Attempts, &attempted,
-		&in.PayoutID, &pstatus, &in.Verdict, &in.LastError, &in.Note, &in.NextAt, &in.CreatedAt, &in.UpdatedAt}, extra...)
+		&in.PayoutID, &pstatus, &in.Verdict, &in.LastError, &in.Note, &in.NextAt, &in.CreatedAt, &in.UpdatedAt, &approved}, extra...)
 	if err := row.Scan(dest...); err != nil {
 		return nil, err
 	}
@@ -394,6 +402,9 @@ func scanIntent(row pgx.Row, extra ...any) (*Intent, error) {
 	}
 	if attempted != nil {
 		in.AttemptedAt = *attempted
+	}
+	if approved != nil {
+		in.ApprovedAt = *approved
 	}
 	return &in, nil
 }
@@ -606,10 +617,11 @@ func (q *Queue) Counts(ctx context.Context) (map[IntentState]int, error) {
 	return out, nil
 }
 
-// Approve moves an intent from StateNeedsApproval to StateQueued: it is
-// then sent (still subject to the other guardrails). note is recorded (who
-// approved, why). An intent in another state is ErrIntentState; approval
-// survives worker restarts (it is a row, not memory).
+// Approve moves an intent from StateNeedsApproval to StateQueued and
+// records the approval (Intent.ApprovedAt): it is then sent, still subject
+// to the other guardrails. note is recorded (who approved, why). An intent
+// in another state is ErrIntentState; approval survives worker restarts
+// (it is a column, not memory).
 func (q *Queue) Approve(ctx context.Context, orderID, note string) error {
 	return q.operate(ctx, orderID, note, StateNeedsApproval, StateQueued)
 }
@@ -637,7 +649,8 @@ func (q *Queue) operate(ctx context.Context, orderID, note string, from, to Inte
 	var in *Intent
 	err := pgx.BeginFunc(ctx, q.cfg.Pool, func(tx pgx.Tx) error {
 		var err error
-		in, err = scanIntent(tx.QueryRow(ctx, q.sql.operate, orderID, string(from), string(to), scrubText(note)))
+		approve := from == StateNeedsApproval && to == StateQueued
+		in, err = scanIntent(tx.QueryRow(ctx, q.sql.operate, orderID, string(from), string(to), scrubText(note), approve))
 		if errors.Is(err, pgx.ErrNoRows) {
 			if _, gerr := scanIntent(tx.QueryRow(ctx, q.sql.get, orderID)); errors.Is(gerr, pgx.ErrNoRows) {
 				return fmt.Errorf("%w: %q", ErrIntentNotFound, orderID)

@@ -164,7 +164,9 @@ func (q *Queue) record(ctx context.Context, c claimed, ch change) error {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
-	in, err := scanIntent(q.cfg.Pool.QueryRow(ctx, q.sql.set, q.setArgs(c, ch, false)...))
+	// An intent held for approval leaves the workers' hands (the claim
+	// skips its state) until an operator moves it.
+	in, err := scanIntent(q.cfg.Pool.QueryRow(ctx, q.sql.set, q.setArgs(c, ch, ch.to == StateNeedsApproval)...))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return errLostLease
 	}
@@ -175,9 +177,9 @@ func (q *Queue) record(ctx context.Context, c claimed, ch change) error {
 	return nil
 }
 
-func (q *Queue) setArgs(c claimed, ch change, final bool) []any {
+func (q *Queue) setArgs(c claimed, ch change, release bool) []any {
 	return []any{c.Params.OrderID, c.token, string(ch.to), ch.verdict, ch.errText, ch.tries, ch.after.Microseconds(),
-		ch.payoutID, string(ch.payoutStatus), final}
+		ch.payoutID, string(ch.payoutStatus), release}
 }
 
 // finish records a final state and runs OnFinal in the same transaction.
@@ -268,6 +270,11 @@ func (q *Queue) send(ctx context.Context, c claimed) error {
 	if stop := q.cfg.Guardrails.stop(ctx, p); stop != nil {
 		return q.record(ctx, c, change{to: StateBlocked, errText: errText(stop)})
 	}
+	// Approval holds whatever process enqueued the intent: this worker's
+	// threshold is checked against the approval on record.
+	if hold := q.cfg.Guardrails.approvalHold(c.Intent); hold != nil {
+		return q.record(ctx, c, change{to: StateNeedsApproval, errText: errText(hold)})
+	}
 	// Never start a request that could outlive the lease: the worker that
 	// takes over would reconcile while it is still in flight.
 	if time.Until(c.deadline) < q.cfg.SendTimeout {
@@ -308,7 +315,7 @@ func (q *Queue) post(ctx context.Context, c claimed) error {
 // commitBatch commits, in one statement, the attempts of the freshly
 // claimed queued intents that no guardrail needs to look at one by one
 // (those of a currency without a velocity cap, passing the other checks;
-// a blocked one is recorded by its own handler). It marks them committed;
+// a blocked one, or one held for approval, is recorded by its own handler). It marks them committed;
 // the others go through send. After an error this worker cannot know
 // which attempts committed, so it sends none of them: those left queued
 // by the error go through send (whose own commit finds an intent no longer
@@ -322,7 +329,8 @@ func (q *Queue) commitBatch(ctx context.Context, batch []claimed) {
 		if c.State != StateQueued || time.Until(c.deadline) < q.cfg.SendTimeout {
 			continue
 		}
-		if _, capped := capOf(q.cfg.Guardrails.Velocity, c.Params.Currency); capped || q.cfg.Guardrails.stop(ctx, c.Params) != nil {
+		g := &q.cfg.Guardrails
+		if _, capped := capOf(g.Velocity, c.Params.Currency); capped || g.approvalHold(c.Intent) != nil || g.stop(ctx, c.Params) != nil {
 			continue
 		}
 		idx[c.Params.OrderID] = i
