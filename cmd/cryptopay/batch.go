@@ -266,12 +266,10 @@ func (a *app) payoutBatch(args []string) error {
 		"A row whose orderId is queued already with the same parameters is skipped (a rerun enqueues\n" +
 		"nothing new); with other parameters the file is refused. A bad row names its line and column,\n" +
 		"and nothing of the file is enqueued. The queue's workers send the payouts.\n\n" +
-		"Guardrails: --max-amount, --velocity and --allow-address-file apply to --dry-run only: the\n" +
-		"workers check their own pgstore.Guardrails before sending, so pass the same values to see\n" +
-		"what they would stop. --approval-above applies to the enqueue itself (the queue decides\n" +
-		"approval when an intent is enqueued): pass your application's Guardrails.ApprovalAbove,\n" +
-		"or --no-approval if it sets none; one of the two is required, so that a file is never\n" +
-		"enqueued past the approval your application asks for."})
+		"Guardrails: --max-amount, --velocity, --allow-address-file and --approval-above apply to\n" +
+		"--dry-run only: the workers check their own pgstore.Guardrails before sending (approval\n" +
+		"included: an intent above their threshold waits for 'payout queue approve'), so pass the\n" +
+		"same values to see what they would stop or hold."})
 	var qf queueFlags
 	qf.register(fs.FlagSet)
 	dryRun := fs.Bool("dry-run", false, "enqueue nothing: print counts, totals per currency and the rows the guardrails would stop")
@@ -280,8 +278,7 @@ func (a *app) payoutBatch(args []string) error {
 	fs.Var(velocity, "velocity", "dry run: cap of the total within --velocity-window, `currency=amount` (repeatable), as Guardrails.Velocity")
 	window := fs.Duration("velocity-window", pgstore.DefaultVelocityWindow, "dry run: the velocity cap's rolling `window`, as Guardrails.VelocityWindow")
 	allowFile := fs.String("allow-address-file", "", "dry run: the only wallet addresses paid to, one per line (`path`), as Guardrails.AllowedAddresses")
-	fs.Var(approval, "approval-above", "hold an intent above `currency=amount` for approval (repeatable), as Guardrails.ApprovalAbove")
-	noApproval := fs.Bool("no-approval", false, "the application sets no Guardrails.ApprovalAbove: nothing is held for approval")
+	fs.Var(approval, "approval-above", "dry run: hold an intent above `currency=amount` for approval (repeatable), as Guardrails.ApprovalAbove")
 	pos, err := a.parse(fs, args, 1, 1)
 	if err != nil {
 		return err
@@ -290,24 +287,17 @@ func (a *app) payoutBatch(args []string) error {
 	if err != nil {
 		return err
 	}
-	switch {
-	case len(approval) == 0 && !*noApproval:
-		return usageErr("payout batch: say your application's approval threshold: --approval-above currency=amount " +
-			"(as its Guardrails.ApprovalAbove; the queue decides approval at enqueue), or --no-approval if it sets none")
-	case len(approval) > 0 && *noApproval:
-		return usageErr("payout batch: --approval-above and --no-approval contradict each other")
-	}
-	g := pgstore.Guardrails{ApprovalAbove: approval}
+	var g pgstore.Guardrails
 	if *dryRun {
-		g.MaxAmount, g.Velocity, g.VelocityWindow = maxAmount, velocity, *window
+		g.MaxAmount, g.Velocity, g.VelocityWindow, g.ApprovalAbove = maxAmount, velocity, *window, approval
 		if *allowFile != "" {
 			if g.AllowedAddresses, err = readAddresses(*allowFile); err != nil {
 				return err
 			}
 		}
-	} else if len(maxAmount) > 0 || len(velocity) > 0 || *allowFile != "" {
-		return usageErr("payout batch: --max-amount, --velocity and --allow-address-file apply to --dry-run only " +
-			"(the workers check their own guardrails before sending); add --dry-run, or drop them")
+	} else if len(maxAmount) > 0 || len(velocity) > 0 || *allowFile != "" || len(approval) > 0 {
+		return usageErr("payout batch: --max-amount, --velocity, --allow-address-file and --approval-above apply to --dry-run only " +
+			"(the workers check their own guardrails before sending, approval included); add --dry-run, or drop them")
 	}
 
 	f, err := os.Open(pos[0])
