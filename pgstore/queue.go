@@ -174,6 +174,8 @@ type Transition struct {
 	From, To IntentState
 	// Attempts is the intent's attempt count after the change.
 	Attempts int
+	// PayoutID is the payout's id when known (see Intent.PayoutID).
+	PayoutID string
 	// Verdict is the reconciliation's verdict, when one led here.
 	Verdict string
 	// Err is the error text recorded with the change, if any.
@@ -671,7 +673,7 @@ func (q *Queue) operate(ctx context.Context, orderID, note string, from, to Inte
 		}
 		return fmt.Errorf("pgstore: %s -> %s for %q: %w", from, to, orderID, err)
 	}
-	q.observe(Transition{OrderID: orderID, From: from, To: to, Attempts: in.Attempts})
+	q.observe(Transition{OrderID: orderID, From: from, To: to, Attempts: in.Attempts, PayoutID: in.PayoutID})
 	q.poke()
 	return nil
 }

@@ -49,7 +49,7 @@ WHERE order_id = $1 AND lease_token = $2 AND state = $4`, t),
     payout_id = CASE WHEN $8::text = '' THEN payout_id ELSE $8::text END,
     payout_status = CASE WHEN $9::text = '' THEN payout_status ELSE $9::text END,
     lease_token = CASE WHEN $10 THEN NULL ELSE lease_token END, updated_at = now()
-WHERE order_id = $1 AND lease_token = $2 RETURNING %s`, t, intentCols),
+WHERE order_id = $1 AND lease_token = $2 RETURNING attempts`, t),
 		attemptMany: fmt.Sprintf(`UPDATE %s SET state = 'sending', attempts = attempts + 1, attempted_at = $3,
 reserved_at = now(), tries = 0, last_error = '', verdict = '', updated_at = now()
 WHERE order_id = ANY($1) AND lease_token = $2 AND state = 'queued' RETURNING order_id`, t),

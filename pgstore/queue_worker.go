@@ -54,22 +54,13 @@ func (q *Queue) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	for {
-		// Wait for a free slot, then take every free slot.
+		// Wait for a free slot, then gather more.
 		select {
 		case slots <- struct{}{}:
 		case <-ctx.Done():
 			return ctx.Err()
 		}
-		n := 1
-		for n < cap(slots) {
-			select {
-			case slots <- struct{}{}:
-				n++
-				continue
-			default:
-			}
-			break
-		}
+		n := q.gather(ctx, slots)
 		batch, err := q.claim(ctx, n)
 		if err != nil && ctx.Err() == nil {
 			q.log.LogAttrs(ctx, slog.LevelWarn, "pgstore: claiming payout intents", slog.String("error", err.Error()))
@@ -97,6 +88,41 @@ func (q *Queue) Run(ctx context.Context) error {
 		}
 		t.Stop()
 	}
+}
+
+// gather takes the free slots after the first one and returns how many
+// this worker holds for its next claim. While intents are in flight it
+// waits, at most PollInterval, until a quarter of the slots are free: one
+// claim and one attempt commit then serve several intents, instead of two
+// round trips for each intent as its slot frees.
+func (q *Queue) gather(ctx context.Context, slots chan struct{}) int {
+	n, want := 1, max(cap(slots)/4, 1)
+	var timeout <-chan time.Time
+	for n < cap(slots) {
+		select {
+		case slots <- struct{}{}:
+			n++
+			continue
+		default:
+		}
+		if n >= want {
+			break
+		}
+		if timeout == nil {
+			t := time.NewTimer(q.cfg.PollInterval)
+			defer t.Stop()
+			timeout = t.C
+		}
+		select {
+		case slots <- struct{}{}:
+			n++
+			continue
+		case <-timeout:
+		case <-ctx.Done():
+		}
+		break
+	}
+	return n
 }
 
 // claim leases up to n due intents to this worker.
@@ -166,14 +192,16 @@ func (q *Queue) record(ctx context.Context, c claimed, ch change) error {
 	defer cancel()
 	// An intent held for approval leaves the workers' hands (the claim
 	// skips its state) until an operator moves it.
-	in, err := scanIntent(q.cfg.Pool.QueryRow(ctx, q.sql.set, q.setArgs(c, ch, ch.to == StateNeedsApproval)...))
+	var attempts int
+	err := q.cfg.Pool.QueryRow(ctx, q.sql.set, q.setArgs(c, ch, ch.to == StateNeedsApproval)...).Scan(&attempts)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return errLostLease
 	}
 	if err != nil {
 		return fmt.Errorf("recording %s: %w", ch.to, err)
 	}
-	q.observe(Transition{OrderID: in.Params.OrderID, From: c.State, To: ch.to, Attempts: in.Attempts, Verdict: ch.verdict, Err: ch.errText})
+	q.observe(Transition{OrderID: c.Params.OrderID, From: c.State, To: ch.to, Attempts: attempts,
+		PayoutID: cmpOr(ch.payoutID, c.PayoutID), Verdict: ch.verdict, Err: ch.errText})
 	return nil
 }
 
@@ -210,7 +238,8 @@ func (q *Queue) finish(ctx context.Context, c claimed, ch change) error {
 		}
 		return err
 	}
-	q.observe(Transition{OrderID: in.Params.OrderID, From: c.State, To: ch.to, Attempts: in.Attempts, Verdict: ch.verdict, Err: ch.errText})
+	q.observe(Transition{OrderID: in.Params.OrderID, From: c.State, To: ch.to, Attempts: in.Attempts,
+		PayoutID: in.PayoutID, Verdict: ch.verdict, Err: ch.errText})
 	return nil
 }
 
