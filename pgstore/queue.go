@@ -448,6 +448,19 @@ func (q *Queue) EnqueueMany(ctx context.Context, tx pgx.Tx, ps []cryptopay.Creat
 			return 0, &indexedError{i: i, n: len(ps), orderID: p.OrderID, err: err}
 		}
 	}
+	created, existing, err := q.insertIntents(ctx, tx, ps)
+	if err != nil || len(existing) == 0 {
+		return created, err
+	}
+	if err := q.checkExisting(ctx, tx, ps, existing); err != nil {
+		return 0, err
+	}
+	return created, nil
+}
+
+// insertIntents inserts ps in one round trip and returns how many were
+// new and the indexes of those whose orderId was queued already.
+func (q *Queue) insertIntents(ctx context.Context, tx pgx.Tx, ps []cryptopay.CreatePayoutParams) (created int, existing []int, err error) {
 	b := &pgx.Batch{}
 	for _, p := range ps {
 		state := StateQueued
@@ -458,7 +471,6 @@ func (q *Queue) EnqueueMany(ctx context.Context, tx pgx.Tx, ps []cryptopay.Creat
 			p.CustomerID, p.CustomerIP, p.AdditionalData, p.WebhookURL, string(state))
 	}
 	br := tx.SendBatch(ctx, b)
-	var existing []int // indexes of intents whose orderId was already queued
 	for i := range ps {
 		var inserted bool
 		switch err := br.QueryRow().Scan(&inserted); {
@@ -468,41 +480,45 @@ func (q *Queue) EnqueueMany(ctx context.Context, tx pgx.Tx, ps []cryptopay.Creat
 			existing = append(existing, i)
 		default:
 			_ = br.Close()
-			return 0, fmt.Errorf("pgstore: enqueue %q: %w", ps[i].OrderID, err)
+			return 0, nil, fmt.Errorf("pgstore: enqueue %q: %w", ps[i].OrderID, err)
 		}
 	}
 	if err := br.Close(); err != nil {
-		return 0, fmt.Errorf("pgstore: enqueue: %w", err)
+		return 0, nil, fmt.Errorf("pgstore: enqueue: %w", err)
 	}
-	if len(existing) == 0 {
-		return created, nil
-	}
+	return created, existing, nil
+}
+
+// checkExisting reads the intents of ps at the indexes existing (queued
+// already) in one round trip, and returns an *IntentConflictError, with
+// its index, for the first whose parameters differ.
+func (q *Queue) checkExisting(ctx context.Context, tx pgx.Tx, ps []cryptopay.CreatePayoutParams, existing []int) error {
 	ids := make([]string, len(existing))
 	for k, i := range existing {
 		ids[k] = ps[i].OrderID
 	}
 	rows, err := tx.Query(ctx, q.sql.getMany, ids)
 	if err != nil {
-		return 0, fmt.Errorf("pgstore: enqueue: reading the existing intents: %w", err)
+		return fmt.Errorf("pgstore: enqueue: reading the existing intents: %w", err)
 	}
 	have := make(map[string]cryptopay.CreatePayoutParams, len(ids))
 	for rows.Next() {
 		in, err := scanIntent(rows)
 		if err != nil {
 			rows.Close()
-			return 0, fmt.Errorf("pgstore: enqueue: reading the existing intents: %w", err)
+			return fmt.Errorf("pgstore: enqueue: reading the existing intents: %w", err)
 		}
 		have[in.Params.OrderID] = in.Params
 	}
 	if err := rows.Err(); err != nil {
-		return 0, fmt.Errorf("pgstore: enqueue: reading the existing intents: %w", err)
+		return fmt.Errorf("pgstore: enqueue: reading the existing intents: %w", err)
 	}
 	for _, i := range existing {
 		if f := differingField(have[ps[i].OrderID], ps[i]); f != "" {
-			return 0, &indexedError{i: i, n: len(ps), orderID: ps[i].OrderID, err: &IntentConflictError{OrderID: ps[i].OrderID, Field: f}}
+			return &indexedError{i: i, n: len(ps), orderID: ps[i].OrderID, err: &IntentConflictError{OrderID: ps[i].OrderID, Field: f}}
 		}
 	}
-	return created, nil
+	return nil
 }
 
 // indexedError is EnqueueMany's error for one intent of the batch; it
