@@ -43,13 +43,48 @@ func prepare(repo, version, date string) error {
 	if err != nil {
 		return err
 	}
+	// Check everything before changing anything.
+	files := map[string][]byte{}
+	if err := bumpRequires(abs, mods, cur, v, files); err != nil {
+		return err
+	}
+	if err := bumpWork(abs, mods, cur, v, files); err != nil {
+		return err
+	}
+
+	clName := filepath.Join(abs, changelogFile)
+	cl, err := os.ReadFile(clName)
+	if err != nil {
+		return err
+	}
+	if files[clName], err = fillChangelog(string(cl), version, date); err != nil {
+		return err
+	}
+	files[filepath.Join(abs, versionFile)] = versionRE.ReplaceAll(src, []byte(`const Version = "`+version+`"`))
+
+	for name, data := range files {
+		if err := os.WriteFile(name, data, 0o644); err != nil {
+			return err
+		}
+	}
+	fmt.Printf("prepared %s (was %s)\n", v, cur)
+	return nil
+}
+
+// ourPaths are the module paths of mods.
+func ourPaths(mods []mod) map[string]bool {
 	ours := map[string]bool{}
 	for _, m := range mods {
 		ours[m.path] = true
 	}
+	return ours
+}
 
-	// Check everything before changing anything.
-	files := map[string][]byte{}
+// bumpRequires puts into files each module's go.mod with its requires of
+// our modules moved from cur to v; it refuses a require not at cur and a
+// replace of one of our modules.
+func bumpRequires(abs string, mods []mod, cur, v string, files map[string][]byte) error {
+	ours := ourPaths(mods)
 	var disagree []string
 	for _, m := range mods {
 		name := filepath.Join(abs, m.dir, "go.mod")
@@ -86,47 +121,38 @@ func prepare(repo, version, date string) error {
 	if len(disagree) > 0 {
 		return fmt.Errorf("the modules disagree with Version %s:\n\t%s", cur, strings.Join(disagree, "\n\t"))
 	}
+	return nil
+}
 
+// bumpWork puts into files go.work (if any) with its versioned replaces of
+// our modules moved from cur to v.
+func bumpWork(abs string, mods []mod, cur, v string, files map[string][]byte) error {
+	ours := ourPaths(mods)
 	workName := filepath.Join(abs, "go.work")
-	if data, err := os.ReadFile(workName); err == nil {
-		wf, err := modfile.ParseWork(workName, data, nil)
-		if err != nil {
-			return err
-		}
-		for _, r := range slices.Clone(wf.Replace) {
-			if ours[r.Old.Path] && r.Old.Version != "" {
-				if r.Old.Version != cur {
-					return fmt.Errorf("go.work replaces %s %s, not Version %s", r.Old.Path, r.Old.Version, cur)
-				}
-				oldPath, oldVersion, newPath, newVersion := r.Old.Path, r.Old.Version, r.New.Path, r.New.Version
-				if err := wf.DropReplace(oldPath, oldVersion); err != nil {
-					return err
-				}
-				if err := wf.AddReplace(oldPath, v, newPath, newVersion); err != nil {
-					return err
-				}
-			}
-		}
-		wf.Cleanup()
-		files[workName] = modfile.Format(wf.Syntax)
+	data, err := os.ReadFile(workName)
+	if err != nil {
+		return nil // no go.work
 	}
-
-	clName := filepath.Join(abs, changelogFile)
-	cl, err := os.ReadFile(clName)
+	wf, err := modfile.ParseWork(workName, data, nil)
 	if err != nil {
 		return err
 	}
-	if files[clName], err = fillChangelog(string(cl), version, date); err != nil {
-		return err
-	}
-	files[filepath.Join(abs, versionFile)] = versionRE.ReplaceAll(src, []byte(`const Version = "`+version+`"`))
-
-	for name, data := range files {
-		if err := os.WriteFile(name, data, 0o644); err != nil {
-			return err
+	for _, r := range slices.Clone(wf.Replace) {
+		if ours[r.Old.Path] && r.Old.Version != "" {
+			if r.Old.Version != cur {
+				return fmt.Errorf("go.work replaces %s %s, not Version %s", r.Old.Path, r.Old.Version, cur)
+			}
+			oldPath, oldVersion, newPath, newVersion := r.Old.Path, r.Old.Version, r.New.Path, r.New.Version
+			if err := wf.DropReplace(oldPath, oldVersion); err != nil {
+				return err
+			}
+			if err := wf.AddReplace(oldPath, v, newPath, newVersion); err != nil {
+				return err
+			}
 		}
 	}
-	fmt.Printf("prepared %s (was %s)\n", v, cur)
+	wf.Cleanup()
+	files[workName] = modfile.Format(wf.Syntax)
 	return nil
 }
 
@@ -190,7 +216,14 @@ func fillChangelog(text, version, date string) ([]byte, error) {
 		out = append(out, "### "+name)
 		out = append(append(out, trimBlank(rel.subs[name])...), "")
 	}
-	rest := lines[rEnd:]
+	out = append(out, releaseLinks(lines[rEnd:], version)...)
+	return []byte(strings.Join(out, "\n")), nil
+}
+
+// releaseLinks updates the link definitions in rest (the lines after the
+// release's section): [Unreleased] compares from the new version's tag,
+// and the version gets its own link if it has none.
+func releaseLinks(rest []string, version string) []string {
 	base := "https://github.com/cryptopay/cryptopay-go"
 	hasLink := false
 	for i, l := range rest {
@@ -208,8 +241,7 @@ func fillChangelog(text, version, date string) ([]byte, error) {
 			}
 		}
 	}
-	out = append(out, rest...)
-	return []byte(strings.Join(out, "\n")), nil
+	return rest
 }
 
 type section struct {
