@@ -19,17 +19,19 @@ and changes no global state.
 		log.Fatal(err) // an empty key, a bad URL, or http:// to a remote host
 	}
 
-Options ([Option]: [WithTimeout], [WithLogger], [WithRetryPolicy],
-[WithObserver], [WithHTTPClient], ...) configure the Client; the same
-[Option] given after a call's parameters changes that call only. The API key is
-never printed, neither by fmt nor in errors and log lines.
+Options are one type, [Option]. Given to NewClient they configure every
+call; [WithTimeout], [WithRetryPolicy] and [WithHeader] given after a call's
+parameters change that call only, and [WithResponseInto] is per call only.
+Options that shape the Client ([WithHTTPClient], [WithLogger],
+[WithObserver], [WithWakeupBus], ...) are refused on a call with
+[ErrInvalidParams]. The API key is never printed, neither by fmt nor in
+errors and log lines.
 
 # Calling the API
 
 Every method takes a context first, then its parameters, then options
-that change that one call ([WithHeader], [WithTimeout], [WithRetryPolicy],
-[WithResponseInto]; its Response.RawJSON reaches fields the SDK does not
-decode yet):
+that change that one call ([WithResponseInto] fills a [Response], whose
+RawJSON reaches fields the SDK does not decode yet):
 
 	payment, err := client.CreatePayment(ctx, cryptopay.CreatePaymentParams{
 		Amount:     decimal.RequireFromString("49.99"),
@@ -72,8 +74,8 @@ create request ([Client.CreatePayment], [Client.CreatePayout]) is never
 resent once it may have reached the server, by the SDK or by Go's HTTP/2
 transport, because the API documents no idempotency key and a second payout
 sends money twice. Such a failure matches [ErrOutcomeUnknown]: reconcile it
-by orderId with [Client.ReconcilePayout] before anything else, and never
-resend blindly:
+by orderId with [Client.ReconcilePayout] before anything else, never resend
+blindly, and follow a payout that exists to its final status:
 
 	attempted := time.Now() // before sending: the search reaches back to it
 	payout, err := client.CreatePayout(ctx, params)
@@ -82,12 +84,21 @@ resend blindly:
 			OrderID:     params.OrderID,
 			AttemptedAt: attempted,
 		})
-		if rerr == nil && res.Verdict == cryptopay.PayoutNotCreated {
+		switch {
+		case rerr != nil || res.Verdict == cryptopay.PayoutStillUnknown:
+			// look again later, and do not resend
+		case res.Verdict == cryptopay.PayoutNotCreated:
 			payout, err = client.CreatePayout(ctx, params) // never created: safe to send again
+		case res.Verdict == cryptopay.PayoutExists:
+			// never send it again; the list item has no payout id, so
+			// follow the payout by its orderId to its final status
+			payout, err = client.WaitForPayout(ctx, cryptopay.WaitForPayoutParams{OrderID: params.OrderID})
 		}
-		// PayoutExists: never send it again; PayoutStillUnknown or an
-		// error: look again later, and do not resend.
 	}
+
+For a durable promise across crashes and replicas, the companion module
+github.com/cryptopay/cryptopay-go/pgstore has a payout queue on your
+PostgreSQL (pgstore.Queue).
 
 # Waits
 
@@ -104,7 +115,7 @@ its object at once (through [Client.Notify]); across replicas,
 
 # Webhooks
 
-Package github.com/cryptopay/cryptopay-go/webhook receives events. The API
+Package [github.com/cryptopay/cryptopay-go/webhook] receives events. The API
 does not say how it signs events, so webhook.URL signs the URL: it adds an
 HMAC token of the orderId to your endpoint, to be passed as the payment's or
 payout's webhookUrl. webhook.NewHandler serves that endpoint: it checks the
@@ -126,6 +137,8 @@ fault injection, with no account.
   - Testing with the fake: https://github.com/cryptopay/cryptopay-go/blob/main/docs/testing.md
   - Running several replicas: https://github.com/cryptopay/cryptopay-go/blob/main/docs/replicas.md
   - Observability: https://github.com/cryptopay/cryptopay-go/blob/main/docs/observability.md
+  - The durable payout queue: https://github.com/cryptopay/cryptopay-go/blob/main/docs/payout-queue.md
+  - The operator CLI: https://github.com/cryptopay/cryptopay-go/blob/main/docs/cli.md
   - Security: https://github.com/cryptopay/cryptopay-go/blob/main/SECURITY.md
   - All guides: https://github.com/cryptopay/cryptopay-go/blob/main/README.md#guides
 */

@@ -111,6 +111,7 @@ var snippetImports = map[string]string{
 	"log": "log", "slog": "log/slog", "os": "os", "strings": "strings",
 	"time": "time", "testing": "testing", "rand": "crypto/rand",
 	"http": "net/http", "httptest": "net/http/httptest",
+	"json":          "encoding/json",
 	"decimal":       "github.com/shopspring/decimal",
 	"cryptopay":     "github.com/cryptopay/cryptopay-go",
 	"cryptopaytest": "github.com/cryptopay/cryptopay-go/cryptopaytest",
@@ -126,10 +127,12 @@ import (
 
 	"github.com/cryptopay/cryptopay-go"
 	"github.com/cryptopay/cryptopay-go/cryptopaytest"
+	"github.com/cryptopay/cryptopay-go/webhook"
 )
 
 var (
 	ctx             context.Context
+	store           webhook.DedupeStore
 	client          *cryptopay.Client
 	srv             *cryptopaytest.Server
 	params          cryptopay.CreatePayoutParams

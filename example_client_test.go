@@ -1,6 +1,7 @@
 package cryptopay_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log"
@@ -11,10 +12,12 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/cryptopay/cryptopay-go"
+	"github.com/cryptopay/cryptopay-go/cryptopaytest"
 )
 
 func ExampleNewClient() {
-	client, err := cryptopay.NewClient("https://api.example.com", os.Getenv("CRYPTOPAY_API_KEY"),
+	apiKey := "sk_live_example" // in a program: os.Getenv("CRYPTOPAY_API_KEY"), never in the code
+	client, err := cryptopay.NewClient("https://api.example.com", apiKey,
 		cryptopay.WithTimeout(20*time.Second),
 		cryptopay.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))),
 		cryptopay.WithHeader("User-Agent", "myshop/1.0"),
@@ -22,7 +25,13 @@ func ExampleNewClient() {
 	if err != nil {
 		log.Fatal(err) // an empty key, a bad URL, or http:// to a remote host
 	}
-	_ = client
+	fmt.Println(client) // the key is never printed
+
+	_, err = cryptopay.NewClient("http://api.example.com", "sk_live_example") // plain http to a remote host
+	fmt.Println(errors.Is(err, cryptopay.ErrInvalidParams))
+	// Output:
+	// cryptopay.Client{base: https://api.example.com, apiKey: [REDACTED]}
+	// true
 }
 
 func ExampleAPIError() {
@@ -52,11 +61,26 @@ func ExampleCreatePaymentParams_MarshalJSON() {
 	// {"amount":0.1,"platformFeeByUser":false,"currency":"usdt","network":"tron","customerId":"cus_1","customerIp":"203.0.113.7","orderId":"order-1"}
 }
 
+// One debug line per attempt (a warning per unknown outcome), without the
+// key, a body or a query. Here the time, duration and request id are left
+// out of the lines so that the output is stable.
 func ExampleWithLogger() {
-	client, err := cryptopay.NewClient("https://api.example.com", "key",
-		cryptopay.WithLogger(slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))))
-	if err != nil {
+	srv := cryptopaytest.NewServer()
+	defer srv.Close()
+	srv.InjectFault(cryptopaytest.RouteBalance, cryptopaytest.Fault{Status: 503}) // one retry
+
+	stable := func(_ []string, a slog.Attr) slog.Attr {
+		if a.Key == slog.TimeKey || a.Key == "duration" || a.Key == "requestId" {
+			return slog.Attr{}
+		}
+		return a
+	}
+	logger := slog.New(slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{Level: slog.LevelDebug, ReplaceAttr: stable}))
+	client := srv.Client(cryptopay.WithLogger(logger))
+	if _, err := client.GetBalances(context.Background()); err != nil {
 		log.Fatal(err)
 	}
-	_ = client
+	// Output:
+	// level=DEBUG msg="cryptopay request" method=GET path=/v1/balance attempt=1 status=503 retry=true reason="status 503 Service Unavailable"
+	// level=DEBUG msg="cryptopay request" method=GET path=/v1/balance attempt=2 status=200 retry=false
 }

@@ -125,11 +125,13 @@ func ExampleWithWakeupBus() {
 }
 
 func ExampleClient_Close() {
-	client, err := cryptopay.NewClient("https://api.example.com", "sk_live_example")
+	bus := cryptopaytest.NewMemoryBus() // redisstore.NewWakeupBus or pgstore.NewWakeupBus across processes
+	client, err := cryptopay.NewClient("https://api.example.com", "sk_live_example", cryptopay.WithWakeupBus(bus))
 	if err != nil {
 		log.Fatal(err)
 	}
 	// Close ends the wake-up bus subscription (if any) and closes idle
 	// connections; the Client stays usable, so close it when done with it.
-	defer client.Close()
+	fmt.Println(client.Close())
+	// Output: <nil>
 }

@@ -41,8 +41,8 @@ func objectKey(kind objKind, id string) string {
 	return kind.String() + "/" + objectID(kind, id)
 }
 
-// waitRegistry lets a WebhookHandler hand the object it re-read to the
-// waits for that object on the same Client. Its zero value is ready.
+// waitRegistry lets a webhook handler hand the object it re-read
+// (Client.Notify) to the waits for that object on the same Client. Its zero value is ready.
 type waitRegistry struct {
 	mu sync.Mutex
 	m  map[string][]*waiter

@@ -1,6 +1,6 @@
 package cryptopay_test
 
-// Webhook handler benchmarks: the SDK's WebhookHandler beside a
+// Webhook handler benchmarks: the SDK's webhook.Handler beside a
 // hand-written floor (see floorWebhook), per event, with and without a
 // re-read through the API. Fairness rules as in bench_test.go; the shared
 // helpers (bench server, floor client, benchRound, reportCPU) live there.

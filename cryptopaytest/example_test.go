@@ -231,3 +231,48 @@ func ExampleServer_ControlHandler() {
 	// Output:
 	// 200 paid_partial 1
 }
+
+// SetPaymentStatus plays the processor: a payment held for a compliance
+// check, which the merchant's code must show to a person.
+func ExampleServer_SetPaymentStatus() {
+	srv := cryptopaytest.NewServer()
+	defer srv.Close()
+	client := srv.Client()
+	ctx := context.Background()
+	p, err := client.CreatePayment(ctx, cryptopay.CreatePaymentParams{
+		Amount: decimal.RequireFromString("10"), Currency: "usdt", Network: "tron",
+		CustomerID: "cust-1", CustomerIP: "203.0.113.9", OrderID: "order-1003",
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := srv.SetPaymentStatus(p.ID, cryptopay.PaymentLocked); err != nil {
+		log.Fatal(err)
+	}
+	p, err = client.GetPayment(ctx, p.ID)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(p.Status, p.Status.IsTerminal(), p.Status.NeedsAction())
+	// Output: locked false true
+}
+
+// SetBalance gives the merchant's account a balance; a payout larger than
+// it is refused, and nothing is created.
+func ExampleServer_SetBalance() {
+	srv := cryptopaytest.NewServer()
+	defer srv.Close()
+	srv.SetBalance("usdt", "tron", decimal.RequireFromString("100"))
+	client := srv.Client()
+
+	_, err := client.CreatePayout(context.Background(), cryptopay.CreatePayoutParams{
+		WalletAddress: "TXyz", Amount: decimal.RequireFromString("250"), Currency: "usdt", Network: "tron",
+		CustomerID: "cust-1", CustomerIP: "203.0.113.9", OrderID: "wd-1",
+	})
+	var apiErr *cryptopay.APIError
+	fmt.Println(errors.As(err, &apiErr), errors.Is(err, cryptopay.ErrOutcomeUnknown), srv.PayoutCount())
+	fmt.Println(srv.Balance("usdt", "tron"))
+	// Output:
+	// true false 0
+	// 100
+}

@@ -33,7 +33,7 @@ type WebhookStatus interface {
 
 // NewWebhookPayload returns the URL and body of the event the API sends
 // when obj reaches status: the URL is webhook.URL(webhookBase,
-// secret, obj's OrderID), tokened exactly as a WebhookHandler with the same
+// secret, obj's OrderID), tokened exactly as a webhook.Handler with the same
 // secret expects; the body is obj in the API's status-response JSON (the
 // shape the fake's own deliveries have) with its status replaced by status.
 // Amounts are written as exact JSON numbers; a PaidAmount or MerchantAmount
@@ -41,7 +41,7 @@ type WebhookStatus interface {
 //
 // It refuses, with an error matching ErrInvalid or cryptopay.ErrInvalidParams,
 // a nil obj, an empty id, orderId or status, a status of the other kind
-// (a PayoutStatus for a payment), and whatever cryptopay.WebhookURL refuses
+// (a PayoutStatus for a payment), and whatever webhook.URL refuses
 // (a short or all-zero secret, a base that is not an http(s) URL).
 //
 // The event is test data: never point it at a production endpoint that

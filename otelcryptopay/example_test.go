@@ -4,9 +4,13 @@ import (
 	"context"
 	"fmt"
 	"log"
-	"os"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 
 	"go.opentelemetry.io/otel"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
@@ -18,34 +22,60 @@ import (
 	"github.com/cryptopay/cryptopay-go/webhook"
 )
 
-// The usual setup: the program has installed its OpenTelemetry providers
-// (otel.SetTracerProvider, otel.SetMeterProvider) and hands the observer to
-// the Client.
-func ExampleNewObserver() {
-	client, err := cryptopay.NewClient("https://api.example.com", os.Getenv("CRYPTOPAY_API_KEY"),
-		cryptopay.WithObserver(otelcryptopay.NewObserver()))
-	if err != nil {
+// printMetricNames prints the name of each metric reader holds.
+func printMetricNames(reader *sdkmetric.ManualReader) {
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
 		log.Fatal(err)
 	}
-	_ = client
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			fmt.Println(m.Name)
+		}
+	}
 }
 
-// Explicit providers, and the webhook handler's events through the same
-// Client.
-func ExampleWithTracerProvider() {
-	obs := otelcryptopay.NewObserver(
-		otelcryptopay.WithTracerProvider(otel.GetTracerProvider()),
-		otelcryptopay.WithMeterProvider(otel.GetMeterProvider()),
-	)
-	client, err := cryptopay.NewClient("https://api.example.com", os.Getenv("CRYPTOPAY_API_KEY"), cryptopay.WithObserver(obs))
-	if err != nil {
+// The usual setup: the program installs its OpenTelemetry providers once
+// (otel.SetTracerProvider, otel.SetMeterProvider; here a meter provider
+// with an in-memory reader, to print what was recorded) and hands the
+// observer to the Client.
+func ExampleNewObserver() {
+	reader := sdkmetric.NewManualReader()
+	otel.SetMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)))
+
+	srv := cryptopaytest.NewServer()
+	defer srv.Close()
+	// In production: cryptopay.NewClient(baseURL, apiKey, cryptopay.WithObserver(otelcryptopay.NewObserver())).
+	client := srv.Client(cryptopay.WithObserver(otelcryptopay.NewObserver()))
+	if _, err := client.GetBalances(context.Background()); err != nil {
 		log.Fatal(err)
 	}
+
+	printMetricNames(reader)
+	// Output: cryptopay.client.call.duration
+}
+
+// Explicit providers, and the webhook handler's events through its own
+// OnEvent.
+func ExampleWithTracerProvider() {
+	spans := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	obs := otelcryptopay.NewObserver(
+		otelcryptopay.WithTracerProvider(tp),
+		otelcryptopay.WithMeterProvider(mp),
+	)
+	srv := cryptopaytest.NewServer()
+	defer srv.Close()
+	client := srv.Client(cryptopay.WithObserver(obs)) // or cryptopay.NewClient(baseURL, apiKey, cryptopay.WithObserver(obs))
+
 	// The handler reports each webhook request to its own OnEvent.
+	secret := []byte("example-secret-do-not-use-32byte") // from CRYPTOPAY_WEBHOOK_SECRET
 	handler, err := webhook.NewHandler(webhook.Config{
-		Secret:  []byte(os.Getenv("CRYPTOPAY_WEBHOOK_SECRET")),
+		Secret:  secret,
 		Client:  client,
-		OnEvent: otelcryptopay.NewWebhookObserver(),
+		OnEvent: otelcryptopay.NewWebhookObserver(otelcryptopay.WithTracerProvider(tp), otelcryptopay.WithMeterProvider(mp)),
 		OnPayment: func(ctx context.Context, p *cryptopay.Payment) error {
 			return nil // fulfil the order
 		},
@@ -53,7 +83,20 @@ func ExampleWithTracerProvider() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	_ = handler // mount it: http.Handle("/webhooks/cryptopay", handler)
+	if _, err := client.GetBalances(context.Background()); err != nil {
+		log.Fatal(err)
+	}
+	// A forged event: refused, and counted.
+	rec := httptest.NewRecorder()
+	handler.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/webhooks/cryptopay?token=forged",
+		strings.NewReader(`{"paymentId":"6f1c0f9e-7d43-4b8e-9a8e-1f2a3b4c5d6e","orderId":"order-1","status":"paid"}`)))
+
+	printMetricNames(reader)
+	fmt.Println(rec.Code, len(spans.GetSpans()), "spans")
+	// Output:
+	// cryptopay.client.call.duration
+	// cryptopay.webhook.events
+	// 401 2 spans
 }
 
 // What a call that needed a retry looks like: the fake answers the first

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/cryptopay/cryptopay-go/redisstore/internal/redistest"
 )
 
 type quietLogger struct{}
@@ -13,9 +15,10 @@ type quietLogger struct{}
 func (quietLogger) Printf(context.Context, string, ...any) {}
 
 // TestMain silences go-redis's process-wide logger, which prints a line
-// for every failed dial while a test has Redis down on purpose. (The
-// package itself never touches that global.)
+// for every failed dial while a test has Redis down on purpose (the
+// package itself never touches that global), and starts the redis-server
+// the Examples use.
 func TestMain(m *testing.M) {
 	redis.SetLogger(quietLogger{})
-	os.Exit(m.Run())
+	os.Exit(redistest.Main(m))
 }

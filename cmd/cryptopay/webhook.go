@@ -16,7 +16,7 @@ import (
 
 func (a *app) webhookURL(args []string) error {
 	fs := a.newFlagSet(command{"webhook url", "", "Print the webhookUrl to give a payment or payout for an order: --base with a token\n" +
-		"(an HMAC of the order id under the webhook secret) that a WebhookHandler checks.\n" +
+		"(an HMAC of the order id under the webhook secret) that a webhook.Handler checks.\n" +
 		"Prints the bare URL, for $(...), unless --output json."})
 	orderID := fs.String("order-id", "", "the order `id` (required)")
 	base := fs.String("base", "", "your webhook endpoint `URL`, for example https://shop.example/webhooks (required)")

@@ -150,7 +150,7 @@ func (s *suite) skip(n needs) string {
 	return ""
 }
 
-// key returns a fresh key shaped like the WebhookHandler's.
+// key returns a fresh key shaped like a webhook.Handler's.
 func (s *suite) key(t *testing.T) string {
 	return "payment/" + s.prefix + "-" + strings.ReplaceAll(t.Name(), "/", "-") + "-" + randHex(4) + "/paid"
 }

@@ -1,6 +1,6 @@
 // Package replicatest is the multi-replica end-to-end harness shared by the
 // stores of the companion modules (redisstore, pgstore): three replicas,
-// each a cryptopay.Client, a WebhookHandler and its own store instance on
+// each a cryptopay.Client, a webhook.Handler and its own store instance on
 // one shared backing server, behind a round-robin forwarder on loopback,
 // fed by the cryptopaytest fake.
 //

@@ -15,6 +15,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"flag"
 	"fmt"
 	"hash/fnv"
 	"net"
@@ -351,10 +352,17 @@ var (
 	skipReason string
 )
 
+// ExampleDSNEnv is the variable the package's Examples read their
+// database from, as a merchant's program would: Main sets it to the shared
+// server's DSN.
+const ExampleDSNEnv = "DATABASE_URL"
+
 // Main starts the shared server of the test binary, runs the tests and
-// stops it; call it from TestMain: os.Exit(pgtest.Main(m)). Without
-// PostgreSQL it returns 1 when CI=true; otherwise it prints a loud notice
-// and the tests that Need the server skip.
+// stops it; call it from TestMain: os.Exit(pgtest.Main(m)). It sets
+// ExampleDSNEnv to the server's DSN, so the Examples run against it.
+// Without PostgreSQL it returns 1 when CI=true; otherwise it prints a loud
+// notice, the tests that Need the server skip, and so do the Examples
+// (added to -test.skip: an Example cannot skip itself).
 func Main(m *testing.M) int {
 	if p := os.Getenv(childPortEnv); p != "" {
 		port, err := strconv.Atoi(p)
@@ -363,16 +371,23 @@ func Main(m *testing.M) int {
 			return 1
 		}
 		shared = &Server{Port: port}
+		_ = os.Setenv(ExampleDSNEnv, shared.DSN())
 		return m.Run()
 	}
 	srv, err := Start()
 	switch {
 	case errors.Is(err, ErrNoPostgres) && os.Getenv("CI") != "true":
 		skipReason = "SKIPPING: " + err.Error()
-		fmt.Fprintf(os.Stderr, "\n*** %s ***\n\n", skipReason)
+		fmt.Fprintf(os.Stderr, "\n*** %s (the Examples too) ***\n\n", skipReason)
+		if err := skipExamples(); err != nil {
+			fmt.Fprintf(os.Stderr, "pgtest: %v\n", err)
+			return 1
+		}
 	case err != nil:
 		fmt.Fprintf(os.Stderr, "pgtest: %v\n", err)
 		return 1
+	default:
+		_ = os.Setenv(ExampleDSNEnv, srv.DSN())
 	}
 	shared = srv
 	code := m.Run()
@@ -380,6 +395,23 @@ func Main(m *testing.M) int {
 		srv.Close()
 	}
 	return code
+}
+
+// skipExamples adds the Examples to -test.skip, keeping what the command
+// line skips already.
+func skipExamples() error {
+	if !flag.Parsed() {
+		flag.Parse()
+	}
+	f := flag.Lookup("test.skip")
+	if f == nil {
+		return errors.New("no -test.skip flag to skip the Examples with")
+	}
+	skip := "^Example"
+	if old := f.Value.String(); old != "" {
+		skip = old + "|" + skip
+	}
+	return flag.Set("test.skip", skip)
 }
 
 // Need returns the shared server, or skips the test (loudly) when there is

@@ -5,6 +5,7 @@ package redistest
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"net"
 	"os"
@@ -38,25 +39,79 @@ func Start(t testing.TB) *Server {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("redis-server is not on PATH (CI=true requires it): %v", err)
 		}
-		t.Skip("SKIPPING: redis-server is not on PATH; install it (apt-get install redis-server) to run the Redis tests")
+		t.Skip(skipNotice)
 	}
-	s := &Server{bin: bin, dir: t.TempDir()}
-	var lastErr error
-	for range 5 { // a free port can be taken between probe and start
-		s.port, err = freePort()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if lastErr = s.start(); lastErr == nil {
-			break
-		}
+	s, err := launch(bin, t.TempDir())
+	if err != nil {
+		t.Fatalf("redistest: %v", err)
 	}
-	if lastErr != nil {
-		t.Fatalf("redistest: %v", lastErr)
-	}
-	s.Addr = "127.0.0.1:" + strconv.Itoa(s.port)
 	t.Cleanup(s.Stop)
 	return s
+}
+
+// skipNotice is what a test says when it skips for want of redis-server.
+const skipNotice = "SKIPPING: redis-server is not on PATH; install it (apt-get install redis-server) to run the Redis tests"
+
+// launch starts redis-server in dir on a free loopback port.
+func launch(bin, dir string) (*Server, error) {
+	s := &Server{bin: bin, dir: dir}
+	var err error
+	for range 5 { // a free port can be taken between probe and start
+		if s.port, err = freePort(); err != nil {
+			return nil, err
+		}
+		if err = s.start(); err == nil {
+			s.Addr = "127.0.0.1:" + strconv.Itoa(s.port)
+			return s, nil
+		}
+	}
+	return nil, err
+}
+
+// ExampleAddrEnv is the variable the package's Examples read the Redis
+// address from, as a merchant's program would: Main sets it.
+const ExampleAddrEnv = "REDIS_ADDR"
+
+// Main runs the tests with one redis-server for the package's Examples
+// (the tests start their own with Start), its address in ExampleAddrEnv;
+// call it from TestMain: os.Exit(redistest.Main(m)). Without redis-server
+// it returns 1 when CI=true; otherwise it prints a loud notice and skips
+// the Examples (added to -test.skip: an Example cannot skip itself).
+func Main(m *testing.M) int {
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			fmt.Fprintf(os.Stderr, "redis-server is not on PATH (CI=true requires it): %v\n", err)
+			return 1
+		}
+		fmt.Fprintf(os.Stderr, "\n*** %s (the Examples too) ***\n\n", skipNotice)
+		if !flag.Parsed() {
+			flag.Parse()
+		}
+		skip := "^Example"
+		if old := flag.Lookup("test.skip").Value.String(); old != "" {
+			skip = old + "|" + skip
+		}
+		if err := flag.Set("test.skip", skip); err != nil {
+			fmt.Fprintf(os.Stderr, "redistest: %v\n", err)
+			return 1
+		}
+		return m.Run()
+	}
+	dir, err := os.MkdirTemp("", "redisstore-examples-")
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "redistest: %v\n", err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	s, err := launch(bin, dir)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "redistest: %v\n", err)
+		return 1
+	}
+	defer s.Stop()
+	_ = os.Setenv(ExampleAddrEnv, s.Addr)
+	return m.Run()
 }
 
 func freePort() (int, error) {
