@@ -47,7 +47,9 @@ type IntentState string
 // Intent states.
 const (
 	// StateNeedsApproval: above the approval threshold; waits for Approve
-	// or Reject. Nothing is sent meanwhile.
+	// or Reject. Nothing is sent meanwhile. An intent enters it at Enqueue
+	// (by the enqueuing process's threshold) or, not yet approved, when a
+	// worker (by its own threshold) is about to send it.
 	StateNeedsApproval IntentState = "needs_approval"
 	// StateQueued: due to be sent (again, after a "not created" verdict).
 	StateQueued IntentState = "queued"
@@ -153,6 +155,10 @@ type Intent struct {
 	LastError string
 	// Note is the operator's note from Approve, Reject or Retry.
 	Note string
+	// ApprovedAt is when an operator approved the intent (Approve); zero
+	// if never. A worker sends an intent above its currency's
+	// Guardrails.ApprovalAbove only once it is approved.
+	ApprovedAt time.Time
 	// NextAt is when a worker next looks at the intent (for an open state).
 	NextAt time.Time
 	// CreatedAt and UpdatedAt are the database's times of the enqueue and
@@ -168,6 +174,8 @@ type Transition struct {
 	From, To IntentState
 	// Attempts is the intent's attempt count after the change.
 	Attempts int
+	// PayoutID is the payout's id when known (see Intent.PayoutID).
+	PayoutID string
 	// Verdict is the reconciliation's verdict, when one led here.
 	Verdict string
 	// Err is the error text recorded with the change, if any.
@@ -355,9 +363,11 @@ func (q *Queue) DDL() string {
     verdict             text        NOT NULL DEFAULT '',
     last_error          text        NOT NULL DEFAULT '',
     note                text        NOT NULL DEFAULT '',
+    approved_at         timestamptz,
     created_at          timestamptz NOT NULL DEFAULT now(),
     updated_at          timestamptz NOT NULL DEFAULT now()
 );
+ALTER TABLE %[1]s ADD COLUMN IF NOT EXISTS approved_at timestamptz;
 CREATE INDEX IF NOT EXISTS %[2]s ON %[1]s (next_at) WHERE state IN ('queued', 'sending', 'reconciling', 'parked', 'created');
 CREATE INDEX IF NOT EXISTS %[3]s ON %[1]s (state, order_id);
 CREATE INDEX IF NOT EXISTS %[4]s ON %[1]s (currency, reserved_at) WHERE reserved_at IS NOT NULL;`, q.Table(), due, state, vel)
@@ -374,16 +384,16 @@ func (q *Queue) CreateTable(ctx context.Context) error {
 // intentCols are the columns every read returns, in scanIntent's order.
 const intentCols = `order_id, wallet_address, network_fee_by_user, amount::text, currency, network, customer_id, customer_ip,
 additional_data, webhook_url, state, attempts, attempted_at, payout_id, payout_status, verdict, last_error, note,
-next_at, created_at, updated_at`
+next_at, created_at, updated_at, approved_at`
 
 func scanIntent(row pgx.Row, extra ...any) (*Intent, error) {
 	var in Intent
-	var attempted *time.Time
+	var attempted, approved *time.Time
 	var state, pstatus, amount string
 	p := &in.Params
 	dest := append([]any{&p.OrderID, &p.WalletAddress, &p.NetworkFeeByUser, &amount, &p.Currency, &p.Network,
 		&p.CustomerID, &p.CustomerIP, &p.AdditionalData, &p.WebhookURL, &state, &in.Attempts, &attempted,
-		&in.PayoutID, &pstatus, &in.Verdict, &in.LastError, &in.Note, &in.NextAt, &in.CreatedAt, &in.UpdatedAt}, extra...)
+		&in.PayoutID, &pstatus, &in.Verdict, &in.LastError, &in.Note, &in.NextAt, &in.CreatedAt, &in.UpdatedAt, &approved}, extra...)
 	if err := row.Scan(dest...); err != nil {
 		return nil, err
 	}
@@ -394,6 +404,9 @@ func scanIntent(row pgx.Row, extra ...any) (*Intent, error) {
 	}
 	if attempted != nil {
 		in.AttemptedAt = *attempted
+	}
+	if approved != nil {
+		in.ApprovedAt = *approved
 	}
 	return &in, nil
 }
@@ -435,6 +448,19 @@ func (q *Queue) EnqueueMany(ctx context.Context, tx pgx.Tx, ps []cryptopay.Creat
 			return 0, &indexedError{i: i, n: len(ps), orderID: p.OrderID, err: err}
 		}
 	}
+	created, existing, err := q.insertIntents(ctx, tx, ps)
+	if err != nil || len(existing) == 0 {
+		return created, err
+	}
+	if err := q.checkExisting(ctx, tx, ps, existing); err != nil {
+		return 0, err
+	}
+	return created, nil
+}
+
+// insertIntents inserts ps in one round trip and returns how many were
+// new and the indexes of those whose orderId was queued already.
+func (q *Queue) insertIntents(ctx context.Context, tx pgx.Tx, ps []cryptopay.CreatePayoutParams) (created int, existing []int, err error) {
 	b := &pgx.Batch{}
 	for _, p := range ps {
 		state := StateQueued
@@ -445,7 +471,6 @@ func (q *Queue) EnqueueMany(ctx context.Context, tx pgx.Tx, ps []cryptopay.Creat
 			p.CustomerID, p.CustomerIP, p.AdditionalData, p.WebhookURL, string(state))
 	}
 	br := tx.SendBatch(ctx, b)
-	var existing []int // indexes of intents whose orderId was already queued
 	for i := range ps {
 		var inserted bool
 		switch err := br.QueryRow().Scan(&inserted); {
@@ -455,41 +480,45 @@ func (q *Queue) EnqueueMany(ctx context.Context, tx pgx.Tx, ps []cryptopay.Creat
 			existing = append(existing, i)
 		default:
 			_ = br.Close()
-			return 0, fmt.Errorf("pgstore: enqueue %q: %w", ps[i].OrderID, err)
+			return 0, nil, fmt.Errorf("pgstore: enqueue %q: %w", ps[i].OrderID, err)
 		}
 	}
 	if err := br.Close(); err != nil {
-		return 0, fmt.Errorf("pgstore: enqueue: %w", err)
+		return 0, nil, fmt.Errorf("pgstore: enqueue: %w", err)
 	}
-	if len(existing) == 0 {
-		return created, nil
-	}
+	return created, existing, nil
+}
+
+// checkExisting reads the intents of ps at the indexes existing (queued
+// already) in one round trip, and returns an *IntentConflictError, with
+// its index, for the first whose parameters differ.
+func (q *Queue) checkExisting(ctx context.Context, tx pgx.Tx, ps []cryptopay.CreatePayoutParams, existing []int) error {
 	ids := make([]string, len(existing))
 	for k, i := range existing {
 		ids[k] = ps[i].OrderID
 	}
 	rows, err := tx.Query(ctx, q.sql.getMany, ids)
 	if err != nil {
-		return 0, fmt.Errorf("pgstore: enqueue: reading the existing intents: %w", err)
+		return fmt.Errorf("pgstore: enqueue: reading the existing intents: %w", err)
 	}
 	have := make(map[string]cryptopay.CreatePayoutParams, len(ids))
 	for rows.Next() {
 		in, err := scanIntent(rows)
 		if err != nil {
 			rows.Close()
-			return 0, fmt.Errorf("pgstore: enqueue: reading the existing intents: %w", err)
+			return fmt.Errorf("pgstore: enqueue: reading the existing intents: %w", err)
 		}
 		have[in.Params.OrderID] = in.Params
 	}
 	if err := rows.Err(); err != nil {
-		return 0, fmt.Errorf("pgstore: enqueue: reading the existing intents: %w", err)
+		return fmt.Errorf("pgstore: enqueue: reading the existing intents: %w", err)
 	}
 	for _, i := range existing {
 		if f := differingField(have[ps[i].OrderID], ps[i]); f != "" {
-			return 0, &indexedError{i: i, n: len(ps), orderID: ps[i].OrderID, err: &IntentConflictError{OrderID: ps[i].OrderID, Field: f}}
+			return &indexedError{i: i, n: len(ps), orderID: ps[i].OrderID, err: &IntentConflictError{OrderID: ps[i].OrderID, Field: f}}
 		}
 	}
-	return created, nil
+	return nil
 }
 
 // indexedError is EnqueueMany's error for one intent of the batch; it
@@ -606,10 +635,11 @@ func (q *Queue) Counts(ctx context.Context) (map[IntentState]int, error) {
 	return out, nil
 }
 
-// Approve moves an intent from StateNeedsApproval to StateQueued: it is
-// then sent (still subject to the other guardrails). note is recorded (who
-// approved, why). An intent in another state is ErrIntentState; approval
-// survives worker restarts (it is a row, not memory).
+// Approve moves an intent from StateNeedsApproval to StateQueued and
+// records the approval (Intent.ApprovedAt): it is then sent, still subject
+// to the other guardrails. note is recorded (who approved, why). An intent
+// in another state is ErrIntentState; approval survives worker restarts
+// (it is a column, not memory).
 func (q *Queue) Approve(ctx context.Context, orderID, note string) error {
 	return q.operate(ctx, orderID, note, StateNeedsApproval, StateQueued)
 }
@@ -637,7 +667,8 @@ func (q *Queue) operate(ctx context.Context, orderID, note string, from, to Inte
 	var in *Intent
 	err := pgx.BeginFunc(ctx, q.cfg.Pool, func(tx pgx.Tx) error {
 		var err error
-		in, err = scanIntent(tx.QueryRow(ctx, q.sql.operate, orderID, string(from), string(to), scrubText(note)))
+		approve := from == StateNeedsApproval && to == StateQueued
+		in, err = scanIntent(tx.QueryRow(ctx, q.sql.operate, orderID, string(from), string(to), scrubText(note), approve))
 		if errors.Is(err, pgx.ErrNoRows) {
 			if _, gerr := scanIntent(tx.QueryRow(ctx, q.sql.get, orderID)); errors.Is(gerr, pgx.ErrNoRows) {
 				return fmt.Errorf("%w: %q", ErrIntentNotFound, orderID)
@@ -658,7 +689,7 @@ func (q *Queue) operate(ctx context.Context, orderID, note string, from, to Inte
 		}
 		return fmt.Errorf("pgstore: %s -> %s for %q: %w", from, to, orderID, err)
 	}
-	q.observe(Transition{OrderID: orderID, From: from, To: to, Attempts: in.Attempts})
+	q.observe(Transition{OrderID: orderID, From: from, To: to, Attempts: in.Attempts, PayoutID: in.PayoutID})
 	q.poke()
 	return nil
 }

@@ -41,9 +41,12 @@ type Guardrails struct {
 	// secrets in it). It must be deterministic for a given intent: a check
 	// that fails only sometimes blocks at random.
 	CheckAddress func(ctx context.Context, p cryptopay.CreatePayoutParams) error
-	// ApprovalAbove puts an intent whose amount is above the threshold of
-	// its currency in StateNeedsApproval at Enqueue, until Approve or
-	// Reject.
+	// ApprovalAbove holds an intent whose amount is above the threshold of
+	// its currency in StateNeedsApproval until Approve or Reject. It is
+	// checked at Enqueue (so the merchant sees the hold at once) and again
+	// by the worker before it commits an attempt: an intent enqueued by a
+	// process without the threshold (the CLI's payout batch, say) is held
+	// by the worker that would send it, unless an operator approved it.
 	ApprovalAbove map[string]decimal.Decimal
 
 	allowed map[string]struct{}
@@ -108,6 +111,21 @@ func capOf(m map[string]decimal.Decimal, currency string) (decimal.Decimal, bool
 func (g *Guardrails) needsApproval(p cryptopay.CreatePayoutParams) bool {
 	limit, ok := capOf(g.ApprovalAbove, p.Currency)
 	return ok && p.Amount.GreaterThan(limit)
+}
+
+// approvalHold is the approval guardrail's answer for in before it is
+// sent: nil if in is not above its currency's threshold or was approved.
+func (g *Guardrails) approvalHold(in *Intent) *GuardrailError {
+	if !in.ApprovedAt.IsZero() || !g.needsApproval(in.Params) {
+		return nil
+	}
+	return g.approvalError(in.Params)
+}
+
+// approvalError says that p is above its currency's approval threshold.
+func (g *Guardrails) approvalError(p cryptopay.CreatePayoutParams) *GuardrailError {
+	limit, _ := capOf(g.ApprovalAbove, p.Currency)
+	return &GuardrailError{Rule: "approval", Reason: fmt.Sprintf("%s %s is above the approval threshold of %s", p.Amount, p.Currency, limit)}
 }
 
 // stop returns the guardrail (cap or address) that blocks p for good, or
@@ -185,9 +203,7 @@ func (q *Queue) CheckGuardrails(ctx context.Context, ps []cryptopay.CreatePayout
 			continue
 		}
 		if g.needsApproval(p) {
-			limit, _ := capOf(g.ApprovalAbove, p.Currency)
-			stops = append(stops, GuardStop{Index: i, OrderID: p.OrderID, Err: &GuardrailError{Rule: "approval",
-				Reason: fmt.Sprintf("%s %s is above the approval threshold of %s", p.Amount, p.Currency, limit)}})
+			stops = append(stops, GuardStop{Index: i, OrderID: p.OrderID, Err: g.approvalError(p)})
 		}
 		limit, ok := capOf(g.Velocity, p.Currency)
 		if !ok {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -207,4 +208,75 @@ func TestQueueWithoutClient(t *testing.T) {
 	assert.Equal(t, pgstore.StateQueued, in.State)
 	assert.ErrorIs(t, q.Run(ctx), pgstore.ErrInvalidOption)
 	assert.Equal(t, 0, r.fake.PayoutCount())
+}
+
+// Approval holds whatever process enqueued the intent: enqueued by a
+// process without the threshold (as the CLI's payout batch does), the
+// intent is held by the worker that would send it, observed like any
+// transition; the approval is a column, so a worker started after it
+// sends the intent, exactly once.
+func TestQueueApprovalByWorker(t *testing.T) {
+	r := newQRig(t)
+	ctx := context.Background()
+	plain := r.queue(t) // the enqueuing process: no guardrails
+	small := withAmount(payoutParams(1), "1000")
+	big := withAmount(payoutParams(2), "1000.01")
+	r.enqueue(t, plain, small, big)
+	in, err := plain.Get(ctx, big.OrderID)
+	require.NoError(t, err)
+	require.Equal(t, pgstore.StateQueued, in.State, "the enqueuing process knows no threshold")
+
+	var mu sync.Mutex
+	var held []pgstore.Transition
+	guard := func(c *pgstore.QueueConfig) {
+		c.Guardrails = pgstore.Guardrails{ApprovalAbove: map[string]decimal.Decimal{"USDT": decimal.NewFromInt(1000)}}
+		c.Observer = func(tr pgstore.Transition) {
+			if tr.To == pgstore.StateNeedsApproval {
+				mu.Lock()
+				held = append(held, tr)
+				mu.Unlock()
+			}
+		}
+	}
+	r.payAll(t)
+	stop := run(t, r.queue(t, guard))
+	waitFor(t, plain, "the small one paid, the big one held", func(c map[pgstore.IntentState]int) bool {
+		return c[pgstore.StatePaid] == 1 && c[pgstore.StateNeedsApproval] == 1
+	})
+	stop()
+	assert.Zero(t, r.fake.PayoutsWithOrderID(big.OrderID), "not sent without approval")
+	in, err = plain.Get(ctx, big.OrderID)
+	require.NoError(t, err)
+	assert.Zero(t, in.Attempts, "no attempt committed")
+	assert.Contains(t, in.LastError, "approval threshold")
+	assert.True(t, in.ApprovedAt.IsZero())
+	mu.Lock()
+	assert.Equal(t, []pgstore.Transition{{OrderID: big.OrderID, From: pgstore.StateQueued, To: pgstore.StateNeedsApproval,
+		Err: in.LastError}}, held)
+	mu.Unlock()
+
+	require.NoError(t, plain.Approve(ctx, big.OrderID, "approved by alice")) // an operator's tool, no guardrails
+	q2 := r.queue(t, guard)                                                  // a worker restarted after the approval
+	run(t, q2)
+	waitFor(t, q2, "both paid", func(c map[pgstore.IntentState]int) bool { return c[pgstore.StatePaid] == 2 })
+	in, err = q2.Get(ctx, big.OrderID)
+	require.NoError(t, err)
+	assert.False(t, in.ApprovedAt.IsZero())
+	assert.Equal(t, 1, in.Attempts)
+	assert.Equal(t, map[string]int{small.OrderID: 1, big.OrderID: 1}, r.payoutsPerOrder())
+	assert.Equal(t, map[string]int{small.OrderID: 1, big.OrderID: 1}, r.effectCounts(t))
+}
+
+// A table created before the approval column gets it from CreateTable.
+func TestQueueCreateTableAddsApproval(t *testing.T) {
+	r := newQRig(t)
+	q := r.queue(t)
+	ctx := context.Background()
+	_, err := r.pool.Exec(ctx, "ALTER TABLE "+q.Table()+" DROP COLUMN approved_at")
+	require.NoError(t, err)
+	_, err = q.Get(ctx, "none")
+	require.Error(t, err, "the reads need the column")
+	require.NoError(t, q.CreateTable(ctx))
+	_, err = q.Get(ctx, "none")
+	require.ErrorIs(t, err, pgstore.ErrIntentNotFound)
 }

@@ -19,7 +19,10 @@ ON CONFLICT (order_id) DO NOTHING RETURNING true`, t),
 		getMany: fmt.Sprintf(`SELECT %s FROM %s WHERE order_id = ANY($1)`, intentCols, t),
 		list:    fmt.Sprintf(`SELECT %s FROM %s WHERE ($1 OR state = ANY($2)) AND order_id > $3 ORDER BY order_id LIMIT $4`, intentCols, t),
 		counts:  fmt.Sprintf(`SELECT state, count(*)::int FROM %s GROUP BY state`, t),
-		operate: fmt.Sprintf(`UPDATE %s SET state = $3, note = $4, next_at = now(), lease_token = NULL, tries = 0, updated_at = now()
+		// An operator's move; $5 records an approval (Approve), which the
+		// worker checks before sending.
+		operate: fmt.Sprintf(`UPDATE %s SET state = $3, note = $4, next_at = now(), lease_token = NULL, tries = 0, updated_at = now(),
+    approved_at = CASE WHEN $5 THEN now() ELSE approved_at END
 WHERE order_id = $1 AND state = $2 RETURNING %s`, t, intentCols),
 		wakeOne: fmt.Sprintf(`UPDATE %s SET next_at = now() WHERE order_id = $1 AND state = 'created' AND next_at > now()`, t),
 		// The claim: due intents in open states (the due index's
@@ -39,14 +42,14 @@ RETURNING %[2]s, tries`, t, intentCols),
 reserved_at = now(), tries = 0, last_error = '', verdict = $5, updated_at = now()
 WHERE order_id = $1 AND lease_token = $2 AND state = $4`, t),
 		// Every other change by a worker, only by the lease holder; $10
-		// gives the lease up (final states).
+		// gives the lease up (an intent held for approval).
 		set: fmt.Sprintf(`UPDATE %s SET state = $3,
     verdict = CASE WHEN $4::text = '' THEN verdict ELSE $4::text END,
     last_error = $5, tries = $6, next_at = now() + $7 * interval '1 microsecond',
     payout_id = CASE WHEN $8::text = '' THEN payout_id ELSE $8::text END,
     payout_status = CASE WHEN $9::text = '' THEN payout_status ELSE $9::text END,
     lease_token = CASE WHEN $10 THEN NULL ELSE lease_token END, updated_at = now()
-WHERE order_id = $1 AND lease_token = $2 RETURNING %s`, t, intentCols),
+WHERE order_id = $1 AND lease_token = $2 RETURNING attempts`, t),
 		attemptMany: fmt.Sprintf(`UPDATE %s SET state = 'sending', attempts = attempts + 1, attempted_at = $3,
 reserved_at = now(), tries = 0, last_error = '', verdict = '', updated_at = now()
 WHERE order_id = ANY($1) AND lease_token = $2 AND state = 'queued' RETURNING order_id`, t),

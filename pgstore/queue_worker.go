@@ -54,22 +54,13 @@ func (q *Queue) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	for {
-		// Wait for a free slot, then take every free slot.
+		// Wait for a free slot, then gather more.
 		select {
 		case slots <- struct{}{}:
 		case <-ctx.Done():
 			return ctx.Err()
 		}
-		n := 1
-		for n < cap(slots) {
-			select {
-			case slots <- struct{}{}:
-				n++
-				continue
-			default:
-			}
-			break
-		}
+		n := q.gather(ctx, slots)
 		batch, err := q.claim(ctx, n)
 		if err != nil && ctx.Err() == nil {
 			q.log.LogAttrs(ctx, slog.LevelWarn, "pgstore: claiming payout intents", slog.String("error", err.Error()))
@@ -97,6 +88,41 @@ func (q *Queue) Run(ctx context.Context) error {
 		}
 		t.Stop()
 	}
+}
+
+// gather takes the free slots after the first one and returns how many
+// this worker holds for its next claim. While intents are in flight it
+// waits, at most PollInterval, until a quarter of the slots are free: one
+// claim and one attempt commit then serve several intents, instead of two
+// round trips for each intent as its slot frees.
+func (q *Queue) gather(ctx context.Context, slots chan struct{}) int {
+	n, want := 1, max(cap(slots)/4, 1)
+	var timeout <-chan time.Time
+	for n < cap(slots) {
+		select {
+		case slots <- struct{}{}:
+			n++
+			continue
+		default:
+		}
+		if n >= want {
+			break
+		}
+		if timeout == nil {
+			t := time.NewTimer(q.cfg.PollInterval)
+			defer t.Stop()
+			timeout = t.C
+		}
+		select {
+		case slots <- struct{}{}:
+			n++
+			continue
+		case <-timeout:
+		case <-ctx.Done():
+		}
+		break
+	}
+	return n
 }
 
 // claim leases up to n due intents to this worker.
@@ -164,20 +190,24 @@ func (q *Queue) record(ctx context.Context, c claimed, ch change) error {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
-	in, err := scanIntent(q.cfg.Pool.QueryRow(ctx, q.sql.set, q.setArgs(c, ch, false)...))
+	// An intent held for approval leaves the workers' hands (the claim
+	// skips its state) until an operator moves it.
+	var attempts int
+	err := q.cfg.Pool.QueryRow(ctx, q.sql.set, q.setArgs(c, ch, ch.to == StateNeedsApproval)...).Scan(&attempts)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return errLostLease
 	}
 	if err != nil {
 		return fmt.Errorf("recording %s: %w", ch.to, err)
 	}
-	q.observe(Transition{OrderID: in.Params.OrderID, From: c.State, To: ch.to, Attempts: in.Attempts, Verdict: ch.verdict, Err: ch.errText})
+	q.observe(Transition{OrderID: c.Params.OrderID, From: c.State, To: ch.to, Attempts: attempts,
+		PayoutID: cmpOr(ch.payoutID, c.PayoutID), Verdict: ch.verdict, Err: ch.errText})
 	return nil
 }
 
-func (q *Queue) setArgs(c claimed, ch change, final bool) []any {
+func (q *Queue) setArgs(c claimed, ch change, release bool) []any {
 	return []any{c.Params.OrderID, c.token, string(ch.to), ch.verdict, ch.errText, ch.tries, ch.after.Microseconds(),
-		ch.payoutID, string(ch.payoutStatus), final}
+		ch.payoutID, string(ch.payoutStatus), release}
 }
 
 // finish records a final state and runs OnFinal in the same transaction.
@@ -208,7 +238,8 @@ func (q *Queue) finish(ctx context.Context, c claimed, ch change) error {
 		}
 		return err
 	}
-	q.observe(Transition{OrderID: in.Params.OrderID, From: c.State, To: ch.to, Attempts: in.Attempts, Verdict: ch.verdict, Err: ch.errText})
+	q.observe(Transition{OrderID: in.Params.OrderID, From: c.State, To: ch.to, Attempts: in.Attempts,
+		PayoutID: in.PayoutID, Verdict: ch.verdict, Err: ch.errText})
 	return nil
 }
 
@@ -268,6 +299,11 @@ func (q *Queue) send(ctx context.Context, c claimed) error {
 	if stop := q.cfg.Guardrails.stop(ctx, p); stop != nil {
 		return q.record(ctx, c, change{to: StateBlocked, errText: errText(stop)})
 	}
+	// Approval holds whatever process enqueued the intent: this worker's
+	// threshold is checked against the approval on record.
+	if hold := q.cfg.Guardrails.approvalHold(c.Intent); hold != nil {
+		return q.record(ctx, c, change{to: StateNeedsApproval, errText: errText(hold)})
+	}
 	// Never start a request that could outlive the lease: the worker that
 	// takes over would reconcile while it is still in flight.
 	if time.Until(c.deadline) < q.cfg.SendTimeout {
@@ -308,7 +344,7 @@ func (q *Queue) post(ctx context.Context, c claimed) error {
 // commitBatch commits, in one statement, the attempts of the freshly
 // claimed queued intents that no guardrail needs to look at one by one
 // (those of a currency without a velocity cap, passing the other checks;
-// a blocked one is recorded by its own handler). It marks them committed;
+// a blocked one, or one held for approval, is recorded by its own handler). It marks them committed;
 // the others go through send. After an error this worker cannot know
 // which attempts committed, so it sends none of them: those left queued
 // by the error go through send (whose own commit finds an intent no longer
@@ -322,7 +358,8 @@ func (q *Queue) commitBatch(ctx context.Context, batch []claimed) {
 		if c.State != StateQueued || time.Until(c.deadline) < q.cfg.SendTimeout {
 			continue
 		}
-		if _, capped := capOf(q.cfg.Guardrails.Velocity, c.Params.Currency); capped || q.cfg.Guardrails.stop(ctx, c.Params) != nil {
+		g := &q.cfg.Guardrails
+		if _, capped := capOf(g.Velocity, c.Params.Currency); capped || g.approvalHold(c.Intent) != nil || g.stop(ctx, c.Params) != nil {
 			continue
 		}
 		idx[c.Params.OrderID] = i

@@ -4,12 +4,14 @@ import (
 	"bufio"
 	"encoding/csv"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/shopspring/decimal"
@@ -89,30 +91,9 @@ func (e *rowError) Error() string {
 // row. It returns every row, or up to maxBadRows errors.
 func readBatch(r io.Reader) ([]batchRow, []error) {
 	cr := csv.NewReader(bufio.NewReaderSize(r, 64<<10))
-	header, err := cr.Read()
-	if errors.Is(err, io.EOF) {
-		return nil, []error{&rowError{line: 1, msg: "the file is empty; want a header row of column names"}}
-	}
+	col, err := readHeader(cr)
 	if err != nil {
 		return nil, []error{err}
-	}
-	col := map[string]int{}
-	for i, name := range header {
-		if i == 0 {
-			name = strings.TrimPrefix(name, "\ufeff") // a spreadsheet's byte-order mark
-		}
-		switch _, dup := col[name]; {
-		case fieldOfColumn(name) == "":
-			return nil, []error{&rowError{line: 1, column: name, msg: "unknown column; want " + columnNames()}}
-		case dup:
-			return nil, []error{&rowError{line: 1, column: name, msg: "appears twice"}}
-		}
-		col[name] = i
-	}
-	for _, c := range batchColumns {
-		if _, ok := col[c.name]; c.required && !ok {
-			return nil, []error{&rowError{line: 1, column: c.name, msg: "missing (required)"}}
-		}
 	}
 	var rows []batchRow
 	var errs []error
@@ -153,6 +134,37 @@ func readBatch(r io.Reader) ([]batchRow, []error) {
 		return nil, []error{&rowError{line: 2, msg: "no payouts after the header"}}
 	}
 	return rows, nil
+}
+
+// readHeader reads the header row and returns each column's index by
+// name.
+func readHeader(cr *csv.Reader) (map[string]int, error) {
+	header, err := cr.Read()
+	if errors.Is(err, io.EOF) {
+		return nil, &rowError{line: 1, msg: "the file is empty; want a header row of column names"}
+	}
+	if err != nil {
+		return nil, err
+	}
+	col := map[string]int{}
+	for i, name := range header {
+		if i == 0 {
+			name = strings.TrimPrefix(name, "\ufeff") // a spreadsheet's byte-order mark
+		}
+		switch _, dup := col[name]; {
+		case fieldOfColumn(name) == "":
+			return nil, &rowError{line: 1, column: name, msg: "unknown column; want " + columnNames()}
+		case dup:
+			return nil, &rowError{line: 1, column: name, msg: "appears twice"}
+		}
+		col[name] = i
+	}
+	for _, c := range batchColumns {
+		if _, ok := col[c.name]; c.required && !ok {
+			return nil, &rowError{line: 1, column: c.name, msg: "missing (required)"}
+		}
+	}
+	return col, nil
 }
 
 func columnNames() string {
@@ -259,29 +271,89 @@ type stoppedRow struct {
 	Reason  string `json:"reason"`
 }
 
-func (a *app) payoutBatch(args []string) error {
-	fs := a.newFlagSet(command{"payout batch", "FILE.csv", "Enqueue every payout of a CSV file in the payout queue, in one transaction: all or nothing.\n" +
+// batchFlags are payout batch's own flags: --dry-run and the guardrails
+// a dry run checks.
+type batchFlags struct {
+	dryRun                        bool
+	maxAmount, velocity, approval capsValue
+	window                        time.Duration
+	allowFile                     string
+}
+
+func (bf *batchFlags) register(fs *flag.FlagSet) {
+	bf.maxAmount, bf.velocity, bf.approval = capsValue{}, capsValue{}, capsValue{}
+	fs.BoolVar(&bf.dryRun, "dry-run", false, "enqueue nothing: print counts, totals per currency and the rows the guardrails would stop")
+	fs.Var(bf.maxAmount, "max-amount", "dry run: cap of one payout, `currency=amount` (repeatable), as Guardrails.MaxAmount")
+	fs.Var(bf.velocity, "velocity", "dry run: cap of the total within --velocity-window, `currency=amount` (repeatable), as Guardrails.Velocity")
+	fs.DurationVar(&bf.window, "velocity-window", pgstore.DefaultVelocityWindow, "dry run: the velocity cap's rolling `window`, as Guardrails.VelocityWindow")
+	fs.StringVar(&bf.allowFile, "allow-address-file", "", "dry run: the only wallet addresses paid to, one per line (`path`), as Guardrails.AllowedAddresses")
+	fs.Var(bf.approval, "approval-above", "dry run: hold an intent above `currency=amount` for approval (repeatable), as Guardrails.ApprovalAbove")
+}
+
+// guardrails are the guardrails a dry run checks; outside a dry run the
+// guardrail flags are refused (they would look enforced and not be).
+func (bf *batchFlags) guardrails() (pgstore.Guardrails, error) {
+	var g pgstore.Guardrails
+	if !bf.dryRun {
+		if len(bf.maxAmount) > 0 || len(bf.velocity) > 0 || bf.allowFile != "" || len(bf.approval) > 0 {
+			return g, usageErr("payout batch: --max-amount, --velocity, --allow-address-file and --approval-above apply to --dry-run only " +
+				"(the workers check their own guardrails before sending, approval included); add --dry-run, or drop them")
+		}
+		return g, nil
+	}
+	g.MaxAmount, g.Velocity, g.VelocityWindow, g.ApprovalAbove = bf.maxAmount, bf.velocity, bf.window, bf.approval
+	if bf.allowFile != "" {
+		var err error
+		if g.AllowedAddresses, err = readAddresses(bf.allowFile); err != nil {
+			return g, err
+		}
+	}
+	return g, nil
+}
+
+// readBatchFile reads the CSV file at path; bad rows are printed, each
+// with its line, and refuse the whole file.
+func (a *app) readBatchFile(path string) ([]batchRow, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, usageErr("payout batch: %v", err)
+	}
+	defer f.Close()
+	rows, errs := readBatch(f)
+	if len(errs) == 0 {
+		return rows, nil
+	}
+	for _, e := range errs {
+		fmt.Fprintln(a.stderr, "cryptopay: payout batch: "+a.safeText(path+": "+e.Error()))
+	}
+	more := ""
+	if len(errs) == maxBadRows {
+		more = " (the first " + strconv.Itoa(maxBadRows) + " shown)"
+	}
+	fmt.Fprintln(a.stderr, "cryptopay: payout batch: "+a.safeText(path)+": bad rows"+more+"; nothing was enqueued")
+	return nil, quietExit(exitUsage)
+}
+
+// batchHelp is payout batch's help text.
+func batchHelp() string {
+	return "Enqueue every payout of a CSV file in the payout queue, in one transaction: all or nothing.\n" +
 		"Header row: column names, of " + columnNames() + ";\n" +
 		"required: orderId, walletAddress, amount, customerId, customerIp. Amounts are exact decimals.\n" +
 		"A row whose orderId is queued already with the same parameters is skipped (a rerun enqueues\n" +
 		"nothing new); with other parameters the file is refused. A bad row names its line and column,\n" +
 		"and nothing of the file is enqueued. The queue's workers send the payouts.\n\n" +
-		"Guardrails: --max-amount, --velocity and --allow-address-file apply to --dry-run only: the\n" +
-		"workers check their own pgstore.Guardrails before sending, so pass the same values to see\n" +
-		"what they would stop. --approval-above applies to the enqueue itself (the queue decides\n" +
-		"approval when an intent is enqueued): pass your application's Guardrails.ApprovalAbove,\n" +
-		"or --no-approval if it sets none; one of the two is required, so that a file is never\n" +
-		"enqueued past the approval your application asks for."})
+		"Guardrails: --max-amount, --velocity, --allow-address-file and --approval-above apply to\n" +
+		"--dry-run only: the workers check their own pgstore.Guardrails before sending (approval\n" +
+		"included: an intent above their threshold waits for 'payout queue approve'), so pass the\n" +
+		"same values to see what they would stop or hold."
+}
+
+func (a *app) payoutBatch(args []string) error {
+	fs := a.newFlagSet(command{"payout batch", "FILE.csv", batchHelp()})
 	var qf queueFlags
 	qf.register(fs.FlagSet)
-	dryRun := fs.Bool("dry-run", false, "enqueue nothing: print counts, totals per currency and the rows the guardrails would stop")
-	maxAmount, velocity, approval := capsValue{}, capsValue{}, capsValue{}
-	fs.Var(maxAmount, "max-amount", "dry run: cap of one payout, `currency=amount` (repeatable), as Guardrails.MaxAmount")
-	fs.Var(velocity, "velocity", "dry run: cap of the total within --velocity-window, `currency=amount` (repeatable), as Guardrails.Velocity")
-	window := fs.Duration("velocity-window", pgstore.DefaultVelocityWindow, "dry run: the velocity cap's rolling `window`, as Guardrails.VelocityWindow")
-	allowFile := fs.String("allow-address-file", "", "dry run: the only wallet addresses paid to, one per line (`path`), as Guardrails.AllowedAddresses")
-	fs.Var(approval, "approval-above", "hold an intent above `currency=amount` for approval (repeatable), as Guardrails.ApprovalAbove")
-	noApproval := fs.Bool("no-approval", false, "the application sets no Guardrails.ApprovalAbove: nothing is held for approval")
+	var bf batchFlags
+	bf.register(fs.FlagSet)
 	pos, err := a.parse(fs, args, 1, 1)
 	if err != nil {
 		return err
@@ -290,54 +362,17 @@ func (a *app) payoutBatch(args []string) error {
 	if err != nil {
 		return err
 	}
-	switch {
-	case len(approval) == 0 && !*noApproval:
-		return usageErr("payout batch: say your application's approval threshold: --approval-above currency=amount " +
-			"(as its Guardrails.ApprovalAbove; the queue decides approval at enqueue), or --no-approval if it sets none")
-	case len(approval) > 0 && *noApproval:
-		return usageErr("payout batch: --approval-above and --no-approval contradict each other")
-	}
-	g := pgstore.Guardrails{ApprovalAbove: approval}
-	if *dryRun {
-		g.MaxAmount, g.Velocity, g.VelocityWindow = maxAmount, velocity, *window
-		if *allowFile != "" {
-			if g.AllowedAddresses, err = readAddresses(*allowFile); err != nil {
-				return err
-			}
-		}
-	} else if len(maxAmount) > 0 || len(velocity) > 0 || *allowFile != "" {
-		return usageErr("payout batch: --max-amount, --velocity and --allow-address-file apply to --dry-run only " +
-			"(the workers check their own guardrails before sending); add --dry-run, or drop them")
-	}
-
-	f, err := os.Open(pos[0])
+	g, err := bf.guardrails()
 	if err != nil {
-		return usageErr("payout batch: %v", err)
+		return err
 	}
-	defer f.Close()
-	rows, errs := readBatch(f)
-	if len(errs) > 0 {
-		for _, e := range errs {
-			fmt.Fprintln(a.stderr, "cryptopay: payout batch: "+a.safeText(pos[0]+": "+e.Error()))
-		}
-		more := ""
-		if len(errs) == maxBadRows {
-			more = " (the first " + strconv.Itoa(maxBadRows) + " shown)"
-		}
-		fmt.Fprintln(a.stderr, "cryptopay: payout batch: "+a.safeText(pos[0])+": bad rows"+more+"; nothing was enqueued")
-		return quietExit(exitUsage)
+	rows, err := a.readBatchFile(pos[0])
+	if err != nil {
+		return err
 	}
-
-	// One intent per orderId: an identical repeat is the queue's no-op.
-	var ps []cryptopay.CreatePayoutParams
-	lineOf := map[string]int{}
-	for _, r := range rows {
-		if _, seen := lineOf[r.p.OrderID]; !seen {
-			lineOf[r.p.OrderID] = r.line
-			ps = append(ps, r.p)
-		}
-	}
-	out := batchOutput{File: pos[0], DryRun: *dryRun, Rows: len(rows), Duplicates: len(rows) - len(ps), Currencies: totals(ps)}
+	dryRun := bf.dryRun
+	ps, lineOf := uniqueIntents(rows)
+	out := batchOutput{File: pos[0], DryRun: dryRun, Rows: len(rows), Duplicates: len(rows) - len(ps), Currencies: totals(ps)}
 
 	q, pool, err := a.openQueue(qf, g)
 	if err != nil {
@@ -352,12 +387,12 @@ func (a *app) payoutBatch(args []string) error {
 		if s.Err.Rule == "approval" {
 			out.NeedsApproval++
 		}
-		if *dryRun {
+		if dryRun {
 			out.Stopped = append(out.Stopped, stoppedRow{Line: lineOf[s.OrderID], OrderID: s.OrderID, Rule: s.Err.Rule, Reason: s.Err.Reason})
 		}
 	}
 
-	created, err := a.enqueueAll(q, pool, ps, *dryRun, lineOf, pos[0])
+	created, err := a.enqueueAll(q, pool, ps, dryRun, lineOf, pos[0])
 	if err != nil {
 		return err
 	}
@@ -366,6 +401,20 @@ func (a *app) payoutBatch(args []string) error {
 		return a.printJSON(out)
 	}
 	return a.printBatch(out)
+}
+
+// uniqueIntents keeps one intent per orderId (an identical repeat is the
+// queue's no-op) and the line each comes from.
+func uniqueIntents(rows []batchRow) ([]cryptopay.CreatePayoutParams, map[string]int) {
+	var ps []cryptopay.CreatePayoutParams
+	lineOf := map[string]int{}
+	for _, r := range rows {
+		if _, seen := lineOf[r.p.OrderID]; !seen {
+			lineOf[r.p.OrderID] = r.line
+			ps = append(ps, r.p)
+		}
+	}
+	return ps, lineOf
 }
 
 // enqueueAll enqueues ps in one transaction, committed unless dryRun (a

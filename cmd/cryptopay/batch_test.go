@@ -27,7 +27,7 @@ func TestPayoutBatchLarge(t *testing.T) {
 	}
 	file := csvFile(t, batchHeader, records...)
 
-	r := qf.run("payout", "batch", "--no-approval", file)
+	r := qf.run("payout", "batch", file)
 	require.Equal(t, 0, r.code, r.stderr)
 	var out batchOutput
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &out))
@@ -47,7 +47,7 @@ func TestPayoutBatchLarge(t *testing.T) {
 	assert.Equal(t, pgstore.StateQueued, in.State)
 	assert.Equal(t, "5.000000000000000005", in.Params.Amount.String(), "exact")
 
-	r = qf.run("payout", "batch", "--no-approval", file)
+	r = qf.run("payout", "batch", file)
 	require.Equal(t, 0, r.code, r.stderr)
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &out))
 	assert.Equal(t, 0, out.Enqueued, "a rerun enqueues nothing new")
@@ -59,7 +59,7 @@ func TestPayoutBatchLarge(t *testing.T) {
 func TestPayoutBatchTerminal(t *testing.T) {
 	qf := setupQueue(t)
 	file := csvFile(t, batchHeader, batchRecord("t", 1), batchRecord("t", 2), batchRecord("t", 3), batchRecord("t", 2))
-	r := qf.cli(terms{stdout: true, stderr: true}, "payout", "batch", "--no-approval", file)
+	r := qf.cli(terms{stdout: true, stderr: true}, "payout", "batch", file)
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Contains(t, r.stderr, "\r[##############################] 3/3 rows enqueued")
 	assert.Regexp(t, `Enqueued\s+3\n`, r.stdout)
@@ -115,7 +115,7 @@ func TestPayoutBatchBadRows(t *testing.T) {
 			} else {
 				file = csvFile(t, tt.header, tt.rows...)
 			}
-			r := qf.run("payout", "batch", "--no-approval", file)
+			r := qf.run("payout", "batch", file)
 			assert.Equal(t, exitUsage, r.code, r.stderr)
 			for _, w := range tt.want {
 				assert.Contains(t, r.stderr, w)
@@ -131,12 +131,12 @@ func TestPayoutBatchBadRows(t *testing.T) {
 // whole file, naming its line; the file's new rows are not enqueued.
 func TestPayoutBatchConflict(t *testing.T) {
 	qf := setupQueue(t)
-	r := qf.run("payout", "batch", "--no-approval", csvFile(t, batchHeader, batchRecord("c", 1), batchRecord("c", 2)))
+	r := qf.run("payout", "batch", csvFile(t, batchHeader, batchRecord("c", 1), batchRecord("c", 2)))
 	require.Equal(t, 0, r.code, r.stderr)
 
 	changed := batchRecord("c", 2)
 	changed[1] = "TWother"
-	r = qf.run("payout", "batch", "--no-approval", csvFile(t, batchHeader, batchRecord("c", 3), batchRecord("c", 1), changed, batchRecord("c", 4)))
+	r = qf.run("payout", "batch", csvFile(t, batchHeader, batchRecord("c", 3), batchRecord("c", 1), changed, batchRecord("c", 4)))
 	assert.Equal(t, exitNo, r.code, r.stderr)
 	assert.Contains(t, r.stderr, `line 4, column orderId: "c-00002" is queued already with a different walletAddress; nothing was enqueued`)
 	assert.Empty(t, r.stdout)
@@ -152,7 +152,7 @@ func TestPayoutBatchDryRun(t *testing.T) {
 		return []string{id, wallet, amount, cur, "tron", "c1", "203.0.113.7", "false", "", ""}
 	}
 	// One intent is queued already: it is counted, not enqueued again.
-	r := qf.run("payout", "batch", "--no-approval", csvFile(t, batchHeader, row("d-0", "TWok", "1", "usdt")))
+	r := qf.run("payout", "batch", csvFile(t, batchHeader, row("d-0", "TWok", "1", "usdt")))
 	require.Equal(t, 0, r.code, r.stderr)
 	file := csvFile(t, batchHeader,
 		row("d-0", "TWok", "1", "usdt"),
@@ -195,23 +195,17 @@ func TestPayoutBatchDryRun(t *testing.T) {
 	assert.Contains(t, r.stderr, "8/8 rows checked")
 
 	// On a terminal: the same as tables.
-	r = qf.cli(terms{stdout: true}, "payout", "batch", "--no-approval", "--dry-run", file, "--max-amount", "usdt=1000")
+	r = qf.cli(terms{stdout: true}, "payout", "batch", "--dry-run", file, "--max-amount", "usdt=1000")
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Regexp(t, `Would enqueue\s+7\n`, r.stdout)
 	assert.Regexp(t, `4\s+d-2\s+max_amount\s+1000\.5 usdt is above the cap of 1000 per payout\n`, r.stdout)
 
-	// The workers' guardrails are theirs: outside a dry run these flags
-	// would only look enforced.
-	r = qf.run("payout", "batch", "--no-approval", file, "--max-amount", "usdt=1000")
-	assert.Equal(t, exitUsage, r.code)
-	assert.Contains(t, r.stderr, "apply to --dry-run only")
-
-	// The approval threshold is decided at enqueue: the operator says it.
-	r = qf.run("payout", "batch", file)
-	assert.Equal(t, exitUsage, r.code)
-	assert.Contains(t, r.stderr, "say your application's approval threshold: --approval-above")
-	r = qf.run("payout", "batch", file, "--no-approval", "--approval-above", "usdt=1")
-	assert.Equal(t, exitUsage, r.code)
-	assert.Contains(t, r.stderr, "contradict")
+	// The workers' guardrails are theirs, approval included: outside a
+	// dry run these flags would only look enforced.
+	for _, flag := range [][]string{{"--max-amount", "usdt=1000"}, {"--approval-above", "usdt=1"}} {
+		r = qf.run(append([]string{"payout", "batch", file}, flag...)...)
+		assert.Equal(t, exitUsage, r.code, flag)
+		assert.Contains(t, r.stderr, "apply to --dry-run only", flag)
+	}
 	assert.Equal(t, 1, qf.count(t))
 }

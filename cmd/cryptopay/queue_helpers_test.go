@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -43,16 +44,16 @@ func setupQueue(t *testing.T) *queueFixture {
 	f := setup(t)
 	qf := &queueFixture{fixture: f, pool: srv.Pool(t, 8), table: pgstoretest.Name("intents")}
 	f.env[envDatabaseURL] = fmt.Sprintf("postgres://postgres:%s@127.0.0.1:%d/postgres?sslmode=disable", dbPassword, srv.Port)
-	qf.q = qf.queue(t, nil)
+	qf.q = qf.queue(t, nil, pgstore.Guardrails{})
 	return qf
 }
 
-// queue is the application's queue on the fixture's table; with a client
-// it can Run.
-func (qf *queueFixture) queue(t *testing.T, client *cryptopay.Client) *pgstore.Queue {
+// queue is the application's queue on the fixture's table, with its
+// guardrails; with a client it can Run.
+func (qf *queueFixture) queue(t *testing.T, client *cryptopay.Client, g pgstore.Guardrails) *pgstore.Queue {
 	t.Helper()
 	q, err := pgstore.NewQueue(context.Background(), pgstore.QueueConfig{
-		Pool: qf.pool, Client: client, Table: qf.table, CreateTable: true,
+		Pool: qf.pool, Client: client, Table: qf.table, CreateTable: true, Guardrails: g,
 		Lease: 4 * time.Second, SendTimeout: time.Second, PollInterval: 20 * time.Millisecond,
 		FollowEvery: 30 * time.Millisecond, BackoffMin: 30 * time.Millisecond, BackoffMax: 300 * time.Millisecond,
 		ReconcileSettleTime: 300 * time.Millisecond, ReconcileClockSkew: time.Second,
@@ -102,6 +103,16 @@ func (qf *queueFixture) state(t *testing.T, orderID string) *pgstore.Intent {
 	in, err := qf.q.Get(context.Background(), orderID)
 	require.NoError(t, err)
 	return in
+}
+
+// runWorker runs q until the test ends or stop is called.
+func runWorker(t *testing.T, q *pgstore.Queue) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- q.Run(ctx) }()
+	stop = sync.OnceFunc(func() { cancel(); <-done })
+	t.Cleanup(stop)
+	return stop
 }
 
 // waitState polls (counts, not clocks: the deadline only ends a hung

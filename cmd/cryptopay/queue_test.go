@@ -1,12 +1,12 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -32,19 +32,30 @@ func orderIDs(ins []intentOut) []string {
 	return ids
 }
 
-// List and filter by state, approve, reject, and the refusals of each.
+// A file enqueued with no approval flag is held by the application's
+// workers above their threshold; list and filter by state, approve,
+// reject, and the refusals of each.
 func TestPayoutQueueOperate(t *testing.T) {
 	qf := setupQueue(t)
 	row := func(id, amount string) []string {
 		return []string{id, "TWok", amount, "usdt", "tron", "c1", "203.0.113.7", "false", "", ""}
 	}
-	r := qf.run("payout", "batch", csvFile(t, batchHeader, row("q-1", "10"), row("q-2", "900"), row("q-3", "950"), row("q-4", "20")),
-		"--approval-above", "usdt=500")
+	r := qf.run("payout", "batch", csvFile(t, batchHeader, row("q-1", "10"), row("q-2", "900"), row("q-3", "950"), row("q-4", "20")))
 	require.Equal(t, 0, r.code, r.stderr)
+	worker := qf.queue(t, qf.srv.Client(), pgstore.Guardrails{ApprovalAbove: map[string]decimal.Decimal{"usdt": decimal.NewFromInt(500)}})
+	stop := runWorker(t, worker)
+	for _, id := range []string{"q-1", "q-4"} {
+		qf.waitState(t, id, pgstore.StateCreated)
+	}
+	for _, id := range []string{"q-2", "q-3"} {
+		qf.waitState(t, id, pgstore.StateNeedsApproval)
+		assert.Zero(t, qf.srv.PayoutsWithOrderID(id), "held by the worker, not sent")
+	}
+	stop() // the approved intent stays queued for the checks below
 
 	assert.Equal(t, []string{"q-1", "q-2", "q-3", "q-4"}, orderIDs(qf.list(t)))
 	assert.Equal(t, []string{"q-2", "q-3"}, orderIDs(qf.list(t, "--state", "needs_approval")))
-	assert.Equal(t, []string{"q-1", "q-2", "q-3", "q-4"}, orderIDs(qf.list(t, "--state", "queued,needs_approval")))
+	assert.Equal(t, []string{"q-1", "q-2", "q-3", "q-4"}, orderIDs(qf.list(t, "--state", "created,needs_approval")))
 	assert.Equal(t, []string{"q-3", "q-4"}, orderIDs(qf.list(t, "list", "--after", "q-2", "--limit", "5")), "pages")
 	assert.Equal(t, []string{"q-1"}, orderIDs(qf.list(t, "--limit", "1")))
 	got := qf.list(t, "--state", "needs_approval")[0]
@@ -56,6 +67,9 @@ func TestPayoutQueueOperate(t *testing.T) {
 	assert.Equal(t, "q-2: approved: queued to be sent\n", r.stdout)
 	assert.Equal(t, pgstore.StateQueued, qf.state(t, "q-2").State)
 	assert.Equal(t, "alice: KYC checked", qf.state(t, "q-2").Note)
+	runWorker(t, worker) // restarted: the approval is on record, so it sends q-2, once
+	qf.waitState(t, "q-2", pgstore.StateCreated)
+	assert.Equal(t, 1, qf.srv.PayoutsWithOrderID("q-2"))
 
 	r = qf.run("payout", "queue", "reject", "q-3")
 	assert.Equal(t, exitUsage, r.code, "a rejection needs a reason")
@@ -72,7 +86,7 @@ func TestPayoutQueueOperate(t *testing.T) {
 		code int
 		want string
 	}{
-		{"approve a queued intent", []string{"approve", "q-1"}, exitNo, "is not needs_approval"},
+		{"approve a created intent", []string{"approve", "q-1"}, exitNo, "is not needs_approval"},
 		{"reject a rejected intent", []string{"reject", "q-3", "--reason", "again"}, exitNo, "is not needs_approval"},
 		{"retry an intent that is not parked", []string{"retry", "q-1", "--note", "x"}, exitNo, "is not parked"},
 		{"no such intent", []string{"approve", "nope"}, exitFailed, "no payout intent with this orderId"},
@@ -88,7 +102,7 @@ func TestPayoutQueueOperate(t *testing.T) {
 			assert.Contains(t, r.stderr, tt.want)
 		})
 	}
-	assert.Equal(t, pgstore.StateQueued, qf.state(t, "q-1").State, "the refusals changed nothing")
+	assert.Equal(t, pgstore.StateCreated, qf.state(t, "q-1").State, "the refusals changed nothing")
 	assert.Equal(t, pgstore.StateRejected, qf.state(t, "q-3").State)
 }
 
@@ -96,15 +110,12 @@ func TestPayoutQueueOperate(t *testing.T) {
 // do, retried by the operator after checking, then sent once and paid.
 func TestPayoutQueueParkedRetry(t *testing.T) {
 	qf := setupQueue(t)
-	worker := qf.queue(t, qf.srv.Client())
+	worker := qf.queue(t, qf.srv.Client(), pgstore.Guardrails{})
 	qf.srv.InjectFault(cryptopaytest.RouteCreatePayout, cryptopaytest.Fault{Drop: true}) // not processed
 	qf.srv.InjectFault(cryptopaytest.RouteListPayouts, cryptopaytest.Fault{Status: 500, Times: 1 << 20})
-	r := qf.run("payout", "batch", "--no-approval", csvFile(t, batchHeader, batchRecord("p", 1)))
+	r := qf.run("payout", "batch", csvFile(t, batchHeader, batchRecord("p", 1)))
 	require.Equal(t, 0, r.code, r.stderr)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- worker.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	runWorker(t, worker)
 	qf.waitState(t, "p-00001", pgstore.StateParked)
 
 	parked := qf.list(t, "--state", "parked")
@@ -160,7 +171,7 @@ func TestPayoutQueueOutputIsSafe(t *testing.T) {
 	rec[0] = "h-1\x1b[31m\u202e\u009b" // a line break would not survive the CSV as it is
 	rec[3], rec[4], rec[8] = "usdt"+hostile, "tron"+hostile, hostile
 	rec[5] = "c" + hostile
-	r := qf.run("payout", "batch", "--no-approval", csvFile(t, batchHeader, rec))
+	r := qf.run("payout", "batch", csvFile(t, batchHeader, rec))
 	require.Equal(t, 0, r.code, r.stderr)
 	for _, tm := range []terms{{stdout: true}, {}} {
 		for _, args := range [][]string{{"payout", "queue"}, {"payout", "queue", "show", rec[0]}, {"payout", "queue", "approve", rec[0]}} {
@@ -168,7 +179,7 @@ func TestPayoutQueueOutputIsSafe(t *testing.T) {
 			assert.NotEmpty(t, r.stdout+r.stderr, args) // and assertClean checked both
 		}
 	}
-	r = qf.cli(terms{stdout: true}, "payout", "batch", "--no-approval", "--dry-run", csvFile(t, batchHeader, rec), "--max-amount", "usdt"+hostile+"=1")
+	r = qf.cli(terms{stdout: true}, "payout", "batch", "--dry-run", csvFile(t, batchHeader, rec), "--max-amount", "usdt"+hostile+"=1")
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Contains(t, r.stdout, "max_amount")
 }

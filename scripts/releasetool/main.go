@@ -197,57 +197,70 @@ func publish(repo, rev, out, version string, preferTags bool, log io.Writer) err
 			when = t.UTC()
 		}
 	}
+	src := publishSource{repo: abs, clone: clone, commit: strings.TrimSpace(string(commit)), when: when, preferTags: preferTags}
 	for _, m := range mods {
-		mv := module.Version{Path: m.path, Version: version}
-		if err := module.Check(mv.Path, mv.Version); err != nil {
-			return err
-		}
-		esc, err := module.EscapePath(m.path)
-		if err != nil {
-			return err
-		}
-		dir := filepath.Join(out, filepath.FromSlash(esc), "@v")
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return err
-		}
-		subdir := ""
-		if m.dir != "." {
-			subdir = m.dir
-		}
-		from := strings.TrimSpace(string(commit))
-		gomod := m.gomod
-		if preferTags {
-			if c, err := git(abs, "rev-parse", "-q", "--verify", "refs/tags/"+tagName(m.dir, version)+"^{commit}"); err == nil {
-				from = strings.TrimSpace(string(c))
-				if gomod, err = git(abs, "show", from+":"+path.Join(m.dir, "go.mod")); err != nil {
-					return err
-				}
-			}
-		}
-		var zbuf bytes.Buffer
-		if err := zip.CreateFromVCS(&zbuf, mv, clone, from, subdir); err != nil {
-			return fmt.Errorf("%s: %w", m.dir, err)
-		}
-		info, _ := json.Marshal(struct {
-			Version string
-			Time    time.Time
-		}{version, when})
-		files := map[string][]byte{
-			version + ".info": info,
-			version + ".mod":  gomod,
-			version + ".zip":  zbuf.Bytes(),
-		}
-		for name, data := range files {
-			if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
-				return err
-			}
-		}
-		if err := addToList(filepath.Join(dir, "list"), version); err != nil {
+		if err := src.module(m, out, version); err != nil {
 			return err
 		}
 		fmt.Fprintf(log, "%s@%s (%s)\n", m.path, version, m.dir)
 	}
 	return nil
+}
+
+// publishSource is where publish reads the modules from.
+type publishSource struct {
+	repo, clone, commit string
+	when                time.Time // the commit's time, the versions' Time
+	preferTags          bool      // a module's tag, when it exists, over commit
+}
+
+// module writes m at version into the file proxy out.
+func (src publishSource) module(m mod, out, version string) error {
+	mv := module.Version{Path: m.path, Version: version}
+	if err := module.Check(mv.Path, mv.Version); err != nil {
+		return err
+	}
+	esc, err := module.EscapePath(m.path)
+	if err != nil {
+		return err
+	}
+	dir := filepath.Join(out, filepath.FromSlash(esc), "@v")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	subdir := ""
+	if m.dir != "." {
+		subdir = m.dir
+	}
+	from := src.commit
+	gomod := m.gomod
+	if src.preferTags {
+		if c, err := git(src.repo, "rev-parse", "-q", "--verify", "refs/tags/"+tagName(m.dir, version)+"^{commit}"); err == nil {
+			from = strings.TrimSpace(string(c))
+			if gomod, err = git(src.repo, "show", from+":"+path.Join(m.dir, "go.mod")); err != nil {
+				return err
+			}
+		}
+	}
+	var zbuf bytes.Buffer
+	if err := zip.CreateFromVCS(&zbuf, mv, src.clone, from, subdir); err != nil {
+		return fmt.Errorf("%s: %w", m.dir, err)
+	}
+	info, _ := json.Marshal(struct {
+		Version string
+		Time    time.Time
+	}{version, src.when})
+	files := map[string][]byte{
+		version + ".info": info,
+		version + ".mod":  gomod,
+		version + ".zip":  zbuf.Bytes(),
+	}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			return err
+		}
+	}
+	return addToList(filepath.Join(dir, "list"), version)
 }
 
 // addToList records version in a proxy's list file, once.
