@@ -337,9 +337,14 @@ func TestConcurrentCallersShareAPool(t *testing.T) {
 	wg.Wait()
 	assert.Zero(t, failures.Load())
 	assert.EqualValues(t, callers*calls, lb.hits.Load())
-	// Plain net/http with the same pool opens 64 to 90 here (a few extra in
-	// the first burst); one per request would be 1280.
-	assert.LessOrEqual(t, lb.conns.Load(), int64(callers*3/2), "about one connection per caller, not one per request")
+	// One connection per request would be 1280. Pooled, it is about one per
+	// caller (64 to 90 when the machine is quiet), but not exactly: the
+	// transport's read loop puts a connection back in the pool after the
+	// caller has read the body, so a caller's next call can start first and
+	// dial (seen: 112 on a loaded machine, on go1.27). What is certain, and
+	// asserted, is that connections are reused many times over.
+	t.Logf("%d connections for %d requests from %d callers", lb.conns.Load(), callers*calls, callers)
+	assert.LessOrEqual(t, lb.conns.Load(), int64(callers*calls/4), "connections are pooled and reused, not one per request")
 }
 
 // TestSecurityPlainHTTPOnlyToLoopback: plain http:// is accepted only for

@@ -31,51 +31,15 @@ func prepare(repo, version, date string) error {
 	if err != nil {
 		return err
 	}
-	src, err := os.ReadFile(filepath.Join(abs, versionFile))
+	src, cur, err := readVersion(abs)
 	if err != nil {
 		return err
 	}
-	m := versionRE.FindSubmatch(src)
-	if m == nil {
-		return fmt.Errorf("%s: no `const Version = \"…\"`", versionFile)
-	}
-	cur := "v" + string(m[1])
-	mods, err := modules(abs, "HEAD")
-	if err != nil {
-		return err
-	}
-	ours := map[string]bool{}
-	for _, m := range mods {
-		ours[m.path] = true
-	}
-
 	// Check everything before changing anything.
-	files := map[string][]byte{}
-	var disagree []string
-	for _, m := range mods {
-		name := filepath.Join(abs, m.dir, "go.mod")
-		data, err := os.ReadFile(name)
-		if err != nil {
-			return err
-		}
-		out, why, err := bumpModFile(m.dir, data, ours, cur, v)
-		if err != nil {
-			return err
-		}
-		disagree = append(disagree, why...)
-		files[name] = out
+	files, err := bumpModules(abs, cur, v)
+	if err != nil {
+		return err
 	}
-	if len(disagree) > 0 {
-		return fmt.Errorf("the modules disagree with Version %s:\n\t%s", cur, strings.Join(disagree, "\n\t"))
-	}
-
-	workName := filepath.Join(abs, "go.work")
-	if data, err := os.ReadFile(workName); err == nil {
-		if files[workName], err = bumpWorkFile(data, ours, cur, v); err != nil {
-			return err
-		}
-	}
-
 	clName := filepath.Join(abs, changelogFile)
 	cl, err := os.ReadFile(clName)
 	if err != nil {
@@ -93,6 +57,60 @@ func prepare(repo, version, date string) error {
 	}
 	fmt.Printf("prepared %s (was %s)\n", v, cur)
 	return nil
+}
+
+// readVersion returns the file that declares Version (under the repository
+// root abs) and the version it declares, as "vX.Y.Z".
+func readVersion(abs string) (src []byte, cur string, err error) {
+	src, err = os.ReadFile(filepath.Join(abs, versionFile))
+	if err != nil {
+		return nil, "", err
+	}
+	m := versionRE.FindSubmatch(src)
+	if m == nil {
+		return nil, "", fmt.Errorf("%s: no `const Version = \"…\"`", versionFile)
+	}
+	return src, "v" + string(m[1]), nil
+}
+
+// bumpModules returns every module's go.mod, and go.work, as they would be
+// with each require (and the workspace's replace) of one of this
+// repository's modules moved from cur to v, keyed by file name; it refuses
+// when any of them disagrees with cur. Nothing is written.
+func bumpModules(abs, cur, v string) (map[string][]byte, error) {
+	mods, err := modules(abs, "HEAD")
+	if err != nil {
+		return nil, err
+	}
+	ours := map[string]bool{}
+	for _, m := range mods {
+		ours[m.path] = true
+	}
+	files := map[string][]byte{}
+	var disagree []string
+	for _, m := range mods {
+		name := filepath.Join(abs, m.dir, "go.mod")
+		data, err := os.ReadFile(name)
+		if err != nil {
+			return nil, err
+		}
+		out, why, err := bumpModFile(m.dir, data, ours, cur, v)
+		if err != nil {
+			return nil, err
+		}
+		disagree = append(disagree, why...)
+		files[name] = out
+	}
+	if len(disagree) > 0 {
+		return nil, fmt.Errorf("the modules disagree with Version %s:\n\t%s", cur, strings.Join(disagree, "\n\t"))
+	}
+	workName := filepath.Join(abs, "go.work")
+	if data, err := os.ReadFile(workName); err == nil {
+		if files[workName], err = bumpWorkFile(data, ours, cur, v); err != nil {
+			return nil, err
+		}
+	}
+	return files, nil
 }
 
 // bumpModFile moves every require in go.mod data (of the module in dir) of
@@ -217,7 +235,15 @@ func fillChangelog(text, version, date string) ([]byte, error) {
 		out = append(out, "### "+name)
 		out = append(append(out, trimBlank(rel.subs[name])...), "")
 	}
-	rest := lines[rEnd:]
+	rest := releaseLinks(lines[rEnd:], version)
+	out = append(out, rest...)
+	return []byte(strings.Join(out, "\n")), nil
+}
+
+// releaseLinks moves the CHANGELOG's "[Unreleased]: …/compare/…" link to
+// start at version and adds a "[version]: …" link after it when there is
+// none; rest is the CHANGELOG from the end of the release's section.
+func releaseLinks(rest []string, version string) []string {
 	base := "https://github.com/cryptopay/cryptopay-go"
 	hasLink := false
 	for i, l := range rest {
@@ -235,8 +261,7 @@ func fillChangelog(text, version, date string) ([]byte, error) {
 			}
 		}
 	}
-	out = append(out, rest...)
-	return []byte(strings.Join(out, "\n")), nil
+	return rest
 }
 
 type section struct {

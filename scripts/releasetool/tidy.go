@@ -52,13 +52,7 @@ func tidy(repo, rev string, check, release bool) error {
 	if err := publish(abs, rev, proxy, version, true, io.Discard); err != nil {
 		return err
 	}
-	// Our unreleased versions: those with no release tag in this clone.
-	untagged := map[string]bool{}
-	for _, m := range mods {
-		if _, err := git(abs, "rev-parse", "-q", "--verify", "refs/tags/"+tagName(m.dir, version)); err != nil {
-			untagged[m.path+" "+version] = true
-		}
-	}
+	untagged := untaggedVersions(abs, mods, version)
 	env := append(os.Environ(),
 		"GOWORK=off",
 		"GOFLAGS=-modcacherw",
@@ -76,49 +70,74 @@ func tidy(repo, rev string, check, release bool) error {
 		if strings.Contains("/"+dir+"/", "/testdata/") {
 			continue
 		}
-		args := []string{"mod", "tidy"}
-		if check {
-			args = append(args, "-diff")
-			if bad := sumLines(filepath.Join(abs, dir, "go.sum"), untagged); len(bad) > 0 {
-				failed = append(failed, dir)
-				fmt.Fprintf(os.Stderr, "%s/go.sum: lines for an unreleased version of this repository's modules (scripts/release.sh writes them at the release):\n\t%s\n", dir, strings.Join(bad, "\n\t"))
-				continue
-			}
+		ok, err := tidyModule(filepath.Join(abs, dir), dir, env, untagged, check, release)
+		if err != nil {
+			return err
 		}
-		if release {
-			// Computed again from this round's proxy: a line from an earlier
-			// round is stale when the module's zip changed since (its go.sum
-			// did), and go would refuse it as a checksum mismatch.
-			if err := dropSumLines(filepath.Join(abs, dir, "go.sum"), untagged); err != nil {
-				return err
-			}
+		if !ok {
+			failed = append(failed, dir)
 		}
-		cmd := exec.Command("go", args...)
-		cmd.Dir = filepath.Join(abs, dir)
-		cmd.Env = env
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &out
-		runErr := cmd.Run()
-		if runErr == nil {
-			if !check && !release {
-				if err := dropSumLines(filepath.Join(abs, dir, "go.sum"), untagged); err != nil {
-					return err
-				}
-			}
-			fmt.Printf("tidy: %s ok\n", dir)
-			continue
-		}
-		if check && onlyOurSums(out.String(), untagged) {
-			fmt.Printf("tidy: %s ok (go.sum will gain the release's own lines)\n", dir)
-			continue
-		}
-		failed = append(failed, dir)
-		fmt.Fprintf(os.Stderr, "tidy: %s: %v\n%s", dir, runErr, out.String())
 	}
 	if len(failed) > 0 {
 		return fmt.Errorf("not tidy: %s (run: go -C scripts/releasetool run . tidy -repo ../..)", strings.Join(failed, ", "))
 	}
 	return nil
+}
+
+// untaggedVersions returns our unreleased versions, as "path version":
+// each module's version has no release tag in this clone.
+func untaggedVersions(abs string, mods []mod, version string) map[string]bool {
+	untagged := map[string]bool{}
+	for _, m := range mods {
+		if _, err := git(abs, "rev-parse", "-q", "--verify", "refs/tags/"+tagName(m.dir, version)); err != nil {
+			untagged[m.path+" "+version] = true
+		}
+	}
+	return untagged
+}
+
+// tidyModule runs go mod tidy (with check, -diff) in the module at modDir
+// (dir, relative to the repository, names it in messages) with env, and
+// reports whether it is tidy. What fails is written to stderr; err is for
+// what stops the whole run.
+func tidyModule(modDir, dir string, env []string, untagged map[string]bool, check, release bool) (bool, error) {
+	args := []string{"mod", "tidy"}
+	if check {
+		args = append(args, "-diff")
+		if bad := sumLines(filepath.Join(modDir, "go.sum"), untagged); len(bad) > 0 {
+			fmt.Fprintf(os.Stderr, "%s/go.sum: lines for an unreleased version of this repository's modules (scripts/release.sh writes them at the release):\n\t%s\n", dir, strings.Join(bad, "\n\t"))
+			return false, nil
+		}
+	}
+	if release {
+		// Computed again from this round's proxy: a line from an earlier
+		// round is stale when the module's zip changed since (its go.sum
+		// did), and go would refuse it as a checksum mismatch.
+		if err := dropSumLines(filepath.Join(modDir, "go.sum"), untagged); err != nil {
+			return false, err
+		}
+	}
+	cmd := exec.Command("go", args...)
+	cmd.Dir = modDir
+	cmd.Env = env
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	runErr := cmd.Run()
+	if runErr == nil {
+		if !check && !release {
+			if err := dropSumLines(filepath.Join(modDir, "go.sum"), untagged); err != nil {
+				return false, err
+			}
+		}
+		fmt.Printf("tidy: %s ok\n", dir)
+		return true, nil
+	}
+	if check && onlyOurSums(out.String(), untagged) {
+		fmt.Printf("tidy: %s ok (go.sum will gain the release's own lines)\n", dir)
+		return true, nil
+	}
+	fmt.Fprintf(os.Stderr, "tidy: %s: %v\n%s", dir, runErr, out.String())
+	return false, nil
 }
 
 // sumLines returns the lines of a go.sum file for the given "path version"s.
