@@ -62,11 +62,13 @@ func Serve(ctx context.Context, name string, cfg Config, stdout io.Writer) error
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "%s listening on %s\n", name, inst.URL)
-	fmt.Fprintf(stdout, "  API key:     %s\n", inst.Server.APIKey)
-	fmt.Fprintf(stdout, "  control API: %s/_control/\n", inst.URL)
-	fmt.Fprintf(stdout, "  dashboard:   %s/\n", inst.URL)
-	fmt.Fprintf(stdout, "  try:         curl -H 'x-api-key: %s' %s/v1/currencies\n", inst.Server.APIKey, inst.URL)
+	// One write, so a reader that sees the URL sees the whole banner.
+	fmt.Fprintf(stdout, "%s listening on %s\n"+
+		"  API key:     %s\n"+
+		"  control API: %s/_control/\n"+
+		"  dashboard:   %s/\n"+
+		"  try:         curl -H 'x-api-key: %s' %s/v1/currencies\n",
+		name, inst.URL, inst.Server.APIKey, inst.URL, inst.URL, inst.Server.APIKey, inst.URL)
 	<-ctx.Done()
 	fmt.Fprintf(stdout, "%s: shutting down\n", name)
 	inst.Close()

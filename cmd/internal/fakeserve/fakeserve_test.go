@@ -96,7 +96,8 @@ func TestRunServesAndStops(t *testing.T) {
 		done <- Run(ctx, "cryptopay-fakeserver", []string{"-addr", "127.0.0.1:0", "-api-key", "cli_key", "-v", "-balance", "usdt/tron=7"}, &out, &logs)
 	}()
 
-	urlRE := regexp.MustCompile(`listening on (http://127\.0\.0\.1:\d+)`)
+	// The banner's last line names the URL twice; wait for it, not just the first.
+	urlRE := regexp.MustCompile(`(?s)listening on (http://127\.0\.0\.1:\d+).*/v1/currencies\n`)
 	var base string
 	require.Eventually(t, func() bool {
 		m := urlRE.FindStringSubmatch(out.String())
@@ -120,7 +121,7 @@ func TestRunServesAndStops(t *testing.T) {
 	require.NoError(t, err)
 	resp.Body.Close()
 	assert.Equal(t, 200, resp.StatusCode)
-	assert.Contains(t, logs.String(), "cryptopaytest request", "-v logs requests")
+	assert.Eventually(t, func() bool { return strings.Contains(logs.String(), "cryptopaytest request") }, 5*time.Second, 5*time.Millisecond, "-v logs requests")
 
 	req, _ = http.NewRequest("POST", base+"/_control/clock/advance", strings.NewReader(`{"seconds":60}`))
 	req.Header.Set("Origin", "http://evil.example")
