@@ -106,7 +106,9 @@ func TestPostRetriedWhenConnectionRefused(t *testing.T) {
 
 func TestPostRecoversAfterRefusedDial(t *testing.T) {
 	// First attempt refused at dial (nothing listening), then the server
-	// comes up on the same port: the payout is created exactly once.
+	// comes up on the same port: the payout is created exactly once. The
+	// server starts when the first attempt has ended refused (not after a
+	// sleep), so the order holds however slow the machine.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	addr := ln.Addr().String()
@@ -117,22 +119,32 @@ func TestPostRecoversAfterRefusedDial(t *testing.T) {
 		hits.Add(1)
 		_, _ = w.Write([]byte(payoutBody))
 	})}
-	c, err := NewClient("http://"+addr, testKey, WithRetryPolicy(RetryPolicy{MaxRetries: 50, MinWait: 5 * time.Millisecond, MaxWait: 10 * time.Millisecond}))
-	require.NoError(t, err)
-	go func() {
-		time.Sleep(20 * time.Millisecond)
-		ln2, err := net.Listen("tcp", addr)
-		if err != nil {
+	defer srv.Close()
+	var first AttemptResult
+	var listenErr error
+	obs := Observer{OnAttemptEnd: func(_ context.Context, _ CallInfo, res AttemptResult) {
+		if res.Attempt != 1 {
 			return
 		}
-		_ = srv.Serve(ln2)
-	}()
-	defer srv.Close()
-	p, err := c.CreatePayout(context.Background(), validPayoutParams())
-	if err != nil && strings.Contains(err.Error(), "address already in use") {
-		t.Skip("port taken")
+		first = res
+		ln2, err := net.Listen("tcp", addr)
+		if err != nil {
+			listenErr = err
+			return
+		}
+		go func() { _ = srv.Serve(ln2) }()
+	}}
+	c, err := NewClient("http://"+addr, testKey, WithRetryPolicy(fastRetry), WithObserver(obs))
+	require.NoError(t, err)
+	var resp Response
+	p, err := c.CreatePayout(context.Background(), validPayoutParams(), WithResponseInto(&resp))
+	if listenErr != nil {
+		t.Skipf("port taken by another process: %v", listenErr)
 	}
 	require.NoError(t, err)
+	assert.True(t, isDialError(first.Err), "the first attempt was refused at dial: %v", first.Err)
+	assert.True(t, first.Retry, "and retried")
+	assert.Equal(t, 2, resp.Attempts)
 	assert.Equal(t, "po_77", p.ID)
 	assert.EqualValues(t, 1, hits.Load())
 }
