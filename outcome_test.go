@@ -264,7 +264,14 @@ func TestReadAnswerForAnotherID(t *testing.T) {
 			mux.HandleFunc("GET /v1/payment/{id}/status", serveJSON(200, tt.payment, nil, nil))
 			mux.HandleFunc("GET /v1/payout/{id}/status", serveJSON(200, tt.payout, nil, nil))
 			p, perr := c.GetPayment(context.Background(), paymentID)
-			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			// A wait that sees its own id ends at the first read: its bound
+			// only has to outlast a slow machine. One that sees another id
+			// keeps reading until its context ends.
+			bound := time.Second
+			if tt.ok {
+				bound = 30 * time.Second
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), bound)
 			defer cancel()
 			w, werr := c.WaitForPayment(ctx, WaitForPaymentParams{ID: paymentID})
 			o, oerr := c.GetPayout(context.Background(), "po_77")
