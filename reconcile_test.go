@@ -324,6 +324,12 @@ func TestListSearchListGrowsMeanwhile(t *testing.T) {
 	}
 }
 
+// reconcileTestSettle is the settle time of searches that must look twice:
+// the first look starts before it has passed only if the test reaches it in
+// less time, so it is long enough for a loaded machine (a 20 ms one made a
+// preempted test look once and see the payout as not created).
+const reconcileTestSettle = time.Second
+
 // TestReconcileLooksAgainAfterSettleTime: the list lags behind creation; a
 // search before the settle time that finds nothing waits and looks again.
 // That the second look waits for the settle time is shown by counts, not
@@ -339,7 +345,7 @@ func TestReconcileLooksAgainAfterSettleTime(t *testing.T) {
 			}
 			c := listClient(t, l)
 			attempted := time.Now()
-			res, err := c.ReconcilePayout(context.Background(), ReconcileParams{OrderID: "o499", AttemptedAt: attempted, SettleTime: 30 * time.Millisecond})
+			res, err := c.ReconcilePayout(context.Background(), ReconcileParams{OrderID: "o499", AttemptedAt: attempted, SettleTime: reconcileTestSettle})
 			require.NoError(t, err)
 			assert.Equal(t, PayoutExists, res.Verdict, res.Reason)
 			assert.Equal(t, int(l.requests.Load()), res.Requests, "both looks are counted")
@@ -349,7 +355,7 @@ func TestReconcileLooksAgainAfterSettleTime(t *testing.T) {
 	t.Run("still not listed after the settle time", func(t *testing.T) {
 		l := newSynthList(500, false)
 		c := listClient(t, l)
-		res, err := c.ReconcilePayout(context.Background(), ReconcileParams{OrderID: "never-sent", AttemptedAt: time.Now(), SettleTime: 20 * time.Millisecond})
+		res, err := c.ReconcilePayout(context.Background(), ReconcileParams{OrderID: "never-sent", AttemptedAt: time.Now(), SettleTime: reconcileTestSettle})
 		require.NoError(t, err)
 		assert.Equal(t, PayoutNotCreated, res.Verdict, res.Reason)
 		assert.Equal(t, 4, res.Requests, "two looks of two requests")
