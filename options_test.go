@@ -76,6 +76,10 @@ func TestWithHeaderRefused(t *testing.T) {
 // first attempt hangs is retried and succeeds; a POST whose attempt hangs
 // after the server read it is not resent.
 func TestWithTimeout(t *testing.T) {
+	// Long enough for an attempt that is answered (the GET's second) to
+	// fit in it on a loaded machine under -race; each hanging attempt
+	// costs this much.
+	const attemptBound = 2 * time.Second
 	c, mux := setup(t) // the Client's own timeout: 30 s
 	var gets, posts atomic.Int64
 	hang := func(r *http.Request) { <-r.Context().Done() } // until the client gives up
@@ -93,11 +97,11 @@ func TestWithTimeout(t *testing.T) {
 	})
 	ctx := context.Background()
 	var resp Response
-	_, err := c.GetBalances(ctx, WithTimeout(50*time.Millisecond), WithResponseInto(&resp))
+	_, err := c.GetBalances(ctx, WithTimeout(attemptBound), WithResponseInto(&resp))
 	require.NoError(t, err)
 	assert.Equal(t, 2, resp.Attempts)
 
-	_, err = c.CreatePayout(ctx, validPayoutParams(), WithTimeout(50*time.Millisecond))
+	_, err = c.CreatePayout(ctx, validPayoutParams(), WithTimeout(attemptBound))
 	require.ErrorIs(t, err, ErrOutcomeUnknown)
 	var ne net.Error
 	require.ErrorAs(t, err, &ne)
