@@ -237,7 +237,7 @@ func TestDelayEndsOnClose(t *testing.T) {
 		_, err := s.Client(cryptopay.WithRetryPolicy(cryptopay.RetryPolicy{})).GetBalances(context.Background())
 		errc <- err
 	}()
-	require.Eventually(t, func() bool { return s.Requests(cryptopaytest.RouteBalance) == 1 }, 2*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return s.Requests(cryptopaytest.RouteBalance) == 1 }, 30*time.Second, time.Millisecond)
 	closeReturns(t, s) // with a response delayed by an hour
 	select {
 	case err := <-errc:

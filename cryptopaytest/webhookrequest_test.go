@@ -184,7 +184,7 @@ func TestNewWebhookPayloadMatchesFakeDelivery(t *testing.T) {
 				}
 			}
 			return delivered != nil
-		}, 5*time.Second, 5*time.Millisecond)
+		}, 30*time.Second, 5*time.Millisecond)
 		now, err := c.GetPayment(ctx, p.ID)
 		require.NoError(t, err)
 		_, body, err := cryptopaytest.NewWebhookPayload(receiver.URL+"/hook", whrSecret, now, status)
