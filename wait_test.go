@@ -409,7 +409,7 @@ func TestWaitBackoff(t *testing.T) {
 // test fails only if cond never becomes true within a generous bound).
 func waitUntil(t *testing.T, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatal("condition not reached")

@@ -89,11 +89,9 @@ func payoutScript(steps ...step) *script {
 // waitUntil polls cond (a count, never a clock) until it holds.
 func waitUntil(t *testing.T, cond func() bool) {
 	t.Helper()
-	for range 5000 {
-		if cond() {
-			return
+	for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not reached in 30 s")
 		}
-		time.Sleep(time.Millisecond)
 	}
-	t.Fatal("condition not reached")
 }
