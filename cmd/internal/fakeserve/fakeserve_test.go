@@ -105,7 +105,7 @@ func TestRunServesAndStops(t *testing.T) {
 			base = m[1]
 		}
 		return m != nil
-	}, 5*time.Second, 5*time.Millisecond)
+	}, 30*time.Second, 5*time.Millisecond)
 	assert.Contains(t, out.String(), "API key:     cli_key")
 
 	req, _ := http.NewRequest("GET", base+"/v1/balance", nil)
@@ -121,7 +121,7 @@ func TestRunServesAndStops(t *testing.T) {
 	require.NoError(t, err)
 	resp.Body.Close()
 	assert.Equal(t, 200, resp.StatusCode)
-	assert.Eventually(t, func() bool { return strings.Contains(logs.String(), "cryptopaytest request") }, 5*time.Second, 5*time.Millisecond, "-v logs requests")
+	assert.Eventually(t, func() bool { return strings.Contains(logs.String(), "cryptopaytest request") }, 30*time.Second, 5*time.Millisecond, "-v logs requests")
 
 	req, _ = http.NewRequest("POST", base+"/_control/clock/advance", strings.NewReader(`{"seconds":60}`))
 	req.Header.Set("Origin", "http://evil.example")
@@ -142,7 +142,7 @@ func TestRunServesAndStops(t *testing.T) {
 	select {
 	case err := <-done:
 		require.NoError(t, err)
-	case <-time.After(5 * time.Second):
+	case <-time.After(30 * time.Second):
 		t.Fatal("run did not return after the context ended")
 	}
 	assert.Contains(t, out.String(), "shutting down")
