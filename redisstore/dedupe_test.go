@@ -3,7 +3,7 @@ package redisstore_test
 import (
 	"context"
 	"strings"
-
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -136,25 +136,37 @@ func TestDedupeStoreLostLeaseErrors(t *testing.T) {
 func TestDedupeStoreCompleteSurvivesRestart(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
-	s := newStore(t, srv.FailFastClient(t))
+	rdb := srv.FailFastClient(t)
+	var failures failedCommands
+	rdb.AddHook(&failures)
+	s := newStore(t, rdb)
 	ctx := context.Background()
 	const key = "payment/6f1c2b9e-4a2d-4c8e-9a57-2f1d3e4b5c6d/paid"
 	claimed, err := s.Claim(ctx, key)
 	require.NoError(t, err)
 	require.Equal(t, webhook.DedupeClaimed, claimed)
 
-	restarted := make(chan error, 1)
-	go func() { restarted <- srv.Restart(300 * time.Millisecond) }()
-	// Redis is going down: a Claim now fails (the handler answers 503)...
-	require.Eventually(t, func() bool {
-		_, err := s.Claim(ctx, "payment/other/paid")
-		return err != nil
-	}, 5*time.Second, 5*time.Millisecond)
-	// ...and Complete waits for it to come back.
-	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	// Redis stays down until the test has seen what it wants (not for a
+	// fixed time, which a slow machine could let pass unseen).
+	require.NoError(t, srv.Shutdown())
+	// A Claim now fails (the handler answers 503)...
+	_, err = s.Claim(ctx, "payment/other/paid")
+	require.Error(t, err)
+	// ...and Complete keeps trying: two of its commands fail, and it has
+	// not given up.
+	before := failures.n.Load()
+	cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	require.NoError(t, s.Complete(cctx, key))
-	require.NoError(t, <-restarted)
+	completed := make(chan error, 1)
+	go func() { completed <- s.Complete(cctx, key) }()
+	require.Eventually(t, func() bool { return failures.n.Load() >= before+2 }, 30*time.Second, time.Millisecond)
+	select {
+	case err := <-completed:
+		t.Fatalf("Complete returned while Redis was down: %v", err)
+	default:
+	}
+	require.NoError(t, srv.Resume())
+	require.NoError(t, <-completed)
 	claimed, err = newStore(t, srv.Client(t)).Claim(ctx, key)
 	require.NoError(t, err)
 	assert.Equal(t, webhook.DedupeSeen, claimed)
@@ -199,4 +211,23 @@ func TestDedupeStoreSettleAgainAfterCancelledCtx(t *testing.T) {
 		require.NoError(t, op.settle(ctx, key), op.name)
 		assert.Equal(t, op.want, rdb.Get(ctx, "cryptopay:dedupe:"+key).Val(), op.name)
 	}
+}
+
+// failedCommands counts the commands of a client that failed.
+type failedCommands struct{ n atomic.Int64 }
+
+func (h *failedCommands) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *failedCommands) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if err != nil && err != redis.Nil {
+			h.n.Add(1)
+		}
+		return err
+	}
+}
+
+func (h *failedCommands) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
 }

@@ -189,6 +189,16 @@ func (s *Server) FailFastClient(t testing.TB) *redis.Client {
 // starts it again on the same port; the data (claims and done marks with
 // their expiry times) is loaded back. Clients see errors meanwhile.
 func (s *Server) Restart(down time.Duration) error {
+	if err := s.Shutdown(); err != nil {
+		return err
+	}
+	time.Sleep(down)
+	return s.Resume()
+}
+
+// Shutdown saves the data set and stops the server; Resume starts it again
+// on the same port with that data. Between the two, every command fails.
+func (s *Server) Shutdown() error {
 	rdb := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1})
 	// A successful SHUTDOWN answers nothing (the connection closes), so
 	// its error says little: the process's exit is the proof.
@@ -199,12 +209,14 @@ func (s *Server) Restart(down time.Duration) error {
 	s.mu.Unlock()
 	select {
 	case <-exited:
+		return nil
 	case <-time.After(10 * time.Second):
 		return fmt.Errorf("redis-server did not exit after SHUTDOWN SAVE: %v", err)
 	}
-	time.Sleep(down)
-	return s.start()
 }
+
+// Resume starts the server stopped by Shutdown and waits until it answers.
+func (s *Server) Resume() error { return s.start() }
 
 func (s *Server) kill() {
 	s.mu.Lock()
