@@ -61,7 +61,7 @@ func TestWakeupBusAcrossClients(t *testing.T) {
 		require.NoError(t, a.Publish(context.Background(), w))
 	}
 	for name, got := range map[string]func() []cryptopay.Wakeup{"publisher": gotA, "other replica": gotB} {
-		require.Eventually(t, func() bool { return len(got()) == len(want) }, 5*time.Second, 5*time.Millisecond, name)
+		require.Eventually(t, func() bool { return len(got()) == len(want) }, 30*time.Second, 5*time.Millisecond, name)
 		assert.Equal(t, want, got(), "%s receives every hint, in order, intact", name)
 	}
 }
@@ -83,7 +83,7 @@ func TestWakeupBusDropsMalformedHints(t *testing.T) {
 	}
 	good := cryptopay.Wakeup{Kind: "payout", ID: "po_1"}
 	require.NoError(t, b.Publish(context.Background(), good))
-	require.Eventually(t, func() bool { return len(got()) > 0 }, 5*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return len(got()) > 0 }, 30*time.Second, 5*time.Millisecond)
 	// Messages on one channel arrive in order: had a bad one passed, it
 	// would be first.
 	assert.Equal(t, []cryptopay.Wakeup{good}, got())
@@ -125,7 +125,7 @@ func TestWakeupBusStopWaitsForCallback(t *testing.T) {
 	before := calls.Load()
 	probe, _ := collect(t, newBus(t, srv.Client(t)))
 	require.NoError(t, b.Publish(context.Background(), cryptopay.Wakeup{Kind: "payment", ID: "p2"}))
-	require.Eventually(t, func() bool { return len(probe()) == 1 }, 5*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return len(probe()) == 1 }, 30*time.Second, 5*time.Millisecond)
 	assert.Equal(t, before, calls.Load())
 }
 
@@ -180,7 +180,7 @@ func TestWakeupBusNoGoroutineLeak(t *testing.T) {
 		stop()
 	}
 	// Polled here, not with assert.Eventually, whose own goroutines count.
-	for deadline := time.Now().Add(5 * time.Second); runtime.NumGoroutine() > base; time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); runtime.NumGoroutine() > base; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			buf := make([]byte, 1<<20)
 			t.Fatalf("goroutines: %d before, %d after:\n%s", base, runtime.NumGoroutine(), buf[:runtime.Stack(buf, true)])
