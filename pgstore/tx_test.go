@@ -413,7 +413,10 @@ func TestTxClaimDuringCallback(t *testing.T) {
 		gotErr error
 	)
 	h := handler(t, st, func(ctx context.Context, tx pgx.Tx, p *cryptopay.Payment) error {
-		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		// A bound for a Claim that would wait on the row lock (the
+		// callback then never ends): long enough that a slow answer on a
+		// loaded machine is not taken for one.
+		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
 		got, gotErr = other.Claim(cctx, ev.key())
 		return m.credit(ctx, tx, p)
