@@ -96,6 +96,8 @@ func (s *instance) settle(key string, done bool) error {
 		return nil
 	case ok && e.token != tok && s.broken != "settle-ignores-owner":
 		return fmt.Errorf("%w: %q", webhook.ErrDedupeLeaseLost, key)
+	case done && s.broken == "complete-forgets-some" && strings.HasSuffix(key, "/7"):
+		delete(s.b.entries, key)
 	case done && s.broken == "done-never-expires":
 		s.b.entries[key] = entry{expires: s.b.now.Add(1000 * time.Hour)}
 	case done:
@@ -132,6 +134,8 @@ func TestSuiteCatchesBrokenStores(t *testing.T) {
 		"settle-ignores-owner": "NonOwnerComplete",
 		"lease-never-expires":  "LeaseExpires",
 		"done-never-expires":   "DoneTTL",
+		// Concurrent settles must leave every completed key remembered.
+		"complete-forgets-some": "ManyKeysConcurrently",
 	} {
 		t.Run(bug, func(t *testing.T) {
 			t.Parallel()
