@@ -9,11 +9,7 @@ import (
 func show[T any](a *app, cmd command, args []string, nargs int,
 	read func(c *cryptopay.Client, pos []string) (T, error), table func(T) error) error {
 	fs := a.newFlagSet(cmd)
-	pos, err := a.parse(fs, args, nargs, nargs)
-	if err != nil {
-		return err
-	}
-	asJSON, err := a.jsonOutput()
+	pos, asJSON, err := a.parseOutput(fs, args, nargs, nargs)
 	if err != nil {
 		return err
 	}

@@ -354,11 +354,7 @@ func (a *app) payoutBatch(args []string) error {
 	qf.register(fs.FlagSet)
 	var bf batchFlags
 	bf.register(fs.FlagSet)
-	pos, err := a.parse(fs, args, 1, 1)
-	if err != nil {
-		return err
-	}
-	asJSON, err := a.jsonOutput()
+	pos, asJSON, err := a.parseOutput(fs, args, 1, 1)
 	if err != nil {
 		return err
 	}

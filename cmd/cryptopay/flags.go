@@ -103,6 +103,17 @@ func (a *app) parse(fs *cmdFlags, args []string, minArgs, maxArgs int) ([]string
 	return pos, nil
 }
 
+// parseOutput is parse followed by jsonOutput: the positional arguments
+// and whether the command prints JSON.
+func (a *app) parseOutput(fs *cmdFlags, args []string, minArgs, maxArgs int) ([]string, bool, error) {
+	pos, err := a.parse(fs, args, minArgs, maxArgs)
+	if err != nil {
+		return nil, false, err
+	}
+	asJSON, err := a.jsonOutput()
+	return pos, asJSON, err
+}
+
 // jsonOutput says whether to print JSON: --output json, or stdout is not
 // a terminal and --output is not table.
 func (a *app) jsonOutput() (bool, error) {

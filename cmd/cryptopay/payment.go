@@ -29,11 +29,7 @@ func (a *app) paymentWait(args []string) error {
 	timeout := fs.Duration("timeout", 15*time.Minute, "give up after `duration` (exit 2)")
 	interval := fs.Duration("interval", 2*time.Second, "first wait between two reads; grows up to --max-interval")
 	maxInterval := fs.Duration("max-interval", 30*time.Second, "longest wait between two reads")
-	pos, err := a.parse(fs, args, 1, 1)
-	if err != nil {
-		return err
-	}
-	asJSON, err := a.jsonOutput()
+	pos, asJSON, err := a.parseOutput(fs, args, 1, 1)
 	if err != nil {
 		return err
 	}
@@ -113,10 +109,7 @@ func (a *app) paymentCreate(args []string) error {
 	fs := a.newFlagSet(command{"payment create", "", "Create a payment link: the answer says where and how much the customer pays."})
 	var o objectFlags
 	o.register(fs.FlagSet, "the customer bears the platform fee (it is added to the amount to pay)")
-	if _, err := a.parse(fs, args, 0, 0); err != nil {
-		return err
-	}
-	asJSON, err := a.jsonOutput()
+	_, asJSON, err := a.parseOutput(fs, args, 0, 0)
 	if err != nil {
 		return err
 	}

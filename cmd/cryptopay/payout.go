@@ -24,10 +24,7 @@ func (a *app) payoutCreate(args []string) error {
 	o.register(fs.FlagSet, "the end user bears the network fee")
 	wallet := fs.String("wallet", "", "destination wallet `address` (required; a wrong address loses the funds)")
 	yes := fs.Bool("yes", false, "create the payout without asking")
-	if _, err := a.parse(fs, args, 0, 0); err != nil {
-		return err
-	}
-	asJSON, err := a.jsonOutput()
+	_, asJSON, err := a.parseOutput(fs, args, 0, 0)
 	if err != nil {
 		return err
 	}
@@ -117,10 +114,7 @@ func (a *app) payoutFind(args []string) error {
 		"again is safe), still_unknown (exit 2: do not resend; look again later)."})
 	orderID := fs.String("order-id", "", "the order `id` the payout was created with (required)")
 	attemptedAt := fs.String("attempted-at", "", "when the create was sent: RFC 3339 `time`, or a duration ago such as 15m\n(default: unknown, the whole list is searched)")
-	if _, err := a.parse(fs, args, 0, 0); err != nil {
-		return err
-	}
-	asJSON, err := a.jsonOutput()
+	_, asJSON, err := a.parseOutput(fs, args, 0, 0)
 	if err != nil {
 		return err
 	}

@@ -156,10 +156,7 @@ func (a *app) queueList(args []string) error {
 	states := fs.String("state", "", "keep intents in these `states` (comma-separated; default all)")
 	after := fs.String("after", "", "page: only orderIds after this `orderId` (the last one of the previous page)")
 	limit := fs.Int("limit", 100, "at most `n` intents (up to 10000)")
-	if _, err := a.parse(fs, args, 0, 0); err != nil {
-		return err
-	}
-	asJSON, err := a.jsonOutput()
+	_, asJSON, err := a.parseOutput(fs, args, 0, 0)
 	if err != nil {
 		return err
 	}
@@ -206,11 +203,7 @@ func (a *app) queueShow(args []string) error {
 		"reconciliation verdict, payout id and the operator's note."})
 	var qf queueFlags
 	qf.register(fs.FlagSet)
-	pos, err := a.parse(fs, args, 1, 1)
-	if err != nil {
-		return err
-	}
-	asJSON, err := a.jsonOutput()
+	pos, asJSON, err := a.parseOutput(fs, args, 1, 1)
 	if err != nil {
 		return err
 	}

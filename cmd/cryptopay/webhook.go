@@ -65,10 +65,7 @@ func (a *app) webhookSend(args []string) error {
 	status := fs.String("status", "", "the `status` the event carries (default: the object's current status)")
 	secretFile := fs.String("secret-file", "", "read the webhook secret from `path` (default $"+envWebhookSecret+")")
 	allowRemote := fs.Bool("allow-remote", false, "allow a --to host that is not loopback")
-	if _, err := a.parse(fs, args, 0, 0); err != nil {
-		return err
-	}
-	asJSON, err := a.jsonOutput()
+	_, asJSON, err := a.parseOutput(fs, args, 0, 0)
 	if err != nil {
 		return err
 	}
