@@ -9,6 +9,22 @@ type queueSQL struct {
 	finalFmt                                                    string // see finalSet
 }
 
+// syncCommit, evaluated in a statement, turns synchronous_commit on for
+// the rest of the transaction it runs in, whatever the server, database,
+// role or session says (remote_apply, which is stronger, is kept): a
+// COMMIT acknowledged after it is on disk, and on a synchronous standby if
+// there is one. set_config(..., true) is SET LOCAL, but needs neither a
+// transaction block nor a round trip of its own. The attempt (committed
+// before the request is sent) and every final state are committed with it:
+// an attempt lost in a crash would be sent again. See docs/payout-queue.md,
+// "Durable commits".
+const syncCommit = `set_config('synchronous_commit', CASE current_setting('synchronous_commit') WHEN 'remote_apply' THEN 'remote_apply' ELSE 'on' END, true)`
+
+// durable is syncCommit as a FROM item of an UPDATE: the statement changes
+// no row before it has run (a subquery with a volatile target list is
+// never pulled up or skipped).
+const durable = `(SELECT ` + syncCommit + `) AS durable`
+
 func buildQueueSQL(t string) queueSQL {
 	return queueSQL{
 		insert: fmt.Sprintf(`INSERT INTO %s (order_id, wallet_address, network_fee_by_user, amount, currency, network,
@@ -23,6 +39,7 @@ ON CONFLICT (order_id) DO NOTHING RETURNING true`, t),
 		// worker checks before sending.
 		operate: fmt.Sprintf(`UPDATE %s SET state = $3, note = $4, next_at = now(), lease_token = NULL, tries = 0, updated_at = now(),
     approved_at = CASE WHEN $5 THEN now() ELSE approved_at END
+FROM `+durable+`
 WHERE order_id = $1 AND state = $2 RETURNING %s`, t, intentCols),
 		wakeOne: fmt.Sprintf(`UPDATE %s SET next_at = now() WHERE order_id = $1 AND state = 'created' AND next_at > now()`, t),
 		// The claim: due intents in open states (the due index's
@@ -40,6 +57,7 @@ RETURNING %[2]s, tries`, t, intentCols),
 		// lease holder, only from the state the holder saw.
 		attempt: fmt.Sprintf(`UPDATE %s SET state = 'sending', attempts = attempts + 1, attempted_at = $3,
 reserved_at = now(), tries = 0, last_error = '', verdict = $5, updated_at = now()
+FROM `+durable+`
 WHERE order_id = $1 AND lease_token = $2 AND state = $4`, t),
 		// Every other change by a worker, only by the lease holder; $10
 		// gives the lease up (an intent held for approval).
@@ -52,6 +70,7 @@ WHERE order_id = $1 AND lease_token = $2 AND state = $4`, t),
 WHERE order_id = $1 AND lease_token = $2 RETURNING attempts`, t),
 		attemptMany: fmt.Sprintf(`UPDATE %s SET state = 'sending', attempts = attempts + 1, attempted_at = $3,
 reserved_at = now(), tries = 0, last_error = '', verdict = '', updated_at = now()
+FROM `+durable+`
 WHERE order_id = ANY($1) AND lease_token = $2 AND state = 'queued' RETURNING order_id`, t),
 		finalFmt: fmt.Sprintf(`UPDATE %s SET state = %%[3]s,
     verdict = CASE WHEN %%[4]s = '' THEN verdict ELSE %%[4]s END,

@@ -245,13 +245,14 @@ func (q *Queue) finish(ctx context.Context, c claimed, ch change) error {
 
 // finalBegin is the final transaction's BEGIN, which also records the
 // final state (the same UPDATE as record, by the lease holder only) in the
-// same round trip, and bounds how long the transaction may sit idle. The
-// values are quoted as literals (a BEGIN query takes no parameters); a
+// same round trip, commits durably (syncCommit), and bounds how long the
+// transaction may sit idle. The values are quoted as literals (a BEGIN query takes no parameters); a
 // lease that is no longer held fails it with a division by zero, before
 // OnFinal runs.
 func (q *Queue) finalBegin(c claimed, ch change) string {
 	return fmt.Sprintf(`BEGIN ISOLATION LEVEL READ COMMITTED READ WRITE;
 SET LOCAL idle_in_transaction_session_timeout = %d;
+SELECT `+syncCommit+`;
 WITH u AS (%s) SELECT 1 / count(*) FROM u`, max(q.cfg.Lease.Milliseconds()/2, 1),
 		q.sql.finalSet(quoteLiteral(c.Params.OrderID), byteaLiteral(c.token), quoteLiteral(string(ch.to)),
 			quoteLiteral(ch.verdict), quoteLiteral(ch.errText), quoteLiteral(ch.payoutID), quoteLiteral(string(ch.payoutStatus))))
