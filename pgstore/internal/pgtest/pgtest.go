@@ -59,9 +59,10 @@ type Server struct {
 
 	settings map[string]string // -c name=value, see StartWith
 
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	done chan struct{} // closed when cmd exits
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	done   chan struct{} // closed when cmd exits
+	paused int           // the WAL writer's pid while PauseWALWriter holds it
 }
 
 // defaultSettings are the server's settings unless StartWith says
@@ -295,6 +296,10 @@ func (s *Server) Stop() error {
 	if s.cmd == nil {
 		return nil
 	}
+	if s.paused != 0 {
+		_ = syscall.Kill(s.paused, syscall.SIGCONT) // a clean stop writes its WAL
+		s.paused = 0
+	}
 	_ = s.cmd.Process.Signal(syscall.SIGINT)
 	select {
 	case <-s.done:
@@ -317,7 +322,16 @@ func (s *Server) StopImmediate() error {
 	if s.cmd == nil {
 		return errors.New("pgtest: server not running")
 	}
+	if s.paused != 0 {
+		// Its SIGQUIT is pending when it resumes, and runs first: it exits
+		// without writing anything.
+		_ = syscall.Kill(s.paused, syscall.SIGQUIT)
+	}
 	_ = s.cmd.Process.Signal(syscall.SIGQUIT)
+	if s.paused != 0 {
+		_ = syscall.Kill(s.paused, syscall.SIGCONT)
+		s.paused = 0
+	}
 	select {
 	case <-s.done:
 	case <-time.After(20 * time.Second):
@@ -352,7 +366,7 @@ func (s *Server) Crash() error {
 	}
 	_ = syscall.Kill(pm, syscall.SIGKILL)
 	<-s.done
-	s.cmd, s.done = nil, nil
+	s.cmd, s.done, s.paused = nil, nil, 0
 	// A new postmaster refuses to start while an old process still holds
 	// the shared memory.
 	deadline := time.Now().Add(30 * time.Second)
@@ -396,6 +410,34 @@ func (s *Server) WaitWALWriterAsleep(ctx context.Context) error {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// PauseWALWriter stops the WAL writer process (SIGSTOP) until the server
+// goes down (Stop lets it finish its work first; Crash and StopImmediate
+// do not). Asynchronous commits then stay in shared memory however busy
+// the server is (up to wal_buffers), as behind a WAL writer that is late,
+// and a Crash or StopImmediate loses every one of them. A synchronous
+// commit writes its WAL itself and is not affected.
+func (s *Server) PauseWALWriter() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return errors.New("pgtest: server not running")
+	}
+	if s.paused != 0 {
+		return nil
+	}
+	for _, pid := range children(s.cmd.Process.Pid) {
+		cmdline, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+		if strings.HasPrefix(string(cmdline), "postgres: walwriter") {
+			if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+				return fmt.Errorf("pgtest: pausing the WAL writer: %w", err)
+			}
+			s.paused = pid
+			return nil
+		}
+	}
+	return errors.New("pgtest: no WAL writer process found")
 }
 
 // procStat returns the fields of /proc/pid/stat after the command name:

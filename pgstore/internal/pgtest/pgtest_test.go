@@ -108,9 +108,12 @@ func TestCrashLosesUnflushedCommits(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		crash func(*pgtest.Server) error
+		pause bool // the WAL writer paused (PauseWALWriter) rather than asleep
 	}{
-		{"SIGKILL", (*pgtest.Server).Crash},
-		{"immediate shutdown", (*pgtest.Server).StopImmediate},
+		{name: "SIGKILL", crash: (*pgtest.Server).Crash},
+		{name: "immediate shutdown", crash: (*pgtest.Server).StopImmediate},
+		{name: "SIGKILL, WAL writer paused", crash: (*pgtest.Server).Crash, pause: true},
+		{name: "immediate shutdown, WAL writer paused", crash: (*pgtest.Server).StopImmediate, pause: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv, err := pgtest.StartWith(map[string]string{"synchronous_commit": "off", "wal_writer_delay": "10s"})
@@ -126,6 +129,9 @@ func TestCrashLosesUnflushedCommits(t *testing.T) {
 			require.Equal(t, "off", setting)
 
 			require.NoError(t, srv.WaitWALWriterAsleep(ctx))
+			if tc.pause {
+				require.NoError(t, srv.PauseWALWriter())
+			}
 			tx, err := pool.Begin(ctx)
 			require.NoError(t, err)
 			_, err = tx.Exec(ctx, "SET LOCAL synchronous_commit = on")
