@@ -20,8 +20,10 @@ import (
 	"github.com/cryptopay/cryptopay-go/pgstore"
 )
 
-// tripCounter is a pgx QueryTracer that counts the statements a pool
-// sends, each one a round trip. Claims that found nothing (an idle
+// tripCounter is a pgx QueryTracer and BatchTracer that counts the round
+// trips a pool makes: a statement, or a pgx batch (sent together, answered
+// together; pgx reports each of its statements' ends with no start, and
+// those are not counted again). Claims that found nothing (an idle
 // worker's poll, one per PollInterval whatever the queue's length) and
 // the merchant's own OnFinal statement are counted apart.
 type tripCounter struct {
@@ -36,7 +38,10 @@ func (c *tripCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.Tr
 }
 
 func (c *tripCounter) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryEndData) {
-	sql, _ := ctx.Value(traceKey{}).(string)
+	sql, ok := ctx.Value(traceKey{}).(string)
+	if !ok {
+		return // a statement of a batch: the batch is counted
+	}
 	switch {
 	case strings.Contains(sql, "FOR UPDATE SKIP LOCKED") && d.CommandTag.RowsAffected() == 0 && d.Err == nil:
 		c.idle.Add(1)
@@ -48,6 +53,16 @@ func (c *tripCounter) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, d pgx.Trac
 	default:
 		c.trips.Add(1)
 	}
+}
+
+func (c *tripCounter) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	return ctx
+}
+
+func (c *tripCounter) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+
+func (c *tripCounter) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {
+	c.trips.Add(1)
 }
 
 // tracedPool is a pool on the test server whose statements c counts.

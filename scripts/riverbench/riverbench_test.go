@@ -46,7 +46,8 @@ type result struct {
 	trips, idle int64
 }
 
-// tripCounter is a pgx QueryTracer counting statements, each a round trip.
+// tripCounter is a pgx QueryTracer and BatchTracer counting round trips: a
+// statement, or a batch of them (sent together, answered together).
 type tripCounter struct{ trips, idle atomic.Int64 }
 
 type sqlKey struct{}
@@ -56,11 +57,24 @@ func (c *tripCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.Tr
 }
 
 func (c *tripCounter) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryEndData) {
-	sql, _ := ctx.Value(sqlKey{}).(string)
+	sql, ok := ctx.Value(sqlKey{}).(string)
+	if !ok {
+		return // a statement of a batch: the batch is counted
+	}
 	if d.Err == nil && d.CommandTag.RowsAffected() == 0 && strings.Contains(sql, "SKIP LOCKED") {
 		c.idle.Add(1)
 		return
 	}
+	c.trips.Add(1)
+}
+
+func (c *tripCounter) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	return ctx
+}
+
+func (c *tripCounter) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+
+func (c *tripCounter) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {
 	c.trips.Add(1)
 }
 
