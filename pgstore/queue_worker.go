@@ -245,10 +245,10 @@ func (q *Queue) finish(ctx context.Context, c claimed, ch change) error {
 
 // finalBegin is the final transaction's BEGIN, which also records the
 // final state (the same UPDATE as record, by the lease holder only) in the
-// same round trip, commits durably (syncCommit), and bounds how long the
-// transaction may sit idle. The values are quoted as literals (a BEGIN query takes no parameters); a
+// same round trip, and bounds how long the transaction may sit idle. The
+// values are quoted as literals (a BEGIN query takes no parameters); a
 // lease that is no longer held fails it with a division by zero, before
-// OnFinal runs.
+// OnFinal runs. syncCommit makes its COMMIT durable.
 func (q *Queue) finalBegin(c claimed, ch change) string {
 	return fmt.Sprintf(`BEGIN ISOLATION LEVEL READ COMMITTED READ WRITE;
 SET LOCAL idle_in_transaction_session_timeout = %d;
