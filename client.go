@@ -11,6 +11,8 @@ import (
 	"runtime"
 	"strings"
 	"time"
+
+	"github.com/cryptopay/cryptopay-go/address"
 )
 
 // Version is the SDK's version, sent in the User-Agent header.
@@ -73,6 +75,10 @@ type config struct {
 	bus              WakeupBus
 	waitReads        int       // WithMaxConcurrentWaitReads; 0: the default
 	resp             *Response // WithResponseInto's target (per call)
+
+	// addresses checks wallet addresses (WithAddressChecker); the zero
+	// Checker has the built-in checks.
+	addresses address.Checker
 }
 
 // NewClient returns a Client for the API at baseURL (for example

@@ -1,0 +1,116 @@
+package cryptopay
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+	"unicode"
+
+	"github.com/cryptopay/cryptopay-go/address"
+	"github.com/cryptopay/cryptopay-go/internal/ids"
+)
+
+// The documented bounds of the identifiers and free text a payment or a
+// payout carries. An API that trims or truncates an identifier stores
+// another one, and reconciling by it finds nothing; these bounds are far
+// above real identifiers and below what servers and spreadsheets cut.
+const (
+	// maxIDLen bounds OrderID and CustomerID: a UUID is 36 bytes, a ULID
+	// 26, a prefixed id rarely over 64.
+	maxIDLen = 128
+	// maxIPLen bounds CustomerIP: the longest IPv6 text (45 bytes, with
+	// an embedded IPv4) plus a zone name fits.
+	maxIPLen = 64
+	// maxAdditionalData bounds AdditionalData (64 KiB): it travels in
+	// every create request and comes back in every read.
+	maxAdditionalData = 64 << 10
+	// maxAddressLen bounds a wallet address of a network the SDK does not
+	// check; every address format it knows is under 100 bytes.
+	maxAddressLen = 256
+)
+
+// fieldRule reads a params field's struct tag: "required" (must not be
+// empty) and at most one rule for a non-empty value:
+//
+//	id=N     an identifier (ids.Text): no leading or trailing white
+//	         space, no control, invisible or bidi character, at most N bytes
+//	key      a canonical currency or network key (ids.Key)
+//	max=N    at most N bytes
+//	address  a wallet address: no white space or invisible character
+//	         anywhere, at most maxAddressLen bytes (the network's own
+//	         check runs in CreatePayoutParams.ValidateWith)
+func fieldRule(tag string) (required bool, check func(string) string) {
+	for part := range strings.SplitSeq(tag, ",") {
+		name, arg, _ := strings.Cut(part, "=")
+		n, _ := strconv.Atoi(arg)
+		switch name {
+		case "required":
+			required = true
+		case "id":
+			check = func(s string) string { return ids.Text(s, n) }
+		case "key":
+			check = ids.Key
+		case "max":
+			check = func(s string) string {
+				if len(s) > n {
+					return "is " + strconv.Itoa(len(s)) + " bytes, more than the " + strconv.Itoa(n) + " allowed"
+				}
+				return ""
+			}
+		case "address":
+			check = addressText
+		}
+	}
+	return required, check
+}
+
+// addressText refuses a wallet address with white space or an invisible
+// character anywhere (a zero-width space copied inside an address), or
+// longer than maxAddressLen.
+func addressText(s string) string {
+	if reason := ids.Text(s, maxAddressLen); reason != "" {
+		return reason
+	}
+	if i := strings.IndexFunc(s, unicode.IsSpace); i >= 0 {
+		return "contains white space at byte " + strconv.Itoa(i)
+	}
+	return ""
+}
+
+// ValidateWith is Validate with the wallet address checked by c instead
+// of the built-in checks (a zero address.Checker is the built-ins, which
+// is what Validate uses). Use it where payouts are checked outside
+// CreatePayout with the Checker given to WithAddressChecker.
+func (p CreatePayoutParams) ValidateWith(c address.Checker) error {
+	if err := p.validateFields(); err != nil {
+		return err
+	}
+	if err := c.Check(p.Network, p.WalletAddress); err != nil {
+		reason := err.Error()
+		if ae, ok := errors.AsType[*address.Error](err); ok {
+			reason = ae.Reason
+		}
+		return &ValidationError{Field: "WalletAddress", Reason: "is not a valid " + strconv.Quote(p.Network) + " address: " + reason}
+	}
+	return nil
+}
+
+// WithAddressChecker makes CreatePayout check wallet addresses with c
+// instead of the built-in checks: to check a network the SDK does not
+// know, or to replace or remove (a nil check) a built-in one (see
+// address.Checker.With). Only NewClient takes it. Validate still applies
+// the built-ins: give the same Checker to CreatePayoutParams.ValidateWith
+// wherever else payouts are checked.
+func WithAddressChecker(c address.Checker) Option {
+	return clientOnly("WithAddressChecker", true, "", func(cfg *config) { cfg.addresses = c })
+}
+
+// payoutRequest is a payout's params with the Checker its address is
+// checked by: create validates it with Validate like any params.
+type payoutRequest struct {
+	CreatePayoutParams
+	addresses address.Checker
+}
+
+// Validate is ValidateWith the request's Checker.
+func (r payoutRequest) Validate() error { return r.ValidateWith(r.addresses) }
