@@ -15,7 +15,7 @@ import (
 //	p, err := c.GetPayment(ctx, id, cryptopay.WithTimeout(5*time.Second))
 //
 // A per-call Option overrides the Client's setting for that call only. The
-// options that shape the Client itself (WithHTTPClient, WithInsecureHTTP,
+// options that shape the Client itself (WithAddressChecker, WithHTTPClient, WithInsecureHTTP,
 // WithLogger, WithMaxConcurrentWaitReads, WithMaxConnsPerHost,
 // WithMaxResponseBytes, WithObserver, WithWakeupBus) are refused per call,
 // and WithResponseInto is refused by NewClient, each with a

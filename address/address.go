@@ -175,7 +175,7 @@ func (c Checker) Check(network, addr string) error {
 		e.Reason = ae.Reason
 	}
 	if others := belongsTo(addr, fam); len(others) > 0 {
-		e.Reason = "is " + article(others[0]) + " " + strings.Join(others, " or ") + " address, not " + article(fam.name) + " " + fam.name + " one (network " + strconv.Quote(network) + ")"
+		e.Reason = "is " + article(others[0]) + " " + strings.Join(others, " or ") + " address, not " + article(fam.name) + " " + fam.name + " one"
 	}
 	return e
 }

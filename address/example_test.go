@@ -19,7 +19,7 @@ func ExampleChecker() {
 	fmt.Println(c.Checks("solana"), c.Check("solana", "anything"))
 	// Output:
 	// <nil>
-	// address: invalid erc20 address: is a TRON address, not an EVM (0x) one (network "erc20")
+	// address: invalid erc20 address: is a TRON address, not an EVM (0x) one
 	// address: invalid eth address: fails its EIP-55 checksum (the mix of upper and lower case is wrong: a character is mistyped)
 	// false <nil>
 }
