@@ -10,24 +10,20 @@ import (
 	"github.com/cryptopay/cryptopay-go/internal/ids"
 )
 
-// The documented bounds of the identifiers and free text a payment or a
-// payout carries. An API that trims or truncates an identifier stores
-// another one, and reconciling by it finds nothing; these bounds are far
-// above real identifiers and below what servers and spreadsheets cut.
-const (
-	// maxIDLen bounds OrderID and CustomerID: a UUID is 36 bytes, a ULID
-	// 26, a prefixed id rarely over 64.
-	maxIDLen = 128
-	// maxIPLen bounds CustomerIP: the longest IPv6 text (45 bytes, with
-	// an embedded IPv4) plus a zone name fits.
-	maxIPLen = 64
-	// maxAdditionalData bounds AdditionalData (64 KiB): it travels in
-	// every create request and comes back in every read.
-	maxAdditionalData = 64 << 10
-	// maxAddressLen bounds a wallet address of a network the SDK does not
-	// check; every address format it knows is under 100 bytes.
-	maxAddressLen = 256
-)
+// The bounds the params' struct tags give (see fieldRule), and why. An
+// API that trims or truncates an identifier stores another one, and
+// reconciling by it finds nothing; the bounds are far above real values
+// and below what servers and spreadsheets cut:
+//   - OrderID, CustomerID: 128 bytes (a UUID is 36, a ULID 26, a prefixed
+//     id rarely over 64);
+//   - CustomerIP: 64 bytes (the longest IPv6 text, 45 bytes with an
+//     embedded IPv4, plus a zone name);
+//   - AdditionalData: 64 KiB (it travels in every create request and
+//     comes back in every read).
+
+// maxAddressLen bounds a wallet address of a network the SDK does not
+// check; every address format it knows is under 100 bytes.
+const maxAddressLen = 256
 
 // fieldRule reads a params field's struct tag: "required" (must not be
 // empty) and at most one rule for a non-empty value:
