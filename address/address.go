@@ -270,10 +270,8 @@ func (n bitcoinLike) checkSegwit(addr string) error {
 	if reason != "" {
 		return n.refuse(reason)
 	}
-	switch {
-	case w.HRP != n.hrp: // unreachable: the caller matched the HRP
-		return n.refuse(`does not start with "` + n.hrp + `1"`)
-	case w.Version == 1 && len(w.Program) != 32, w.Version > 1:
+	// The caller matched the HRP; the decoder checked the rest of BIP-350.
+	if w.Version == 1 && len(w.Program) != 32 || w.Version > 1 {
 		return n.refuse("is a witness version " + strconv.Itoa(int(w.Version)) + " output of " + strconv.Itoa(len(w.Program)) +
 			" bytes, which no rule guards yet: anyone could take the coins")
 	}
