@@ -53,6 +53,8 @@ func TestRefusedPayoutNeverReachesTheWire(t *testing.T) {
 		{"zero-width space in address", walletPayout("tron", tronWallet[:10]+"\u200b"+tronWallet[10:]), "WalletAddress", `invisible or control character '\u200b' at byte 10`},
 		{"space in address", walletPayout("tron", tronWallet[:10]+" "+tronWallet[10:]), "WalletAddress", "white space at byte 10"},
 		{"trailing newline", walletPayout("tron", tronWallet+"\n"), "WalletAddress", "white space"},
+		{"zero-width space, unchecked network", withPayout(walletPayout("tron", "So1\u200bana"), func(p *cryptopay.CreatePayoutParams) { p.Network = "solana" }), "WalletAddress", "invisible"},
+		{"address too long, unchecked network", withPayout(walletPayout("tron", strings.Repeat("a", 257)), func(p *cryptopay.CreatePayoutParams) { p.Network = "solana" }), "WalletAddress", "longer than 256 bytes"},
 		{"orderId with newline", withPayout(walletPayout("tron", tronWallet), func(p *cryptopay.CreatePayoutParams) { p.OrderID = "a\nb" }), "OrderID", "control"},
 		{"orderId with trailing space", withPayout(walletPayout("tron", tronWallet), func(p *cryptopay.CreatePayoutParams) { p.OrderID = "addr-1 " }), "OrderID", "white space"},
 		{"orderId with RLO", withPayout(walletPayout("tron", tronWallet), func(p *cryptopay.CreatePayoutParams) { p.OrderID = "addr\u202e1" }), "OrderID", "invisible"},

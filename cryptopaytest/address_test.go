@@ -2,6 +2,7 @@ package cryptopaytest_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/assert"
@@ -37,4 +38,13 @@ func TestFakeAddressesPassTheChecks(t *testing.T) {
 		}
 	}
 	assert.Equal(t, len(cryptopaytest.DefaultCurrencies()), checked, "every default network is checked")
+
+	// Seeded payouts' list items carry a valid paidAddress too.
+	require.NoError(t, srv.SeedPayouts(3, "seed-", time.Second))
+	page, err := c.ListPayouts(t.Context(), cryptopay.ListPayoutsParams{Limit: 10})
+	require.NoError(t, err)
+	require.NotEmpty(t, page.Payouts)
+	for _, it := range page.Payouts {
+		assert.NoError(t, checker.Check("tron", it.PaidAddress), it.PaidAddress)
+	}
 }
