@@ -38,20 +38,6 @@ type WakeupBus interface {
 	Subscribe(fn func(Wakeup)) (stop func(), err error)
 }
 
-// WithWakeupBus connects the Client to bus: a webhook.Handler built with this
-// Client publishes a hint after each event it re-reads, and every Client on
-// the same bus wakes its waits for that object, which then read it again
-// through the API at once (a hint is never taken for a status). A Client
-// ignores its own hints: its handler hands its own waits the object it
-// read. The Client subscribes when its first wait starts (that wait waits
-// for Subscribe; a failure is logged and retried by a later wait, after
-// 5 s) and stays subscribed until Close. A handler's Publish is bounded to
-// 2 s; its failure is logged and does not change the answer. Waits with
-// NoWebhookWakeup ignore hints too.
-func WithWakeupBus(bus WakeupBus) Option {
-	return clientOnly("WithWakeupBus", bus != nil, "bus is nil", func(c *config) { c.bus = bus })
-}
-
 // busState is a Client's link to its WakeupBus: the subscription, made when
 // the first wait starts and ended by Close, and the Client's Source.
 type busState struct {

@@ -8,23 +8,8 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"runtime"
 	"strings"
 	"time"
-)
-
-// Version is the SDK's version, sent in the User-Agent header.
-const Version = "0.1.0"
-
-// Defaults.
-const (
-	// DefaultTimeout bounds each attempt unless WithTimeout says otherwise.
-	DefaultTimeout = 30 * time.Second
-	// DefaultMaxResponseBytes caps a successful response body.
-	DefaultMaxResponseBytes = 16 << 20
-	// DefaultMaxConnsPerHost bounds the default transport's connections to
-	// the API host unless WithMaxConnsPerHost says otherwise.
-	DefaultMaxConnsPerHost = 256
 )
 
 // Client calls the API. It is safe for concurrent use and holds a pool of
@@ -50,31 +35,6 @@ type Client struct {
 	shareHeaders bool
 }
 
-// config holds what the options set: the Client's (perCall false), or one
-// call's overrides (perCall true). The API key lives only here, behind a
-// pointer, so printing a Client (even with %#v on the dereferenced struct)
-// never shows it.
-type config struct {
-	perCall          bool
-	apiKey           string
-	scrub            scrubber // finds apiKey in server text (redact.go)
-	httpClient       *http.Client
-	retry            RetryPolicy
-	retrySet         bool
-	logger           *slog.Logger
-	header           http.Header // WithHeader's
-	timeout          time.Duration
-	timeoutSet       bool
-	insecureHTTP     bool
-	maxResponseBytes int64
-	maxConnsPerHost  int
-	headers          struct{ get, post http.Header }
-	observers        []Observer
-	bus              WakeupBus
-	waitReads        int       // WithMaxConcurrentWaitReads; 0: the default
-	resp             *Response // WithResponseInto's target (per call)
-}
-
 // NewClient returns a Client for the API at baseURL (for example
 // "https://api.example.com"; a path prefix such as "/gateway" is kept, and
 // every call adds its own "/v1/..." path, so a base URL ending in "/v1" is
@@ -93,36 +53,6 @@ func NewClient(baseURL, apiKey string, opts ...Option) (*Client, error) {
 	c.setHeaders()
 	c.setTransport()
 	return c, nil
-}
-
-// newConfig applies the options over the defaults and checks the key.
-func newConfig(apiKey string, opts []Option) (*config, error) {
-	cfg := &config{
-		apiKey:           apiKey,
-		scrub:            newScrubber(apiKey),
-		retry:            DefaultRetryPolicy(),
-		maxResponseBytes: DefaultMaxResponseBytes,
-		maxConnsPerHost:  DefaultMaxConnsPerHost,
-	}
-	for _, o := range opts {
-		if o == nil {
-			continue
-		}
-		if err := o(cfg); err != nil {
-			return nil, err
-		}
-	}
-	if strings.TrimSpace(apiKey) == "" {
-		return nil, &ValidationError{Field: "apiKey", Reason: "is empty"}
-	}
-	if strings.ContainsFunc(apiKey, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
-		return nil, &ValidationError{Field: "apiKey", Reason: "contains control characters"}
-	}
-	if cfg.logger == nil {
-		cfg.logger = slog.New(slog.DiscardHandler)
-	}
-	cfg.retry = cfg.retry.withDefaults()
-	return cfg, nil
 }
 
 // setBase checks the base URL and parses it once for every request.
@@ -144,10 +74,6 @@ func (c *Client) setBase(baseURL string) error {
 	c.scheme, c.host, c.basePath, c.reqHost = bu.Scheme, probe.URL.Host, bu.EscapedPath(), probe.Host
 	return nil
 }
-
-// sdkUserAgent is the SDK's own User-Agent token, sent on every request
-// (after the caller's, given with WithHeader).
-var sdkUserAgent = "cryptopay-go/" + Version + " (" + runtime.Version() + "; " + runtime.GOOS + "/" + runtime.GOARCH + ")"
 
 // setHeaders builds the header maps every GET and POST sends, WithHeader's
 // included.
@@ -265,9 +191,3 @@ func (c *Client) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, c.String
 
 // LogValue makes slog print the client without its key.
 func (c *Client) LogValue() slog.Value { return slog.StringValue(c.String()) }
-
-// Redact returns s with this Client's API key replaced by [REDACTED]
-// wherever it appears, as every error, log line and Response of the Client
-// already has it: for logging server text the Client did not handle itself
-// (the webhook package's Handler logs through it).
-func (c *Client) Redact(s string) string { return c.cfg.scrub.String(s) }

@@ -368,3 +368,9 @@ func (e *redactedError) Error() string { return e.msg }
 
 // Is matches what the original error matches.
 func (e *redactedError) Is(target error) bool { return errors.Is(e.err, target) }
+
+// Redact returns s with this Client's API key replaced by [REDACTED]
+// wherever it appears, as every error, log line and Response of the Client
+// already has it: for logging server text the Client did not handle itself
+// (the webhook package's Handler logs through it).
+func (c *Client) Redact(s string) string { return c.cfg.scrub.String(s) }

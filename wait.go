@@ -24,19 +24,6 @@ const (
 	DefaultMaxConcurrentWaitReads = 64
 )
 
-// WithMaxConcurrentWaitReads bounds how many status reads the Client's
-// WaitForPayment and WaitForPayout calls make at the same time (default
-// DefaultMaxConcurrentWaitReads); n must be positive. A wait whose read is
-// due while n are in flight queues for its turn (first come, first served;
-// ctx still ends it). This is what keeps a restart with thousands of open
-// orders from stampeding the API: their first reads go out n at a time, at
-// the pace the API answers, and the jittered intervals spread them from
-// there. It also bounds the connections, goroutines and memory that
-// thousands of waits need. Other calls are not limited by it.
-func WithMaxConcurrentWaitReads(n int) Option {
-	return clientOnly("WithMaxConcurrentWaitReads", n > 0, "must be positive", func(c *config) { c.waitReads = n })
-}
-
 // acquireWaitRead takes one of the Client's wait-read slots, or reports
 // false when ctx ends first. releaseWaitRead gives it back.
 func (c *Client) acquireWaitRead(ctx context.Context) bool {
