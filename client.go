@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -33,6 +34,41 @@ type Client struct {
 	// Client's own *http.Transport. A caller's transport may add headers,
 	// so with WithHTTPClient each request gets a copy.
 	shareHeaders bool
+}
+
+// waitRegistry lets a webhook handler hand the object it re-read
+// (Client.Notify) to the waits for that object on the same Client. Its zero value is ready.
+// The registry's and the bus's state are declared here, beside the Client
+// that holds them; what they do is in wakeup.go (and the wait-read slots in
+// wait.go), so client.go needs nothing of the files that use the Client.
+type waitRegistry struct {
+	mu sync.Mutex
+	m  map[string][]*waiter
+
+	readsOnce sync.Once
+	reads     chan struct{} // a slot per wait read in flight (wait.go)
+
+	bus busState // the Client's WakeupBus subscription
+}
+
+// waiter is one wait's mailbox: the latest object a handler re-read, or a
+// hint to read it again, and a signal.
+type waiter struct {
+	ch     chan struct{} // capacity 1
+	mu     sync.Mutex
+	latest any
+	hinted bool
+}
+
+// busState is a Client's link to its WakeupBus: the subscription, made when
+// the first wait starts and ended by Close, and the Client's Source.
+type busState struct {
+	mu      sync.Mutex
+	stop    func()        // the subscription's, nil when not subscribed
+	pending chan struct{} // closed when a Subscribe in progress returns
+	retryAt time.Time     // after a failed Subscribe, not before this
+	closed  bool
+	source  string
 }
 
 // NewClient returns a Client for the API at baseURL (for example
@@ -191,3 +227,52 @@ func (c *Client) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, c.String
 
 // LogValue makes slog print the client without its key.
 func (c *Client) LogValue() slog.Value { return slog.StringValue(c.String()) }
+
+// Redact returns s with this Client's API key replaced by [REDACTED]
+// wherever it appears, as every error, log line and Response of the Client
+// already has it: for logging server text the Client did not handle itself
+// (the webhook package's Handler logs through it).
+func (c *Client) Redact(s string) string { return c.cfg.scrub.String(s) }
+
+// scrubString removes the API key from s.
+func (c *Client) scrubString(s string) string { return c.cfg.scrub.String(s) }
+
+// scrubErr returns err, or, when its text holds the API key, an error with
+// the key replaced that still matches what err matches.
+func (c *Client) scrubErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	s := err.Error()
+	if clean := c.cfg.scrub.String(s); clean != s {
+		return &redactedError{msg: clean, err: err}
+	}
+	return err
+}
+
+// scrubHeader returns h, or a copy with the API key replaced in every name
+// and value that holds it.
+func (c *Client) scrubHeader(h http.Header) http.Header {
+	sc := c.cfg.scrub
+	if sc.key == nil {
+		return h
+	}
+	dirty := false
+	for k, vs := range h {
+		dirty = dirty || sc.String(k) != k
+		for _, v := range vs {
+			dirty = dirty || sc.String(v) != v
+		}
+	}
+	if !dirty {
+		return h
+	}
+	out := make(http.Header, len(h))
+	for k, vs := range h {
+		name := sc.String(k)
+		for _, v := range vs {
+			out[name] = append(out[name], sc.String(v))
+		}
+	}
+	return out
+}

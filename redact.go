@@ -2,7 +2,6 @@ package cryptopay
 
 import (
 	"errors"
-	"net/http"
 	"strings"
 	"unicode/utf8"
 )
@@ -312,49 +311,6 @@ func isAlnum(c byte) bool {
 	return '0' <= c && c <= '9' || 'a' <= lower(c) && lower(c) <= 'z'
 }
 
-// scrubString removes the API key from s.
-func (c *Client) scrubString(s string) string { return c.cfg.scrub.String(s) }
-
-// scrubErr returns err, or, when its text holds the API key, an error with
-// the key replaced that still matches what err matches.
-func (c *Client) scrubErr(err error) error {
-	if err == nil {
-		return nil
-	}
-	s := err.Error()
-	if clean := c.cfg.scrub.String(s); clean != s {
-		return &redactedError{msg: clean, err: err}
-	}
-	return err
-}
-
-// scrubHeader returns h, or a copy with the API key replaced in every name
-// and value that holds it.
-func (c *Client) scrubHeader(h http.Header) http.Header {
-	sc := c.cfg.scrub
-	if sc.key == nil {
-		return h
-	}
-	dirty := false
-	for k, vs := range h {
-		dirty = dirty || sc.String(k) != k
-		for _, v := range vs {
-			dirty = dirty || sc.String(v) != v
-		}
-	}
-	if !dirty {
-		return h
-	}
-	out := make(http.Header, len(h))
-	for k, vs := range h {
-		name := sc.String(k)
-		for _, v := range vs {
-			out[name] = append(out[name], sc.String(v))
-		}
-	}
-	return out
-}
-
 // redactedError is an error whose text held the API key. Error returns the
 // scrubbed text and errors.Is still matches what the original matches
 // (context.Canceled, io.ErrUnexpectedEOF ...). Neither Unwrap nor As is
@@ -368,9 +324,3 @@ func (e *redactedError) Error() string { return e.msg }
 
 // Is matches what the original error matches.
 func (e *redactedError) Is(target error) bool { return errors.Is(e.err, target) }
-
-// Redact returns s with this Client's API key replaced by [REDACTED]
-// wherever it appears, as every error, log line and Response of the Client
-// already has it: for logging server text the Client did not handle itself
-// (the webhook package's Handler logs through it).
-func (c *Client) Redact(s string) string { return c.cfg.scrub.String(s) }
