@@ -66,7 +66,7 @@ type Config struct {
 	// a larger one is answered 413.
 	MaxBodyBytes int64
 	// Dedupe remembers delivered events, so that each (id, status) reaches
-	// the callback once. nil: NewMemoryDedupeStore(0, 0), which works
+	// the callback once. nil: a MemoryDedupeStore with the defaults, which works
 	// within one process only; replicas must share a store (see
 	// DedupeStore).
 	Dedupe DedupeStore
@@ -169,7 +169,7 @@ func NewHandler(cfg Config) (*Handler, error) {
 	}
 	h.macs.New = func() any { return &tokenCheck{mac: hmac.New(sha256.New, h.secret)} }
 	if h.dedupe == nil {
-		h.dedupe = NewMemoryDedupeStore(0, 0)
+		h.dedupe = new(MemoryDedupeStore)
 	}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
