@@ -44,7 +44,7 @@ func main() {
 	if flag.NArg() > 0 {
 		dir = flag.Arg(0)
 	}
-	g, err := Load(dir, *fields)
+	g, err := load(dir, *fields)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "filegraph:", err)
 		os.Exit(1)
@@ -52,18 +52,18 @@ func main() {
 	g.Report(os.Stdout, *verbose)
 }
 
-// Graph is the file-to-file use graph of one package.
-type Graph struct {
+// graph is the file-to-file use graph of one package.
+type graph struct {
 	Files []string // base names, sorted
 	// Uses[a][b] lists the names declared in b that a uses (a != b).
 	Uses map[string]map[string][]string
 }
 
-// Load type-checks the non-test Go files of the package in dir (as the
+// load type-checks the non-test Go files of the package in dir (as the
 // current GOOS/GOARCH build them) and returns its file graph. A file uses
 // another when it names a top-level declaration of it: a package-level
 // name or a method; with fields, also a field of a struct type it declares.
-func Load(dir string, fields bool) (*Graph, error) {
+func load(dir string, fields bool) (*graph, error) {
 	bp, err := build.ImportDir(dir, 0)
 	if err != nil {
 		return nil, err
@@ -83,7 +83,7 @@ func Load(dir string, fields bool) (*Graph, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := &Graph{Files: slices.Clone(bp.GoFiles), Uses: map[string]map[string][]string{}}
+	g := &graph{Files: slices.Clone(bp.GoFiles), Uses: map[string]map[string][]string{}}
 	sort.Strings(g.Files)
 	add := func(at token.Pos, obj types.Object) {
 		if obj == nil || obj.Pkg() != pkg || !declaration(pkg, obj, fields) {
@@ -190,7 +190,7 @@ func listExports(dir string) (map[string]string, error) {
 
 // Arrows counts the arrows: pairs of files where the first uses a
 // declaration of the second.
-func (g *Graph) Arrows() int {
+func (g *graph) Arrows() int {
 	n := 0
 	for _, m := range g.Uses {
 		n += len(m)
@@ -200,7 +200,7 @@ func (g *Graph) Arrows() int {
 
 // MutualPairs lists the pairs of files that use each other, each pair once
 // and in name order.
-func (g *Graph) MutualPairs() [][2]string {
+func (g *graph) MutualPairs() [][2]string {
 	var pairs [][2]string
 	for _, a := range g.Files {
 		for _, b := range g.Files {
@@ -217,7 +217,7 @@ func (g *Graph) MutualPairs() [][2]string {
 // each strongly connected group of up to 20 files, and greedily in a
 // larger one). Every arrow in a cycle is a candidate; the count is the
 // least that must go.
-func (g *Graph) BackArrows() [][2]string {
+func (g *graph) BackArrows() [][2]string {
 	var back [][2]string
 	for _, comp := range g.components() {
 		if len(comp) < 2 {
@@ -243,7 +243,7 @@ func (g *Graph) BackArrows() [][2]string {
 }
 
 // components returns the strongly connected groups of files (Tarjan).
-func (g *Graph) components() [][]string {
+func (g *graph) components() [][]string {
 	index, low := map[string]int{}, map[string]int{}
 	onStack := map[string]bool{}
 	var stack []string
@@ -289,7 +289,7 @@ func (g *Graph) components() [][]string {
 
 // bestOrder orders comp so that as few arrows as possible point back (to
 // an earlier file): "a file uses only files after it" is the goal.
-func (g *Graph) bestOrder(comp []string) []string {
+func (g *graph) bestOrder(comp []string) []string {
 	n := len(comp)
 	if n > 20 {
 		return g.greedyOrder(comp)
@@ -333,7 +333,7 @@ func (g *Graph) bestOrder(comp []string) []string {
 // greedyOrder orders a group too large to order exactly: each step puts
 // next the file that uses the files left most and is used by them least
 // (the Eades-Lin-Smyth heuristic without its sink and source rules).
-func (g *Graph) greedyOrder(comp []string) []string {
+func (g *graph) greedyOrder(comp []string) []string {
 	left := slices.Clone(comp)
 	var order []string
 	for len(left) > 0 {
@@ -360,7 +360,7 @@ func (g *Graph) greedyOrder(comp []string) []string {
 
 // Report writes the counts and, with verbose, every mutual pair and
 // back-arrow with the names that make it.
-func (g *Graph) Report(w io.Writer, verbose bool) {
+func (g *graph) Report(w io.Writer, verbose bool) {
 	pairs, back := g.MutualPairs(), g.BackArrows()
 	fmt.Fprintf(w, "files %d, arrows %d, back-arrows %d, mutual pairs %d\n", len(g.Files), g.Arrows(), len(back), len(pairs))
 	if !verbose {

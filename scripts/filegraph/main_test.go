@@ -108,7 +108,7 @@ func TestGraph(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			g, err := Load(writePkg(t, tt.files), tt.fields)
+			g, err := load(writePkg(t, tt.files), tt.fields)
 			require.NoError(t, err)
 			assert.Equal(t, tt.arrows, g.Arrows(), "arrows")
 			assert.Len(t, g.BackArrows(), tt.back, "back-arrows")
@@ -131,7 +131,7 @@ func TestGreedyOrderAgreesOnSmallGroups(t *testing.T) {
 		"cycle":         {"a.go": "func A() { B() }", "b.go": "func B() { C() }", "c.go": "func C() { A() }"},
 		"pair and user": {"a.go": "func A() { B() }", "b.go": "func B() { A() }", "c.go": "func C() { A(); B() }"},
 	} {
-		g, err := Load(writePkg(t, files), false)
+		g, err := load(writePkg(t, files), false)
 		require.NoError(t, err)
 		comp := g.Files
 		exact, greedy := g.countBack(g.bestOrder(comp)), g.countBack(g.greedyOrder(comp))
@@ -140,7 +140,7 @@ func TestGreedyOrderAgreesOnSmallGroups(t *testing.T) {
 }
 
 // countBack counts the arrows of order that point to an earlier file.
-func (g *Graph) countBack(order []string) int {
+func (g *graph) countBack(order []string) int {
 	n := 0
 	for i, a := range order {
 		for _, b := range order[:i] {
@@ -159,7 +159,7 @@ func TestRootHasNoMutualFilePairs(t *testing.T) {
 	if testing.Short() {
 		t.Skip("type-checks the root package (go list -export)")
 	}
-	g, err := Load(filepath.Join("..", ".."), false)
+	g, err := load(filepath.Join("..", ".."), false)
 	require.NoError(t, err)
 	var pairs []string
 	for _, p := range g.MutualPairs() {
