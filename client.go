@@ -27,7 +27,7 @@ type Client struct {
 	rt      http.RoundTripper
 	timeout time.Duration // per attempt; 0: none
 	logger  *slog.Logger
-	// waiters lets a webhook.Handler wake this Client's waits (wait.go).
+	// waiters lets a webhook.Handler wake this Client's waits (wakeup.go).
 	waiters *waitRegistry
 	// shareHeaders: every request may use the prebuilt header maps as they
 	// are, because nothing on the way changes them: the transport is the
@@ -37,10 +37,11 @@ type Client struct {
 }
 
 // waitRegistry lets a webhook handler hand the object it re-read
-// (Client.Notify) to the waits for that object on the same Client. Its zero value is ready.
-// The registry's and the bus's state are declared here, beside the Client
-// that holds them; what they do is in wakeup.go (and the wait-read slots in
-// wait.go), so client.go needs nothing of the files that use the Client.
+// (Client.Notify) to the waits for that object on the same Client. Its
+// zero value is ready. The registry's and the bus's state are declared
+// here, beside the Client that holds them; what they do is in wakeup.go
+// (and the wait-read slots in wait.go), so that client.go needs nothing of
+// the files that use the Client.
 type waitRegistry struct {
 	mu sync.Mutex
 	m  map[string][]*waiter
