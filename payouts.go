@@ -3,6 +3,7 @@ package cryptopay
 import (
 	"cmp"
 	"context"
+	"errors"
 	"iter"
 	"math"
 	"net/http"
@@ -149,6 +150,34 @@ func (p CreatePayoutParams) Validate() error { return p.ValidateWith(address.Che
 func (p CreatePayoutParams) validateFields() error {
 	return checkParams(reflect.ValueOf(&p).Elem(), payoutParamRules, p.Amount)
 }
+
+// ValidateWith is Validate with the wallet address checked by c instead
+// of the built-in checks (a zero address.Checker is the built-ins, which
+// is what Validate uses). Use it where payouts are checked outside
+// CreatePayout with the Checker given to WithAddressChecker.
+func (p CreatePayoutParams) ValidateWith(c address.Checker) error {
+	if err := p.validateFields(); err != nil {
+		return err
+	}
+	if err := c.Check(p.Network, p.WalletAddress); err != nil {
+		reason := err.Error()
+		if ae, ok := errors.AsType[*address.Error](err); ok {
+			reason = ae.Reason
+		}
+		return &ValidationError{Field: "WalletAddress", Reason: "is not a valid " + strconv.Quote(p.Network) + " address: " + reason}
+	}
+	return nil
+}
+
+// payoutRequest is a payout's params with the Checker its address is
+// checked by: create validates it with Validate like any params.
+type payoutRequest struct {
+	CreatePayoutParams
+	addresses address.Checker
+}
+
+// Validate is ValidateWith the request's Checker.
+func (r payoutRequest) Validate() error { return r.ValidateWith(r.addresses) }
 
 // MarshalJSON writes the request body, the amount first as a JSON number.
 func (p CreatePayoutParams) MarshalJSON() ([]byte, error) {

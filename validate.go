@@ -1,12 +1,10 @@
 package cryptopay
 
 import (
-	"errors"
 	"strconv"
 	"strings"
 	"unicode"
 
-	"github.com/cryptopay/cryptopay-go/address"
 	"github.com/cryptopay/cryptopay-go/internal/ids"
 )
 
@@ -34,7 +32,7 @@ const maxAddressLen = 256
 //	max=N    at most N bytes
 //	address  a wallet address: no white space or invisible character
 //	         anywhere, at most maxAddressLen bytes (the network's own
-//	         check runs in CreatePayoutParams.ValidateWith)
+//	         check runs in CreatePayoutParams.ValidateWith, payouts.go)
 func fieldRule(tag string) (required bool, check func(string) string) {
 	for part := range strings.SplitSeq(tag, ",") {
 		name, arg, _ := strings.Cut(part, "=")
@@ -72,41 +70,3 @@ func addressText(s string) string {
 	}
 	return ""
 }
-
-// ValidateWith is Validate with the wallet address checked by c instead
-// of the built-in checks (a zero address.Checker is the built-ins, which
-// is what Validate uses). Use it where payouts are checked outside
-// CreatePayout with the Checker given to WithAddressChecker.
-func (p CreatePayoutParams) ValidateWith(c address.Checker) error {
-	if err := p.validateFields(); err != nil {
-		return err
-	}
-	if err := c.Check(p.Network, p.WalletAddress); err != nil {
-		reason := err.Error()
-		if ae, ok := errors.AsType[*address.Error](err); ok {
-			reason = ae.Reason
-		}
-		return &ValidationError{Field: "WalletAddress", Reason: "is not a valid " + strconv.Quote(p.Network) + " address: " + reason}
-	}
-	return nil
-}
-
-// WithAddressChecker makes CreatePayout check wallet addresses with c
-// instead of the built-in checks: to check a network the SDK does not
-// know, or to replace or remove (a nil check) a built-in one (see
-// address.Checker.With). Only NewClient takes it. Validate still applies
-// the built-ins: give the same Checker to CreatePayoutParams.ValidateWith
-// wherever else payouts are checked.
-func WithAddressChecker(c address.Checker) Option {
-	return clientOnly("WithAddressChecker", true, "", func(cfg *config) { cfg.addresses = c })
-}
-
-// payoutRequest is a payout's params with the Checker its address is
-// checked by: create validates it with Validate like any params.
-type payoutRequest struct {
-	CreatePayoutParams
-	addresses address.Checker
-}
-
-// Validate is ValidateWith the request's Checker.
-func (r payoutRequest) Validate() error { return r.ValidateWith(r.addresses) }
