@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/cryptopay/cryptopay-go/address"
 )
 
 // Option configures a Client when given to NewClient, or one call when
@@ -14,7 +16,7 @@ import (
 //	p, err := c.GetPayment(ctx, id, cryptopay.WithTimeout(5*time.Second))
 //
 // A per-call Option overrides the Client's setting for that call only. The
-// options that shape the Client itself (WithHTTPClient, WithInsecureHTTP,
+// options that shape the Client itself (WithAddressChecker, WithHTTPClient, WithInsecureHTTP,
 // WithLogger, WithMaxConcurrentWaitReads, WithMaxConnsPerHost,
 // WithMaxResponseBytes, WithObserver, WithWakeupBus) are refused per call,
 // and WithResponseInto is refused by NewClient, each with a
@@ -57,6 +59,10 @@ type config struct {
 	bus              WakeupBus
 	waitReads        int       // WithMaxConcurrentWaitReads; 0: the default
 	resp             *Response // WithResponseInto's target (per call)
+
+	// addresses checks wallet addresses (WithAddressChecker); the zero
+	// Checker has the built-in checks.
+	addresses address.Checker
 }
 
 // newConfig applies the options over the defaults and checks the key.
@@ -293,4 +299,14 @@ func WithMaxConcurrentWaitReads(n int) Option {
 // NoWebhookWakeup ignore hints too.
 func WithWakeupBus(bus WakeupBus) Option {
 	return clientOnly("WithWakeupBus", bus != nil, "bus is nil", func(c *config) { c.bus = bus })
+}
+
+// WithAddressChecker makes CreatePayout check wallet addresses with c
+// instead of the built-in checks: to check a network the SDK does not
+// know, or to replace or remove (a nil check) a built-in one (see
+// address.Checker.With). Only NewClient takes it. Validate still applies
+// the built-ins: give the same Checker to CreatePayoutParams.ValidateWith
+// wherever else payouts are checked.
+func WithAddressChecker(c address.Checker) Option {
+	return clientOnly("WithAddressChecker", true, "", func(cfg *config) { cfg.addresses = c })
 }

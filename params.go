@@ -14,12 +14,16 @@ import (
 // This file holds the checks every resource shares on parameters and ids
 // (the generic path of an endpoint method is in endpoint.go).
 
-// paramRule is one string field of a params struct: its index, its Go name
-// and whether it must not be empty (struct tag cryptopay:"required").
+// paramRule is one string field of a params struct: its index, its Go name,
+// whether it must not be empty and the field's own rule, from its struct
+// tag (cryptopay:"required,id=128": see fieldRule).
 type paramRule struct {
 	index    int
 	name     string
 	required bool
+	// check says why a non-empty value is refused ("" if it is not);
+	// nil: no rule beyond UTF-8.
+	check func(string) string
 }
 
 // paramRules lists the string fields of the params struct t, once per type.
@@ -28,7 +32,8 @@ func paramRules(t reflect.Type) []paramRule {
 	for i := range t.NumField() {
 		f := t.Field(i)
 		if f.Type.Kind() == reflect.String {
-			rules = append(rules, paramRule{i, f.Name, f.Tag.Get("cryptopay") == "required"})
+			required, check := fieldRule(f.Tag.Get("cryptopay"))
+			rules = append(rules, paramRule{i, f.Name, required, check})
 		}
 	}
 	return rules
@@ -37,8 +42,10 @@ func paramRules(t reflect.Type) []paramRule {
 // checkParams applies the rules every create request shares: the amount is
 // greater than 0, every string field is valid UTF-8 (JSON would silently
 // turn invalid bytes into U+FFFD, so an orderId would no longer match its
-// payout and reconciling would say "not found"), and the required string
-// fields are not empty. v is the params struct (addressable or not).
+// payout and reconciling would say "not found"), the required string
+// fields are not empty, and each non-empty field passes its own rule
+// (identifier, key, size: see fieldRule). v is the params struct
+// (addressable or not).
 func checkParams(v reflect.Value, rules []paramRule, amount decimal.Decimal) error {
 	if err := positiveAmount(amount); err != nil {
 		return err
@@ -51,6 +58,13 @@ func checkParams(v reflect.Value, rules []paramRule, amount decimal.Decimal) err
 	for _, r := range rules {
 		if r.required && v.Field(r.index).Len() == 0 {
 			return &ValidationError{Field: r.name, Reason: "must not be empty"}
+		}
+	}
+	for _, r := range rules {
+		if s := v.Field(r.index).String(); r.check != nil && s != "" {
+			if reason := r.check(s); reason != "" {
+				return &ValidationError{Field: r.name, Reason: reason}
+			}
 		}
 	}
 	return nil

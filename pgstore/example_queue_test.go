@@ -64,7 +64,7 @@ func ExampleNewQueue() {
 	var batch []cryptopay.CreatePayoutParams
 	for _, amount := range []string{"6000", "2500", "40"} {
 		batch = append(batch, cryptopay.CreatePayoutParams{
-			WalletAddress: "TXyz", Amount: decimal.RequireFromString(amount), Currency: "usdt", Network: "tron",
+			WalletAddress: "TTmPKqxafRT1oacWi3zcTMKf3Ro9GJx82N", Amount: decimal.RequireFromString(amount), Currency: "usdt", Network: "tron",
 			CustomerID: "user-1", CustomerIP: "203.0.113.7", OrderID: "wd-" + amount,
 		})
 	}
@@ -131,7 +131,7 @@ func ExampleQueue_Enqueue() {
 		log.Fatal(err)
 	}
 	params := cryptopay.CreatePayoutParams{
-		WalletAddress: "TXyz", Amount: decimal.RequireFromString("25"), Currency: "usdt", Network: "tron",
+		WalletAddress: "TTmPKqxafRT1oacWi3zcTMKf3Ro9GJx82N", Amount: decimal.RequireFromString("25"), Currency: "usdt", Network: "tron",
 		CustomerID: "user-1", CustomerIP: "203.0.113.7", OrderID: orderID, WebhookURL: hookURL,
 	}
 

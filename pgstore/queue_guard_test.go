@@ -38,14 +38,14 @@ func TestQueueGuardrailsBlock(t *testing.T) {
 	}{
 		{"max amount", pgstore.Guardrails{MaxAmount: map[string]decimal.Decimal{"USDT": decimal.NewFromInt(100)}},
 			withAmount(payoutParams(2), "100.01"), "max_amount"},
-		{"allow-list", pgstore.Guardrails{AllowedAddresses: []string{"TXYZwallet"}},
-			withAddress(payoutParams(2), "TevilWallet"), "not on the allow-list"},
+		{"allow-list", pgstore.Guardrails{AllowedAddresses: []string{"TMGN4ZGYBvvqVAX3BXXHwrxtzreXVDLJ2G"}},
+			withAddress(payoutParams(2), "TMMrY9omJaWVFfuHpCxgDmWX5T6z6H5c6D"), "not on the allow-list"},
 		{"check function", pgstore.Guardrails{CheckAddress: func(_ context.Context, p cryptopay.CreatePayoutParams) error {
-			if strings.HasPrefix(p.WalletAddress, "Tsanctioned") {
+			if p.WalletAddress == "TQtTaUkzJwkLr82sD4kbePVjn7EaCyrj8q" {
 				return errors.New("address on the sanctions list")
 			}
 			return nil
-		}}, withAddress(payoutParams(2), "Tsanctioned1"), "sanctions list"},
+		}}, withAddress(payoutParams(2), "TQtTaUkzJwkLr82sD4kbePVjn7EaCyrj8q"), "sanctions list"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
