@@ -209,7 +209,8 @@ func isTerminal(v any) bool {
 	return err != nil || !os.SameFile(fi, null)
 }
 
-// decimalValue is a flag holding an exact decimal amount.
+// decimalValue is a flag holding an exact decimal amount, written as a
+// plain decimal (see parseAmount).
 type decimalValue struct {
 	d   *decimal.Decimal
 	set bool
@@ -223,9 +224,9 @@ func (v *decimalValue) String() string {
 }
 
 func (v *decimalValue) Set(s string) error {
-	d, err := decimal.NewFromString(s)
+	d, err := parseAmount(s)
 	if err != nil {
-		return errors.New("not a decimal number")
+		return err
 	}
 	*v.d, v.set = d, true
 	return nil
