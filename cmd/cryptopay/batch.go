@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/shopspring/decimal"
 
@@ -597,9 +599,25 @@ func (a *app) enqueueAll(q *pgstore.Queue, pool *pgxpool.Pool, ps []cryptopay.Cr
 		return created, nil
 	}
 	if err := tx.Commit(a.ctx); err != nil {
-		return 0, fmt.Errorf("payout batch: nothing was enqueued: committing: %w", err)
+		if commitRefused(err) {
+			return 0, fmt.Errorf("payout batch: nothing was enqueued: committing: %w", err)
+		}
+		return 0, &exitError{exitOutcomeUnknown, fmt.Errorf("payout batch: outcome unknown: the database's answer to the commit was lost (%w): "+
+			"every row of %s may be queued, and will then be paid; do not edit the file: run the same file again, "+
+			"which skips the rows queued already and enqueues only what is missing (see 'cryptopay payout queue list')", err, file)}
 	}
 	return created, nil
+}
+
+// commitRefused reports whether a failed COMMIT certainly did not commit:
+// the database answered it with an error, or the transaction had failed
+// before. Any other failure (the connection broke after COMMIT was sent)
+// leaves the outcome unknown. pgconn.SafeToRetry is no evidence here: a
+// connection lost while reading COMMIT's answer is reported as "conn
+// closed", which it calls safe to retry.
+func commitRefused(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) || errors.Is(err, pgx.ErrTxCommitRollback)
 }
 
 // totals counts the payouts and sums their amounts per currency, exactly.

@@ -53,7 +53,8 @@ Exit codes:
   2    no answer yet: a wait timed out, payout find says still_unknown
   3    the request failed (API error, network, unreadable answer, database error,
        no such queued intent)
-  4    outcome unknown: a create may have taken effect; run 'payout find' before retrying
+  4    outcome unknown: a create may have taken effect; run 'payout find' before retrying;
+       payout batch lost the database's answer to its commit: run the same file again
   5    payout create was not confirmed
   64   usage: bad command, flag, argument or configuration; a bad row in a batch file
   130  interrupted
