@@ -502,7 +502,7 @@ func batchHelp() string {
 }
 
 func (a *app) payoutBatch(args []string) error {
-	fs := a.newFlagSet(command{"payout batch", "FILE.csv", batchHelp()})
+	fs := a.newDBFlagSet(command{"payout batch", "FILE.csv", batchHelp()})
 	var qf queueFlags
 	qf.register(fs.FlagSet)
 	var bf batchFlags

@@ -149,7 +149,7 @@ func (a *app) payoutQueue(args []string) error {
 }
 
 func (a *app) queueList(args []string) error {
-	fs := a.newFlagSet(command{"payout queue list", "", "List the payout queue's intents in orderId order (also: 'payout queue' alone).\n" +
+	fs := a.newDBFlagSet(command{"payout queue list", "", "List the payout queue's intents in orderId order (also: 'payout queue' alone).\n" +
 		"States: " + strings.Join(stateNames(), ", ") + "."})
 	var qf queueFlags
 	qf.register(fs.FlagSet)
@@ -199,7 +199,7 @@ func (a *app) queueList(args []string) error {
 }
 
 func (a *app) queueShow(args []string) error {
-	fs := a.newFlagSet(command{"payout queue show", "ORDER_ID", "Show one intent of the payout queue: its state, attempts, last error,\n" +
+	fs := a.newDBFlagSet(command{"payout queue show", "ORDER_ID", "Show one intent of the payout queue: its state, attempts, last error,\n" +
 		"reconciliation verdict, payout id and the operator's note."})
 	var qf queueFlags
 	qf.register(fs.FlagSet)
@@ -269,7 +269,7 @@ func (a *app) queueRetry(args []string) error {
 // note flag, required or not.
 func (a *app) queueOperate(cmd command, noteFlag string, noteRequired bool, args []string,
 	op func(*pgstore.Queue, context.Context, string, string) error, done string) error {
-	fs := a.newFlagSet(cmd)
+	fs := a.newDBFlagSet(cmd)
 	var qf queueFlags
 	qf.register(fs.FlagSet)
 	usage := "what is recorded with the intent: who, and why"
