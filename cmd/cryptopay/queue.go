@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"net/url"
-	"regexp"
 	"strconv"
 	"strings"
 
@@ -28,19 +27,6 @@ func (f *queueFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.databaseURL, "database-url", "", "PostgreSQL connection `string` of the payout queue (default $"+envDatabaseURL+");\n"+
 		"without a password (ps shows flags): put it in $"+envDatabaseURL+", $PGPASSWORD or ~/.pgpass")
 	fs.StringVar(&f.table, "queue-table", pgstore.DefaultQueueTable, "the queue's `table` (\"name\" or \"schema.name\"), as in pgstore.QueueConfig.Table")
-}
-
-// passwordInConnString matches a password=... setting of a key/value
-// connection string.
-var passwordInConnString = regexp.MustCompile(`(?i)(^|\s)password\s*=`)
-
-// hasPassword reports whether a connection string carries a password.
-func hasPassword(dsn string) bool {
-	if u, err := url.Parse(dsn); err == nil && (u.Scheme == "postgres" || u.Scheme == "postgresql") {
-		_, set := u.User.Password()
-		return set || u.Query().Has("password")
-	}
-	return passwordInConnString.MatchString(dsn)
 }
 
 // openQueue connects to the queue's database and returns the queue (with
