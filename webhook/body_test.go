@@ -35,7 +35,6 @@ func slowBodyConns() int {
 // set) on loopback, counting the connections the server closed and the
 // bodies whose first read began.
 type slowServer struct {
-	url         string
 	addr        string
 	closed      atomic.Int64
 	bodyReading atomic.Int64
