@@ -152,3 +152,30 @@ func TestPayoutBatchAddressOfAnotherNetwork(t *testing.T) {
 	assert.Contains(t, r.stderr, "line 3, column walletAddress:")
 	assert.Equal(t, 0, qf.count(t))
 }
+
+// FuzzReadBatch: whatever the file, readBatch does not panic, and a row it
+// accepts has a plain-decimal amount and identifiers a server cannot trim.
+func FuzzReadBatch(f *testing.F) {
+	head := strings.Join(batchHeader, ",") + "\n"
+	for _, s := range []string{
+		head + strings.Join(hostileRow("f-1"), ",") + "\n",
+		head + strings.Join(hostileRow("f-1", "amount", "1e5"), ",") + "\n",
+		head + "\"f-1\n\",x,1,usdt,tron,c,ip,false,,\n",
+		head + "a,b\n",
+		"\ufefforderId,walletAddress,amount,currency,customerId,customerIp\nx,y,1,usdt,c,d\n",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		rows, errs := readBatch(strings.NewReader(s))
+		if len(errs) > 0 {
+			assert.Empty(t, rows)
+			return
+		}
+		for _, r := range rows {
+			assert.NotContains(t, strings.ToLower(r.p.Amount.String()), "e")
+			assert.Equal(t, strings.TrimSpace(r.p.OrderID), r.p.OrderID)
+			assert.NotEmpty(t, r.p.Currency)
+		}
+	})
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -56,4 +57,19 @@ func TestDatabaseURLPasswordOnArgvMultiHost(t *testing.T) {
 	assert.Equal(t, exitUsage, r.code, r.stderr)
 	assert.Contains(t, r.stderr, "carries a password")
 	assert.NotContains(t, r.stderr, "Sup3rSecretPw")
+}
+
+// FuzzHasPassword: a password in the user info or the query of a URL, or
+// a key/value password setting, is always found, whatever surrounds it.
+func FuzzHasPassword(f *testing.F) {
+	f.Add("op", "pw", "[::1]:1,127.0.0.1:1")
+	f.Add("o%40p", "", "db")
+	f.Fuzz(func(t *testing.T, user, pw, hosts string) {
+		if strings.ContainsAny(user+hosts, "@/?#") || strings.ContainsAny(pw, "/?#") {
+			return // not the parts of a URL's authority
+		}
+		assert.True(t, hasPassword("postgres://"+user+":"+pw+"@"+hosts+"/db"))
+		assert.True(t, hasPassword("postgresql://"+hosts+"/db?sslmode=disable&password="+pw))
+		assert.True(t, hasPassword("host="+hosts+" password="+pw))
+	})
 }
