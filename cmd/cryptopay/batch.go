@@ -122,14 +122,21 @@ func readBatch(r io.Reader) ([]batchRow, []error) {
 			break
 		}
 		var pe *csv.ParseError
-		switch {
-		case err == nil && n == maxBatchRows:
-			line, _ := cr.FieldPos(0)
+		isParseErr := errors.As(err, &pe)
+		if n == maxBatchRows && (err == nil || isParseErr) { // one record past the cap, good or bad
+			line := 0
+			if isParseErr {
+				line = pe.StartLine
+			} else {
+				line, _ = cr.FieldPos(0)
+			}
 			return nil, append(errs, &rowError{line: line, msg: fmt.Sprintf("more than %d payouts in one file; split it", maxBatchRows)})
-		case errors.As(err, &pe) && errors.Is(pe.Err, csv.ErrFieldCount):
+		}
+		switch {
+		case isParseErr && errors.Is(pe.Err, csv.ErrFieldCount):
 			err = &rowError{line: pe.StartLine, msg: fmt.Sprintf("%d fields, want %d as in the header", len(rec), len(header))}
 		case err != nil:
-			if errors.As(err, &pe) {
+			if isParseErr {
 				err = &rowError{line: pe.StartLine, msg: pe.Err.Error()}
 			}
 			return nil, append(errs, guard.named(err, header)) // the CSV itself is broken: stop

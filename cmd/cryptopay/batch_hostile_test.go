@@ -179,3 +179,18 @@ func FuzzReadBatch(f *testing.F) {
 		}
 	})
 }
+
+// The row cap counts bad rows too: a file whose row past the cap has the
+// wrong field count is refused by the cap, not read on.
+func TestReadBatchRowCapCountsBadRows(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(strings.Join(batchHeader, ",") + "\n")
+	for i := range maxBatchRows {
+		b.WriteString(strings.Join(hostileRow(fmt.Sprintf("c-%06d", i)), ",") + "\n")
+	}
+	b.WriteString("short,row\n")
+	b.WriteString(strings.Join(hostileRow("c-last"), ",") + "\n")
+	_, errs := readBatch(strings.NewReader(b.String()))
+	require.Len(t, errs, 1)
+	assert.Equal(t, fmt.Sprintf("line %d: more than %d payouts in one file; split it", maxBatchRows+2, maxBatchRows), errs[0].Error())
+}
