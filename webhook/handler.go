@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 	"unicode"
 
 	"github.com/cryptopay/cryptopay-go"
@@ -65,6 +66,17 @@ type Config struct {
 	// MaxBodyBytes caps the request body (0: DefaultMaxBodyBytes);
 	// a larger one is answered 413.
 	MaxBodyBytes int64
+	// BodyReadTimeout and MinBodyRate bound the time a body may take,
+	// all of it before the token is checked: the body must arrive within
+	// BodyReadTimeout (0: DefaultBodyReadTimeout) plus one second per
+	// MinBodyRate bytes received (0: DefaultMinBodyRate bytes per
+	// second); a slower one is answered 408 and its connection closed.
+	// The handler sets the connection's read deadline itself, so this
+	// holds behind a server with only ReadHeaderTimeout set; a server's
+	// ReadTimeout still bounds the whole request. Memory grows with the
+	// bytes that arrive, never with the declared length.
+	BodyReadTimeout time.Duration
+	MinBodyRate     int64
 	// Dedupe remembers delivered events, so that each (id, status) reaches
 	// the callback once. nil: a MemoryDedupeStore with the defaults, which works
 	// within one process only; replicas must share a store (see
@@ -114,6 +126,7 @@ type EventInfo struct {
 //	405 not POST (with Allow: POST)
 //	401 token missing, or not the HMAC of the body's orderId, or the object
 //	    re-read through the API belongs to another orderId
+//	408 the body did not arrive within BodyReadTimeout and MinBodyRate
 //	413 body over MaxBodyBytes
 //	400 not a single JSON object with exactly one of paymentId or payoutId,
 //	    a string orderId, a non-empty status and a valid id; a member
@@ -135,6 +148,7 @@ type Handler struct {
 	client    *cryptopay.Client
 	callbacks map[*kind]func(context.Context, any) error // nil: none for that kind
 	maxBody   int64
+	body      bodyReader
 	dedupe    DedupeStore
 	log       *slog.Logger
 	rereads   chan struct{} // a slot per re-read in flight
@@ -142,7 +156,8 @@ type Handler struct {
 }
 
 // NewHandler checks cfg and returns the handler. It refuses a Secret
-// shorter than MinSecretLen or all zero, a negative MaxBodyBytes, and
+// shorter than MinSecretLen or all zero, a negative MaxBodyBytes,
+// BodyReadTimeout or MinBodyRate, and
 // a config with nothing to do (no Client, OnPayment or OnPayout).
 func NewHandler(cfg Config) (*Handler, error) {
 	if err := checkSecret(cfg.Secret, "Secret"); err != nil {
@@ -150,6 +165,10 @@ func NewHandler(cfg Config) (*Handler, error) {
 	}
 	if cfg.MaxBodyBytes < 0 {
 		return nil, &cryptopay.ValidationError{Field: "MaxBodyBytes", Reason: "must not be negative"}
+	}
+	body, err := newBodyReader(&cfg)
+	if err != nil {
+		return nil, err
 	}
 	if cfg.MaxConcurrentRereads < 0 {
 		return nil, &cryptopay.ValidationError{Field: "MaxConcurrentRereads", Reason: "must not be negative"}
@@ -162,6 +181,7 @@ func NewHandler(cfg Config) (*Handler, error) {
 		client:    cfg.Client,
 		callbacks: map[*kind]func(context.Context, any) error{paymentKind: deliverTo(cfg.OnPayment), payoutKind: deliverTo(cfg.OnPayout)},
 		maxBody:   cmp.Or(cfg.MaxBodyBytes, DefaultMaxBodyBytes),
+		body:      body,
 		dedupe:    cfg.Dedupe,
 		log:       cfg.Logger,
 		rereads:   make(chan struct{}, cmp.Or(cfg.MaxConcurrentRereads, DefaultMaxConcurrentRereads)),
@@ -314,26 +334,18 @@ func (h *Handler) checkRequest(r *http.Request) (string, outcome, bool) {
 	return token, outcome{}, true
 }
 
-// preallocBody is the largest declared length readBody allocates at once;
-// a longer body grows as it arrives, so a declared length alone cannot make
-// the handler hold memory before the bytes come.
-const preallocBody = 64 << 10
-
-// readBody reads the body under the size limit, in one allocation when its
-// declared length is small (the usual case).
+// readBody reads the body under the size limit, the deadline and the
+// minimum rate (see bodyReader), in one allocation when its declared
+// length is small (the usual case).
 func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, outcome, bool) {
-	var body []byte
-	var err error
-	if n := r.ContentLength; n >= 0 && n <= preallocBody { // checkRequest saw n <= maxBody
-		body = make([]byte, n)
-		_, err = io.ReadFull(r.Body, body)
-	} else {
-		body, err = io.ReadAll(http.MaxBytesReader(w, r.Body, h.maxBody))
-	}
+	body, err := h.body.read(w, r)
 	if err != nil {
 		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
+		switch {
+		case errors.As(err, &tooLarge):
 			return nil, rejected(http.StatusRequestEntityTooLarge, "too large", "body too large"), false
+		case errors.Is(err, errBodyTooSlow):
+			return nil, rejected(http.StatusRequestTimeout, "request timeout", "body too slow"), false
 		}
 		return nil, rejected(http.StatusBadRequest, "bad request", "body not readable"), false
 	}

@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"net/url"
-	"regexp"
 	"strconv"
 	"strings"
 
@@ -28,19 +27,6 @@ func (f *queueFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.databaseURL, "database-url", "", "PostgreSQL connection `string` of the payout queue (default $"+envDatabaseURL+");\n"+
 		"without a password (ps shows flags): put it in $"+envDatabaseURL+", $PGPASSWORD or ~/.pgpass")
 	fs.StringVar(&f.table, "queue-table", pgstore.DefaultQueueTable, "the queue's `table` (\"name\" or \"schema.name\"), as in pgstore.QueueConfig.Table")
-}
-
-// passwordInConnString matches a password=... setting of a key/value
-// connection string.
-var passwordInConnString = regexp.MustCompile(`(?i)(^|\s)password\s*=`)
-
-// hasPassword reports whether a connection string carries a password.
-func hasPassword(dsn string) bool {
-	if u, err := url.Parse(dsn); err == nil && (u.Scheme == "postgres" || u.Scheme == "postgresql") {
-		_, set := u.User.Password()
-		return set || u.Query().Has("password")
-	}
-	return passwordInConnString.MatchString(dsn)
 }
 
 // openQueue connects to the queue's database and returns the queue (with
@@ -149,7 +135,7 @@ func (a *app) payoutQueue(args []string) error {
 }
 
 func (a *app) queueList(args []string) error {
-	fs := a.newFlagSet(command{"payout queue list", "", "List the payout queue's intents in orderId order (also: 'payout queue' alone).\n" +
+	fs := a.newDBFlagSet(command{"payout queue list", "", "List the payout queue's intents in orderId order (also: 'payout queue' alone).\n" +
 		"States: " + strings.Join(stateNames(), ", ") + "."})
 	var qf queueFlags
 	qf.register(fs.FlagSet)
@@ -199,7 +185,7 @@ func (a *app) queueList(args []string) error {
 }
 
 func (a *app) queueShow(args []string) error {
-	fs := a.newFlagSet(command{"payout queue show", "ORDER_ID", "Show one intent of the payout queue: its state, attempts, last error,\n" +
+	fs := a.newDBFlagSet(command{"payout queue show", "ORDER_ID", "Show one intent of the payout queue: its state, attempts, last error,\n" +
 		"reconciliation verdict, payout id and the operator's note."})
 	var qf queueFlags
 	qf.register(fs.FlagSet)
@@ -269,7 +255,7 @@ func (a *app) queueRetry(args []string) error {
 // note flag, required or not.
 func (a *app) queueOperate(cmd command, noteFlag string, noteRequired bool, args []string,
 	op func(*pgstore.Queue, context.Context, string, string) error, done string) error {
-	fs := a.newFlagSet(cmd)
+	fs := a.newDBFlagSet(cmd)
 	var qf queueFlags
 	qf.register(fs.FlagSet)
 	usage := "what is recorded with the intent: who, and why"
