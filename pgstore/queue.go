@@ -38,6 +38,27 @@ const (
 	DefaultQueueBackoffMax = 10 * time.Minute
 	// DefaultQueueConcurrency is how many intents one Run works on at once.
 	DefaultQueueConcurrency = 16
+	// DefaultQueueMaxAttempts is how many create requests the workers send
+	// for one intent by themselves (see QueueConfig.MaxAttempts).
+	DefaultQueueMaxAttempts = 3
+)
+
+// Holds: why the workers will not send an intent again by themselves
+// (Intent.Hold). Only an operator's Retry, after checking with the
+// processor, sends it again; a payout the list finds by its orderId is
+// still followed.
+const (
+	// HoldServerActed: a create request was answered 2xx, but the answer
+	// could not be matched to the request (unreadable, or naming another
+	// orderId, or none). The server acted: something was created, perhaps
+	// under an altered orderId that the payout list will never show, so a
+	// "not created" verdict proves nothing. LastError records the ids the
+	// answer named.
+	HoldServerActed = "server_acted"
+	// HoldMaxAttempts: QueueConfig.MaxAttempts create requests were sent
+	// and the list still says "not created". A server that stores or
+	// lists orderIds differently would otherwise be paid without bound.
+	HoldMaxAttempts = "max_attempts"
 )
 
 // IntentState is where a payout intent stands. The final states are
@@ -61,9 +82,12 @@ const (
 	// a timeout, a 5xx ...); the payout list is read before anything else.
 	StateReconciling IntentState = "reconciling"
 	// StateParked: reconciliation could not decide (the list was
-	// unreadable or inconsistent). It is tried again with backoff and
-	// never resent without a "not created" verdict or an operator's Retry.
-	// Every entry into this state reaches QueueConfig.Observer.
+	// unreadable or inconsistent), or the intent has a Hold (a 2xx answer
+	// that could not be matched, or MaxAttempts reached). It is reconciled
+	// again with backoff (a payout found by its orderId is followed) and
+	// never resent without a "not created" verdict (none at all with a
+	// Hold) or an operator's Retry. Every entry into this state reaches
+	// QueueConfig.Observer.
 	StateParked IntentState = "parked"
 	// StateCreated: the payout exists; it is followed to its final status.
 	StateCreated IntentState = "created"
@@ -84,7 +108,7 @@ const (
 )
 
 // IsFinal reports whether the state is final: the intent will not move
-// again and QueueConfig.OnFinal has run for it.
+// again. QueueConfig.OnFinal has run for it unless Intent.CallbackDue.
 func (s IntentState) IsFinal() bool {
 	switch s {
 	case StatePaid, StateFailed, StateRefused, StateRejected, StateBlocked:
@@ -155,6 +179,15 @@ type Intent struct {
 	LastError string
 	// Note is the operator's note from Approve, Reject or Retry.
 	Note string
+	// Hold says why the workers will not send the intent again by
+	// themselves (HoldServerActed, HoldMaxAttempts; "" if nothing holds
+	// it). Retry clears it.
+	Hold string
+	// CallbackDue: the intent is final but QueueConfig.OnFinal has not run
+	// for it (the state was recorded by a process without OnFinal, an
+	// operator's CLI say). A Run with OnFinal runs it, exactly once, in the
+	// transaction that clears this.
+	CallbackDue bool
 	// ApprovedAt is when an operator approved the intent (Approve); zero
 	// if never. A worker sends an intent above its currency's
 	// Guardrails.ApprovalAbove only once it is approved.
@@ -227,10 +260,20 @@ type QueueConfig struct {
 	// Concurrency is how many intents one Run works on at once (default
 	// DefaultQueueConcurrency).
 	Concurrency int
+	// MaxAttempts bounds the create requests the workers send for one
+	// intent by themselves (default DefaultQueueMaxAttempts): once an
+	// intent has had that many and the list says "not created" again, it
+	// is parked with HoldMaxAttempts for a person. An operator's Retry
+	// sends one more.
+	MaxAttempts int
 	// OnFinal, if set, runs when an intent reaches a final state, inside
 	// the transaction that records that state: its writes through tx and
 	// the queue's record commit together, or neither does (then it runs
-	// again later). It must do its effects through tx only, must not
+	// again later). A final state recorded by a process without OnFinal
+	// (an operator's CLI, a worker without it) leaves the callback due
+	// (Intent.CallbackDue): a Run with OnFinal claims it and runs OnFinal
+	// exactly once, in the transaction that clears it. Run OnFinal in
+	// every replica that runs the queue. It must do its effects through tx only, must not
 	// commit or roll tx back, and must be quick: it holds the intent's row
 	// lock. An error rolls the change back and the intent is retried with
 	// backoff. Intent.State tells paid from failed, refused, rejected or
@@ -288,6 +331,9 @@ func NewQueue(ctx context.Context, cfg QueueConfig) (*Queue, error) {
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = DefaultQueueConcurrency
 	}
+	if cfg.MaxAttempts <= 0 {
+		cfg.MaxAttempts = DefaultQueueMaxAttempts
+	}
 	settle := cmpOr(cfg.ReconcileSettleTime, cryptopay.DefaultReconcileSettleTime)
 	switch {
 	case cfg.Lease <= 2*cfg.SendTimeout+settle:
@@ -307,7 +353,7 @@ func NewQueue(ctx context.Context, cfg QueueConfig) (*Queue, error) {
 	if q.log == nil {
 		q.log = slog.New(slog.DiscardHandler)
 	}
-	q.sql = buildQueueSQL(table.Sanitize())
+	q.sql = buildQueueSQL(table.Sanitize(), cfg.Lease.Milliseconds()/2)
 	if cfg.CreateTable {
 		if err := q.CreateTable(ctx); err != nil {
 			return nil, err
@@ -340,6 +386,7 @@ func (q *Queue) DDL() string {
 	due := pgx.Identifier{name + "_due_idx"}.Sanitize()
 	state := pgx.Identifier{name + "_state_idx"}.Sanitize()
 	vel := pgx.Identifier{name + "_velocity_idx"}.Sanitize()
+	calls := pgx.Identifier{name + "_callback_idx"}.Sanitize()
 	return fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %[1]s (
     order_id            text        PRIMARY KEY,
     wallet_address      text        NOT NULL,
@@ -364,13 +411,18 @@ func (q *Queue) DDL() string {
     last_error          text        NOT NULL DEFAULT '',
     note                text        NOT NULL DEFAULT '',
     approved_at         timestamptz,
+    hold                text        NOT NULL DEFAULT '',
+    callback_due        boolean     NOT NULL DEFAULT false,
     created_at          timestamptz NOT NULL DEFAULT now(),
     updated_at          timestamptz NOT NULL DEFAULT now()
 );
 ALTER TABLE %[1]s ADD COLUMN IF NOT EXISTS approved_at timestamptz;
+ALTER TABLE %[1]s ADD COLUMN IF NOT EXISTS hold text NOT NULL DEFAULT '';
+ALTER TABLE %[1]s ADD COLUMN IF NOT EXISTS callback_due boolean NOT NULL DEFAULT false;
 CREATE INDEX IF NOT EXISTS %[2]s ON %[1]s (next_at) WHERE state IN ('queued', 'sending', 'reconciling', 'parked', 'created');
 CREATE INDEX IF NOT EXISTS %[3]s ON %[1]s (state, order_id);
-CREATE INDEX IF NOT EXISTS %[4]s ON %[1]s (currency, reserved_at) WHERE reserved_at IS NOT NULL;`, q.Table(), due, state, vel)
+CREATE INDEX IF NOT EXISTS %[4]s ON %[1]s (currency, reserved_at) WHERE reserved_at IS NOT NULL;
+CREATE INDEX IF NOT EXISTS %[5]s ON %[1]s (next_at) WHERE callback_due;`, q.Table(), due, state, vel, calls)
 }
 
 // CreateTable creates the queue's table and indexes if they do not exist.
@@ -384,7 +436,7 @@ func (q *Queue) CreateTable(ctx context.Context) error {
 // intentCols are the columns every read returns, in scanIntent's order.
 const intentCols = `order_id, wallet_address, network_fee_by_user, amount::text, currency, network, customer_id, customer_ip,
 additional_data, webhook_url, state, attempts, attempted_at, payout_id, payout_status, verdict, last_error, note,
-next_at, created_at, updated_at, approved_at`
+next_at, created_at, updated_at, approved_at, hold, callback_due`
 
 func scanIntent(row pgx.Row, extra ...any) (*Intent, error) {
 	var in Intent
@@ -393,7 +445,7 @@ func scanIntent(row pgx.Row, extra ...any) (*Intent, error) {
 	p := &in.Params
 	dest := append([]any{&p.OrderID, &p.WalletAddress, &p.NetworkFeeByUser, &amount, &p.Currency, &p.Network,
 		&p.CustomerID, &p.CustomerIP, &p.AdditionalData, &p.WebhookURL, &state, &in.Attempts, &attempted,
-		&in.PayoutID, &pstatus, &in.Verdict, &in.LastError, &in.Note, &in.NextAt, &in.CreatedAt, &in.UpdatedAt, &approved}, extra...)
+		&in.PayoutID, &pstatus, &in.Verdict, &in.LastError, &in.Note, &in.NextAt, &in.CreatedAt, &in.UpdatedAt, &approved, &in.Hold, &in.CallbackDue}, extra...)
 	if err := row.Scan(dest...); err != nil {
 		return nil, err
 	}
@@ -417,8 +469,14 @@ func scanIntent(row pgx.Row, extra ...any) (*Intent, error) {
 // unique per withdrawal: it is the only handle for reconciling an unknown
 // outcome. Enqueuing an orderId again with identical parameters is a no-op
 // (created false); with other parameters it is an *IntentConflictError and
-// the existing intent is unchanged. p must pass p.Validate(). An intent
-// whose amount is above Guardrails.ApprovalAbove for its currency starts in
+// the existing intent is unchanged. p must pass p.Validate(), and its
+// Currency and Network must be canonical keys ("usdt", not "USDT" or
+// "usdt "): anything else is a *cryptopay.ValidationError naming the
+// canonical spelling. The guardrails are checked as the worker checks
+// them (see Guardrails): an intent a guardrail stops for good (MaxAmount,
+// the address checks) is recorded StateBlocked at once, with the reason in
+// LastError and its final callback due (a Run with OnFinal runs it); one
+// above Guardrails.ApprovalAbove for its currency starts in
 // StateNeedsApproval; any other starts in StateQueued. Nothing is sent
 // before tx commits.
 func (q *Queue) Enqueue(ctx context.Context, tx pgx.Tx, p cryptopay.CreatePayoutParams) (created bool, err error) {
@@ -444,7 +502,11 @@ func (q *Queue) EnqueueMany(ctx context.Context, tx pgx.Tx, ps []cryptopay.Creat
 		return 0, fmt.Errorf("%w: Enqueue needs the caller's transaction", ErrInvalidOption)
 	}
 	for i, p := range ps {
-		if err := p.Validate(); err != nil {
+		err := p.Validate()
+		if err == nil {
+			err = keyError(p)
+		}
+		if err != nil {
 			return 0, &indexedError{i: i, n: len(ps), orderID: p.OrderID, err: err}
 		}
 	}
@@ -463,12 +525,15 @@ func (q *Queue) EnqueueMany(ctx context.Context, tx pgx.Tx, ps []cryptopay.Creat
 func (q *Queue) insertIntents(ctx context.Context, tx pgx.Tx, ps []cryptopay.CreatePayoutParams) (created int, existing []int, err error) {
 	b := &pgx.Batch{}
 	for _, p := range ps {
-		state := StateQueued
-		if q.cfg.Guardrails.needsApproval(p) {
-			state = StateNeedsApproval
+		state, why := StateQueued, ""
+		if g := q.cfg.Guardrails.verdict(ctx, p, false); g != nil {
+			state, why = StateBlocked, errText(g)
+			if g.Rule == "approval" {
+				state, why = StateNeedsApproval, ""
+			}
 		}
 		b.Queue(q.sql.insert, p.OrderID, p.WalletAddress, p.NetworkFeeByUser, p.Amount.String(), p.Currency, p.Network,
-			p.CustomerID, p.CustomerIP, p.AdditionalData, p.WebhookURL, string(state))
+			p.CustomerID, p.CustomerIP, p.AdditionalData, p.WebhookURL, string(state), why, state.IsFinal())
 	}
 	br := tx.SendBatch(ctx, b)
 	for i := range ps {
@@ -645,7 +710,7 @@ func (q *Queue) Approve(ctx context.Context, orderID, note string) error {
 }
 
 // Retry moves a parked intent back to StateQueued, so a new attempt is
-// sent. Call it only after checking with the processor that the parked
+// sent, and clears its Hold. Call it only after checking with the processor that the parked
 // attempt created no payout (search its dashboard for the orderId): the
 // queue could not tell, and a Retry of a payout that does exist pays it
 // twice. note is recorded (who checked, how).
@@ -654,7 +719,9 @@ func (q *Queue) Retry(ctx context.Context, orderID, note string) error {
 }
 
 // Reject moves an intent from StateNeedsApproval to StateRejected (final),
-// running QueueConfig.OnFinal in the same transaction. note is recorded.
+// running QueueConfig.OnFinal in the same transaction. A Queue without
+// OnFinal (an operator's tool) leaves the callback due instead: a Run with
+// OnFinal runs it, exactly once. note is recorded.
 func (q *Queue) Reject(ctx context.Context, orderID, note string) error {
 	return q.operate(ctx, orderID, note, StateNeedsApproval, StateRejected)
 }
@@ -668,7 +735,8 @@ func (q *Queue) operate(ctx context.Context, orderID, note string, from, to Inte
 	err := pgx.BeginFunc(ctx, q.cfg.Pool, func(tx pgx.Tx) error {
 		var err error
 		approve := from == StateNeedsApproval && to == StateQueued
-		in, err = scanIntent(tx.QueryRow(ctx, q.sql.operate, orderID, string(from), string(to), scrubText(note), approve))
+		due := to.IsFinal() && q.cfg.OnFinal == nil
+		in, err = scanIntent(tx.QueryRow(ctx, q.sql.operate, orderID, string(from), string(to), scrubText(note), approve, due))
 		if errors.Is(err, pgx.ErrNoRows) {
 			if _, gerr := scanIntent(tx.QueryRow(ctx, q.sql.get, orderID)); errors.Is(gerr, pgx.ErrNoRows) {
 				return fmt.Errorf("%w: %q", ErrIntentNotFound, orderID)
