@@ -326,7 +326,6 @@ func (c claimed) after(ch change) *Intent {
 	return &in
 }
 
-
 // noNUL replaces NUL bytes, which no text value can hold, by U+FFFD:
 // server text (a payout id, a status) is stored as it came otherwise.
 func noNUL(s string) string { return strings.ReplaceAll(s, "\x00", "\uFFFD") }
