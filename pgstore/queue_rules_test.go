@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -245,4 +246,62 @@ func TestQueueCallbackDue(t *testing.T) {
 	in, err = q1.Get(ctx, rejected.OrderID)
 	require.NoError(t, err)
 	assert.Equal(t, pgstore.StateRejected, in.State, "the callback saw the state, and it stays")
+}
+
+// sqlTexts is a pgx tracer that keeps every statement's text.
+type sqlTexts struct {
+	mu    sync.Mutex
+	texts []string
+}
+
+func (s *sqlTexts) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	s.mu.Lock()
+	s.texts = append(s.texts, d.SQL)
+	s.mu.Unlock()
+	return ctx
+}
+
+func (s *sqlTexts) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+func (s *sqlTexts) TraceBatchStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceBatchStartData) context.Context {
+	s.mu.Lock()
+	for _, q := range d.Batch.QueuedQueries {
+		s.texts = append(s.texts, q.SQL)
+	}
+	s.mu.Unlock()
+	return ctx
+}
+
+func (s *sqlTexts) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+func (s *sqlTexts) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
+
+// No SQL text is built from a value: through enqueue, send, follow and the
+// final transaction with OnFinal, neither the orderId nor the payout id
+// nor an error text ever appears in a statement's text; they travel as
+// parameters. Before, the final transaction's BEGIN carried them as
+// literals quoted by hand.
+func TestQueueNoValuesInSQL(t *testing.T) {
+	r := newQRig(t)
+	var seen sqlTexts
+	cfg, err := pgxpool.ParseConfig(r.srv.DSN())
+	require.NoError(t, err)
+	cfg.ConnConfig.Tracer = &seen
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	q := r.queue(t, func(c *pgstore.QueueConfig) { c.Pool = pool })
+	p := payoutParams(1)
+	p.OrderID = "wd-plain-value-0001" // a literal quoted by hand would still show it
+	r.enqueue(t, q, p)
+	r.payAll(t)
+	run(t, q)
+	in := waitIntent(t, q, p.OrderID, "paid", func(in *pgstore.Intent) bool { return in.State == pgstore.StatePaid })
+	seen.mu.Lock()
+	defer seen.mu.Unlock()
+	require.NotEmpty(t, seen.texts)
+	for _, sql := range seen.texts {
+		assert.NotContains(t, sql, p.OrderID)
+		assert.NotContains(t, sql, in.PayoutID)
+	}
+	assert.Equal(t, map[string]int{p.OrderID: 1}, r.effectCounts(t))
 }
