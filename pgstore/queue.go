@@ -764,17 +764,35 @@ func (q *Queue) operate(ctx context.Context, orderID, note string, from, to Inte
 
 // PayoutChanged tells the queue that a payout changed (call it from the
 // webhook handler's OnPayout callback): the intent with its orderId, if it
-// is being followed, is read again at once instead of at its next poll. It
-// only wakes the intent; the status is read from the API, never taken from
-// the webhook.
+// is being followed, is read again at once instead of at its next poll.
+// The status is read from the API, never taken from the webhook. An intent
+// whose payout the list found (it has no payout id: the list carries
+// none) learns the id here, once the queue's own read of p.ID through the
+// API (QueueConfig.Client) names the same orderId; a Queue without a
+// Client only wakes it.
 func (q *Queue) PayoutChanged(ctx context.Context, p *cryptopay.Payout) error {
 	if p == nil || p.OrderID == "" {
 		return nil
 	}
-	if _, err := q.cfg.Pool.Exec(ctx, q.sql.wakeOne, p.OrderID); err != nil {
+	var noID bool
+	err := q.cfg.Pool.QueryRow(ctx, q.sql.wakeOne, p.OrderID).Scan(&noID)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return fmt.Errorf("pgstore: waking intent %q: %w", p.OrderID, err)
 	}
 	q.poke()
+	if !noID || q.api == nil || p.ID == "" {
+		return nil
+	}
+	got, err := q.api.get(ctx, p.ID)
+	if err != nil {
+		return fmt.Errorf("pgstore: reading payout %q for intent %q: %w", p.ID, p.OrderID, err)
+	}
+	if got.ID != p.ID || got.OrderID != p.OrderID {
+		return nil // the API does not confirm it: another order's payout
+	}
+	if _, err := q.cfg.Pool.Exec(ctx, q.sql.learnID, p.OrderID, noNUL(got.ID)); err != nil {
+		return fmt.Errorf("pgstore: recording payout id for intent %q: %w", p.OrderID, err)
+	}
 	return nil
 }
 

@@ -305,3 +305,34 @@ func TestQueueNoValuesInSQL(t *testing.T) {
 	}
 	assert.Equal(t, map[string]int{p.OrderID: 1}, r.effectCounts(t))
 }
+
+// The payout id is learned: an intent whose payout only the list found
+// (the create's answer was lost) records the id from the payout's
+// webhook, once the queue's own API read confirms the orderId; a webhook
+// naming another order's payout teaches nothing. Before, PayoutChanged
+// only woke the intent, which ended paid with an empty PayoutID.
+func TestQueuePayoutIDLearned(t *testing.T) {
+	r := newQRig(t)
+	ctx := context.Background()
+	q := r.queue(t, func(c *pgstore.QueueConfig) { c.FollowEvery = time.Hour })
+	other := r.sendOne(t, q, payoutParams(2))
+	r.fake.InjectFault(cryptopaytest.RouteCreatePayout, cryptopaytest.Fault{Process: true, Drop: true})
+	p := payoutParams(1)
+	r.enqueue(t, q, p)
+	in := waitIntent(t, q, p.OrderID, "found by the list", func(in *pgstore.Intent) bool { return in.State == pgstore.StateCreated })
+	require.Empty(t, in.PayoutID, "the list carries no id")
+	ids := r.fake.PayoutIDsWithOrderID(p.OrderID)
+	require.Len(t, ids, 1)
+
+	// A forged event: another order's payout under this orderId.
+	require.NoError(t, q.PayoutChanged(ctx, &cryptopay.Payout{ID: other, OrderID: p.OrderID}))
+	in, err := q.Get(ctx, p.OrderID)
+	require.NoError(t, err)
+	assert.Empty(t, in.PayoutID, "not confirmed by the API")
+
+	require.NoError(t, r.fake.SetPayoutStatus(ids[0], cryptopay.PayoutProcessing))
+	require.NoError(t, r.fake.SetPayoutStatus(ids[0], cryptopay.PayoutPaid))
+	require.NoError(t, q.PayoutChanged(ctx, &cryptopay.Payout{ID: ids[0], OrderID: p.OrderID, Status: cryptopay.PayoutPaid}))
+	in = waitIntent(t, q, p.OrderID, "paid", func(in *pgstore.Intent) bool { return in.State == pgstore.StatePaid })
+	assert.Equal(t, ids[0], in.PayoutID)
+}

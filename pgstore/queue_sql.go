@@ -5,7 +5,7 @@ import "fmt"
 // queueSQL holds a Queue's statements, built once for its table. None is
 // built from a value: every value travels as a parameter.
 type queueSQL struct {
-	insert, get, getMany, list, counts, operate, wakeOne        string
+	insert, get, getMany, list, counts, operate, wakeOne, learnID string
 	claim, attempt, attemptMany, set, velocityLock, velocitySum string
 	// begin opens the final transaction (value-free: it is sent as a
 	// simple query); final and callbackDone close it, in one batch with
@@ -33,7 +33,14 @@ ON CONFLICT (order_id) DO NOTHING RETURNING true`, t),
 		operate: fmt.Sprintf(`UPDATE %s SET state = $3, note = $4, next_at = now(), lease_token = NULL, tries = 0, updated_at = now(),
     approved_at = CASE WHEN $5 THEN now() ELSE approved_at END, hold = '', callback_due = $6
 WHERE order_id = $1 AND state = $2 RETURNING %s`, t, intentCols),
-		wakeOne: fmt.Sprintf(`UPDATE %s SET next_at = now() WHERE order_id = $1 AND state = 'created' AND next_at > now()`, t),
+		// Wakes a followed intent, and says whether the intent (created,
+		// or final from it) lacks its payout id: one found by the list.
+		wakeOne: fmt.Sprintf(`WITH w AS (UPDATE %[1]s SET next_at = now() WHERE order_id = $1 AND state = 'created' AND next_at > now())
+SELECT payout_id = '' FROM %[1]s WHERE order_id = $1 AND state IN ('created', 'paid', 'failed')`, t),
+		// Records a payout id learned from a webhook, re-read through the
+		// API, for an intent that lacks it.
+		learnID: fmt.Sprintf(`UPDATE %s SET payout_id = $2, updated_at = now()
+WHERE order_id = $1 AND payout_id = '' AND state IN ('created', 'paid', 'failed')`, t),
 		// The claim: due intents in open states (the due index's
 		// predicate, written out so the planner uses it) and, for a
 		// process with OnFinal ($4), final intents whose callback is due;
