@@ -279,8 +279,14 @@ type QueueConfig struct {
 	// backoff. Intent.State tells paid from failed, refused, rejected or
 	// blocked: only StatePaid means money left.
 	OnFinal func(ctx context.Context, tx pgx.Tx, in *Intent) error
-	// Observer, if set, is called after each committed state change, on
-	// the worker's goroutine: keep it quick and never block. Entering
+	// Observer, if set, is called once for each state change, after it
+	// is committed, on the goroutine that made it: keep it quick and never
+	// block. A look that changes no state (a poll of a payout still
+	// processing, a parked intent still undecided) is none. One exception:
+	// Enqueue's transitions (From "") are reported when Enqueue returns,
+	// before the caller's transaction commits; if it rolls back, nothing
+	// was enqueued (count enqueues after your own commit, or from History,
+	// if that matters). Entering
 	// StateParked needs a person's attention. See the package
 	// documentation for wiring it to OpenTelemetry.
 	Observer func(Transition)
@@ -303,6 +309,7 @@ type Queue struct {
 	cfg   QueueConfig
 	api   payoutAPI
 	table pgx.Identifier
+	hist  pgx.Identifier // the history table: the queue table's name + "_history"
 	wake  chan struct{}
 	log   *slog.Logger
 	sql   queueSQL
@@ -353,7 +360,9 @@ func NewQueue(ctx context.Context, cfg QueueConfig) (*Queue, error) {
 	if q.log == nil {
 		q.log = slog.New(slog.DiscardHandler)
 	}
-	q.sql = buildQueueSQL(table.Sanitize(), cfg.Lease.Milliseconds()/2)
+	q.hist = append(pgx.Identifier{}, table...)
+	q.hist[len(q.hist)-1] += "_history"
+	q.sql = buildQueueSQL(table.Sanitize(), q.hist.Sanitize(), cfg.Lease.Milliseconds()/2)
 	if cfg.CreateTable {
 		if err := q.CreateTable(ctx); err != nil {
 			return nil, err
@@ -379,14 +388,16 @@ func cmpOr[T comparable](a, b T) T {
 // Table returns the queue's table name, quoted for SQL.
 func (q *Queue) Table() string { return q.table.Sanitize() }
 
-// DDL returns the statements that create the queue's table and indexes.
-// Amounts are numeric (exact), never floating point.
+// DDL returns the statements that create the queue's table, its history
+// table (the queue table's name + "_history") and their indexes. Amounts
+// are numeric (exact), never floating point.
 func (q *Queue) DDL() string {
 	name := q.table[len(q.table)-1]
 	due := pgx.Identifier{name + "_due_idx"}.Sanitize()
 	state := pgx.Identifier{name + "_state_idx"}.Sanitize()
 	vel := pgx.Identifier{name + "_velocity_idx"}.Sanitize()
 	calls := pgx.Identifier{name + "_callback_idx"}.Sanitize()
+	histIdx := pgx.Identifier{name + "_history_order_idx"}.Sanitize()
 	return fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %[1]s (
     order_id            text        PRIMARY KEY,
     wallet_address      text        NOT NULL,
@@ -422,7 +433,22 @@ ALTER TABLE %[1]s ADD COLUMN IF NOT EXISTS callback_due boolean NOT NULL DEFAULT
 CREATE INDEX IF NOT EXISTS %[2]s ON %[1]s (next_at) WHERE state IN ('queued', 'sending', 'reconciling', 'parked', 'created');
 CREATE INDEX IF NOT EXISTS %[3]s ON %[1]s (state, order_id);
 CREATE INDEX IF NOT EXISTS %[4]s ON %[1]s (currency, reserved_at) WHERE reserved_at IS NOT NULL;
-CREATE INDEX IF NOT EXISTS %[5]s ON %[1]s (next_at) WHERE callback_due;`, q.Table(), due, state, vel, calls)
+CREATE INDEX IF NOT EXISTS %[5]s ON %[1]s (next_at) WHERE callback_due;
+CREATE TABLE IF NOT EXISTS %[6]s (
+    id         bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    order_id   text        NOT NULL,
+    at         timestamptz NOT NULL DEFAULT clock_timestamp(),
+    actor      text        NOT NULL,
+    from_state text        NOT NULL,
+    to_state   text        NOT NULL,
+    attempts   integer     NOT NULL,
+    verdict    text        NOT NULL,
+    error      text        NOT NULL,
+    note       text        NOT NULL,
+    payout_id  text        NOT NULL,
+    request_id text        NOT NULL
+);
+CREATE INDEX IF NOT EXISTS %[7]s ON %[6]s (order_id, id);`, q.Table(), due, state, vel, calls, q.hist.Sanitize(), histIdx)
 }
 
 // CreateTable creates the queue's table and indexes if they do not exist.
@@ -524,7 +550,8 @@ func (q *Queue) EnqueueMany(ctx context.Context, tx pgx.Tx, ps []cryptopay.Creat
 // new and the indexes of those whose orderId was queued already.
 func (q *Queue) insertIntents(ctx context.Context, tx pgx.Tx, ps []cryptopay.CreatePayoutParams) (created int, existing []int, err error) {
 	b := &pgx.Batch{}
-	for _, p := range ps {
+	states := make([]Transition, len(ps))
+	for i, p := range ps {
 		state, why := StateQueued, ""
 		if g := q.cfg.Guardrails.verdict(ctx, p, false); g != nil {
 			state, why = StateBlocked, errText(g)
@@ -534,6 +561,7 @@ func (q *Queue) insertIntents(ctx context.Context, tx pgx.Tx, ps []cryptopay.Cre
 		}
 		b.Queue(q.sql.insert, p.OrderID, p.WalletAddress, p.NetworkFeeByUser, p.Amount.String(), p.Currency, p.Network,
 			p.CustomerID, p.CustomerIP, p.AdditionalData, p.WebhookURL, string(state), why, state.IsFinal())
+		states[i] = Transition{OrderID: p.OrderID, To: state, Err: why}
 	}
 	br := tx.SendBatch(ctx, b)
 	for i := range ps {
@@ -541,6 +569,7 @@ func (q *Queue) insertIntents(ctx context.Context, tx pgx.Tx, ps []cryptopay.Cre
 		switch err := br.QueryRow().Scan(&inserted); {
 		case err == nil:
 			created++
+			states[i].Attempts = -1 // new: reported below
 		case errors.Is(err, pgx.ErrNoRows):
 			existing = append(existing, i)
 		default:
@@ -550,6 +579,12 @@ func (q *Queue) insertIntents(ctx context.Context, tx pgx.Tx, ps []cryptopay.Cre
 	}
 	if err := br.Close(); err != nil {
 		return 0, nil, fmt.Errorf("pgstore: enqueue: %w", err)
+	}
+	for _, t := range states {
+		if t.Attempts == -1 {
+			t.Attempts = 0
+			q.observe(t)
+		}
 	}
 	return created, existing, nil
 }
@@ -696,6 +731,54 @@ func (q *Queue) Counts(ctx context.Context) (map[IntentState]int, error) {
 	})
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: counting intents: %w", err)
+	}
+	return out, nil
+}
+
+// Event is one entry of an intent's history: a change of the intent, or
+// an operator's action, appended in the transaction that made it.
+type Event struct {
+	// At is the database's time of the change.
+	At time.Time
+	// Actor is who made it: "enqueue", "worker", "operator" (Approve,
+	// Reject, Retry: Note says who), or "webhook" (a payout id learned).
+	Actor string
+	// From and To are the states before and after ("" From: enqueued;
+	// From equal to To: no state change, an action on record).
+	From, To IntentState
+	// Attempts is the intent's attempt count after the change.
+	Attempts int
+	// Verdict is the reconciliation's verdict that led here, if any.
+	Verdict string
+	// Error is the error text recorded with the change (server text:
+	// show it escaped).
+	Error string
+	// Note is the operator's note, or what was done ("OnFinal ran").
+	Note string
+	// PayoutID is the intent's payout id after the change, when known.
+	PayoutID string
+	// RequestID is the API's request id of the answer that led here, when
+	// the answer carried one.
+	RequestID string
+}
+
+// History returns every change of the intent with orderID and every
+// operator action on it, oldest first; none for an unknown orderId.
+func (q *Queue) History(ctx context.Context, orderID string) ([]Event, error) {
+	rows, err := q.cfg.Pool.Query(ctx, q.sql.history, orderID)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: reading the history of %q: %w", orderID, err)
+	}
+	var out []Event
+	var e Event
+	var from, to string
+	_, err = pgx.ForEachRow(rows, []any{&e.At, &e.Actor, &from, &to, &e.Attempts, &e.Verdict, &e.Error, &e.Note, &e.PayoutID, &e.RequestID}, func() error {
+		e.From, e.To = IntentState(from), IntentState(to)
+		out = append(out, e)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: reading the history of %q: %w", orderID, err)
 	}
 	return out, nil
 }

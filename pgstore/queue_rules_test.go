@@ -336,3 +336,69 @@ func TestQueuePayoutIDLearned(t *testing.T) {
 	in = waitIntent(t, q, p.OrderID, "paid", func(in *pgstore.Intent) bool { return in.State == pgstore.StatePaid })
 	assert.Equal(t, ids[0], in.PayoutID)
 }
+
+// The Observer reports exactly the committed state changes: the enqueue
+// (From ""), queued -> sending, and every later move, each once, chained
+// (each From is the previous To); a follow poll that finds the payout
+// still processing is none. The history holds the same changes, in the
+// same order, with an operator's action and its note. Before, every
+// follow poll was a created -> created transition, and neither the
+// enqueue nor queued -> sending was reported.
+func TestQueueObserverAndHistory(t *testing.T) {
+	r := newQRig(t)
+	ctx := context.Background()
+	var obs transitions
+	q := r.queue(t, func(c *pgstore.QueueConfig) {
+		c.Observer = obs.observe
+		c.Guardrails = pgstore.Guardrails{ApprovalAbove: map[string]decimal.Decimal{"usdt": decimal.NewFromInt(50)}}
+	})
+	ps := []cryptopay.CreatePayoutParams{payoutParams(1), payoutParams(2), withAmount(payoutParams(3), "60")}
+	r.enqueue(t, q, ps...)
+	run(t, q)
+	for _, p := range ps[:2] {
+		waitIntent(t, q, p.OrderID, "created", func(in *pgstore.Intent) bool { return in.State == pgstore.StateCreated })
+	}
+	polls := r.fake.Requests(cryptopaytest.RouteGetPayout)
+	waitCount(t, "follow polls", polls+10, func() int { return r.fake.Requests(cryptopaytest.RouteGetPayout) })
+	require.NoError(t, q.Approve(ctx, ps[2].OrderID, "alice: KYC checked"))
+	r.payAll(t)
+	for _, p := range ps {
+		waitIntent(t, q, p.OrderID, "paid", func(in *pgstore.Intent) bool { return in.State == pgstore.StatePaid })
+	}
+
+	obs.mu.Lock()
+	defer obs.mu.Unlock()
+	per := map[string][]pgstore.Transition{}
+	for _, tr := range obs.ts {
+		assert.NotEqual(t, tr.From, tr.To, "a transition changes the state: %+v", tr)
+		per[tr.OrderID] = append(per[tr.OrderID], tr)
+	}
+	for i, p := range ps {
+		trs := per[p.OrderID]
+		require.NotEmpty(t, trs, p.OrderID)
+		assert.Equal(t, pgstore.IntentState(""), trs[0].From, "the enqueue is reported")
+		for k := 1; k < len(trs); k++ {
+			assert.Equal(t, trs[k-1].To, trs[k].From, "%s: chained", p.OrderID)
+		}
+		assert.Equal(t, pgstore.StatePaid, trs[len(trs)-1].To)
+		var moves [][2]pgstore.IntentState
+		for _, tr := range trs {
+			moves = append(moves, [2]pgstore.IntentState{tr.From, tr.To})
+		}
+		assert.Contains(t, moves, [2]pgstore.IntentState{pgstore.StateQueued, pgstore.StateSending})
+
+		hist, err := q.History(ctx, p.OrderID)
+		require.NoError(t, err)
+		var hmoves [][2]pgstore.IntentState
+		for _, e := range hist {
+			hmoves = append(hmoves, [2]pgstore.IntentState{e.From, e.To})
+			assert.False(t, e.At.IsZero())
+		}
+		assert.Equal(t, moves, hmoves, "%s: the history holds the Observer's transitions", p.OrderID)
+		if i == 2 {
+			assert.Equal(t, pgstore.StateNeedsApproval, hist[0].To)
+			assert.Equal(t, "operator", hist[1].Actor)
+			assert.Equal(t, "alice: KYC checked", hist[1].Note)
+		}
+	}
+}

@@ -5,8 +5,8 @@ import "fmt"
 // queueSQL holds a Queue's statements, built once for its table. None is
 // built from a value: every value travels as a parameter.
 type queueSQL struct {
-	insert, get, getMany, list, counts, operate, wakeOne, learnID string
-	claim, attempt, attemptMany, set, velocityLock, velocitySum string
+	insert, get, getMany, list, counts, operate, wakeOne, learnID, history string
+	claim, attempt, attemptMany, set, velocityLock, velocitySum            string
 	// begin opens the final transaction (value-free: it is sent as a
 	// simple query); final and callbackDone close it, in one batch with
 	// COMMIT (see Queue.inFinalTx).
@@ -16,12 +16,20 @@ type queueSQL struct {
 // openStates is the SQL list of the states a worker claims.
 const openStates = `'queued', 'sending', 'reconciling', 'parked', 'created'`
 
-func buildQueueSQL(t string, idleTimeoutMillis int64) queueSQL {
+// Every change appends a row to the history table (h) in the statement
+// that makes it: the same transaction, no extra round trip.
+const histCols = `(order_id, actor, from_state, to_state, attempts, verdict, error, note, payout_id, request_id)`
+
+func buildQueueSQL(t, h string, idleTimeoutMillis int64) queueSQL {
 	return queueSQL{
-		insert: fmt.Sprintf(`INSERT INTO %s (order_id, wallet_address, network_fee_by_user, amount, currency, network,
+		insert: fmt.Sprintf(`WITH i AS (INSERT INTO %s (order_id, wallet_address, network_fee_by_user, amount, currency, network,
 customer_id, customer_ip, additional_data, webhook_url, state, last_error, callback_due)
 VALUES ($1, $2, $3, $4::numeric, $5, $6, $7, $8, $9, $10, $11, $12, $13)
-ON CONFLICT (order_id) DO NOTHING RETURNING true`, t),
+ON CONFLICT (order_id) DO NOTHING RETURNING order_id, state, last_error),
+h AS (INSERT INTO %s %s SELECT order_id, 'enqueue', '', state, 0, '', last_error, '', '', '' FROM i)
+SELECT true FROM i`, t, h, histCols),
+		history: fmt.Sprintf(`SELECT at, actor, from_state, to_state, attempts, verdict, error, note, payout_id, request_id
+FROM %s WHERE order_id = $1 ORDER BY id`, h),
 		get:     fmt.Sprintf(`SELECT %s FROM %s WHERE order_id = $1`, intentCols, t),
 		getMany: fmt.Sprintf(`SELECT %s FROM %s WHERE order_id = ANY($1)`, intentCols, t),
 		list:    fmt.Sprintf(`SELECT %s FROM %s WHERE ($1 OR state = ANY($2)) AND order_id > $3 ORDER BY order_id LIMIT $4`, intentCols, t),
@@ -30,17 +38,21 @@ ON CONFLICT (order_id) DO NOTHING RETURNING true`, t),
 		// worker checks before sending; $6 leaves the final callback due
 		// (a final state recorded by a process without OnFinal). A move
 		// clears the hold (Retry is the operator's answer to it).
-		operate: fmt.Sprintf(`UPDATE %s SET state = $3, note = $4, next_at = now(), lease_token = NULL, tries = 0, updated_at = now(),
+		operate: fmt.Sprintf(`WITH u AS (UPDATE %[1]s SET state = $3, note = $4, next_at = now(), lease_token = NULL, tries = 0, updated_at = now(),
     approved_at = CASE WHEN $5 THEN now() ELSE approved_at END, hold = '', callback_due = $6
-WHERE order_id = $1 AND state = $2 RETURNING %s`, t, intentCols),
+WHERE order_id = $1 AND state = $2 RETURNING %[2]s),
+h AS (INSERT INTO %[3]s %[4]s SELECT order_id, 'operator', $2, $3, attempts, '', '', $4, payout_id, '' FROM u)
+SELECT * FROM u`, t, intentCols, h, histCols),
 		// Wakes a followed intent, and says whether the intent (created,
 		// or final from it) lacks its payout id: one found by the list.
 		wakeOne: fmt.Sprintf(`WITH w AS (UPDATE %[1]s SET next_at = now() WHERE order_id = $1 AND state = 'created' AND next_at > now())
 SELECT payout_id = '' FROM %[1]s WHERE order_id = $1 AND state IN ('created', 'paid', 'failed')`, t),
 		// Records a payout id learned from a webhook, re-read through the
 		// API, for an intent that lacks it.
-		learnID: fmt.Sprintf(`UPDATE %s SET payout_id = $2, updated_at = now()
-WHERE order_id = $1 AND payout_id = '' AND state IN ('created', 'paid', 'failed')`, t),
+		learnID: fmt.Sprintf(`WITH u AS (UPDATE %s SET payout_id = $2, updated_at = now()
+WHERE order_id = $1 AND payout_id = '' AND state IN ('created', 'paid', 'failed') RETURNING order_id, state, attempts, payout_id)
+INSERT INTO %s %s SELECT order_id, 'webhook', state, state, attempts, '', '', 'payout id learned from its webhook, confirmed by the API', payout_id, '' FROM u`,
+			t, h, histCols),
 		// The claim: due intents in open states (the due index's
 		// predicate, written out so the planner uses it) and, for a
 		// process with OnFinal ($4), final intents whose callback is due;
@@ -60,13 +72,18 @@ FROM due WHERE order_id = due.due_id
 RETURNING %[2]s, tries`, t, intentCols, openStates),
 		// The attempt: committed before the request is sent; only by the
 		// lease holder, only from the state the holder saw.
-		attempt: fmt.Sprintf(`UPDATE %s SET state = 'sending', attempts = attempts + 1, attempted_at = $3,
+		attempt: fmt.Sprintf(`WITH u AS (UPDATE %s SET state = 'sending', attempts = attempts + 1, attempted_at = $3,
 reserved_at = now(), tries = 0, last_error = '', verdict = $5, updated_at = now()
-WHERE order_id = $1 AND lease_token = $2 AND state = $4`, t),
+WHERE order_id = $1 AND lease_token = $2 AND state = $4 RETURNING order_id, attempts),
+h AS (INSERT INTO %s %s SELECT order_id, 'worker', $4, 'sending', attempts, $5, '', '', '', '' FROM u)
+SELECT 1 FROM u`, t, h, histCols),
 		// Every other change by a worker, only by the lease holder; $10
 		// gives the lease up (an intent held for approval, a final state),
 		// $11 records a hold, $12 leaves the final callback due.
-		set: fmt.Sprintf(`UPDATE %s SET state = $3,
+		// $13 is the state the holder saw; $14 says whether the change is
+		// worth a history row (a new state, a verdict, an error), $15 is
+		// the request id of the answer that led to it.
+		set: fmt.Sprintf(`WITH u AS (UPDATE %s SET state = $3,
     verdict = CASE WHEN $4::text = '' THEN verdict ELSE $4::text END,
     last_error = $5, tries = $6, next_at = now() + $7 * interval '1 microsecond',
     payout_id = CASE WHEN $8::text = '' THEN payout_id ELSE $8::text END,
@@ -74,10 +91,14 @@ WHERE order_id = $1 AND lease_token = $2 AND state = $4`, t),
     lease_token = CASE WHEN $10 THEN NULL ELSE lease_token END,
     hold = CASE WHEN $11::text = '' THEN hold ELSE $11::text END,
     callback_due = callback_due OR $12, updated_at = now()
-WHERE order_id = $1 AND lease_token = $2 RETURNING attempts`, t),
-		attemptMany: fmt.Sprintf(`UPDATE %s SET state = 'sending', attempts = attempts + 1, attempted_at = $3,
+WHERE order_id = $1 AND lease_token = $2 RETURNING order_id, attempts, payout_id),
+h AS (INSERT INTO %s %s SELECT order_id, 'worker', $13, $3, attempts, $4, $5, '', payout_id, $15 FROM u WHERE $14)
+SELECT attempts FROM u`, t, h, histCols),
+		attemptMany: fmt.Sprintf(`WITH u AS (UPDATE %s SET state = 'sending', attempts = attempts + 1, attempted_at = $3,
 reserved_at = now(), tries = 0, last_error = '', verdict = '', updated_at = now()
-WHERE order_id = ANY($1) AND lease_token = $2 AND state = 'queued' RETURNING order_id`, t),
+WHERE order_id = ANY($1) AND lease_token = $2 AND state = 'queued' RETURNING order_id, attempts),
+h AS (INSERT INTO %s %s SELECT order_id, 'worker', 'queued', 'sending', attempts, '', '', '', '', '' FROM u)
+SELECT order_id FROM u`, t, h, histCols),
 		begin: fmt.Sprintf(`BEGIN ISOLATION LEVEL READ COMMITTED READ WRITE;
 SET LOCAL idle_in_transaction_session_timeout = %d`, max(idleTimeoutMillis, 1)),
 		// The final state, by the lease holder only, with its callback run
@@ -90,11 +111,15 @@ SET LOCAL idle_in_transaction_session_timeout = %d`, max(idleTimeoutMillis, 1)),
     payout_id = CASE WHEN $6::text = '' THEN payout_id ELSE $6::text END,
     payout_status = CASE WHEN $7::text = '' THEN payout_status ELSE $7::text END,
     callback_due = false, lease_token = NULL, updated_at = now()
-WHERE order_id = $1 AND lease_token = $2 RETURNING 1) SELECT 1 / count(*) FROM u`, t),
+WHERE order_id = $1 AND lease_token = $2 RETURNING order_id, attempts, payout_id),
+h AS (INSERT INTO %s %s SELECT order_id, 'worker', $8, $3, attempts, $4, $5, 'OnFinal ran', payout_id, $9 FROM u)
+SELECT 1 / count(*) FROM u`, t, h, histCols),
 		// The callback of a final state recorded elsewhere, run: cleared by
 		// the lease holder only, in the transaction that ran it.
 		callbackDone: fmt.Sprintf(`WITH u AS (UPDATE %s SET callback_due = false, lease_token = NULL, tries = 0, updated_at = now()
-WHERE order_id = $1 AND lease_token = $2 AND callback_due RETURNING 1) SELECT 1 / count(*) FROM u`, t),
+WHERE order_id = $1 AND lease_token = $2 AND callback_due RETURNING order_id, state, attempts, payout_id),
+h AS (INSERT INTO %s %s SELECT order_id, 'worker', state, state, attempts, '', '', 'OnFinal ran (its callback was due)', payout_id, '' FROM u)
+SELECT 1 / count(*) FROM u`, t, h, histCols),
 		// The lock on the table's identity in the database (its oid, the
 		// same however the table is spelled) and the currency key.
 		velocityLock: `SELECT pg_advisory_xact_lock(hashtextextended('cryptopay_velocity:' || $1::regclass::oid::text || ':' || $2::text, 0))`,

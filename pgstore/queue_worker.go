@@ -183,6 +183,7 @@ type change struct {
 	payoutID         string
 	payoutStatus     cryptopay.PayoutStatus
 	hold             string // sets Intent.Hold (never clears it)
+	requestID        string // the API's request id of the answer that led here
 }
 
 // record writes ch for a held intent (a final state through finish).
@@ -193,8 +194,10 @@ func (q *Queue) record(ctx context.Context, c claimed, ch change) error {
 	if err := q.set(ctx, c, ch, false); err != nil {
 		return err
 	}
-	q.observe(Transition{OrderID: c.Params.OrderID, From: c.State, To: ch.to, Attempts: c.Attempts,
-		PayoutID: cmpOr(ch.payoutID, c.PayoutID), Verdict: ch.verdict, Err: ch.errText})
+	if ch.to != c.State {
+		q.observe(Transition{OrderID: c.Params.OrderID, From: c.State, To: ch.to, Attempts: c.Attempts,
+			PayoutID: cmpOr(ch.payoutID, c.PayoutID), Verdict: ch.verdict, Err: ch.errText})
+	}
 	return nil
 }
 
@@ -206,9 +209,11 @@ func (q *Queue) set(ctx context.Context, c claimed, ch change, due bool) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
 	release := ch.to == StateNeedsApproval || ch.to.IsFinal()
+	logged := ch.to != c.State || ch.verdict != "" || ch.errText != ""
 	var attempts int
 	err := q.cfg.Pool.QueryRow(ctx, q.sql.set, c.Params.OrderID, c.token, string(ch.to), ch.verdict, ch.errText, ch.tries,
-		ch.after.Microseconds(), noNUL(ch.payoutID), noNUL(string(ch.payoutStatus)), release, ch.hold, due).Scan(&attempts)
+		ch.after.Microseconds(), noNUL(ch.payoutID), noNUL(string(ch.payoutStatus)), release, ch.hold, due,
+		string(c.State), logged, noNUL(ch.requestID)).Scan(&attempts)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return errLostLease
 	}
@@ -231,7 +236,7 @@ func (q *Queue) finish(ctx context.Context, c claimed, ch change) error {
 	} else {
 		in := c.after(ch)
 		err := q.inFinalTx(ctx, in, q.sql.final, c.Params.OrderID, c.token, string(ch.to), ch.verdict, ch.errText,
-			noNUL(ch.payoutID), noNUL(string(ch.payoutStatus)))
+			noNUL(ch.payoutID), noNUL(string(ch.payoutStatus)), string(c.State), noNUL(ch.requestID))
 		if err != nil {
 			if errors.Is(err, errLostLease) {
 				return err
@@ -369,6 +374,8 @@ func (q *Queue) send(ctx context.Context, c claimed) error {
 		}
 		return err // not committed (or not known to be): nothing is sent
 	}
+	q.observe(Transition{OrderID: c.Params.OrderID, From: c.State, To: StateSending, Attempts: c.Attempts + 1,
+		PayoutID: c.PayoutID, Verdict: c.Verdict})
 	c.State, c.AttemptedAt, c.Attempts = StateSending, attemptedAt, c.Attempts+1
 	return q.post(ctx, c)
 }
@@ -378,15 +385,15 @@ func (q *Queue) send(ctx context.Context, c claimed) error {
 func (q *Queue) post(ctx context.Context, c claimed) error {
 	q.at("attempt-committed")
 	sctx, cancel := context.WithTimeout(ctx, q.cfg.SendTimeout)
-	pay, err := q.api.create(sctx, c.Params)
+	pay, reqID, err := q.api.create(sctx, c.Params)
 	cancel()
 	q.at("answer-read")
 	var ou *cryptopay.OutcomeUnknownError
 	switch {
 	case err == nil:
-		return q.created(ctx, c, pay.ID, pay.Status, "")
+		return q.createdBy(ctx, c, pay.ID, pay.Status, "", reqID)
 	case definiteRefusal(err):
-		return q.record(ctx, c, change{to: StateRefused, errText: errText(err)})
+		return q.record(ctx, c, change{to: StateRefused, errText: errText(err), requestID: reqID})
 	case errors.As(err, &ou) && ou.ServerActed():
 		// A 2xx that could not be matched to the request: the server
 		// acted. Never resent on a list verdict; a person looks, with the
@@ -395,11 +402,11 @@ func (q *Queue) post(ctx context.Context, c claimed) error {
 		why := fmt.Sprintf("the create request was answered %d (the server acted) naming payoutId %q and orderId %q, "+
 			"which could not be matched to this request; not sent again without an operator's Retry: %v",
 			ou.StatusCode, ou.AnswerID, ou.AnswerOrderID, err)
-		return q.record(ctx, c, change{to: StateParked, errText: scrubText(why), hold: HoldServerActed, after: q.settle()})
+		return q.record(ctx, c, change{to: StateParked, errText: scrubText(why), hold: HoldServerActed, after: q.settle(), requestID: reqID})
 	default:
 		// No answer, a 5xx, a timeout ...: the payout may exist. Reconcile
 		// once the list has had time to show it.
-		return q.record(ctx, c, change{to: StateReconciling, errText: errText(err), after: q.settle()})
+		return q.record(ctx, c, change{to: StateReconciling, errText: errText(err), after: q.settle(), requestID: reqID})
 	}
 }
 
@@ -448,6 +455,12 @@ func (q *Queue) commitBatch(ctx context.Context, batch []claimed) {
 		// one's own commit in send finds it no longer queued if it did.
 		for i := range batch {
 			batch[i].committed = false
+		}
+		return
+	}
+	for i := range batch {
+		if c := &batch[i]; c.committed {
+			q.observe(Transition{OrderID: c.Params.OrderID, From: StateQueued, To: StateSending, Attempts: c.Attempts})
 		}
 	}
 }
@@ -511,10 +524,15 @@ func definiteRefusal(err error) bool {
 // created records a payout that exists, finishing at once if its status is
 // already final.
 func (q *Queue) created(ctx context.Context, c claimed, id string, st cryptopay.PayoutStatus, verdict string) error {
+	return q.createdBy(ctx, c, id, st, verdict, "")
+}
+
+// createdBy is created with the request id of the answer that showed it.
+func (q *Queue) createdBy(ctx context.Context, c claimed, id string, st cryptopay.PayoutStatus, verdict, reqID string) error {
 	if to, final := finalState(st); final {
-		return q.record(ctx, c, change{to: to, verdict: verdict, payoutID: id, payoutStatus: st})
+		return q.record(ctx, c, change{to: to, verdict: verdict, payoutID: id, payoutStatus: st, requestID: reqID})
 	}
-	return q.record(ctx, c, change{to: StateCreated, verdict: verdict, payoutID: id, payoutStatus: st, after: q.cfg.FollowEvery})
+	return q.record(ctx, c, change{to: StateCreated, verdict: verdict, payoutID: id, payoutStatus: st, after: q.cfg.FollowEvery, requestID: reqID})
 }
 
 // finalState maps a payout's terminal status to the intent's final state.
