@@ -187,7 +187,7 @@ func TestPayoutQueueOutputIsSafe(t *testing.T) {
 	hostile := "\x1b]8;;http://evil\x07click\x1b[2J\u202e\u009b31m\n" // no \r: a CSV reads \r\n in a field as \n
 	rec := batchRecord("h", 1)
 	rec[0] = "h-1\x1b[31m\u202e\u009b" // a line break would not survive the CSV as it is
-	rec[8] = hostile // currency and network must be canonical keys: Enqueue refuses anything else
+	rec[8] = hostile                   // currency and network must be canonical keys: Enqueue refuses anything else
 	rec[5] = "c" + hostile
 	r := qf.run("payout", "batch", csvFile(t, batchHeader, rec))
 	require.Equal(t, 0, r.code, r.stderr)
