@@ -110,17 +110,17 @@ const (
 // IsFinal reports whether the state is final: the intent will not move
 // again. QueueConfig.OnFinal has run for it unless Intent.CallbackDue.
 func (s IntentState) IsFinal() bool {
-	switch s {
-	case StatePaid, StateFailed, StateRefused, StateRejected, StateBlocked:
-		return true
-	}
-	return false
+	d, ok := stateOf(s)
+	return ok && d.final
 }
 
 // States lists every state, in their usual order.
 func States() []IntentState {
-	return []IntentState{StateNeedsApproval, StateQueued, StateSending, StateReconciling, StateParked,
-		StateCreated, StatePaid, StateFailed, StateRefused, StateRejected, StateBlocked}
+	out := make([]IntentState, len(stateDefs))
+	for i, d := range stateDefs {
+		out[i] = d.state
+	}
+	return out
 }
 
 // Errors of the queue; match them with errors.Is.
@@ -430,7 +430,7 @@ func (q *Queue) DDL() string {
 ALTER TABLE %[1]s ADD COLUMN IF NOT EXISTS approved_at timestamptz;
 ALTER TABLE %[1]s ADD COLUMN IF NOT EXISTS hold text NOT NULL DEFAULT '';
 ALTER TABLE %[1]s ADD COLUMN IF NOT EXISTS callback_due boolean NOT NULL DEFAULT false;
-CREATE INDEX IF NOT EXISTS %[2]s ON %[1]s (next_at) WHERE state IN ('queued', 'sending', 'reconciling', 'parked', 'created');
+CREATE INDEX IF NOT EXISTS %[2]s ON %[1]s (next_at) WHERE state IN (%[8]s);
 CREATE INDEX IF NOT EXISTS %[3]s ON %[1]s (state, order_id);
 CREATE INDEX IF NOT EXISTS %[4]s ON %[1]s (currency, reserved_at) WHERE reserved_at IS NOT NULL;
 CREATE INDEX IF NOT EXISTS %[5]s ON %[1]s (next_at) WHERE callback_due;
@@ -448,7 +448,7 @@ CREATE TABLE IF NOT EXISTS %[6]s (
     payout_id  text        NOT NULL,
     request_id text        NOT NULL
 );
-CREATE INDEX IF NOT EXISTS %[7]s ON %[6]s (order_id, id);`, q.Table(), due, state, vel, calls, q.hist.Sanitize(), histIdx)
+CREATE INDEX IF NOT EXISTS %[7]s ON %[6]s (order_id, id);`, q.Table(), due, state, vel, calls, q.hist.Sanitize(), histIdx, openStatesSQL())
 }
 
 // CreateTable creates the queue's table and indexes if they do not exist.
@@ -814,6 +814,9 @@ func (q *Queue) Reject(ctx context.Context, orderID, note string) error {
 // clears the lease, so a worker that holds the intent cannot record
 // anything over it.
 func (q *Queue) operate(ctx context.Context, orderID, note string, from, to IntentState) error {
+	if !canMove(from, to, byOperator) {
+		return fmt.Errorf("pgstore: no operator's transition %s -> %s", from, to)
+	}
 	var in *Intent
 	err := pgx.BeginFunc(ctx, q.cfg.Pool, func(tx pgx.Tx) error {
 		var err error

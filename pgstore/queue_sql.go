@@ -13,9 +13,6 @@ type queueSQL struct {
 	begin, final, callbackDone string
 }
 
-// openStates is the SQL list of the states a worker claims.
-const openStates = `'queued', 'sending', 'reconciling', 'parked', 'created'`
-
 // Every change appends a row to the history table (h) in the statement
 // that makes it: the same transaction, no extra round trip.
 const histCols = `(order_id, actor, from_state, to_state, attempts, verdict, error, note, payout_id, request_id)`
@@ -69,7 +66,7 @@ calls AS (
 due AS (SELECT order_id AS due_id FROM work UNION ALL SELECT order_id FROM calls LIMIT $1)
 UPDATE %[1]s SET next_at = now() + $2 * interval '1 microsecond', lease_token = $3
 FROM due WHERE order_id = due.due_id
-RETURNING %[2]s, tries`, t, intentCols, openStates),
+RETURNING %[2]s, tries`, t, intentCols, openStatesSQL()),
 		// The attempt: committed before the request is sent; only by the
 		// lease holder, only from the state the holder saw.
 		attempt: fmt.Sprintf(`WITH u AS (UPDATE %s SET state = 'sending', attempts = attempts + 1, attempted_at = $3,

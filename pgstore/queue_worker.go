@@ -152,20 +152,20 @@ func (q *Queue) handle(ctx context.Context, c claimed) {
 	ctx, cancel := context.WithDeadline(ctx, c.deadline)
 	defer cancel()
 	var err error
-	switch c.State {
-	case StatePaid, StateFailed, StateRefused, StateRejected, StateBlocked:
+	switch {
+	case c.State.IsFinal():
 		err = q.callback(ctx, c) // claimed for its due callback only
-	case StateSending:
+	case c.State == StateSending:
 		if c.committed {
 			err = q.post(ctx, c)
 			break
 		}
 		err = q.reconcile(ctx, c)
-	case StateQueued:
+	case c.State == StateQueued:
 		err = q.send(ctx, c)
-	case StateReconciling, StateParked:
+	case c.State == StateReconciling, c.State == StateParked:
 		err = q.reconcile(ctx, c)
-	case StateCreated:
+	case c.State == StateCreated:
 		err = q.follow(ctx, c)
 	}
 	if err != nil && !errors.Is(err, errLostLease) {
@@ -188,6 +188,9 @@ type change struct {
 
 // record writes ch for a held intent (a final state through finish).
 func (q *Queue) record(ctx context.Context, c claimed, ch change) error {
+	if !canMove(c.State, ch.to, byWorker) {
+		return fmt.Errorf("pgstore: no worker's transition %s -> %s (not recorded)", c.State, ch.to)
+	}
 	if ch.to.IsFinal() {
 		return q.finish(ctx, c, ch)
 	}
