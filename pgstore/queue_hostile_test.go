@@ -105,7 +105,7 @@ func TestQueueAlteredOrderIDIsEvidence(t *testing.T) {
 	r.enqueue(t, q, p)
 	r.payAll(t)
 	run(t, q)
-	in := waitIntent(t, q, p.OrderID, "parked with the 2xx on record", func(in *pgstore.Intent) bool {
+	waitIntent(t, q, p.OrderID, "parked with the 2xx on record", func(in *pgstore.Intent) bool {
 		return in.State == pgstore.StateParked && in.Hold == pgstore.HoldServerActed
 	})
 	// The parked intent is still reconciled (a payout found by its orderId
@@ -116,7 +116,7 @@ func TestQueueAlteredOrderIDIsEvidence(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	require.GreaterOrEqual(t, g.lists.Load(), lists+3, "reconciled again while parked")
-	in = waitIntent(t, q, p.OrderID, "still parked", func(in *pgstore.Intent) bool { return in.State == pgstore.StateParked })
+	in := waitIntent(t, q, p.OrderID, "still parked", func(in *pgstore.Intent) bool { return in.State == pgstore.StateParked })
 	assert.Equal(t, int64(1), g.creates.Load(), "one create request")
 	assert.Len(t, r.fake.Payouts(), 1, "one payout at the server")
 	assert.Equal(t, 1, in.Attempts)
@@ -160,7 +160,7 @@ func TestQueueReplayedAnswerIsNotMatched(t *testing.T) {
 
 	r.enqueue(t, q, b)
 	run(t, q)
-	in := waitIntent(t, q, b.OrderID, "b parked", func(in *pgstore.Intent) bool {
+	waitIntent(t, q, b.OrderID, "b parked", func(in *pgstore.Intent) bool {
 		return in.State == pgstore.StateParked && in.Hold == pgstore.HoldServerActed
 	})
 	lists := g.lists.Load()
@@ -168,7 +168,7 @@ func TestQueueReplayedAnswerIsNotMatched(t *testing.T) {
 	for g.lists.Load() < lists+3 && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
-	in = waitIntent(t, q, b.OrderID, "b still parked", func(in *pgstore.Intent) bool { return in.State == pgstore.StateParked })
+	in := waitIntent(t, q, b.OrderID, "b still parked", func(in *pgstore.Intent) bool { return in.State == pgstore.StateParked })
 	assert.Equal(t, int64(2), g.creates.Load(), "b's create sent once")
 	assert.Empty(t, in.PayoutID, "b is not bound to a's payout")
 	assert.Equal(t, 1, in.Attempts)
