@@ -78,22 +78,31 @@ func TestCreateOutcomeUnknownRule(t *testing.T) {
 // another orderId than the request's (a caching proxy or gateway answering
 // with another request's response) is not this order's object: the call
 // is an unknown outcome, never a success the caller would record against
-// the wrong order. An answer without an orderId is not judged by it.
+// the wrong order. An answer without an orderId (a cache replaying another
+// request's answer with it removed) is not matched to the request either.
+// The error says a 2xx was read (the server acted) and which ids the
+// answer named, so a caller never resends on a list search's "not
+// created" after it.
 func TestCreateAnswerForAnotherOrder(t *testing.T) {
 	tests := []struct {
 		name, payment, payout string
 		unknown               bool
+		reason                string
+		orderIDs              [2]string // the answer's orderId: payment, payout
 	}{
-		{"same orderId", paymentCreated, payoutBody, false},
+		{"same orderId", paymentCreated, payoutBody, false, "", [2]string{}},
 		{"another orderId",
 			strings.Replace(paymentCreated, `"orderId": "order-1"`, `"orderId": "order-2"`, 1),
-			strings.Replace(payoutBody, `"orderId": "wd-1"`, `"orderId": "wd-2"`, 1), true},
+			strings.Replace(payoutBody, `"orderId": "wd-1"`, `"orderId": "wd-2"`, 1), true, "another orderId", [2]string{"order-2", "wd-2"}},
 		{"orderId differing in case",
 			strings.Replace(paymentCreated, `"orderId": "order-1"`, `"orderId": "ORDER-1"`, 1),
-			strings.Replace(payoutBody, `"orderId": "wd-1"`, `"orderId": "WD-1"`, 1), true},
+			strings.Replace(payoutBody, `"orderId": "wd-1"`, `"orderId": "WD-1"`, 1), true, "another orderId", [2]string{"ORDER-1", "WD-1"}},
 		{"no orderId",
 			strings.Replace(paymentCreated, `"orderId": "order-1",`, ``, 1),
-			strings.Replace(payoutBody, `"orderId": "wd-1",`, ``, 1), false},
+			strings.Replace(payoutBody, `"orderId": "wd-1",`, ``, 1), true, "names no orderId", [2]string{}},
+		{"empty orderId",
+			strings.Replace(paymentCreated, `"orderId": "order-1"`, `"orderId": ""`, 1),
+			strings.Replace(payoutBody, `"orderId": "wd-1"`, `"orderId": ""`, 1), true, "names no orderId", [2]string{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -111,11 +120,19 @@ func TestCreateAnswerForAnotherOrder(t *testing.T) {
 				assert.NotNil(t, o)
 				return
 			}
-			for _, err := range []error{perr, oerr} {
+			for i, err := range []error{perr, oerr} {
 				assert.ErrorIs(t, err, ErrOutcomeUnknown)
 				assert.ErrorIs(t, err, ErrUnexpectedResponse)
-				assert.ErrorContains(t, err, "another orderId")
+				assert.ErrorContains(t, err, tt.reason)
+				var ou *OutcomeUnknownError
+				require.ErrorAs(t, err, &ou)
+				assert.True(t, ou.ServerActed(), "a 2xx was read")
+				assert.Equal(t, []int{201, 200}[i], ou.StatusCode)
+				assert.Equal(t, tt.orderIDs[i], ou.AnswerOrderID)
 			}
+			var ou *OutcomeUnknownError
+			require.ErrorAs(t, oerr, &ou)
+			assert.Equal(t, "po_77", ou.AnswerID, "the payout id the answer named, for a person to look at")
 			assert.Nil(t, p)
 			assert.Nil(t, o)
 		})

@@ -166,7 +166,7 @@ func TestPayoutBatchDryRun(t *testing.T) {
 	)
 	allow := writeFile(t, "allow.txt", "# the only wallets paid\nTCL3eTB75W5qNJEmseEmVMkNJ5pNBciXj4\n\n")
 	r = qf.run("payout", "batch", "--dry-run", file, "--max-amount", "usdt=1000", "--max-amount", "eth=5000",
-		"--velocity", "eth=1000", "--allow-address-file", allow, "--approval-above", "ETH=500")
+		"--velocity", "eth=1000", "--allow-address-file", allow, "--approval-above", "eth=500")
 	require.Equal(t, 0, r.code, r.stderr)
 	var out batchOutput
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &out))

@@ -79,6 +79,10 @@ func TestPayoutQueueOperate(t *testing.T) {
 	in := qf.state(t, "q-3")
 	assert.Equal(t, pgstore.StateRejected, in.State)
 	assert.Equal(t, "bob: unknown customer", in.Note)
+	assert.True(t, in.CallbackDue, "the CLI has no OnFinal: the application's workers run it")
+	r = qf.cli(terms{stdout: true}, "payout", "queue", "show", "q-3")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "OnFinal has not run yet")
 
 	tests := []struct {
 		name string
@@ -151,7 +155,7 @@ func TestPayoutQueueParkedRetry(t *testing.T) {
 	qf.waitState(t, "p-00001", pgstore.StatePaid)
 	assert.Equal(t, 1, qf.srv.PayoutsWithOrderID("p-00001"), "one payout")
 
-	var shown intentOut
+	var shown intentDetail
 	r = qf.run("payout", "queue", "show", "p-00001")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &shown))
@@ -160,6 +164,20 @@ func TestPayoutQueueParkedRetry(t *testing.T) {
 	assert.Equal(t, qf.srv.PayoutIDsWithOrderID("p-00001")[0], shown.PayoutID)
 	assert.Equal(t, "paid", shown.PayoutStatus)
 	assert.Contains(t, shown.Note, "carol")
+	// The history: every change and the operator's retry with its note.
+	var changes []string
+	for _, e := range shown.History {
+		changes = append(changes, e.Actor+":"+e.From+">"+e.To)
+		if e.Actor == "operator" {
+			assert.Contains(t, e.Note, "carol")
+		}
+	}
+	assert.Equal(t, []string{"enqueue:>queued", "worker:queued>sending", "worker:sending>reconciling", "worker:reconciling>parked",
+		"operator:parked>queued", "worker:queued>sending", "worker:sending>created", "worker:created>paid"}, changes)
+	r = qf.cli(terms{stdout: true}, "payout", "queue", "show", "p-00001")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Regexp(t, `History:\n\s*AT\s+BY\s+CHANGE`, r.stdout)
+	assert.Regexp(t, `operator\s+parked -> queued\s+1`, r.stdout)
 }
 
 // Values from the database are printed with no control character: in
@@ -187,6 +205,10 @@ func TestPayoutQueueOutputIsSafe(t *testing.T) {
 	r = qf.cli(terms{stdout: true}, "payout", "batch", "--dry-run", csvFile(t, batchHeader, rec), "--max-amount", "usdt=1")
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Contains(t, r.stdout, "max_amount")
+	// A hostile guardrail key is refused (not a canonical key), its text shown clean.
+	r = qf.cli(terms{stdout: true}, "payout", "batch", "--dry-run", csvFile(t, batchHeader, rec), "--max-amount", "usdt"+hostile+"=1")
+	assert.Equal(t, exitUsage, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "Guardrails.MaxAmount")
 }
 
 // The database password is never printed: a password on the command line
