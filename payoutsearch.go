@@ -112,10 +112,11 @@ type payoutSearch struct {
 	head     int
 	tail     int
 	end      int
-	counted  bool // the server sends a count (without one, read to an empty page)
-	endSeen  bool // a page showed the end of the list (it was not full)
-	read1    bool // the first page has been read
-	farRead  bool // the far end of the list (from count-size+1) has been read
+	counted  bool             // the server sends a count (without one, read to an empty page)
+	endSeen  bool             // a page showed the end of the list (it was not full)
+	read1    bool             // the first page has been read
+	farRead  bool             // the far end of the list (from count-size+1) has been read
+	top      []PayoutListItem // the last page read at the top of the list
 	order    listOrder
 	edge     time.Time // the oldest createdAt the newest-to-oldest walk reached
 	stopped  bool      // the walk reached the cutoff and the order is proven
@@ -448,6 +449,7 @@ func (s *payoutSearch) first() ([]PayoutListItem, error) {
 		return nil, s.inconsistent(fmt.Sprintf("the first page is empty but the count is %d", p.count))
 	}
 	s.order = orderOf(p.items)
+	s.top = p.items
 	return p.items, nil
 }
 
@@ -515,6 +517,14 @@ func (s *payoutSearch) stepUp() error {
 	s.head += len(p.items)
 	if toEnd && len(p.items) < limit {
 		s.endSeen = true
+	}
+	if s.order == orderUnknown {
+		// Pages too small (or createdAt too equal) to show the order so
+		// far: learn it from the run read from the top.
+		s.order = orderOf(s.top, p.items)
+	}
+	if len(p.items) > 0 {
+		s.top = p.items
 	}
 	if s.order == newestFirst {
 		s.reach(p.items, false)

@@ -2,9 +2,11 @@ package cryptopay
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strconv"
 	"sync"
@@ -382,18 +384,18 @@ func (l *orderedList) page(n int64, offset, limit int) []byte {
 // matrixN is the number of payouts besides the one looked for.
 const matrixN = 40
 
-// matrixPayouts are matrixN payouts as on a real account: an hour apart,
-// the newest 3 within the default clock-skew margin before attempt (so
-// after the search's cutoff), with currency, status and amount mixed.
-func matrixPayouts(attempt time.Time) []orderedPayout {
+// matrixPayouts are n payouts as on a real account: a minute apart, the
+// newest 3 within the default clock-skew margin before attempt (so after
+// the search's cutoff), with currency, status and amount mixed.
+func matrixPayouts(attempt time.Time, n int) []orderedPayout {
 	curs := [...][2]string{{"usdt", "tron"}, {"btc", "bitcoin"}, {"eth", "ethereum"}}
 	statuses := [...]string{"paid", "paid", "failed", "processing"}
-	items := make([]orderedPayout, matrixN)
+	items := make([]orderedPayout, n)
 	for i := range items {
 		h := uint32(i+1) * 2654435761
-		at := attempt.Add(-time.Duration(matrixN-i+2) * time.Hour)
-		if i >= matrixN-3 {
-			at = attempt.Add(-time.Duration(matrixN-i) * 20 * time.Second)
+		at := attempt.Add(-time.Duration(n-i+2) * time.Minute)
+		if i >= n-3 {
+			at = attempt.Add(-time.Duration(n-i) * 20 * time.Second)
 		}
 		c := curs[(h>>8)%3]
 		items[i] = orderedPayout{orderID: "o" + strconv.Itoa(i), currency: c[0], network: c[1],
@@ -583,7 +585,7 @@ var matrixPageSizes = []int{1, 2, 3, 7, 16, 39, 40, 41, 100}
 // (fast), "still unknown" for a list that contradicts itself.
 func TestListSearchOrderMatrix(t *testing.T) {
 	attempt := time.Now().Add(-time.Minute).UTC() // the settle time has passed
-	base := matrixPayouts(attempt)
+	base := matrixPayouts(attempt, matrixN)
 	for _, oc := range listOrderCases() {
 		for _, ps := range matrixPageSizes {
 			t.Run(oc.name+"/page "+strconv.Itoa(ps), func(t *testing.T) {
@@ -631,4 +633,136 @@ func TestListSearchOrderMatrix(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestListSearchRequestsPerSearch counts the list requests of the common
+// searches on 1,000 payouts, pages of 100 (and of 1), in the two orders
+// the search can prove: the payout just created, and one never created.
+// The counts are exact: a change is a change of cost, up or down.
+func TestListSearchRequestsPerSearch(t *testing.T) {
+	attempt := time.Now().Add(-time.Minute).UTC()
+	base := matrixPayouts(attempt, 1000)
+	target := matrixTarget(attempt, 2)
+	tests := []struct {
+		name     string
+		order    func(a, b orderedPayout) int
+		pageSize int
+		present  bool
+		want     int
+	}{
+		{"newest first, created", newer, 100, true, 1},
+		{"newest first, never created", newer, 100, false, 2},
+		{"oldest first, created", older, 100, true, 2},
+		{"oldest first, never created", older, 100, false, 2},
+		// Pages of 1: the first, the probe at the count, then 16 payouts
+		// in a row at each end before the proof holds.
+		{"newest first, never created, pages of 1", newer, 1, false, 33},
+		{"oldest first, never created, pages of 1", older, 1, false, 33},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			items := base
+			if tt.present {
+				items = insertAt(base, &target, 0)
+			}
+			c, mux := setup(t)
+			l := &orderedList{maxPage: tt.pageSize, items: sortBy(items, tt.order)}
+			mux.Handle("GET /v1/payout/list", l)
+			res, err := c.ReconcilePayout(context.Background(), ReconcileParams{OrderID: "target", AttemptedAt: attempt})
+			require.NoError(t, err)
+			want := map[bool]ReconcileVerdict{true: PayoutExists, false: PayoutNotCreated}[tt.present]
+			assert.Equal(t, want, res.Verdict, res.Reason)
+			t.Logf("%d requests", res.Requests)
+			assert.Equal(t, tt.want, res.Requests)
+			assert.Equal(t, int64(res.Requests), l.requests.Load())
+		})
+	}
+}
+
+// TestListSearchBounded: a list whose order cannot be proven is read to
+// its end, but no further than maxSearchRequests pages a look; beyond
+// them the answer is "still unknown", whether or not the payout lies in
+// the part left unread.
+func TestListSearchBounded(t *testing.T) {
+	attempt := time.Now().Add(-time.Minute).UTC()
+	base := matrixPayouts(attempt, maxSearchRequests+100)
+	byCurrency := func(a, b orderedPayout) int {
+		if c := cmpString(a.currency, b.currency); c != 0 {
+			return c
+		}
+		return newer(a, b)
+	}
+	target := matrixTarget(attempt, 2)
+	for _, present := range []bool{false, true} {
+		t.Run(map[bool]string{false: "never created", true: "created, in the part unread"}[present], func(t *testing.T) {
+			items := sortBy(base, byCurrency)
+			if present {
+				items = insertAt(items, &target, len(items)-50) // past the places read from either end
+			}
+			c, mux := setup(t)
+			l := &orderedList{maxPage: 1, items: items}
+			mux.Handle("GET /v1/payout/list", l)
+			res, err := c.ReconcilePayout(context.Background(), ReconcileParams{OrderID: "target", AttemptedAt: attempt})
+			assert.ErrorIs(t, err, ErrUnexpectedResponse)
+			require.NotNil(t, res)
+			assert.Equal(t, PayoutStillUnknown, res.Verdict, res.Reason)
+			assert.Contains(t, res.Reason, "not searched to the end")
+			assert.Equal(t, maxSearchRequests, res.Requests)
+			assert.Equal(t, int64(maxSearchRequests), l.requests.Load())
+		})
+	}
+}
+
+// handlerTransport serves requests with h in process (for the fuzz target).
+type handlerTransport struct{ h http.Handler }
+
+func (t handlerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	rec := httptest.NewRecorder()
+	t.h.ServeHTTP(rec, r)
+	return rec.Result(), nil
+}
+
+// FuzzListSearchOrder lays out lists of the matrix's orders with the
+// fuzzer's size, page size, place of the payout and shuffle, and checks
+// the safety property: never "not created" while the list holds the
+// payout, whatever the order; errors are typed and give "still unknown".
+func FuzzListSearchOrder(f *testing.F) {
+	for kind := range len(listOrderCases()) {
+		f.Add(uint8(kind), uint8(7), uint8(40), uint8(20), true)
+		f.Add(uint8(kind), uint8(1), uint8(45), uint8(44), true)
+		f.Add(uint8(kind), uint8(3), uint8(60), uint8(0), false)
+	}
+	attempt := time.Now().Add(-time.Minute).UTC()
+	cases := listOrderCases()
+	f.Fuzz(func(t *testing.T, kind, pageSize, n, variant uint8, present bool) {
+		oc := cases[int(kind)%len(cases)]
+		size := int(n)%120 + 1
+		base := matrixPayouts(attempt, size)
+		var target *orderedPayout
+		if present {
+			tp := matrixTarget(attempt, int(variant))
+			target = &tp
+		}
+		l := &orderedList{maxPage: int(pageSize)%50 + 1, items: oc.arrange(base, target, int(variant)%(size+1))}
+		if oc.adjust != nil {
+			oc.adjust(l)
+		}
+		c, err := NewClient(testBase, testKey, WithHTTPClient(&http.Client{Transport: handlerTransport{l}}), WithRetryPolicy(RetryPolicy{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, at := range []time.Time{attempt, {}} {
+			res, err := c.ReconcilePayout(context.Background(), ReconcileParams{OrderID: "target", AttemptedAt: at})
+			switch {
+			case res == nil:
+				t.Fatalf("no result: %v", err)
+			case err != nil && (res.Verdict != PayoutStillUnknown || !errors.Is(err, ErrUnexpectedResponse)):
+				t.Fatalf("error %v with verdict %s", err, res.Verdict)
+			case present && res.Verdict == PayoutNotCreated:
+				t.Fatalf("%s, page %d, %d payouts, variant %d: not created while listed: %s", oc.name, l.maxPage, size, variant, res.Reason)
+			case present && res.Verdict == PayoutExists && res.Payout.OrderID != "target":
+				t.Fatalf("found the wrong payout %+v", res.Payout)
+			}
+		}
+	})
 }
