@@ -125,7 +125,8 @@ type payoutSearch struct {
 	found    *PayoutListItem
 	count0   int                 // the count the first page sent
 	distinct map[uint64]struct{} // identity of each payout read (see identity)
-	records  []sortRecord        // what sortProven needs of each payout read; nil: no skip
+	keep     bool                // a skip is still possible: records are kept
+	records  []sortRecord        // what sortProven needs of each payout read
 }
 
 // sortRecord is what the proof of the order needs of one payout read: its
@@ -139,9 +140,7 @@ type sortRecord struct {
 
 func newPayoutSearch(ctx context.Context, c *Client, orderID string, cutoff time.Time, opts []Option) *payoutSearch {
 	s := &payoutSearch{c: c, ctx: ctx, opts: opts, orderID: orderID, cutoff: cutoff, pages: make(map[uint64]int), distinct: make(map[uint64]struct{})}
-	if !cutoff.IsZero() {
-		s.records = make([]sortRecord, 0, 2*defaultPageSize)
-	}
+	s.keep = !cutoff.IsZero()
 	return s
 }
 
@@ -189,7 +188,7 @@ func (s *payoutSearch) run() error {
 // walk reads the far end when it reaches the cutoff, and either walk
 // widens the oldest end (widen) until it shows enough.
 func (s *payoutSearch) decide() error {
-	if s.stopped || s.records == nil || s.edge.IsZero() || !s.edge.Before(s.cutoff) ||
+	if s.stopped || !s.keep || s.edge.IsZero() || !s.edge.Before(s.cutoff) ||
 		(s.order != newestFirst && s.order != oldestFirst) || !s.counted || s.head >= s.tail {
 		return nil
 	}
@@ -202,7 +201,7 @@ func (s *payoutSearch) decide() error {
 	if newest < minSortedRun {
 		return nil // the walk reads on, and decide looks again
 	}
-	for oldest < minSortedRun && s.head < s.tail && s.records != nil {
+	for oldest < minSortedRun && s.head < s.tail && s.keep {
 		if err := s.widen(); err != nil || s.found != nil {
 			return err
 		}
@@ -237,7 +236,7 @@ func (s *payoutSearch) widen() error {
 		return s.short(lo, len(p.items), hi-lo)
 	}
 	if p.count != s.end {
-		s.records = nil // the list changed: the places read no longer line up
+		s.noSkip() // the list changed: the places read no longer line up
 		return nil
 	}
 	if s.order == newestFirst {
@@ -265,7 +264,7 @@ func (s *payoutSearch) widen() error {
 func (s *payoutSearch) sortProven() bool {
 	newest, oldest := s.runs()
 	r := s.records
-	if len(r) < 2 || newest < minSortedRun || oldest < minSortedRun || !s.farRead {
+	if !s.keep || len(r) < 2 || newest < minSortedRun || oldest < minSortedRun || !s.farRead {
 		return false
 	}
 	slices.SortStableFunc(r, func(a, b sortRecord) int { return cmp.Compare(a.pos, b.pos) })
@@ -397,12 +396,15 @@ func (s *payoutSearch) read(offset, limit int) (searchPage, error) {
 // record keeps what sortProven needs of the payout read at pos, while a
 // skip is still possible: a cutoff, and no more than maxSortedRecords.
 func (s *payoutSearch) record(pos int, it *PayoutListItem) {
-	if s.records == nil {
+	if !s.keep {
 		return
 	}
 	if len(s.records) >= maxSortedRecords {
-		s.records = nil // read on to the end instead
+		s.noSkip() // read on to the end instead
 		return
+	}
+	if s.records == nil {
+		s.records = make([]sortRecord, 0, 2*defaultPageSize) // the first and the far page
 	}
 	var at int64
 	if !it.CreatedAt.IsZero() {
@@ -476,7 +478,7 @@ func (s *payoutSearch) last() ([]PayoutListItem, error) {
 			s.tail, s.endSeen, s.farRead = lo, true, true
 			return p.items, nil
 		}
-		if s.records != nil {
+		if s.keep {
 			s.records = s.records[:kept] // the end moved: only the last read shows it
 		}
 		// Newest first, the payouts created meanwhile shift the far page
@@ -638,6 +640,9 @@ func fnvUint(h, v uint64) uint64 {
 	}
 	return h
 }
+
+// noSkip gives up the skip: the search reads on to the end of the list.
+func (s *payoutSearch) noSkip() { s.keep, s.records = false, nil }
 
 // unfinished is the error for a look that used maxSearchRequests without
 // covering the list or proving its order.
