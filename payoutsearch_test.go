@@ -766,3 +766,41 @@ func FuzzListSearchOrder(f *testing.F) {
 		}
 	})
 }
+
+// TestListSearchCurrencyThenCreatedAt is the reported case at its real
+// size: 1,000 payouts listed by currency, then newest first, every page
+// consistent with the count and every createdAt true. The payout just
+// created (usdt) heads the last group, past the cutoff's place in the
+// first group; the search used to stop there and answer "not created".
+func TestListSearchCurrencyThenCreatedAt(t *testing.T) {
+	attempt := time.Now().Add(-time.Minute).UTC()
+	base := matrixPayouts(attempt, 1000)
+	target := matrixTarget(attempt, 2) // usdt
+	byCurrency := func(a, b orderedPayout) int {
+		if c := cmpString(a.currency, b.currency); c != 0 {
+			return c
+		}
+		return newer(a, b)
+	}
+	for _, present := range []bool{true, false} {
+		t.Run(map[bool]string{true: "created", false: "never created"}[present], func(t *testing.T) {
+			items := base
+			if present {
+				items = insertAt(base, &target, 0)
+			}
+			c, mux := setup(t)
+			l := &orderedList{maxPage: 100, items: sortBy(items, byCurrency)}
+			mux.Handle("GET /v1/payout/list", l)
+			res, err := c.ReconcilePayout(context.Background(), ReconcileParams{OrderID: "target", AttemptedAt: attempt})
+			require.NoError(t, err)
+			if present {
+				assert.Equal(t, PayoutExists, res.Verdict, res.Reason)
+				return
+			}
+			assert.Equal(t, PayoutNotCreated, res.Verdict, res.Reason)
+			assert.Contains(t, res.Reason, "the whole list was read")
+			// The first page, the far one (901-999), 100-899 and 900: each place once.
+			assert.Equal(t, 11, res.Requests)
+		})
+	}
+}
