@@ -257,7 +257,9 @@ func (s *payoutSearch) widen() error {
 //   - no field the item shows can lead the order: a list sorted first by a
 //     field is monotone in it from end to end, so the field either has
 //     the same value at both ends (then it is constant) or shows a value,
-//     another, then the first again (for amount: goes both ways).
+//     another, then the first again (for amount: goes both ways); or the
+//     same holds on the block around the gap where the fields that have
+//     one value on both sides of the gap keep it (gapProven).
 //
 // A list reversed part-way shows the other direction at its oldest end; a
 // random one fails the runs (2 in 16! by chance).
@@ -288,11 +290,82 @@ func (s *payoutSearch) sortProven() bool {
 		}
 		strict = strict || d != 0
 	}
-	return strict &&
-		cannotLead(r, func(x *sortRecord) string { return x.currency }) &&
-		cannotLead(r, func(x *sortRecord) string { return x.network }) &&
-		cannotLead(r, func(x *sortRecord) string { return x.status }) &&
-		amountCannotLead(r)
+	return strict && (noFieldLeads(r, nil) || s.gapProven(r))
+}
+
+// textFields are the text fields of a payout that could lead the order.
+var textFields = [...]func(*sortRecord) string{
+	func(x *sortRecord) string { return x.currency },
+	func(x *sortRecord) string { return x.network },
+	func(x *sortRecord) string { return x.status },
+}
+
+// noFieldLeads reports whether no field outside pinned can lead the order
+// of the records r (see cannotLead); pinned[i] is text field i, pinned[3]
+// the amount (nil: none pinned).
+func noFieldLeads(r []sortRecord, pinned *[4]bool) bool {
+	for i, f := range textFields {
+		if (pinned == nil || !pinned[i]) && !cannotLead(r, f) {
+			return false
+		}
+	}
+	return (pinned != nil && pinned[3]) || amountCannotLead(r)
+}
+
+// gapProven is the proof for a list whose fields differ from end to end
+// but not across the gap: a field with one value on both sides of the gap
+// (pinned) is, if it leads the order, that value throughout the gap; so
+// is each further key, in turn, while the keys before it are. The
+// proof then holds on the block of records around the gap where every
+// pinned field keeps that value: minSortedRun of them on each side,
+// createdAt not equal throughout, and no other field able to lead the
+// order within the block. (Say the newest payout is processing and all
+// others paid: status is pinned to paid, and the block is the paid ones.)
+func (s *payoutSearch) gapProven(r []sortRecord) bool {
+	at := func(pos int) int {
+		i, ok := slices.BinarySearchFunc(r, pos, func(x sortRecord, p int) int { return cmp.Compare(x.pos, p) })
+		if !ok {
+			return -1
+		}
+		return i
+	}
+	li, ri := at(s.head-1), at(s.tail)
+	if li < 0 || ri < 0 {
+		return false
+	}
+	// Pinned: the fields the whole list does not rule out and that have
+	// one value on both sides of the gap. (Any such choice is sound;
+	// pinning a field that is equal there by chance would only shrink the
+	// block.)
+	var pinned [4]bool
+	some := false
+	for i, f := range textFields {
+		pinned[i] = f(&r[li]) == f(&r[ri]) && !cannotLead(r, f)
+		some = some || pinned[i]
+	}
+	pinned[3] = r[li].amount.Equal(r[ri].amount) && !amountCannotLead(r)
+	if !some && !pinned[3] {
+		return false
+	}
+	keeps := func(x *sortRecord) bool {
+		for i, f := range textFields {
+			if pinned[i] && f(x) != f(&r[li]) {
+				return false
+			}
+		}
+		return !pinned[3] || x.amount.Equal(r[li].amount)
+	}
+	i0, i1 := li, ri
+	for i0 > 0 && keeps(&r[i0-1]) {
+		i0--
+	}
+	for i1 < len(r)-1 && keeps(&r[i1+1]) {
+		i1++
+	}
+	if li-i0+1 < minSortedRun || i1-ri+1 < minSortedRun || r[i0].at == r[i1].at {
+		return false
+	}
+	return noFieldLeads(r[i0:i1+1], &pinned)
 }
 
 // cannotLead reports whether the field cannot be the list's first sort key

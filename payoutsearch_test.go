@@ -415,6 +415,19 @@ func matrixTarget(attempt time.Time, variant int) orderedPayout {
 	return orderedPayout{orderID: "target", currency: c[0], network: c[1], status: statuses[variant%4], amount: amounts[variant%4], at: attempt}
 }
 
+// quiet is base as on a quiet account: every payout paid but the newest
+// two, still processing.
+func quiet(base []orderedPayout) []orderedPayout {
+	out := sortBy(base, newer)
+	for i := range out {
+		out[i].status = "paid"
+		if i < 2 {
+			out[i].status = "processing"
+		}
+	}
+	return out
+}
+
 // sortBy returns items sorted by less, stably.
 func sortBy(items []orderedPayout, cmpf func(a, b orderedPayout) int) []orderedPayout {
 	out := slices.Clone(items)
@@ -497,7 +510,18 @@ func listOrderCases() []listOrderCase {
 	byCurrency := func(a, b orderedPayout) int { return cmpString(a.currency, b.currency) }
 	byStatus := func(a, b orderedPayout) int { return cmpString(a.status, b.status) }
 	newestFirstList := func(base []orderedPayout) []orderedPayout { return sortBy(base, newer) }
+	quietly := func(arrange func([]orderedPayout, *orderedPayout, int) []orderedPayout) func([]orderedPayout, *orderedPayout, int) []orderedPayout {
+		return func(base []orderedPayout, target *orderedPayout, v int) []orderedPayout {
+			return arrange(quiet(base), target, v)
+		}
+	}
 	return []listOrderCase{
+		// A quiet account: the fields differ from end to end (status) but
+		// not across the gap, the case gapProven proves.
+		{name: "quiet account, newest first", arrange: quietly(sorted(newer)), variants: groups, absent: PayoutNotCreated, fast: true},
+		{name: "quiet account, status then newest first", arrange: quietly(sorted(then(byStatus, newer))), variants: groups, absent: PayoutNotCreated},
+		{name: "quiet account, status then currency then newest first", arrange: quietly(sorted(then(byStatus, then(byCurrency, newer)))), variants: groups, absent: PayoutNotCreated},
+		{name: "quiet account, currency then status then newest first", arrange: quietly(sorted(then(byCurrency, then(byStatus, newer)))), variants: groups, absent: PayoutNotCreated},
 		{name: "newest first", arrange: sorted(newer), variants: groups, absent: PayoutNotCreated, fast: true},
 		{name: "oldest first", arrange: sorted(older), variants: groups, absent: PayoutNotCreated, fast: true},
 		{name: "currency then newest first", arrange: sorted(then(byCurrency, newer)), variants: groups, absent: PayoutNotCreated},
@@ -648,22 +672,29 @@ func TestListSearchRequestsPerSearch(t *testing.T) {
 		order    func(a, b orderedPayout) int
 		pageSize int
 		present  bool
+		quiet    bool // every payout paid but the newest two
 		want     int
 	}{
-		{"newest first, created", newer, 100, true, 1},
-		{"newest first, never created", newer, 100, false, 2},
-		{"oldest first, created", older, 100, true, 2},
-		{"oldest first, never created", older, 100, false, 2},
+		{"newest first, created", newer, 100, true, false, 1},
+		{"newest first, never created", newer, 100, false, false, 2},
+		{"oldest first, created", older, 100, true, false, 2},
+		{"oldest first, never created", older, 100, false, false, 2},
 		// Pages of 1: the first, the probe at the count, then 16 payouts
 		// in a row at each end before the proof holds.
-		{"newest first, never created, pages of 1", newer, 1, false, 33},
-		{"oldest first, never created, pages of 1", older, 1, false, 33},
+		{"newest first, never created, pages of 1", newer, 1, false, false, 33},
+		{"oldest first, never created, pages of 1", older, 1, false, false, 33},
+		// Status differs from end to end, but not across the gap.
+		{"newest first, never created, quiet account", newer, 100, false, true, 2},
+		{"oldest first, never created, quiet account", older, 100, false, true, 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			items := base
+			if tt.quiet {
+				items = quiet(base)
+			}
 			if tt.present {
-				items = insertAt(base, &target, 0)
+				items = insertAt(items, &target, 0)
 			}
 			c, mux := setup(t)
 			l := &orderedList{maxPage: tt.pageSize, items: sortBy(items, tt.order)}

@@ -118,7 +118,10 @@ type ReconcileResult struct {
 // across every payout read, at least 16 payouts in a row at each end, and
 // neither currency, network, status nor amount able to lead the order
 // (each is the same at both ends, or comes back to a value it left; an
-// amount goes both up and down). On a list sorted newest first or oldest
+// amount goes both up and down; or the same holds among the payouts read
+// around the unread part that share the values its two sides share,
+// such as the paid ones when only the newest is processing). On a list
+// sorted newest first or oldest
 // first that costs 2 requests whatever the account's size (1 when the
 // payout is on the first page). Any other order (grouped by currency,
 // status or amount, random, reversed part-way, every createdAt equal, no
