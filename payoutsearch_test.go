@@ -464,9 +464,9 @@ func insertAt(items []orderedPayout, target *orderedPayout, pos int) []orderedPa
 // listOrderCase is one order of the list-order matrix. arrange lays out
 // the payouts, with the target (nil: absent) given by variant: its
 // position, or which group its fields put it in. absent is the verdict
-// when the target is not in the list; fast says that verdict comes from
-// the cutoff (the order proven) rather than from reading the whole list;
-// absentFor, if set, gives the verdict by page size instead.
+// when the target is not in the list; fast says that verdict may come
+// from the cutoff (the order proven), every other order must be read
+// whole; absentFor, if set, gives the verdict by page size instead.
 type listOrderCase struct {
 	name      string
 	arrange   func(base []orderedPayout, target *orderedPayout, variant int) []orderedPayout
