@@ -55,6 +55,8 @@ func (c *tripCounter) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, d pgx.Trac
 	}
 }
 
+// TraceBatchStart, TraceBatchQuery and TraceBatchEnd count a batch (its
+// statements sent together) as one round trip.
 func (c *tripCounter) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
 	return ctx
 }
@@ -145,7 +147,7 @@ func TestQueueClaimFlatInQueueLength(t *testing.T) {
 		allocs[queued] = claimAllocs(t, r, q)
 		// The claim reads the due index, not the table: its cost follows
 		// what is due, not what is queued.
-		rows, err := r.pool.Query(context.Background(), "EXPLAIN "+pgstore.ClaimSQL(q), 16, int64(1), []byte{1})
+		rows, err := r.pool.Query(context.Background(), "EXPLAIN "+pgstore.ClaimSQL(q), 16, int64(1), []byte{1}, false)
 		require.NoError(t, err)
 		plan, err := pgx.CollectRows(rows, pgx.RowTo[string])
 		require.NoError(t, err)

@@ -63,12 +63,14 @@ func TestQueueDurableCommits(t *testing.T) {
 		crash  func(*pgtest.Server) error
 		capped bool // a velocity cap: the attempt commits in its own transaction, not in the claim's batch
 		final  bool // crash after the final state's commit, not after the attempt's
+		noCall bool // the first worker has no OnFinal: the final state is recorded with its callback due
 	}{
 		{name: "attempt in a batch, SIGKILL", crash: (*pgtest.Server).Crash},
 		{name: "attempt in a batch, immediate shutdown", crash: (*pgtest.Server).StopImmediate},
 		{name: "attempt under a velocity cap, SIGKILL", crash: (*pgtest.Server).Crash, capped: true},
 		{name: "final state, SIGKILL", crash: (*pgtest.Server).Crash, final: true},
 		{name: "final state, immediate shutdown", crash: (*pgtest.Server).StopImmediate, final: true},
+		{name: "final state without OnFinal, SIGKILL", crash: (*pgtest.Server).Crash, final: true, noCall: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newQRigOn(t, srv)
@@ -92,7 +94,11 @@ func TestQueueDurableCommits(t *testing.T) {
 					}
 				}
 			}
-			q := r.queue(t, edit)
+			q := r.queue(t, edit, func(c *pgstore.QueueConfig) {
+				if tc.noCall {
+					c.OnFinal = nil
+				}
+			})
 			if !tc.final {
 				pgstore.SetQueueHook(q, func(point string) {
 					if point == "attempt-committed" {
@@ -127,19 +133,24 @@ func TestQueueDurableCommits(t *testing.T) {
 				in, err = q.Get(context.Background(), p.OrderID)
 				return err == nil
 			})
-			if tc.final {
+			switch {
+			case tc.final && tc.noCall:
+				assert.Equal(t, pgstore.StatePaid, in.State, "the acknowledged final state survived the crash")
+				assert.True(t, in.CallbackDue, "with its callback due")
+			case tc.final:
 				assert.Equal(t, pgstore.StatePaid, in.State, "the acknowledged final state survived the crash")
 				assert.Equal(t, map[string]int{p.OrderID: 1}, r.effectCounts(t), "and OnFinal's effect with it")
-			} else {
+			default:
 				assert.Equal(t, pgstore.StateSending, in.State, "the acknowledged attempt survived the crash")
 				assert.Equal(t, 1, in.Attempts)
 			}
 
-			// A new worker takes over once the lease ends: one payout,
-			// one effect, one final transition.
+			// A new worker (with OnFinal) takes over once the lease ends:
+			// one payout, one effect, one final transition.
 			q2 := r.queue(t, edit)
 			run(t, q2)
 			waitFor(t, q2, "paid", func(c map[pgstore.IntentState]int) bool { return c[pgstore.StatePaid] == 1 })
+			waitUntil(t, "the callback run", func() bool { return r.effectCounts(t)[p.OrderID] >= 1 })
 			got, err := q2.Get(context.Background(), p.OrderID)
 			require.NoError(t, err)
 			t.Logf("after the crash: %s with %d attempt(s); at the end: %s with %d attempt(s), verdict %q; payouts %d, final transitions %d",

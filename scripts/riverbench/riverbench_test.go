@@ -113,7 +113,7 @@ func newFake(tb testing.TB) *cryptopaytest.Server {
 
 func payoutParams(i int) cryptopay.CreatePayoutParams {
 	return cryptopay.CreatePayoutParams{
-		WalletAddress: "TXYZwallet", Amount: decimal.RequireFromString("10.25"), Currency: "usdt", Network: "tron",
+		WalletAddress: "TMGN4ZGYBvvqVAX3BXXHwrxtzreXVDLJ2G", Amount: decimal.RequireFromString("10.25"), Currency: "usdt", Network: "tron",
 		CustomerID: "cust-1", CustomerIP: "203.0.113.7", OrderID: fmt.Sprintf("wd-%07d", i),
 	}
 }
