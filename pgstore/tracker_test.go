@@ -39,6 +39,8 @@ type trig struct {
 	reads   atomic.Int64 // the trackers' API reads
 	tracker *pgstore.Tracker
 	forge   func(*cryptopay.Payment) // edits the API's answers, if set
+	chaos   func(w http.ResponseWriter, req *http.Request, h http.Handler) // delivers with faults, if set
+	seen    sync.Map                                                       // orderIds whose webhook reached PaymentChanged
 	mu      sync.Mutex
 }
 
@@ -58,8 +60,12 @@ func newTRig(t testing.TB, fakeOpts ...cryptopaytest.ServerOption) *trig {
 			return
 		}
 		r.mu.Lock()
-		h := r.hooks
+		h, chaos := r.hooks, r.chaos
 		r.mu.Unlock()
+		if chaos != nil {
+			chaos(w, req, h)
+			return
+		}
 		h.ServeHTTP(w, req)
 	}))
 	t.Cleanup(r.shop.Close)
@@ -115,7 +121,14 @@ func (r *trig) start(t *testing.T, replicas int, edit ...func(*pgstore.TrackerCo
 	}
 	tr, err := pgstore.NewTracker(context.Background(), cfg)
 	require.NoError(t, err)
-	h, err := webhook.NewHandler(webhook.Config{Secret: r.secret, Client: r.fake.Client(), OnPayment: tr.PaymentChanged})
+	h, err := webhook.NewHandler(webhook.Config{Secret: r.secret, Client: r.fake.Client(),
+		OnPayment: func(ctx context.Context, p *cryptopay.Payment) error {
+			if err := tr.PaymentChanged(ctx, p); err != nil {
+				return err
+			}
+			r.seen.Store(p.OrderID, true)
+			return nil
+		}})
 	require.NoError(t, err)
 	r.mu.Lock()
 	r.hooks, r.tracker = h, tr
