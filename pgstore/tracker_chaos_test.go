@@ -330,7 +330,9 @@ func (r *trig) chaosVerify(t *testing.T, ps []*chaosPayment, dir string) {
 	}
 }
 
-func equalFoldID(a, b string) bool { return len(a) == len(b) && (a == b || bytes.EqualFold([]byte(a), []byte(b))) }
+func equalFoldID(a, b string) bool {
+	return len(a) == len(b) && (a == b || bytes.EqualFold([]byte(a), []byte(b)))
+}
 
 // crashPostgres stops the server the way a crash does (SIGQUIT to the
 // postmaster: pg_ctl's immediate mode, no checkpoint; the restart runs

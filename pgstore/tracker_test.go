@@ -38,7 +38,7 @@ type trig struct {
 	drop    atomic.Bool  // the endpoint loses every webhook
 	reads   atomic.Int64 // the trackers' API reads
 	tracker *pgstore.Tracker
-	forge   func(*cryptopay.Payment) // edits the API's answers, if set
+	forge   func(*cryptopay.Payment)                                       // edits the API's answers, if set
 	chaos   func(w http.ResponseWriter, req *http.Request, h http.Handler) // delivers with faults, if set
 	seen    sync.Map                                                       // orderIds whose webhook reached PaymentChanged
 	mu      sync.Mutex
