@@ -25,7 +25,7 @@ const DefaultTrackerTable = "cryptopay_payments_tracked"
 const (
 	// DefaultTrackerOpenEvery is how often an open payment is read before
 	// its expiredAt when no webhook wakes it.
-	DefaultTrackerOpenEvery = 5 * time.Minute
+	DefaultTrackerOpenEvery = 10 * time.Minute
 	// DefaultTrackerLateMin and DefaultTrackerLateMax bound the wait
 	// between two reads of a payment past its expiredAt (doubling from the
 	// first to the second), which catch late transfers.

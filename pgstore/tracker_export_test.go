@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"time"
 
 	"github.com/cryptopay/cryptopay-go"
 )
@@ -18,4 +19,12 @@ func WithTrackerAPI(cfg *TrackerConfig, api interface {
 	GetPayment(ctx context.Context, id string, opts ...cryptopay.Option) (*cryptopay.Payment, error)
 }) {
 	cfg.api = api
+}
+
+// TrackerSchedule is t's schedule: the state and time of the next read of
+// a payment expiring at expiredAt, in status st, after latePolls late
+// reads (at nil: none).
+func TrackerSchedule(t *Tracker, now, expiredAt time.Time, st cryptopay.PaymentStatus, latePolls int) (TrackState, *time.Time, int) {
+	nx := t.schedule(now, expiredAt, st, latePolls)
+	return nx.state, nx.at, nx.latePolls
 }

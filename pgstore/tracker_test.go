@@ -433,3 +433,54 @@ func TestTrackerReplicas(t *testing.T) {
 		assert.Equal(t, string(want), got[len(got)-1], p.OrderID)
 	}
 }
+
+// stallingAPI stalls its first read until release is closed, past the
+// reader's lease and deadline (a slow answer), then answers from the fake.
+type stallingAPI struct {
+	r       *trig
+	started chan struct{}
+	release chan struct{}
+	once    atomic.Bool
+}
+
+func (a *stallingAPI) GetPayment(ctx context.Context, id string, opts ...cryptopay.Option) (*cryptopay.Payment, error) {
+	if a.once.CompareAndSwap(false, true) {
+		close(a.started)
+		<-a.release
+		return a.r.fake.Client().GetPayment(context.WithoutCancel(ctx), id, opts...)
+	}
+	return a.r.GetPayment(ctx, id, opts...)
+}
+
+// A worker whose answer comes after its lease ended must not record it:
+// another replica took the payment over and credited the change; the
+// stale worker's write is refused (lease token and compare-and-set), so
+// the change is credited once.
+func TestTrackerStaleWorkerDoesNotCreditTwice(t *testing.T) {
+	r := newTRig(t)
+	p := r.create(t, "ord-stale", "10")
+	require.NoError(t, r.fake.Pay(p.ID, p.PayAmount))
+	cfg := r.config()
+	cfg.Lease = 500 * time.Millisecond
+	stall := &stallingAPI{r: r, started: make(chan struct{}), release: make(chan struct{})}
+	pgstore.WithTrackerAPI(&cfg, stall)
+	a, err := pgstore.NewTracker(context.Background(), cfg)
+	require.NoError(t, err)
+	r.track(t, a, p)
+	_, err = r.pool.Exec(context.Background(), "UPDATE "+r.table+" SET next_at = now()")
+	require.NoError(t, err)
+	actx, stopA := context.WithCancel(context.Background())
+	aDone := make(chan struct{})
+	go func() { _ = a.Run(actx); close(aDone) }()
+	<-stall.started // A holds the payment and waits for its answer
+
+	r.start(t, 1, func(c *pgstore.TrackerConfig) { c.Lease = 500 * time.Millisecond }) // B
+	r.waitStatus(t, "ord-stale", cryptopay.PaymentPaid)
+	close(stall.release) // A's answer arrives, long after its lease
+	stopA()
+	<-aDone // A's step has ended: it recorded, or was refused
+	assert.Equal(t, []string{"paid"}, r.credited(t, "ord-stale"), "credited once")
+	hist, err := a.History(context.Background(), "ord-stale")
+	require.NoError(t, err)
+	assert.Len(t, hist, 1)
+}
