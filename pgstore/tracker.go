@@ -105,10 +105,12 @@ type TrackedPayment struct {
 	// NeedsAction says a person should look: the status needs action
 	// (locked, paid_partial, paid_over) or Anomaly is set.
 	NeedsAction bool
-	// Anomaly describes the latest read that was not recorded: an answer
-	// for another payment or order, an unknown status, a move the lifecycle
-	// table does not allow, a paid amount that went down, a webhook for
-	// another payment of this order. Server text: show it escaped.
+	// Anomaly describes the latest thing the tracker refused to record: an
+	// answer for another payment or order, an unknown status, a move the
+	// lifecycle table does not allow, a paid amount that went down, an id
+	// the API does not know, a webhook for another payment of this order.
+	// It stays until an operator clears it (ClearAnomaly). Server text: show
+	// it escaped.
 	Anomaly string
 	// Changes counts the recorded changes (the history's length).
 	Changes int
@@ -449,6 +451,20 @@ func (t *Tracker) Get(ctx context.Context, orderID string) (*TrackedPayment, err
 		return nil, fmt.Errorf("pgstore: reading tracked payment %q: %w", orderID, err)
 	}
 	return tp, nil
+}
+
+// ClearAnomaly clears the tracked payment's Anomaly once an operator has
+// looked into it (NeedsAction then follows the status alone). It changes
+// nothing else: no status is recorded and nothing is credited.
+func (t *Tracker) ClearAnomaly(ctx context.Context, orderID string) error {
+	tp, err := t.Get(ctx, orderID)
+	if err != nil {
+		return err
+	}
+	if _, err := t.cfg.Pool.Exec(ctx, t.sql.clear, orderID, tp.Status.NeedsAction(), string(tp.Status)); err != nil {
+		return fmt.Errorf("pgstore: clearing the anomaly of %q: %w", orderID, err)
+	}
+	return nil
 }
 
 // TrackFilter selects tracked payments for List.

@@ -4,8 +4,8 @@ import "fmt"
 
 // trackerSQL holds a Tracker's statements, built once for its tables.
 type trackerSQL struct {
-	insert, insertOrder, getLock, complete, wake, otherPayment string
-	get, list, history, counts, claim, set, record             string
+	insert, insertOrder, getLock, complete, wake, otherPayment, clear string
+	get, list, history, counts, claim, set, record                    string
 }
 
 func buildTrackerSQL(t, h string) trackerSQL {
@@ -31,6 +31,7 @@ WHERE order_id = $1 AND (payment_id = '' OR lower(payment_id) = lower($2))`, t),
 		otherPayment: fmt.Sprintf(`UPDATE %s SET anomaly = $3, needs_action = true
 WHERE order_id = $1 AND payment_id <> '' AND lower(payment_id) <> lower($2)`, t),
 		get:     fmt.Sprintf(`SELECT %s FROM %s WHERE order_id = $1`, trackedCols, t),
+		clear:   fmt.Sprintf(`UPDATE %s SET anomaly = '', needs_action = $2 WHERE order_id = $1 AND status = $3`, t),
 		list:    fmt.Sprintf(`SELECT %s FROM %s WHERE ($1 OR state = ANY($2)) AND (NOT $3 OR needs_action) AND order_id > $4 ORDER BY order_id LIMIT $5`, trackedCols, t),
 		history: fmt.Sprintf(`SELECT order_id, seq, payment_id, from_status, to_status, from_paid::text, to_paid::text, late, at FROM %s WHERE order_id = $1 ORDER BY seq`, h),
 		counts:  fmt.Sprintf(`SELECT state, count(*)::int, (count(*) FILTER (WHERE needs_action))::int FROM %s GROUP BY state`, t),
@@ -53,8 +54,8 @@ WHERE order_id = $1 AND lease_token = $2`, t),
 		// change can never be recorded twice.
 		record: fmt.Sprintf(`WITH u AS (
     UPDATE %[1]s SET status = $3, paid_amount = $4::numeric, changes = changes + 1, state = $5,
-        next_at = CASE WHEN woken AND NOT $11 THEN now() ELSE $6 END, late_polls = $7, needs_action = $8,
-        final = $11, anomaly = '', lease_token = NULL, updated_at = now(), expired_at = COALESCE($9, expired_at),
+        next_at = CASE WHEN woken AND NOT $11 THEN now() ELSE $6 END, late_polls = $7, needs_action = $8 OR anomaly <> '',
+        final = $11, lease_token = NULL, updated_at = now(), expired_at = COALESCE($9, expired_at),
         pay_amount = COALESCE(pay_amount, $12::numeric),
         currency = CASE WHEN currency = '' THEN $13 ELSE currency END,
         network = CASE WHEN network = '' THEN $14 ELSE network END

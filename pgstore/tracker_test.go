@@ -397,6 +397,46 @@ func TestTrackerRefusesDisallowedMove(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, list, 1)
 	assert.Equal(t, "ord-forge", list[0].OrderID)
+
+	// A clean read later does not hide it; an operator clears it.
+	r.mu.Lock()
+	r.forge = nil
+	r.mu.Unlock()
+	reads := r.reads.Load()
+	require.NoError(t, tr.PaymentChanged(context.Background(), p))
+	trackWaitFor(t, "a clean read", func() bool { return r.reads.Load() > reads })
+	require.NoError(t, tr.ClearAnomaly(context.Background(), "ord-forge"))
+	tp, err = tr.Get(context.Background(), "ord-forge")
+	require.NoError(t, err)
+	assert.Empty(t, tp.Anomaly)
+	assert.False(t, tp.NeedsAction)
+	require.ErrorIs(t, tr.ClearAnomaly(context.Background(), "never"), pgstore.ErrNotTracked)
+}
+
+// A webhook for another payment of a tracked order (a second payment made
+// after a lost create answer, say) is not followed but flagged, and the
+// flag survives the tracked payment's later reads.
+func TestTrackerWebhookForAnotherPayment(t *testing.T) {
+	r := newTRig(t)
+	tr := r.start(t, 1)
+	first := r.create(t, "ord-two", "10")
+	second := r.create(t, "ord-two", "10") // the same orderId, another payment
+	r.track(t, tr, first)
+	require.NoError(t, r.fake.Pay(second.ID, second.PayAmount))
+	var tp *pgstore.TrackedPayment
+	trackWaitFor(t, "the flag", func() bool {
+		var err error
+		tp, err = tr.Get(context.Background(), "ord-two")
+		return err == nil && tp.Anomaly != ""
+	})
+	assert.True(t, tp.NeedsAction)
+	assert.Contains(t, tp.Anomaly, second.ID)
+	assert.Equal(t, first.ID, tp.PaymentID, "still following the tracked payment")
+	require.NoError(t, r.fake.Pay(first.ID, first.PayAmount))
+	tp = r.waitStatus(t, "ord-two", cryptopay.PaymentPaid)
+	assert.Contains(t, tp.Anomaly, second.ID, "a clean read keeps the flag")
+	assert.True(t, tp.NeedsAction)
+	assert.Equal(t, []string{"paid"}, r.credited(t, "ord-two"))
 }
 
 // Three replicas share the payments; each change is credited once.

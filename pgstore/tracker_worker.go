@@ -171,7 +171,7 @@ func (t *Tracker) step(ctx context.Context, h held) {
 		}
 		t.log.LogAttrs(ctx, slog.LevelWarn, "pgstore: reading tracked payment", slog.String("orderId", h.OrderID),
 			slog.String("error", err.Error()))
-		anomaly := h.Anomaly
+		anomaly := ""
 		if errors.Is(err, cryptopay.ErrNotFound) {
 			anomaly = "the API does not know payment " + h.PaymentID
 		}
@@ -234,6 +234,9 @@ func (t *Tracker) write(ctx context.Context, h held, nx next, anomaly string) {
 	if !h.ExpiredAt.IsZero() {
 		expired = &h.ExpiredAt
 	}
+	// An anomaly stays until an operator clears it (ClearAnomaly): a clean
+	// read does not make a refused one, or a payment of another id, go away.
+	anomaly = cmpOr(anomaly, h.Anomaly)
 	action := anomaly != "" || h.Status.NeedsAction()
 	if _, err := t.cfg.Pool.Exec(ctx, t.sql.set, h.OrderID, h.token, string(nx.state), nx.at, nx.latePolls,
 		scrubText(anomaly), action, expired); err != nil {
