@@ -208,7 +208,7 @@ func (t *Tracker) untrusted(h held, p *cryptopay.Payment) string {
 	case !p.Status.IsKnown():
 		return scrubText("the API reported an unknown status: " + string(p.Status))
 	case h.Status != "" && p.Status != h.Status && !h.Status.CanMoveTo(p.Status):
-		return fmt.Sprintf("the API reported %s after %s, a move the lifecycle table does not allow", p.Status, h.Status)
+		return scrubText(fmt.Sprintf("the API reported %s after %s, a move the lifecycle table does not allow", p.Status, h.Status))
 	case h.PaidAmount.Valid && (!p.PaidAmount.Valid || p.PaidAmount.Decimal.LessThan(h.PaidAmount.Decimal)):
 		return "the API reported less paid than already recorded"
 	}
