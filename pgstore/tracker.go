@@ -230,20 +230,20 @@ func NewTracker(ctx context.Context, cfg TrackerConfig) (*Tracker, error) {
 	if cfg.Pool == nil {
 		return nil, fmt.Errorf("%w: TrackerConfig.Pool is nil", ErrInvalidOption)
 	}
-	table, err := parseTable(cmpOr(cfg.Table, DefaultTrackerTable))
+	table, err := parseTable(orText(cfg.Table, DefaultTrackerTable))
 	if err != nil {
 		return nil, err
 	}
 	history := append(pgx.Identifier{}, table...)
 	history[len(history)-1] += "_history"
-	setDefault(&cfg.OpenEvery, DefaultTrackerOpenEvery)
-	setDefault(&cfg.LateMin, DefaultTrackerLateMin)
-	setDefault(&cfg.LateMax, DefaultTrackerLateMax)
-	setDefault(&cfg.Horizon, DefaultTrackerHorizon)
-	setDefault(&cfg.Lease, time.Minute)
-	setDefault(&cfg.PollInterval, time.Second)
+	trackDefault(&cfg.OpenEvery, DefaultTrackerOpenEvery)
+	trackDefault(&cfg.LateMin, DefaultTrackerLateMin)
+	trackDefault(&cfg.LateMax, DefaultTrackerLateMax)
+	trackDefault(&cfg.Horizon, DefaultTrackerHorizon)
+	trackDefault(&cfg.Lease, time.Minute)
+	trackDefault(&cfg.PollInterval, time.Second)
 	if cfg.Concurrency <= 0 {
-		cfg.Concurrency = DefaultQueueConcurrency
+		cfg.Concurrency = 16
 	}
 	if cfg.LateMax < cfg.LateMin {
 		return nil, fmt.Errorf("%w: LateMax %v is below LateMin %v", ErrInvalidOption, cfg.LateMax, cfg.LateMin)
@@ -337,7 +337,7 @@ func (t *Tracker) Track(ctx context.Context, tx pgx.Tx, p *cryptopay.Payment) (c
 		return false, &cryptopay.ValidationError{Field: "ID", Reason: r}
 	}
 	if r := ids.Text(p.OrderID, 256); r != "" || p.OrderID == "" {
-		return false, &cryptopay.ValidationError{Field: "OrderID", Reason: cmpOr(r, "is empty")}
+		return false, &cryptopay.ValidationError{Field: "OrderID", Reason: orText(r, "is empty")}
 	}
 	if !p.PayAmount.IsPositive() {
 		return false, &cryptopay.ValidationError{Field: "PayAmount", Reason: "must be greater than 0"}
@@ -347,6 +347,10 @@ func (t *Tracker) Track(ctx context.Context, tx pgx.Tx, p *cryptopay.Payment) (c
 		expired = &p.ExpiredAt
 	}
 	next := t.schedule(time.Now(), p.ExpiredAt, "", 0)
+	if next.at == nil { // tracked after its horizon: read it once now
+		now := time.Now()
+		next.at = &now
+	}
 	var inserted bool
 	err = tx.QueryRow(ctx, t.sql.insert, p.OrderID, p.ID, p.PayAmount.String(), p.Currency, p.Network, expired,
 		string(TrackOpen), next.at).Scan(&inserted)
@@ -400,7 +404,7 @@ func (t *Tracker) TrackOrder(ctx context.Context, tx pgx.Tx, orderID string) (cr
 		return false, fmt.Errorf("%w: TrackOrder needs the caller's transaction", ErrInvalidOption)
 	}
 	if r := ids.Text(orderID, 256); r != "" || orderID == "" {
-		return false, &cryptopay.ValidationError{Field: "OrderID", Reason: cmpOr(r, "is empty")}
+		return false, &cryptopay.ValidationError{Field: "OrderID", Reason: orText(r, "is empty")}
 	}
 	var inserted bool
 	err = tx.QueryRow(ctx, t.sql.insertOrder, orderID, string(TrackUnmatched)).Scan(&inserted)
@@ -430,7 +434,7 @@ func (t *Tracker) PaymentChanged(ctx context.Context, p *cryptopay.Payment) erro
 		return fmt.Errorf("pgstore: waking tracked payment %q: %w", p.OrderID, err)
 	}
 	if tag.RowsAffected() == 0 {
-		anomaly := scrubText("a webhook named payment " + p.ID + " for this order; the tracked payment has another id")
+		anomaly := trackText("a webhook named payment " + p.ID + " for this order; the tracked payment has another id")
 		if _, err := t.cfg.Pool.Exec(ctx, t.sql.otherPayment, p.OrderID, p.ID, anomaly); err != nil {
 			return fmt.Errorf("pgstore: flagging tracked payment %q: %w", p.OrderID, err)
 		}

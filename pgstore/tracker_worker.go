@@ -189,7 +189,7 @@ func (t *Tracker) step(ctx context.Context, h held) {
 		t.write(ctx, h, nx, "")
 		return
 	}
-	if err := t.record(ctx, h, p, nx); err != nil && !errors.Is(err, errLostLease) {
+	if err := t.record(ctx, h, p, nx); err != nil && !errors.Is(err, errTrackLeaseLost) {
 		t.log.LogAttrs(ctx, slog.LevelWarn, "pgstore: recording a tracked payment's change", slog.String("orderId", h.OrderID),
 			slog.String("error", err.Error()))
 	}
@@ -202,13 +202,13 @@ func (t *Tracker) step(ctx context.Context, h held) {
 func (t *Tracker) untrusted(h held, p *cryptopay.Payment) string {
 	switch {
 	case !strings.EqualFold(p.ID, h.PaymentID):
-		return scrubText("the API answered for another payment id: " + p.ID)
+		return trackText("the API answered for another payment id: " + p.ID)
 	case p.OrderID != h.OrderID:
-		return scrubText("the API answered with another orderId: " + p.OrderID)
+		return trackText("the API answered with another orderId: " + p.OrderID)
 	case !p.Status.IsKnown():
-		return scrubText("the API reported an unknown status: " + string(p.Status))
+		return trackText("the API reported an unknown status: " + string(p.Status))
 	case h.Status != "" && p.Status != h.Status && !h.Status.CanMoveTo(p.Status):
-		return scrubText(fmt.Sprintf("the API reported %s after %s, a move the lifecycle table does not allow", p.Status, h.Status))
+		return trackText(fmt.Sprintf("the API reported %s after %s, a move the lifecycle table does not allow", p.Status, h.Status))
 	case h.PaidAmount.Valid && (!p.PaidAmount.Valid || p.PaidAmount.Decimal.LessThan(h.PaidAmount.Decimal)):
 		return "the API reported less paid than already recorded"
 	}
@@ -228,7 +228,7 @@ func cmpTime(a, b time.Time) time.Time {
 
 // write records a read without a change: the next read and the anomaly.
 func (t *Tracker) write(ctx context.Context, h held, nx next, anomaly string) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), trackRecordTimeout)
 	defer cancel()
 	var expired *time.Time
 	if !h.ExpiredAt.IsZero() {
@@ -236,10 +236,10 @@ func (t *Tracker) write(ctx context.Context, h held, nx next, anomaly string) {
 	}
 	// An anomaly stays until an operator clears it (ClearAnomaly): a clean
 	// read does not make a refused one, or a payment of another id, go away.
-	anomaly = cmpOr(anomaly, h.Anomaly)
+	anomaly = orText(anomaly, h.Anomaly)
 	action := anomaly != "" || h.Status.NeedsAction()
 	if _, err := t.cfg.Pool.Exec(ctx, t.sql.set, h.OrderID, h.token, string(nx.state), nx.at, nx.latePolls,
-		scrubText(anomaly), action, expired); err != nil {
+		trackText(anomaly), action, expired); err != nil {
 		t.log.LogAttrs(ctx, slog.LevelWarn, "pgstore: scheduling a tracked payment", slog.String("orderId", h.OrderID),
 			slog.String("error", err.Error()))
 	}
@@ -249,7 +249,7 @@ func (t *Tracker) write(ctx context.Context, h held, nx next, anomaly string) {
 // change that matters to money), under the lease and only from the state
 // h was read in; then reports it to the Observer.
 func (t *Tracker) record(ctx context.Context, h held, p *cryptopay.Payment, nx next) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), trackRecordTimeout)
 	defer cancel()
 	c := &PaymentChange{OrderID: h.OrderID, PaymentID: h.PaymentID, From: h.Status, To: p.Status,
 		FromPaid: h.PaidAmount, ToPaid: p.PaidAmount, Payment: p}
@@ -264,7 +264,7 @@ func (t *Tracker) record(ctx context.Context, h held, p *cryptopay.Payment, nx n
 			nx.at, nx.latePolls, p.Status.NeedsAction(), expired, string(h.Status), p.Status.IsFinal(),
 			p.PayAmount.String(), p.Currency, p.Network, nullText(h.PaidAmount), c.Late).Scan(&c.Seq, &c.At)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return errLostLease
+			return errTrackLeaseLost
 		}
 		if err != nil {
 			return err
