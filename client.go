@@ -8,23 +8,9 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"runtime"
 	"strings"
+	"sync"
 	"time"
-)
-
-// Version is the SDK's version, sent in the User-Agent header.
-const Version = "0.1.0"
-
-// Defaults.
-const (
-	// DefaultTimeout bounds each attempt unless WithTimeout says otherwise.
-	DefaultTimeout = 30 * time.Second
-	// DefaultMaxResponseBytes caps a successful response body.
-	DefaultMaxResponseBytes = 16 << 20
-	// DefaultMaxConnsPerHost bounds the default transport's connections to
-	// the API host unless WithMaxConnsPerHost says otherwise.
-	DefaultMaxConnsPerHost = 256
 )
 
 // Client calls the API. It is safe for concurrent use and holds a pool of
@@ -41,7 +27,7 @@ type Client struct {
 	rt      http.RoundTripper
 	timeout time.Duration // per attempt; 0: none
 	logger  *slog.Logger
-	// waiters lets a webhook.Handler wake this Client's waits (wait.go).
+	// waiters lets a webhook.Handler wake this Client's waits (wakeup.go).
 	waiters *waitRegistry
 	// shareHeaders: every request may use the prebuilt header maps as they
 	// are, because nothing on the way changes them: the transport is the
@@ -50,29 +36,40 @@ type Client struct {
 	shareHeaders bool
 }
 
-// config holds what the options set: the Client's (perCall false), or one
-// call's overrides (perCall true). The API key lives only here, behind a
-// pointer, so printing a Client (even with %#v on the dereferenced struct)
-// never shows it.
-type config struct {
-	perCall          bool
-	apiKey           string
-	scrub            scrubber // finds apiKey in server text (redact.go)
-	httpClient       *http.Client
-	retry            RetryPolicy
-	retrySet         bool
-	logger           *slog.Logger
-	header           http.Header // WithHeader's
-	timeout          time.Duration
-	timeoutSet       bool
-	insecureHTTP     bool
-	maxResponseBytes int64
-	maxConnsPerHost  int
-	headers          struct{ get, post http.Header }
-	observers        []Observer
-	bus              WakeupBus
-	waitReads        int       // WithMaxConcurrentWaitReads; 0: the default
-	resp             *Response // WithResponseInto's target (per call)
+// waitRegistry lets a webhook handler hand the object it re-read
+// (Client.Notify) to the waits for that object on the same Client. Its
+// zero value is ready. The registry's and the bus's state are declared
+// here, beside the Client that holds them; what they do is in wakeup.go
+// (and the wait-read slots in wait.go), so that client.go needs nothing of
+// the files that use the Client.
+type waitRegistry struct {
+	mu sync.Mutex
+	m  map[string][]*waiter
+
+	readsOnce sync.Once
+	reads     chan struct{} // a slot per wait read in flight (wait.go)
+
+	bus busState // the Client's WakeupBus subscription
+}
+
+// waiter is one wait's mailbox: the latest object a handler re-read, or a
+// hint to read it again, and a signal.
+type waiter struct {
+	ch     chan struct{} // capacity 1
+	mu     sync.Mutex
+	latest any
+	hinted bool
+}
+
+// busState is a Client's link to its WakeupBus: the subscription, made when
+// the first wait starts and ended by Close, and the Client's Source.
+type busState struct {
+	mu      sync.Mutex
+	stop    func()        // the subscription's, nil when not subscribed
+	pending chan struct{} // closed when a Subscribe in progress returns
+	retryAt time.Time     // after a failed Subscribe, not before this
+	closed  bool
+	source  string
 }
 
 // NewClient returns a Client for the API at baseURL (for example
@@ -95,36 +92,6 @@ func NewClient(baseURL, apiKey string, opts ...Option) (*Client, error) {
 	return c, nil
 }
 
-// newConfig applies the options over the defaults and checks the key.
-func newConfig(apiKey string, opts []Option) (*config, error) {
-	cfg := &config{
-		apiKey:           apiKey,
-		scrub:            newScrubber(apiKey),
-		retry:            DefaultRetryPolicy(),
-		maxResponseBytes: DefaultMaxResponseBytes,
-		maxConnsPerHost:  DefaultMaxConnsPerHost,
-	}
-	for _, o := range opts {
-		if o == nil {
-			continue
-		}
-		if err := o(cfg); err != nil {
-			return nil, err
-		}
-	}
-	if strings.TrimSpace(apiKey) == "" {
-		return nil, &ValidationError{Field: "apiKey", Reason: "is empty"}
-	}
-	if strings.ContainsFunc(apiKey, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
-		return nil, &ValidationError{Field: "apiKey", Reason: "contains control characters"}
-	}
-	if cfg.logger == nil {
-		cfg.logger = slog.New(slog.DiscardHandler)
-	}
-	cfg.retry = cfg.retry.withDefaults()
-	return cfg, nil
-}
-
 // setBase checks the base URL and parses it once for every request.
 func (c *Client) setBase(baseURL string) error {
 	base, err := checkBaseURL(baseURL, c.cfg.insecureHTTP)
@@ -144,10 +111,6 @@ func (c *Client) setBase(baseURL string) error {
 	c.scheme, c.host, c.basePath, c.reqHost = bu.Scheme, probe.URL.Host, bu.EscapedPath(), probe.Host
 	return nil
 }
-
-// sdkUserAgent is the SDK's own User-Agent token, sent on every request
-// (after the caller's, given with WithHeader).
-var sdkUserAgent = "cryptopay-go/" + Version + " (" + runtime.Version() + "; " + runtime.GOOS + "/" + runtime.GOARCH + ")"
 
 // setHeaders builds the header maps every GET and POST sends, WithHeader's
 // included.
@@ -271,3 +234,46 @@ func (c *Client) LogValue() slog.Value { return slog.StringValue(c.String()) }
 // already has it: for logging server text the Client did not handle itself
 // (the webhook package's Handler logs through it).
 func (c *Client) Redact(s string) string { return c.cfg.scrub.String(s) }
+
+// scrubString removes the API key from s.
+func (c *Client) scrubString(s string) string { return c.cfg.scrub.String(s) }
+
+// scrubErr returns err, or, when its text holds the API key, an error with
+// the key replaced that still matches what err matches.
+func (c *Client) scrubErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	s := err.Error()
+	if clean := c.cfg.scrub.String(s); clean != s {
+		return &redactedError{msg: clean, err: err}
+	}
+	return err
+}
+
+// scrubHeader returns h, or a copy with the API key replaced in every name
+// and value that holds it.
+func (c *Client) scrubHeader(h http.Header) http.Header {
+	sc := c.cfg.scrub
+	if sc.key == nil {
+		return h
+	}
+	dirty := false
+	for k, vs := range h {
+		dirty = dirty || sc.String(k) != k
+		for _, v := range vs {
+			dirty = dirty || sc.String(v) != v
+		}
+	}
+	if !dirty {
+		return h
+	}
+	out := make(http.Header, len(h))
+	for k, vs := range h {
+		name := sc.String(k)
+		for _, v := range vs {
+			out[name] = append(out[name], sc.String(v))
+		}
+	}
+	return out
+}

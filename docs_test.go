@@ -416,3 +416,80 @@ func TestDocLinks(t *testing.T) {
 		}
 	}
 }
+
+// mdCode is a Markdown code span.
+var mdCode = regexp.MustCompile("`([^`\n]+)`")
+
+// fileMapped are the directories docs/project.md maps file by file; every
+// other package of the root module is mapped as a whole, by its directory.
+var fileMapped = []string{".", "webhook", "cryptopaytest"}
+
+// TestProjectMapListsEverySourceFile checks that the map of the code in
+// docs/project.md ("How the code is laid out") names every Go source file
+// of the root module: a file of the root package in the SDK's table, a
+// file of webhook by its path, a file of cryptopaytest in that directory's
+// row; any other package by its directory, or by its name in its parent
+// directory's row. A new or moved file is then caught until the map says
+// where it is.
+func TestProjectMapListsEverySourceFile(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("docs", "project.md"))
+	require.NoError(t, err)
+	_, layout, ok := strings.Cut(string(data), "\n## How the code is laid out\n")
+	require.True(t, ok, "docs/project.md has no section \"How the code is laid out\"")
+	layout, _, _ = strings.Cut(layout, "\n## ")
+	sdkTable, _, _ := strings.Cut(layout, "\nAround it:")
+	spans := func(text string) map[string]bool {
+		set := map[string]bool{}
+		for _, m := range mdCode.FindAllStringSubmatch(text, -1) {
+			set[m[1]] = true
+		}
+		return set
+	}
+	anywhere, inSDK := spans(layout), spans(sdkTable)
+	// row returns the code spans of the table rows whose first cell is
+	// `dir/`.
+	row := func(dir string) map[string]bool {
+		var rows []string
+		for _, line := range strings.Split(layout, "\n") {
+			if first, _, _ := strings.Cut(strings.TrimPrefix(line, "| "), " |"); strings.Contains(first, "`"+dir+"/`") {
+				rows = append(rows, line)
+			}
+		}
+		return spans(strings.Join(rows, "\n"))
+	}
+	listed := func(dir, file string) bool {
+		switch {
+		case dir == ".":
+			return inSDK[file]
+		case anywhere[dir+"/"+file] || row(dir)[file]:
+			return true
+		case slices.Contains(fileMapped, dir):
+			return false
+		}
+		return anywhere[dir] || anywhere[dir+"/"] || row(filepath.ToSlash(filepath.Dir(dir)))[filepath.Base(dir)]
+	}
+	var missing []string
+	err = filepath.WalkDir(".", func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if path != "." && (d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".")) {
+				return filepath.SkipDir
+			}
+			if _, err := os.Stat(filepath.Join(path, "go.mod")); err == nil && path != "." {
+				return filepath.SkipDir // a companion module, mapped in its own docs
+			}
+			return nil
+		}
+		if filepath.Ext(path) != ".go" || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		if dir := filepath.ToSlash(filepath.Dir(path)); !listed(dir, d.Name()) {
+			missing = append(missing, filepath.ToSlash(path))
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	assert.Empty(t, missing, "source files docs/project.md's map of the code does not list")
+}

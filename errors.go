@@ -250,7 +250,7 @@ func (e *ValidationError) Is(target error) bool { return target == ErrInvalidPar
 // after the request may have been written, the attempt timed out, the server
 // answered anything but 2xx or a refusing 4xx (see createOutcomeUnknown: a
 // 3xx, 1xx, 408 or 5xx), or a 2xx body could not be read or named another
-// orderId than the request's. The SDK never
+// orderId than the request's or none. The SDK never
 // resends such a request. It matches ErrOutcomeUnknown and, through Unwrap,
 // the cause (for an answer, the *APIError, and ErrServer for a 5xx).
 type OutcomeUnknownError struct {
@@ -260,7 +260,25 @@ type OutcomeUnknownError struct {
 	OrderID string
 	// Err is the cause.
 	Err error
+	// StatusCode is the status of the answer that was read; 0 if none was
+	// (no answer, a broken connection, a timeout). A 2xx means the server
+	// acted on the request even though its answer could not be matched to
+	// it (unreadable, naming another orderId, or none): something was
+	// created, perhaps under an altered orderId that a search of the
+	// payout list by this orderId will never find. Do not resend after a
+	// 2xx on a list search's "not created"; have a person look.
+	StatusCode int
+	// AnswerID and AnswerOrderID are the id (payoutId or paymentId) and the
+	// orderId a 2xx answer named, scrubbed and cut to 128 bytes ("" when
+	// absent or unreadable). Server text, not matched to the request: they
+	// may name another order's object. Record them for the person who
+	// looks; never bind the request to them.
+	AnswerID, AnswerOrderID string
 }
+
+// ServerActed reports whether a 2xx answer was read: the server acted on
+// the request (see StatusCode).
+func (e *OutcomeUnknownError) ServerActed() bool { return e.StatusCode >= 200 && e.StatusCode <= 299 }
 
 // Error names the request, the orderId and the cause.
 func (e *OutcomeUnknownError) Error() string {

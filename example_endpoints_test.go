@@ -22,7 +22,7 @@ import (
 // examplePayout is a payout request as the examples below send it.
 func examplePayout(orderID, amount string) cryptopay.CreatePayoutParams {
 	return cryptopay.CreatePayoutParams{
-		WalletAddress: "TXyzExampleWallet", Amount: decimal.RequireFromString(amount),
+		WalletAddress: "TJCRHFYNauTirVoF1f1QyLP2pTewMY5Lna", Amount: decimal.RequireFromString(amount),
 		Currency: "usdt", Network: "tron",
 		CustomerID: "cus_1", CustomerIP: "203.0.113.7", OrderID: orderID,
 	}

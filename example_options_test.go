@@ -87,7 +87,7 @@ func ExampleWithObserver() {
 
 	ctx := context.Background()
 	p, err := client.CreatePayout(ctx, cryptopay.CreatePayoutParams{
-		WalletAddress: "TXYZwallet", Amount: decimal.RequireFromString("12.5"), Currency: "usdt", Network: "tron",
+		WalletAddress: "TMGN4ZGYBvvqVAX3BXXHwrxtzreXVDLJ2G", Amount: decimal.RequireFromString("12.5"), Currency: "usdt", Network: "tron",
 		CustomerID: "cus_1", CustomerIP: "203.0.113.7", OrderID: "wd-1001",
 	})
 	if err != nil {

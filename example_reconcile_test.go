@@ -25,7 +25,7 @@ func ExampleClient_ReconcilePayout() {
 	client := srv.Client()
 	ctx := context.Background()
 	params := cryptopay.CreatePayoutParams{
-		WalletAddress: "TXyz", Amount: decimal.RequireFromString("25"), Currency: "usdt", Network: "tron",
+		WalletAddress: "TTmPKqxafRT1oacWi3zcTMKf3Ro9GJx82N", Amount: decimal.RequireFromString("25"), Currency: "usdt", Network: "tron",
 		CustomerID: "cus_1", CustomerIP: "203.0.113.7", OrderID: "withdrawal-42",
 	}
 

@@ -60,7 +60,7 @@ func ExampleClient_WaitForPayout() {
 	ctx := context.Background()
 
 	payout, err := client.CreatePayout(ctx, cryptopay.CreatePayoutParams{
-		WalletAddress: "TXyz", Amount: decimal.RequireFromString("5"), Currency: "usdt", Network: "tron",
+		WalletAddress: "TTmPKqxafRT1oacWi3zcTMKf3Ro9GJx82N", Amount: decimal.RequireFromString("5"), Currency: "usdt", Network: "tron",
 		CustomerID: "cus_1", CustomerIP: "203.0.113.7", OrderID: "withdrawal-9",
 	})
 	if err != nil {

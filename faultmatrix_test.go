@@ -93,7 +93,7 @@ func fmPaymentParams(orderID string) cryptopay.CreatePaymentParams {
 
 func fmPayoutParams(orderID string) cryptopay.CreatePayoutParams {
 	return cryptopay.CreatePayoutParams{
-		WalletAddress: "TXYZwalletFaultMatrix", Amount: decimal.RequireFromString("1.25"),
+		WalletAddress: "TWT2ZkfvgyF7pjkszYMxJikkvtA9ZtZALq", Amount: decimal.RequireFromString("1.25"),
 		Currency: "usdt", Network: "tron", CustomerID: "cust-1", CustomerIP: "203.0.113.7", OrderID: orderID,
 	}
 }

@@ -1,11 +1,12 @@
 package cryptopay
 
 import (
-	"context"
 	"log/slog"
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/cryptopay/cryptopay-go/address"
 )
 
 // Option configures a Client when given to NewClient, or one call when
@@ -15,7 +16,7 @@ import (
 //	p, err := c.GetPayment(ctx, id, cryptopay.WithTimeout(5*time.Second))
 //
 // A per-call Option overrides the Client's setting for that call only. The
-// options that shape the Client itself (WithHTTPClient, WithInsecureHTTP,
+// options that shape the Client itself (WithAddressChecker, WithHTTPClient, WithInsecureHTTP,
 // WithLogger, WithMaxConcurrentWaitReads, WithMaxConnsPerHost,
 // WithMaxResponseBytes, WithObserver, WithWakeupBus) are refused per call,
 // and WithResponseInto is refused by NewClient, each with a
@@ -23,6 +24,76 @@ import (
 // Option can make a create request (POST) be resent after it may have
 // reached the server. A nil Option is ignored.
 type Option func(*config) error
+
+// Defaults.
+const (
+	// DefaultTimeout bounds each attempt unless WithTimeout says otherwise.
+	DefaultTimeout = 30 * time.Second
+	// DefaultMaxResponseBytes caps a successful response body.
+	DefaultMaxResponseBytes = 16 << 20
+	// DefaultMaxConnsPerHost bounds the default transport's connections to
+	// the API host unless WithMaxConnsPerHost says otherwise.
+	DefaultMaxConnsPerHost = 256
+)
+
+// config holds what the options set: the Client's (perCall false), or one
+// call's overrides (perCall true). The API key lives only here, behind a
+// pointer, so printing a Client (even with %#v on the dereferenced struct)
+// never shows it.
+type config struct {
+	perCall          bool
+	apiKey           string
+	scrub            scrubber // finds apiKey in server text (redact.go)
+	httpClient       *http.Client
+	retry            RetryPolicy
+	retrySet         bool
+	logger           *slog.Logger
+	header           http.Header // WithHeader's
+	timeout          time.Duration
+	timeoutSet       bool
+	insecureHTTP     bool
+	maxResponseBytes int64
+	maxConnsPerHost  int
+	headers          struct{ get, post http.Header }
+	observers        []Observer
+	bus              WakeupBus
+	waitReads        int       // WithMaxConcurrentWaitReads; 0: the default
+	resp             *Response // WithResponseInto's target (per call)
+
+	// addresses checks wallet addresses (WithAddressChecker); the zero
+	// Checker has the built-in checks.
+	addresses address.Checker
+}
+
+// newConfig applies the options over the defaults and checks the key.
+func newConfig(apiKey string, opts []Option) (*config, error) {
+	cfg := &config{
+		apiKey:           apiKey,
+		scrub:            newScrubber(apiKey),
+		retry:            DefaultRetryPolicy(),
+		maxResponseBytes: DefaultMaxResponseBytes,
+		maxConnsPerHost:  DefaultMaxConnsPerHost,
+	}
+	for _, o := range opts {
+		if o == nil {
+			continue
+		}
+		if err := o(cfg); err != nil {
+			return nil, err
+		}
+	}
+	if strings.TrimSpace(apiKey) == "" {
+		return nil, &ValidationError{Field: "apiKey", Reason: "is empty"}
+	}
+	if strings.ContainsFunc(apiKey, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		return nil, &ValidationError{Field: "apiKey", Reason: "contains control characters"}
+	}
+	if cfg.logger == nil {
+		cfg.logger = slog.New(slog.DiscardHandler)
+	}
+	cfg.retry = cfg.retry.withDefaults()
+	return cfg, nil
+}
 
 // clientOnly makes an Option that only NewClient accepts.
 func clientOnly(name string, ok bool, reason string, set func(*config)) Option {
@@ -153,106 +224,6 @@ func validHeaderName(s string) bool {
 	return true
 }
 
-// Response describes the HTTP exchange behind a call: the last attempt's
-// status, headers and raw body, the request id the server gave, how many
-// attempts were made and how long the call took. WithResponseInto fills one on
-// success and on error alike.
-type Response struct {
-	// StatusCode is the last attempt's HTTP status; 0 if no response came.
-	StatusCode int
-	// Header is the last response's header (nil if none).
-	Header http.Header
-	// RequestID is the server's request id (X-Request-Id and the like),
-	// if it sent one.
-	RequestID string
-	// Attempts counts the attempts made, the first included.
-	Attempts int
-	// Duration is the whole call's time, retries and waits included.
-	Duration time.Duration
-	// Proto is the last response's protocol, for example "HTTP/2.0".
-	Proto string
-	// RawJSON is the last response's body as the server sent it (a 2xx
-	// body up to WithMaxResponseBytes, an error body up to 8 KiB), with the
-	// API key replaced by [REDACTED] wherever it appears; "" if no whole
-	// body was read. It reaches the fields the SDK does not decode yet (the
-	// list, balance and currencies operations are under development):
-	//
-	//	var resp cryptopay.Response
-	//	p, err := client.GetPayout(ctx, id, cryptopay.WithResponseInto(&resp))
-	//	var extra struct{ RiskScore int `json:"riskScore"` }
-	//	_ = json.Unmarshal([]byte(resp.RawJSON), &extra)
-	//
-	// It is server text: never render it as HTML or pass it to a shell.
-	RawJSON string
-}
-
-// Observer receives what happens on every call and attempt, for tracing,
-// metrics and logs (otelcryptopay builds OpenTelemetry spans and metrics on
-// it). Every field is optional. The functions run on the calling goroutine
-// and must be fast and safe for concurrent use. An Observer never sees the
-// API key, a request or response body, an object id or a query string: the
-// route is a template such as "GET /v1/payout/{id}/status".
-type Observer struct {
-	// OnCallStart runs once per call, before the first attempt. The
-	// context it returns is the parent of the call's attempts (a tracer
-	// returns a context holding the call's span).
-	OnCallStart func(ctx context.Context, call CallInfo) context.Context
-	// OnAttemptStart runs before each attempt; its context carries the
-	// attempt (an attempt span) and is the context of the HTTP request.
-	OnAttemptStart func(ctx context.Context, call CallInfo, attempt int) context.Context
-	// OnAttemptEnd runs after each attempt, with its result and the retry
-	// decision taken on it.
-	OnAttemptEnd func(ctx context.Context, call CallInfo, res AttemptResult)
-	// OnCallEnd runs once per call, after the last attempt, with the
-	// call's outcome.
-	OnCallEnd func(ctx context.Context, call CallInfo, res CallResult)
-}
-
-// CallInfo names a call without its ids or query.
-type CallInfo struct {
-	// Method is the HTTP method ("GET" or "POST").
-	Method string
-	// Route is the method and path template, for example
-	// "GET /v1/payment/{id}/status".
-	Route string
-}
-
-// AttemptResult is one attempt's outcome and the retry decision taken on it.
-type AttemptResult struct {
-	// Attempt is 1 for the first attempt.
-	Attempt int
-	// StatusCode is the HTTP status; 0 if no response came.
-	StatusCode int
-	// Err is the attempt's transport error (or a body cut short), if any,
-	// with the API key scrubbed; nil when a whole response was read.
-	Err error
-	// Retry says whether another attempt follows; Reason says why or why
-	// not (for example "status 503 Service Unavailable" or "request may
-	// have reached the server; not resent").
-	Retry  bool
-	Reason string
-	// Duration is the attempt's time, up to its response headers or error.
-	Duration time.Duration
-}
-
-// CallResult is a call's outcome.
-type CallResult struct {
-	// Attempts counts the attempts made.
-	Attempts int
-	// StatusCode is the last attempt's HTTP status; 0 if none came.
-	StatusCode int
-	// Err is the error the call returned, nil on success. errors.Is and
-	// errors.As see that error; its text names only the route and the kind
-	// of failure (for example "cryptopay: GET /v1/payment/{id}/status:
-	// status 404"), never a path, id, order id or server message.
-	Err error
-	// OutcomeUnknown is true when Err matches ErrOutcomeUnknown: a create
-	// request may or may not have taken effect.
-	OutcomeUnknown bool
-	// Duration is the whole call's time.
-	Duration time.Duration
-}
-
 // WithObserver adds o to the Client's observers; each is called in the order
 // given. (A webhook receiver reports to its own webhook.Config.OnEvent.)
 func WithObserver(o Observer) Option {
@@ -301,4 +272,41 @@ func WithMaxResponseBytes(n int64) Option {
 // WithHTTPClient the caller's transport decides and n is not used.
 func WithMaxConnsPerHost(n int) Option {
 	return clientOnly("WithMaxConnsPerHost", n > 0, "must be positive", func(c *config) { c.maxConnsPerHost = n })
+}
+
+// WithMaxConcurrentWaitReads bounds how many status reads the Client's
+// WaitForPayment and WaitForPayout calls make at the same time (default
+// DefaultMaxConcurrentWaitReads); n must be positive. A wait whose read is
+// due while n are in flight queues for its turn (first come, first served;
+// ctx still ends it). This is what keeps a restart with thousands of open
+// orders from stampeding the API: their first reads go out n at a time, at
+// the pace the API answers, and the jittered intervals spread them from
+// there. It also bounds the connections, goroutines and memory that
+// thousands of waits need. Other calls are not limited by it.
+func WithMaxConcurrentWaitReads(n int) Option {
+	return clientOnly("WithMaxConcurrentWaitReads", n > 0, "must be positive", func(c *config) { c.waitReads = n })
+}
+
+// WithWakeupBus connects the Client to bus: a webhook.Handler built with this
+// Client publishes a hint after each event it re-reads, and every Client on
+// the same bus wakes its waits for that object, which then read it again
+// through the API at once (a hint is never taken for a status). A Client
+// ignores its own hints: its handler hands its own waits the object it
+// read. The Client subscribes when its first wait starts (that wait waits
+// for Subscribe; a failure is logged and retried by a later wait, after
+// 5 s) and stays subscribed until Close. A handler's Publish is bounded to
+// 2 s; its failure is logged and does not change the answer. Waits with
+// NoWebhookWakeup ignore hints too.
+func WithWakeupBus(bus WakeupBus) Option {
+	return clientOnly("WithWakeupBus", bus != nil, "bus is nil", func(c *config) { c.bus = bus })
+}
+
+// WithAddressChecker makes CreatePayout check wallet addresses with c
+// instead of the built-in checks: to check a network the SDK does not
+// know, or to replace or remove (a nil check) a built-in one (see
+// address.Checker.With). Only NewClient takes it. Validate still applies
+// the built-ins: give the same Checker to CreatePayoutParams.ValidateWith
+// wherever else payouts are checked.
+func WithAddressChecker(c address.Checker) Option {
+	return clientOnly("WithAddressChecker", true, "", func(cfg *config) { cfg.addresses = c })
 }

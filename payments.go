@@ -117,20 +117,25 @@ type CreatePaymentParams struct {
 	// PlatformFeeByUser: true if the customer bears the fee (it is added to
 	// the amount to pay), false if the merchant does.
 	PlatformFeeByUser bool `json:"platformFeeByUser"`
-	// Currency is the cryptocurrency, for example "usdt"; required.
-	Currency string `json:"currency" cryptopay:"required"`
-	// Network is the network, for example "erc20".
-	Network string `json:"network"`
-	// CustomerID identifies the customer; required.
-	CustomerID string `json:"customerId" cryptopay:"required"`
-	// CustomerIP is the customer's IP address; required.
-	CustomerIP string `json:"customerIp" cryptopay:"required"`
+	// Currency is the cryptocurrency, for example "usdt"; required, in
+	// canonical form (lower case, no spaces: "USDT" is refused).
+	Currency string `json:"currency" cryptopay:"required,key"`
+	// Network is the network, for example "erc20"; canonical when given.
+	Network string `json:"network" cryptopay:"key"`
+	// CustomerID identifies the customer; required, an identifier of at
+	// most 128 bytes (see OrderID).
+	CustomerID string `json:"customerId" cryptopay:"required,id=128"`
+	// CustomerIP is the customer's IP address; required, at most 64
+	// bytes, the same character rules as OrderID.
+	CustomerIP string `json:"customerIp" cryptopay:"required,id=64"`
 	// OrderID is the merchant's order identifier. Make it unique per order:
 	// it is how an unknown outcome is reconciled and how webhook URLs are
-	// signed (see webhook.URL).
-	OrderID string `json:"orderId"`
-	// AdditionalData is optional free-form data; empty is not sent.
-	AdditionalData string `json:"additionalData,omitempty"`
+	// signed (see webhook.URL). At most 128 bytes, with no leading or
+	// trailing white space and no control, invisible or bidi character.
+	OrderID string `json:"orderId" cryptopay:"id=128"`
+	// AdditionalData is optional free-form data, at most 64 KiB; empty is
+	// not sent.
+	AdditionalData string `json:"additionalData,omitempty" cryptopay:"max=65536"`
 	// WebhookURL is where events for this payment go; empty is not sent.
 	// Build it with webhook.URL so the handler can authenticate events.
 	WebhookURL string `json:"webhookUrl,omitempty"`
@@ -145,8 +150,11 @@ func (p CreatePaymentParams) MarshalJSON() ([]byte, error) {
 }
 
 // Validate applies the API's documented limits (Amount > 0; Currency,
-// CustomerID and CustomerIP not empty) and refuses any string field that
-// is not valid UTF-8.
+// CustomerID and CustomerIP not empty), refuses any string field that is
+// not valid UTF-8, and applies the SDK's rules: OrderID, CustomerID and
+// CustomerIP identifiers within their length (see the fields), Currency
+// and Network canonical keys, AdditionalData at most 64 KiB. A refusal is
+// a *ValidationError naming the Go field.
 func (p CreatePaymentParams) Validate() error {
 	return checkParams(reflect.ValueOf(&p).Elem(), paymentParamRules, p.Amount)
 }

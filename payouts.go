@@ -3,6 +3,7 @@ package cryptopay
 import (
 	"cmp"
 	"context"
+	"errors"
 	"iter"
 	"math"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"github.com/cryptopay/cryptopay-go/address"
 	"github.com/cryptopay/cryptopay-go/internal/wire"
 )
 
@@ -95,41 +97,87 @@ func (w *wirePayout) check() string {
 }
 
 // CreatePayoutParams are the fields of POST /v1/payout. The struct tags
-// give each field's JSON name and the fields Validate requires.
+// give each field's JSON name and the rules Validate applies.
 type CreatePayoutParams struct {
-	// WalletAddress is the destination address; required. The SDK does not
-	// check it against the network: a wrong address loses the funds.
-	WalletAddress string `json:"walletAddress" cryptopay:"required"`
+	// WalletAddress is the destination address; required. It is checked
+	// offline for Network (package address: checksum, version, the right
+	// network) and may contain no white space or invisible character.
+	// A network the checks do not know is not checked, and no check knows
+	// whether the address's owner can use the funds: a wrong address loses
+	// them.
+	WalletAddress string `json:"walletAddress" cryptopay:"required,address"`
 	// NetworkFeeByUser: true if the end user bears the network fee.
 	NetworkFeeByUser bool `json:"networkFeeByUser"`
 	// Amount is the amount to send; must be greater than 0.
 	Amount decimal.Decimal `json:"-"`
-	// Currency is the currency key, for example "usdt".
-	Currency string `json:"currency"`
-	// Network is the network key, for example "tron".
-	Network string `json:"network"`
-	// CustomerID identifies the end user; required.
-	CustomerID string `json:"customerId" cryptopay:"required"`
-	// CustomerIP is the end user's IP address; required.
-	CustomerIP string `json:"customerIp" cryptopay:"required"`
+	// Currency is the currency key, for example "usdt"; required, in
+	// canonical form (lower case, no spaces: "USDT" is refused).
+	Currency string `json:"currency" cryptopay:"required,key"`
+	// Network is the network key, for example "tron"; required, in
+	// canonical form. It picks WalletAddress's check.
+	Network string `json:"network" cryptopay:"required,key"`
+	// CustomerID identifies the end user; required, an identifier of at
+	// most 128 bytes (see OrderID).
+	CustomerID string `json:"customerId" cryptopay:"required,id=128"`
+	// CustomerIP is the end user's IP address; required, at most 64
+	// bytes, the same character rules as OrderID.
+	CustomerIP string `json:"customerIp" cryptopay:"required,id=64"`
 	// OrderID identifies the withdrawal; required. Make it unique: it is the
-	// only handle for reconciling a payout whose outcome is unknown.
-	OrderID string `json:"orderId" cryptopay:"required"`
-	// AdditionalData is optional free-form data; empty is not sent.
-	AdditionalData string `json:"additionalData,omitempty"`
+	// only handle for reconciling a payout whose outcome is unknown. At
+	// most 128 bytes, with no leading or trailing white space and no
+	// control, invisible or bidi character: a server that trims or
+	// rewrites it would store another orderId.
+	OrderID string `json:"orderId" cryptopay:"required,id=128"`
+	// AdditionalData is optional free-form data, at most 64 KiB; empty is
+	// not sent.
+	AdditionalData string `json:"additionalData,omitempty" cryptopay:"max=65536"`
 	// WebhookURL is where events for this payout go; empty is not sent.
 	WebhookURL string `json:"webhookUrl,omitempty"`
 }
 
 var payoutParamRules = paramRules(reflect.TypeFor[CreatePayoutParams]())
 
-// Validate applies the API's documented limits (CustomerID, CustomerIP and
-// OrderID not empty), two money-safety rules (Amount > 0 and a non-empty
-// WalletAddress), and refuses any string field that is not valid UTF-8:
-// an orderId altered on the way could never be reconciled.
-func (p CreatePayoutParams) Validate() error {
+// Validate checks p as CreatePayout does before anything is sent, with
+// the built-in address checks (see ValidateWith for others): Amount > 0;
+// every string valid UTF-8; WalletAddress, Currency, Network, CustomerID,
+// CustomerIP and OrderID not empty; OrderID, CustomerID and CustomerIP
+// identifiers within their length (see the fields); Currency and Network
+// canonical keys; AdditionalData at most 64 KiB; WalletAddress valid for
+// Network. A refusal is a *ValidationError naming the Go field.
+func (p CreatePayoutParams) Validate() error { return p.ValidateWith(address.Checker{}) }
+
+// validateFields is Validate without the network's address check.
+func (p CreatePayoutParams) validateFields() error {
 	return checkParams(reflect.ValueOf(&p).Elem(), payoutParamRules, p.Amount)
 }
+
+// ValidateWith is Validate with the wallet address checked by c instead
+// of the built-in checks (a zero address.Checker is the built-ins, which
+// is what Validate uses). Use it where payouts are checked outside
+// CreatePayout with the Checker given to WithAddressChecker.
+func (p CreatePayoutParams) ValidateWith(c address.Checker) error {
+	if err := p.validateFields(); err != nil {
+		return err
+	}
+	if err := c.Check(p.Network, p.WalletAddress); err != nil {
+		reason := err.Error()
+		if ae, ok := errors.AsType[*address.Error](err); ok {
+			reason = ae.Reason
+		}
+		return &ValidationError{Field: "WalletAddress", Reason: "is not a valid " + strconv.Quote(p.Network) + " address: " + reason}
+	}
+	return nil
+}
+
+// payoutRequest is a payout's params with the Checker its address is
+// checked by: create validates it with Validate like any params.
+type payoutRequest struct {
+	CreatePayoutParams
+	addresses address.Checker
+}
+
+// Validate is ValidateWith the request's Checker.
+func (r payoutRequest) Validate() error { return r.ValidateWith(r.addresses) }
 
 // MarshalJSON writes the request body, the amount first as a JSON number.
 func (p CreatePayoutParams) MarshalJSON() ([]byte, error) {
@@ -159,7 +207,7 @@ func (c *Client) GetPayout(ctx context.Context, id string, opts ...Option) (*Pay
 // call ReconcilePayout first. Only a request that never left (connection
 // refused) is retried.
 func (c *Client) CreatePayout(ctx context.Context, params CreatePayoutParams, opts ...Option) (*Payout, error) {
-	return create[Payout](ctx, c, createPayout, params, params.OrderID, opts, &payoutPool)
+	return create[Payout](ctx, c, createPayout, payoutRequest{params, c.cfg.addresses}, params.OrderID, opts, &payoutPool)
 }
 
 // ListPayoutsParams pages through the payout list. Zero values are not sent,

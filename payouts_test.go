@@ -17,13 +17,13 @@ import (
 )
 
 const payoutBody = `{
- "payoutId": "po_77", "status": "created", "amount": 0.00000001, "walletAddress": "TXyz",
+ "payoutId": "po_77", "status": "created", "amount": 0.00000001, "walletAddress": "TTmPKqxafRT1oacWi3zcTMKf3Ro9GJx82N",
  "networkFeeByUser": false, "currency": "usdt", "network": "tron", "customerId": "cus_9",
  "customerIp": "198.51.100.4", "orderId": "wd-1", "createdAt": "2026-11-22T10:00:00Z",
  "updatedAt": "2026-11-22T10:00:00Z", "webhookUrl": "https://shop.test/po"}`
 
 func validPayoutParams() CreatePayoutParams {
-	return CreatePayoutParams{WalletAddress: "TXyz", Amount: decimal.NewFromInt(10), Currency: "usdt", Network: "tron",
+	return CreatePayoutParams{WalletAddress: "TTmPKqxafRT1oacWi3zcTMKf3Ro9GJx82N", Amount: decimal.NewFromInt(10), Currency: "usdt", Network: "tron",
 		CustomerID: "c1", CustomerIP: "203.0.113.1", OrderID: "wd-1"}
 }
 
@@ -32,17 +32,17 @@ func TestCreatePayoutRequestAndDecode(t *testing.T) {
 	var seen capturedRequest
 	mux.HandleFunc("POST /v1/payout", serveJSON(200, payoutBody, &seen, nil))
 	p, err := c.CreatePayout(context.Background(), CreatePayoutParams{
-		WalletAddress: "TXyz", Amount: decimal.RequireFromString("1e-8"), Currency: "usdt", Network: "tron",
+		WalletAddress: "TTmPKqxafRT1oacWi3zcTMKf3Ro9GJx82N", Amount: decimal.RequireFromString("1e-8"), Currency: "usdt", Network: "tron",
 		CustomerID: "cus_9", CustomerIP: "198.51.100.4", OrderID: "wd-1", WebhookURL: "https://shop.test/po",
 	})
 	require.NoError(t, err)
-	assert.JSONEq(t, `{"walletAddress":"TXyz","networkFeeByUser":false,"amount":0.00000001,"currency":"usdt",
+	assert.JSONEq(t, `{"walletAddress":"TTmPKqxafRT1oacWi3zcTMKf3Ro9GJx82N","networkFeeByUser":false,"amount":0.00000001,"currency":"usdt",
 		"network":"tron","customerId":"cus_9","customerIp":"198.51.100.4","orderId":"wd-1",
 		"webhookUrl":"https://shop.test/po"}`, string(seen.Body))
 	assert.Equal(t, "po_77", p.ID)
 	assert.Equal(t, PayoutCreated, p.Status)
 	assert.Equal(t, "0.00000001", p.Amount.String())
-	assert.Equal(t, "TXyz", p.WalletAddress)
+	assert.Equal(t, "TTmPKqxafRT1oacWi3zcTMKf3Ro9GJx82N", p.WalletAddress)
 	assert.Equal(t, "wd-1", p.OrderID)
 	assert.Equal(t, "https://shop.test/po", p.WebhookURL)
 	assert.Equal(t, 2026, p.UpdatedAt.Year())

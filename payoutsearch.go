@@ -1,17 +1,23 @@
 package cryptopay
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
+
+	"github.com/shopspring/decimal"
 )
 
 // This file is the payout-list search behind ReconcilePayout and
 // WaitForPayout by orderId. Its answer "not listed" tells a caller that resending a
-// payout is safe, so it is given only on evidence:
+// payout is safe, so it is given only on evidence: every payout that could
+// be the one was read, or the pages read prove the order that lets the
+// search skip the rest.
 //
 //   - The first page (offset 0) gives the count and the server's page size.
 //   - The last page (read from count-size+1, so that it cannot be full
@@ -21,10 +27,19 @@ import (
 //     payout is found in at most 2 requests (a list that grows while it is
 //     read costs up to 2 more).
 //   - The pages in between are read from the newest end towards the oldest.
-//     With a cutoff (an attempt time), the search stops at the first payout
-//     created before it: the list is sorted, so the rest is older still.
-//     Without one, or when the list is not sorted by createdAt, every page
-//     is read.
+//     With a cutoff (an attempt time), the search may stop at the first
+//     payout created before it, skipping the older end of the list, only
+//     when the pages read prove the order (sortProven): both ends of the
+//     list read, createdAt known on every payout read and going one way
+//     across all of them, at least minSortedRun payouts read in a row at
+//     each end, and no field the item shows (currency, network,
+//     status, amount) able to lead the order instead of createdAt. A list
+//     grouped by currency, status or amount, random, reversed part-way, or
+//     with every createdAt equal fails the proof: the search reads on, to
+//     the end of the list or until the proof holds. Without a cutoff every
+//     page is read.
+//   - A look reads at most maxSearchRequests pages; a list it cannot cover
+//     or prove within them is an error (the answer stays unknown).
 //   - A page read twice (the server ignores offset), a list that ends
 //     before its count, more items than the count, or a count that shrinks
 //     is an error (ErrUnexpectedResponse), never "not listed".
@@ -34,6 +49,26 @@ import (
 //     such as updatedAt, or payouts sharing a createdAt swap places between
 //     requests), and the one looked for may have moved from a page not yet
 //     read to one already read.
+//
+// What the proof cannot see: a list made of parts each sorted by createdAt
+// and joined by a key the item does not show (two shards, a merchant
+// sub-account), or by customer or wallet, looks sorted on every page the
+// fast path reads. The skip trusts that the server's order is led by
+// createdAt once nothing it shows contradicts it.
+
+// Bounds of one look at the list.
+const (
+	// maxSearchRequests bounds the pages one look reads: a list the
+	// search cannot cover or prove sorted within them is "still unknown".
+	maxSearchRequests = 1000
+	// minSortedRun is how many payouts a skip needs read in a row at each
+	// end of the list, in createdAt order: a random order passes one such
+	// run by chance about 2 times in 16! (10^13).
+	minSortedRun = 16
+	// maxSortedRecords bounds what a search keeps to prove the order;
+	// past it the search reads on to the end instead.
+	maxSortedRecords = 10_000
+)
 
 // listOrder is the order the payout list was seen to be in.
 type listOrder int
@@ -77,26 +112,41 @@ type payoutSearch struct {
 	head     int
 	tail     int
 	end      int
-	counted  bool // the server sends a count (without one, read to an empty page)
-	endSeen  bool // a page showed the end of the list (it was not full)
-	read1    bool // the first page has been read
+	counted  bool             // the server sends a count (without one, read to an empty page)
+	endSeen  bool             // a page showed the end of the list (it was not full)
+	read1    bool             // the first page has been read
+	farRead  bool             // the far end of the list (from count-size+1) has been read
+	top      []PayoutListItem // the last page read at the top of the list
 	order    listOrder
 	edge     time.Time // the oldest createdAt the newest-to-oldest walk reached
-	stopped  bool      // the walk reached the cutoff
+	stopped  bool      // the walk reached the cutoff and the order is proven
 	requests int
 	pages    map[uint64]int // fingerprint of each page read -> its offset
 	found    *PayoutListItem
 	count0   int                 // the count the first page sent
 	distinct map[uint64]struct{} // identity of each payout read (see identity)
+	keep     bool                // a skip is still possible: records are kept
+	records  []sortRecord        // what sortProven needs of each payout read
+}
+
+// sortRecord is what the proof of the order needs of one payout read: its
+// place in the list and the fields that could lead the order.
+type sortRecord struct {
+	pos                       int
+	at                        int64 // createdAt in Unix ns; 0 when absent
+	currency, network, status string
+	amount                    decimal.Decimal
 }
 
 func newPayoutSearch(ctx context.Context, c *Client, orderID string, cutoff time.Time, opts []Option) *payoutSearch {
-	return &payoutSearch{c: c, ctx: ctx, opts: opts, orderID: orderID, cutoff: cutoff, pages: make(map[uint64]int), distinct: make(map[uint64]struct{})}
+	s := &payoutSearch{c: c, ctx: ctx, opts: opts, orderID: orderID, cutoff: cutoff, pages: make(map[uint64]int), distinct: make(map[uint64]struct{})}
+	s.keep = !cutoff.IsZero()
+	return s
 }
 
 // run searches until the payout is found (s.found), the list is covered
-// or the cutoff reached (nil error, s.found nil), or the evidence fails
-// (an error: the answer stays unknown).
+// or the cutoff reached on a proven order (nil error, s.found nil), or the
+// evidence fails (an error: the answer stays unknown).
 func (s *payoutSearch) run() error {
 	first, err := s.first()
 	if err != nil || s.found != nil {
@@ -115,17 +165,248 @@ func (s *payoutSearch) run() error {
 	case oldestFirst:
 		s.reach(last, true)
 	}
+	err = s.decide()
 	for err == nil && s.more() {
 		if s.order == oldestFirst {
 			err = s.stepDown()
 		} else {
 			err = s.stepUp()
 		}
+		if err == nil && s.found == nil {
+			err = s.decide()
+		}
 	}
 	if err == nil && s.found == nil {
 		err = s.checkDistinct()
 	}
 	return err
+}
+
+// decide stops the walk once it has reached the cutoff on an order the
+// pages read prove (sortProven). The proof needs both ends of the list,
+// with at least minSortedRun payouts read in a row at each: a newest-first
+// walk reads the far end when it reaches the cutoff, and either walk
+// widens the oldest end (widen) until it shows enough.
+func (s *payoutSearch) decide() error {
+	if s.stopped || !s.keep || s.edge.IsZero() || !s.edge.Before(s.cutoff) ||
+		(s.order != newestFirst && s.order != oldestFirst) || !s.counted || s.head >= s.tail {
+		return nil
+	}
+	if !s.farRead {
+		if _, err := s.last(); err != nil || s.found != nil {
+			return err
+		}
+	}
+	newest, oldest := s.runs()
+	if newest < minSortedRun {
+		return nil // the walk reads on, and decide looks again
+	}
+	for oldest < minSortedRun && s.head < s.tail && s.keep {
+		if err := s.widen(); err != nil || s.found != nil {
+			return err
+		}
+		_, oldest = s.runs()
+	}
+	s.stopped = s.head < s.tail && s.sortProven()
+	return nil
+}
+
+// runs counts the payouts read in a row at the newest and the oldest end
+// of the list.
+func (s *payoutSearch) runs() (newest, oldest int) {
+	if s.order == oldestFirst {
+		return s.end - s.tail, s.head
+	}
+	return s.head, s.end - s.tail
+}
+
+// widen reads the next page at the oldest end of the list (the one the
+// walk does not come from), towards the gap, for the proof only: it moves
+// neither the edge nor the walk.
+func (s *payoutSearch) widen() error {
+	lo, hi := s.head, min(s.tail, s.head+s.size)
+	if s.order == newestFirst {
+		lo, hi = max(s.head, s.tail-s.size), s.tail
+	}
+	p, err := s.read(lo, hi-lo)
+	if err != nil || s.found != nil {
+		return err
+	}
+	if len(p.items) < hi-lo {
+		return s.short(lo, len(p.items), hi-lo)
+	}
+	if p.count != s.end {
+		s.noSkip() // the list changed: the places read no longer line up
+		return nil
+	}
+	if s.order == newestFirst {
+		s.tail = lo
+	} else {
+		s.head = hi
+	}
+	return nil
+}
+
+// sortProven reports whether the payouts read prove that the gap left
+// unread holds only payouts older than the edge the walk reached, as far
+// as a list read by offset can show it:
+//   - both ends of the list were read, each place once;
+//   - createdAt is known on every payout read and goes one way (the
+//     list's order) across all of them, not equal throughout;
+//   - at least minSortedRun payouts were read in a row at each end;
+//   - no field the item shows can lead the order: a list sorted first by a
+//     field is monotone in it from end to end, so the field either has
+//     the same value at both ends (then it is constant) or shows a value,
+//     another, then the first again (for amount: goes both ways); or the
+//     same holds on the block around the gap where the fields that have
+//     one value on both sides of the gap keep it (gapProven).
+//
+// A list reversed part-way shows the other direction at its oldest end; a
+// random one fails the runs (2 in 16! by chance).
+func (s *payoutSearch) sortProven() bool {
+	newest, oldest := s.runs()
+	r := s.records
+	if !s.keep || len(r) < 2 || newest < minSortedRun || oldest < minSortedRun || !s.farRead {
+		return false
+	}
+	slices.SortStableFunc(r, func(a, b sortRecord) int { return cmp.Compare(a.pos, b.pos) })
+	if r[0].pos != 0 || r[len(r)-1].pos != s.end-1 {
+		return false
+	}
+	strict := false
+	for i := range r {
+		if r[i].at == 0 {
+			return false
+		}
+		if i == 0 {
+			continue
+		}
+		if r[i].pos == r[i-1].pos {
+			return false // read twice: the list moved between the reads
+		}
+		d := cmp.Compare(r[i].at, r[i-1].at)
+		if (s.order == newestFirst && d > 0) || (s.order == oldestFirst && d < 0) {
+			return false
+		}
+		strict = strict || d != 0
+	}
+	return strict && (noFieldLeads(r, nil) || s.gapProven(r))
+}
+
+// textFields are the text fields of a payout that could lead the order.
+var textFields = [...]func(*sortRecord) string{
+	func(x *sortRecord) string { return x.currency },
+	func(x *sortRecord) string { return x.network },
+	func(x *sortRecord) string { return x.status },
+}
+
+// noFieldLeads reports whether no field outside pinned can lead the order
+// of the records r (see cannotLead); pinned[i] is text field i, pinned[3]
+// the amount (nil: none pinned).
+func noFieldLeads(r []sortRecord, pinned *[4]bool) bool {
+	for i, f := range textFields {
+		if (pinned == nil || !pinned[i]) && !cannotLead(r, f) {
+			return false
+		}
+	}
+	return (pinned != nil && pinned[3]) || amountCannotLead(r)
+}
+
+// gapProven is the proof for a list whose fields differ from end to end
+// but not across the gap: a field with one value on both sides of the gap
+// (pinned) is, if it leads the order, that value throughout the gap; so
+// is each further key, in turn, while the keys before it are. The
+// proof then holds on the block of records around the gap where every
+// pinned field keeps that value: minSortedRun of them on each side,
+// createdAt not equal throughout, and no other field able to lead the
+// order within the block. (Say the newest payout is processing and all
+// others paid: status is pinned to paid, and the block is the paid ones.)
+func (s *payoutSearch) gapProven(r []sortRecord) bool {
+	at := func(pos int) int {
+		i, ok := slices.BinarySearchFunc(r, pos, func(x sortRecord, p int) int { return cmp.Compare(x.pos, p) })
+		if !ok {
+			return -1
+		}
+		return i
+	}
+	li, ri := at(s.head-1), at(s.tail)
+	if li < 0 || ri < 0 {
+		return false
+	}
+	// Pinned: the fields the whole list does not rule out and that have
+	// one value on both sides of the gap. (Any such choice is sound;
+	// pinning a field that is equal there by chance would only shrink the
+	// block.)
+	var pinned [4]bool
+	some := false
+	for i, f := range textFields {
+		pinned[i] = f(&r[li]) == f(&r[ri]) && !cannotLead(r, f)
+		some = some || pinned[i]
+	}
+	pinned[3] = r[li].amount.Equal(r[ri].amount) && !amountCannotLead(r)
+	if !some && !pinned[3] {
+		return false
+	}
+	keeps := func(x *sortRecord) bool {
+		for i, f := range textFields {
+			if pinned[i] && f(x) != f(&r[li]) {
+				return false
+			}
+		}
+		return !pinned[3] || x.amount.Equal(r[li].amount)
+	}
+	i0, i1 := li, ri
+	for i0 > 0 && keeps(&r[i0-1]) {
+		i0--
+	}
+	for i1 < len(r)-1 && keeps(&r[i1+1]) {
+		i1++
+	}
+	if li-i0+1 < minSortedRun || i1-ri+1 < minSortedRun || r[i0].at == r[i1].at {
+		return false
+	}
+	return noFieldLeads(r[i0:i1+1], &pinned)
+}
+
+// cannotLead reports whether the field cannot be the list's first sort key
+// (in any order of its values): it is the same at both ends, or a value
+// comes back after another one.
+func cannotLead(r []sortRecord, field func(*sortRecord) string) bool {
+	if field(&r[0]) == field(&r[len(r)-1]) {
+		return true
+	}
+	left := make(map[string]struct{})
+	prev := field(&r[0])
+	for i := 1; i < len(r); i++ {
+		v := field(&r[i])
+		if v == prev {
+			continue
+		}
+		if _, back := left[v]; back {
+			return true
+		}
+		left[prev] = struct{}{}
+		prev = v
+	}
+	return false
+}
+
+// amountCannotLead is cannotLead for the amount, in numeric order: the
+// same at both ends, or going both up and down.
+func amountCannotLead(r []sortRecord) bool {
+	if r[0].amount.Equal(r[len(r)-1].amount) {
+		return true
+	}
+	up, down := false, false
+	for i := 1; i < len(r); i++ {
+		switch r[i].amount.Cmp(r[i-1].amount) {
+		case 1:
+			up = true
+		case -1:
+			down = true
+		}
+	}
+	return up && down
 }
 
 // checkDistinct refuses a search that read fewer distinct payouts than
@@ -159,6 +440,9 @@ func (s *payoutSearch) more() bool {
 // read fetches one page, checks it against the pages read before, and
 // looks for the orderId on it.
 func (s *payoutSearch) read(offset, limit int) (searchPage, error) {
+	if s.requests >= maxSearchRequests {
+		return searchPage{}, s.unfinished()
+	}
 	r := listPayouts.call(s.opts)
 	r.path += "?" + pageQuery(limit, offset)
 	pp, err := fetch[searchPage](s.ctx, s.c, r, &searchPagePool)
@@ -171,13 +455,35 @@ func (s *payoutSearch) read(offset, limit int) (searchPage, error) {
 		return p, err
 	}
 	for i := range p.items {
-		s.distinct[identity(&p.items[i])] = struct{}{}
-		if p.items[i].OrderID == s.orderID {
-			s.found = &p.items[i]
+		it := &p.items[i]
+		s.distinct[identity(it)] = struct{}{}
+		if it.OrderID == s.orderID {
+			s.found = it
 			break
 		}
+		s.record(offset+i, it)
 	}
 	return p, nil
+}
+
+// record keeps what sortProven needs of the payout read at pos, while a
+// skip is still possible: a cutoff, and no more than maxSortedRecords.
+func (s *payoutSearch) record(pos int, it *PayoutListItem) {
+	if !s.keep {
+		return
+	}
+	if len(s.records) >= maxSortedRecords {
+		s.noSkip() // read on to the end instead
+		return
+	}
+	if s.records == nil {
+		s.records = make([]sortRecord, 0, 2*defaultPageSize) // the first and the far page
+	}
+	var at int64
+	if !it.CreatedAt.IsZero() {
+		at = it.CreatedAt.UnixNano()
+	}
+	s.records = append(s.records, sortRecord{pos: pos, at: at, currency: it.Currency, network: it.Network, status: string(it.Status), amount: it.Amount})
 }
 
 // consistent refuses a page that contradicts the pages read before.
@@ -218,6 +524,7 @@ func (s *payoutSearch) first() ([]PayoutListItem, error) {
 		return nil, s.inconsistent(fmt.Sprintf("the first page is empty but the count is %d", p.count))
 	}
 	s.order = orderOf(p.items)
+	s.top = p.items
 	return p.items, nil
 }
 
@@ -230,6 +537,7 @@ func (s *payoutSearch) first() ([]PayoutListItem, error) {
 func (s *payoutSearch) last() ([]PayoutListItem, error) {
 	for try := 1; ; try++ {
 		lo := max(s.head, s.end-s.size+1)
+		kept := len(s.records)
 		p, err := s.read(lo, s.size)
 		if err != nil || s.found != nil {
 			return nil, err
@@ -240,9 +548,15 @@ func (s *payoutSearch) last() ([]PayoutListItem, error) {
 		grew := p.count > s.end
 		s.end = p.count
 		if !grew || try == 3 {
-			s.tail, s.endSeen = lo, true
+			s.tail, s.endSeen, s.farRead = lo, true, true
 			return p.items, nil
 		}
+		if s.keep {
+			s.records = s.records[:kept] // the end moved: only the last read shows it
+		}
+		// Newest first, the payouts created meanwhile shift the far page
+		// to the new end unchanged: that is not a page served twice.
+		delete(s.pages, fingerprint(p.items))
 	}
 }
 
@@ -279,6 +593,14 @@ func (s *payoutSearch) stepUp() error {
 	if toEnd && len(p.items) < limit {
 		s.endSeen = true
 	}
+	if s.order == orderUnknown {
+		// Pages too small (or createdAt too equal) to show the order so
+		// far: learn it from the run read from the top.
+		s.order = orderOf(s.top, p.items)
+	}
+	if len(p.items) > 0 {
+		s.top = p.items
+	}
 	if s.order == newestFirst {
 		s.reach(p.items, false)
 	}
@@ -304,8 +626,8 @@ func (s *payoutSearch) stepDown() error {
 // reach walks items from newest to oldest (reversed: the page lists the
 // oldest first), checking that createdAt never goes up along the way. If
 // it does, the list is not sorted and no cutoff can be trusted: the search
-// reads everything. Otherwise, once it has reached a payout created before
-// the cutoff, the search stops.
+// reads everything. Otherwise it moves the edge down; once the edge is
+// before the cutoff, decide stops the walk if the order is proven.
 func (s *payoutSearch) reach(items []PayoutListItem, reversed bool) {
 	for i := range items {
 		it := &items[i]
@@ -320,9 +642,6 @@ func (s *payoutSearch) reach(items []PayoutListItem, reversed bool) {
 			s.order = unsorted
 		}
 		s.edge = t
-	}
-	if s.order != unsorted && !s.cutoff.IsZero() && !s.edge.IsZero() && s.edge.Before(s.cutoff) {
-		s.stopped = true
 	}
 }
 
@@ -393,6 +712,16 @@ func fnvUint(h, v uint64) uint64 {
 		v >>= 8
 	}
 	return h
+}
+
+// noSkip gives up the skip: the search reads on to the end of the list.
+func (s *payoutSearch) noSkip() { s.keep, s.records = false, nil }
+
+// unfinished is the error for a look that used maxSearchRequests without
+// covering the list or proving its order.
+func (s *payoutSearch) unfinished() error {
+	return &ResponseError{StatusCode: http.StatusOK, Method: http.MethodGet, Path: listPayouts.path,
+		Reason: "payout list not searched to the end in " + strconv.Itoa(s.requests) + " requests: its order did not prove that the pages left unread hold only payouts created before the cutoff"}
 }
 
 func (s *payoutSearch) short(offset, got, want int) error {

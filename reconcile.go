@@ -16,14 +16,16 @@ const (
 	// it again.
 	PayoutExists ReconcileVerdict = iota + 1
 	// PayoutNotCreated: the list, read after the settle time, holds no
-	// payout with the orderId and covers every payout created since the
-	// attempt (minus the clock-skew margin), or the whole list when its
-	// order cannot be trusted. Creating it again, with the same orderId,
-	// is safe.
+	// payout with the orderId, and either every payout in it was read, or
+	// the pages read at both of its ends prove it sorted by createdAt and
+	// every payout created since the attempt (minus the clock-skew margin)
+	// was read. Creating it again, with the same orderId, is safe.
 	PayoutNotCreated
 	// PayoutStillUnknown: the evidence does not decide (the list could not
-	// be read, is inconsistent, or ctx ended); ReconcilePayout then also
-	// returns the error. Do not resend; try again later or ask a person.
+	// be read, is inconsistent, is in an order the search cannot prove and
+	// too long to read whole in one look, or ctx ended); ReconcilePayout
+	// then also returns the error. Do not resend; try again later or ask a
+	// person.
 	PayoutStillUnknown
 )
 
@@ -46,13 +48,13 @@ type ReconcileParams struct {
 	OrderID string
 	// AttemptedAt is when the create request was first sent: take
 	// time.Now() just before CreatePayout. It must not be in the future:
-	// the search stops once the list reaches payouts created before it
+	// the search may stop once the list reaches payouts created before it
 	// (minus ClockSkew), so a time later than the real attempt could miss
-	// the payout. Zero means "not known": the whole list is read (every
-	// page, however large the account) and the answer is given at once,
-	// with no settle time, so PayoutNotCreated then holds only for an
-	// attempt older than SettleTime; pass AttemptedAt right after an
-	// attempt.
+	// the payout. Zero means "not known": the whole list is read (up to
+	// 1000 pages a look, beyond which the verdict is PayoutStillUnknown)
+	// and the answer is given at once, with no settle time, so
+	// PayoutNotCreated then holds only for an attempt older than
+	// SettleTime; pass AttemptedAt right after an attempt.
 	AttemptedAt time.Time
 	// SettleTime is how long after AttemptedAt the list is trusted to show a
 	// payout that was created (0: DefaultReconcileSettleTime). A search that
@@ -110,20 +112,36 @@ type ReconcileResult struct {
 //	}
 //
 // It reads the list from its newest end (the order is learned from
-// createdAt) and stops at the first payout
-// created before AttemptedAt minus ClockSkew, so both answers cost a few
-// requests whatever the account's size and whichever order the server
-// lists in (the order is learned from createdAt). A search that finds
-// nothing before AttemptedAt plus SettleTime waits until then (bounded by
-// ctx) and looks again, because the list may lag behind creation.
+// createdAt). It may stop at the first payout created before AttemptedAt
+// minus ClockSkew, skipping the older rest, only when the pages read prove
+// the order: both ends of the list read, createdAt known and going one way
+// across every payout read, at least 16 payouts in a row at each end, and
+// neither currency, network, status nor amount able to lead the order
+// (each is the same at both ends, or comes back to a value it left; an
+// amount goes both up and down; or the same holds among the payouts read
+// around the unread part that share the values its two sides share,
+// such as the paid ones when only the newest is processing). On a list
+// sorted newest first or oldest
+// first that costs 2 requests whatever the account's size (1 when the
+// payout is on the first page). Any other order (grouped by currency,
+// status or amount, random, reversed part-way, every createdAt equal, no
+// createdAt or no count) is read to its end, at most 1000 pages a look:
+// a list longer than that in such an order is PayoutStillUnknown. A
+// search that finds nothing before AttemptedAt plus SettleTime waits until
+// then (bounded by ctx) and looks again, because the list may lag behind
+// creation.
 //
 // PayoutNotCreated is given only on evidence: a list that repeats a page
 // (the server ignores offset), ends before its count, holds more than its
 // count, shrinks, or shows fewer distinct payouts than the places read
 // (payouts moved or swapped places between pages while it was read) returns
-// an error matching ErrUnexpectedResponse; an API
-// or transport failure returns that error. In both cases the result is
-// still returned, with Verdict PayoutStillUnknown and the requests made.
+// an error matching ErrUnexpectedResponse, as does a look that reaches the
+// 1000 pages; an API or transport failure returns that error. In each case
+// the result is still returned, with Verdict PayoutStillUnknown and the
+// requests made. The proof cannot see a list joined from parts each sorted
+// by createdAt under a key the item does not show (such as two shards
+// listed one after the other), nor one sorted first by customer or
+// wallet: on such a server, pass a zero AttemptedAt to read the whole list.
 // Invalid params return a *ValidationError, a nil result, and nothing is
 // sent. If several payouts share the orderId, the first one read is
 // returned. GET /v1/payout/list, which the API marks as under development.
@@ -186,7 +204,8 @@ func notListedReason(s *payoutSearch, cutoff time.Time, settle time.Duration) st
 	}
 	if s.stopped {
 		how = "the list was read from its newest payout back to one created at " +
-			s.edge.UTC().Format(time.RFC3339) + ", before the cutoff " + cutoff.UTC().Format(time.RFC3339)
+			s.edge.UTC().Format(time.RFC3339) + ", before the cutoff " + cutoff.UTC().Format(time.RFC3339) +
+			", and the pages read at both of its ends prove it sorted by createdAt"
 	}
 	return "no payout with this orderId is listed " + settle.String() + " or more after the attempt; " + how
 }

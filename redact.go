@@ -2,7 +2,6 @@ package cryptopay
 
 import (
 	"errors"
-	"net/http"
 	"strings"
 	"unicode/utf8"
 )
@@ -310,49 +309,6 @@ func lower(c byte) byte {
 
 func isAlnum(c byte) bool {
 	return '0' <= c && c <= '9' || 'a' <= lower(c) && lower(c) <= 'z'
-}
-
-// scrubString removes the API key from s.
-func (c *Client) scrubString(s string) string { return c.cfg.scrub.String(s) }
-
-// scrubErr returns err, or, when its text holds the API key, an error with
-// the key replaced that still matches what err matches.
-func (c *Client) scrubErr(err error) error {
-	if err == nil {
-		return nil
-	}
-	s := err.Error()
-	if clean := c.cfg.scrub.String(s); clean != s {
-		return &redactedError{msg: clean, err: err}
-	}
-	return err
-}
-
-// scrubHeader returns h, or a copy with the API key replaced in every name
-// and value that holds it.
-func (c *Client) scrubHeader(h http.Header) http.Header {
-	sc := c.cfg.scrub
-	if sc.key == nil {
-		return h
-	}
-	dirty := false
-	for k, vs := range h {
-		dirty = dirty || sc.String(k) != k
-		for _, v := range vs {
-			dirty = dirty || sc.String(v) != v
-		}
-	}
-	if !dirty {
-		return h
-	}
-	out := make(http.Header, len(h))
-	for k, vs := range h {
-		name := sc.String(k)
-		for _, v := range vs {
-			out[name] = append(out[name], sc.String(v))
-		}
-	}
-	return out
 }
 
 // redactedError is an error whose text held the API key. Error returns the

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -380,7 +381,7 @@ func (cl *call) decode(out any) error {
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		apiErr := newAPIError(c.cfg.scrub, r.method, cl.path, resp.StatusCode, resp.Header, body)
 		if r.method != http.MethodGet && createOutcomeUnknown(resp.StatusCode, nil, false) {
-			return cl.outcomeUnknown(apiErr)
+			return cl.answeredUnknown(apiErr, resp.StatusCode, nil)
 		}
 		return apiErr
 	}
@@ -392,8 +393,9 @@ func (cl *call) decode(out any) error {
 	rerr.Reason = c.scrubString(rerr.Reason)
 	rerr.Err = c.scrubErr(rerr.Err)
 	if r.method != http.MethodGet && createOutcomeUnknown(resp.StatusCode, nil, false) {
-		// The server said yes; we only failed to read what it created.
-		return cl.outcomeUnknown(rerr)
+		// The server said yes; we only failed to read what it created, or
+		// it named another order (or none).
+		return cl.answeredUnknown(rerr, resp.StatusCode, body)
 	}
 	return rerr
 }
@@ -419,11 +421,14 @@ func (cl *call) decodeBody(body []byte, out any) *ResponseError {
 	// An answer names the object it is about: a create's its orderId, a
 	// read's its id. One naming another (a cache or gateway answering with
 	// another request's response) is not this request's object; for a
-	// create, the request's own outcome is unknown. An answer without an
-	// orderId is not judged by it.
+	// create, the request's own outcome is unknown. A create's answer
+	// without an orderId is not matched to the request either (a caching
+	// gateway replaying another request's answer with it removed).
 	if o, ok := out.(answerNamer); ok {
 		switch got := o.answerOrderID(); {
-		case cl.r.orderID != "" && got != "" && got != cl.r.orderID:
+		case cl.r.orderID != "" && got == "":
+			return &ResponseError{Reason: "the answer names no orderId, so it cannot be matched to the request"}
+		case cl.r.orderID != "" && got != cl.r.orderID:
 			return &ResponseError{Reason: "the answer is for another orderId than the request's"}
 		case cl.r.id != "" && !o.answers(cl.r.id):
 			return &ResponseError{Reason: "the answer is for another id than the request's"}
@@ -454,8 +459,48 @@ func (cl *call) transportError(err error) error {
 }
 
 func (cl *call) outcomeUnknown(cause error) error {
-	r := cl.r
-	e := &OutcomeUnknownError{Method: r.method, Path: cl.path, OrderID: r.orderID, Err: cause}
+	return cl.logUnknown(&OutcomeUnknownError{Method: cl.r.method, Path: cl.path, OrderID: cl.r.orderID, Err: cause})
+}
+
+// answeredUnknown is outcomeUnknown for an answer that was read: its
+// status, and for a 2xx body the ids it names (scrubbed and cut, as server
+// text), go into the error so a caller can tell "the server acted" from
+// "no answer".
+func (cl *call) answeredUnknown(cause error, status int, body []byte) error {
+	e := &OutcomeUnknownError{Method: cl.r.method, Path: cl.path, OrderID: cl.r.orderID, Err: cause, StatusCode: status}
+	if status >= 200 && status <= 299 && !cl.tooLarge {
+		var named struct {
+			PayoutID  any `json:"payoutId"`
+			PaymentID any `json:"paymentId"`
+			OrderID   any `json:"orderId"`
+		}
+		if json.Unmarshal(body, &named) == nil {
+			sc := cl.c.cfg.scrub
+			id := namedText(named.PayoutID)
+			if id == "" {
+				id = namedText(named.PaymentID)
+			}
+			e.AnswerID = sc.cut(oneLine(id), 128)
+			e.AnswerOrderID = sc.cut(oneLine(namedText(named.OrderID)), 128)
+		}
+	}
+	return cl.logUnknown(e)
+}
+
+// namedText is an id a JSON answer named: a string as it is, a number as
+// its text, anything else "".
+func namedText(v any) string {
+	switch v := v.(type) {
+	case string:
+		return v
+	case float64:
+		return strconv.FormatFloat(v, 'f', -1, 64)
+	}
+	return ""
+}
+
+func (cl *call) logUnknown(e *OutcomeUnknownError) error {
+	r, cause := cl.r, e.Err
 	cl.c.logger.LogAttrs(cl.ctx, slog.LevelWarn, "cryptopay: outcome unknown; reconcile by orderId",
 		slog.String("method", r.method), slog.String("path", e.Path), slog.String("orderId", r.orderID),
 		slog.String("cause", cl.c.scrubString(cause.Error())))

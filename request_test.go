@@ -246,7 +246,7 @@ func TestDebugLogs(t *testing.T) {
 	out := logs.String()
 	assert.NotContains(t, out, testKey)
 	assert.NotContains(t, out, "limit=5", "no query strings")
-	assert.NotContains(t, out, "TXyz", "no bodies")
+	assert.NotContains(t, out, "TTmPKqxafRT1oacWi3zcTMKf3Ro9GJx82N", "no bodies")
 
 	var lines []map[string]any
 	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {

@@ -65,6 +65,13 @@ func soakOps() int {
 
 var soakPairs = []cryptopaytest.Currency{{Currency: "usdt", Network: "tron"}, {Currency: "eth", Network: "eth"}, {Currency: "btc", Network: "bitcoin"}}
 
+// soakWallets are valid addresses (nobody holds their keys) for the
+// networks of soakPairs.
+var soakWallets = map[string]string{
+	"tron": "TTF7VdfSkqKYSTZuZnsri7WsxdFVkXdwAd", "eth": "0xC335e3f92368E663751a56cDC130D59132C76C86",
+	"bitcoin": "bc1qcv6787frdrnxxag62mxuzvx4jyevwmyxrhg83d",
+}
+
 // soakFaultKinds is the mix of injected faults: transient statuses,
 // resets before and after processing, timeouts, cut and malformed bodies.
 var soakFaultKinds = []struct {
@@ -241,7 +248,7 @@ func TestSoak(t *testing.T) {
 				case op < 40: // create a payout
 					p := &soakPayout{orderID: fmt.Sprintf("soak-po-%d-%d", w, i), amount: amount, feeByUser: rng.IntN(2) == 0, pair: pair, attempted: time.Now()}
 					got, err := c.CreatePayout(ctx, cryptopay.CreatePayoutParams{
-						WalletAddress: "TXYZsoakwallet", NetworkFeeByUser: p.feeByUser, Amount: amount,
+						WalletAddress: soakWallets[pair.Network], NetworkFeeByUser: p.feeByUser, Amount: amount,
 						Currency: pair.Currency, Network: pair.Network, CustomerID: "cust", CustomerIP: "203.0.113.7", OrderID: p.orderID,
 					})
 					p.outcome = classifyPost("CreatePayout", err)

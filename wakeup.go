@@ -2,7 +2,9 @@ package cryptopay
 
 import (
 	"context"
-	"sync"
+	"crypto/rand"
+	"log/slog"
+	"time"
 
 	"github.com/cryptopay/cryptopay-go/internal/ids"
 )
@@ -39,27 +41,6 @@ func objectID(kind objKind, id string) string {
 // objectKey names one object: "payment/<uuid>" or "payout/<id>".
 func objectKey(kind objKind, id string) string {
 	return kind.String() + "/" + objectID(kind, id)
-}
-
-// waitRegistry lets a webhook handler hand the object it re-read
-// (Client.Notify) to the waits for that object on the same Client. Its zero value is ready.
-type waitRegistry struct {
-	mu sync.Mutex
-	m  map[string][]*waiter
-
-	readsOnce sync.Once
-	reads     chan struct{} // a slot per wait read in flight (wait.go)
-
-	bus busState // the Client's WakeupBus subscription (bus.go)
-}
-
-// waiter is one wait's mailbox: the latest object a handler re-read, or a
-// hint to read it again, and a signal.
-type waiter struct {
-	ch     chan struct{} // capacity 1
-	mu     sync.Mutex
-	latest any
-	hinted bool
 }
 
 // take returns the object handed over since the last take (nil if none)
@@ -183,4 +164,153 @@ func (c *Client) Notify(ctx context.Context, obj any) int {
 		return n
 	}
 	return 0
+}
+
+// Wakeup is a hint, carried by a WakeupBus, that a payment or payout changed.
+// It is never a status: a Client that receives one re-reads the object
+// through the API before a wait acts on it.
+type Wakeup struct {
+	// Kind is "payment" or "payout".
+	Kind string `json:"kind"`
+	// ID is the payment or payout id.
+	ID string `json:"id"`
+	// Source identifies the publishing Client (random, per process), so a
+	// Client can skip the echo of its own hints.
+	Source string `json:"source,omitempty"`
+}
+
+// WakeupBus carries Wakeup hints between Clients in different processes (the
+// replicas of a service), so that a webhook received by one replica ends the
+// waits on every other replica within milliseconds. redisstore and pgstore
+// provide implementations (Redis pub/sub, Postgres LISTEN/NOTIFY).
+//
+// Delivery is best effort: a lost hint costs only latency, because waits keep
+// polling. Implementations must be safe for concurrent use.
+type WakeupBus interface {
+	// Publish sends w to every subscriber on the bus, this process's
+	// included.
+	Publish(ctx context.Context, w Wakeup) error
+	// Subscribe calls fn for every hint published on the bus until stop is
+	// called. fn runs on the bus's own goroutine and must not block. stop
+	// waits until fn is no longer running and is safe to call twice.
+	Subscribe(fn func(Wakeup)) (stop func(), err error)
+}
+
+// busRetryAfter is how long a Client waits after a failed Subscribe before
+// a new wait tries again (meanwhile waits poll, as without a bus).
+const busRetryAfter = 5 * time.Second
+
+// busPublishTimeout bounds one Publish by a webhook.Handler.
+const busPublishTimeout = 2 * time.Second
+
+// source returns the Client's random bus identity.
+func (b *busState) sourceLocked() string {
+	if b.source == "" {
+		b.source = rand.Text()
+	}
+	return b.source
+}
+
+// subscribeBus subscribes the Client to its bus if it is not yet. The wait
+// that starts the subscription waits for it (or for ctx); waits that find
+// one in progress go on at once and poll meanwhile.
+func (c *Client) subscribeBus(ctx context.Context) {
+	bus := c.cfg.bus
+	if bus == nil {
+		return
+	}
+	b := &c.waiters.bus
+	b.mu.Lock()
+	if b.stop != nil || b.pending != nil || b.closed || time.Now().Before(b.retryAt) {
+		b.mu.Unlock()
+		return
+	}
+	source := b.sourceLocked()
+	done := make(chan struct{})
+	b.pending = done
+	b.mu.Unlock()
+	go func() {
+		defer close(done)
+		stop, err := bus.Subscribe(func(w Wakeup) { c.onWakeup(source, w) })
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		b.pending = nil
+		switch {
+		case err != nil:
+			b.retryAt = time.Now().Add(busRetryAfter)
+			c.logger.LogAttrs(context.Background(), slog.LevelWarn, "cryptopay: subscribing to the wake-up bus failed; waits poll meanwhile",
+				slog.String("error", c.scrubString(err.Error())))
+		case b.closed:
+			stop() // Close came first
+		default:
+			b.stop = stop
+		}
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+}
+
+// onWakeup handles a hint from the bus: unless it is this Client's own
+// (source), the waits for that object read it again now.
+func (c *Client) onWakeup(source string, w Wakeup) {
+	if w.Source == source {
+		return // our handler has woken our waits already, with the object
+	}
+	var kind objKind
+	switch w.Kind {
+	case kindPayment.String():
+		kind = kindPayment
+	case kindPayout.String():
+		kind = kindPayout
+	default:
+		return
+	}
+	c.waiters.hint(kind, w.ID)
+}
+
+// publishWakeup tells the other Clients on the bus that an object changed.
+// A failure is logged and otherwise ignored: their waits keep polling.
+func (c *Client) publishWakeup(ctx context.Context, kind objKind, id string) {
+	bus := c.cfg.bus
+	if bus == nil {
+		return
+	}
+	b := &c.waiters.bus
+	b.mu.Lock()
+	source := b.sourceLocked()
+	b.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, busPublishTimeout)
+	defer cancel()
+	if err := bus.Publish(ctx, Wakeup{Kind: kind.String(), ID: id, Source: source}); err != nil {
+		c.logger.LogAttrs(ctx, slog.LevelWarn, "cryptopay: publishing a wake-up failed; other replicas' waits will poll",
+			slog.String("kind", kind.String()), slog.String("error", c.scrubString(err.Error())))
+	}
+}
+
+// Close ends the Client's subscription to its WakeupBus (see WithWakeupBus)
+// and closes its idle connections. It returns nil (the error is there so a
+// Client is an io.Closer). Call it when the Client is no longer needed.
+//
+// The Client still works after Close: calls open new connections, and
+// waits poll but are no longer woken by hints from the bus (webhooks
+// received by a webhook.Handler built with this Client still wake them). It
+// does not end calls or waits in flight; their contexts do. If a
+// subscription is being made, Close waits for Subscribe to return.
+func (c *Client) Close() error {
+	b := &c.waiters.bus
+	b.mu.Lock()
+	b.closed = true
+	stop, pending := b.stop, b.pending
+	b.stop = nil
+	b.mu.Unlock()
+	if pending != nil {
+		<-pending // it sees closed and stops what it made
+	}
+	if stop != nil {
+		stop()
+	}
+	c.CloseIdleConnections()
+	return nil
 }

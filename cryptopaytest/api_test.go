@@ -159,7 +159,7 @@ func TestPayoutWire(t *testing.T) {
 	assert.NoError(t, err)
 	assert.Equal(t, "created", m["status"])
 	assert.True(t, num(t, m, "amount").Equal(dec("25")))
-	assert.Equal(t, "TXYZwallet", m["walletAddress"])
+	assert.Equal(t, "TMGN4ZGYBvvqVAX3BXXHwrxtzreXVDLJ2G", m["walletAddress"])
 	assert.Equal(t, true, m["networkFeeByUser"])
 	assert.Equal(t, "po-1", m["orderId"])
 
@@ -196,9 +196,9 @@ func TestListPayoutsWire(t *testing.T) {
 	assert.Equal(t, "po-00", first["orderId"], "creation order")
 	assert.Equal(t, map[string]any{"name": "usdt"}, first["payCurrency"])
 	assert.Equal(t, map[string]any{"name": "tron"}, first["payNetwork"])
-	assert.Equal(t, "TXYZwallet", first["payoutWallet"].(map[string]any)["address"])
+	assert.Equal(t, "TMGN4ZGYBvvqVAX3BXXHwrxtzreXVDLJ2G", first["payoutWallet"].(map[string]any)["address"])
 	assert.Equal(t, "customer cust-1", first["payoutWallet"].(map[string]any)["label"])
-	assert.Equal(t, "TXYZwallet", first["paidAddress"])
+	assert.Equal(t, "TMGN4ZGYBvvqVAX3BXXHwrxtzreXVDLJ2G", first["paidAddress"])
 
 	tests := []struct {
 		query     string
@@ -346,7 +346,7 @@ func TestValidation(t *testing.T) {
 		{"payment unsupported pair", "/v1/payment", strings.Replace(paymentBody, `"network":"tron"`, `"network":"bitcoin"`, 1), "unsupported_currency", "not supported"},
 		{"payment case-sensitive currency", "/v1/payment", strings.Replace(paymentBody, `"currency":"usdt"`, `"currency":"USDT"`, 1), "unsupported_currency", "not supported"},
 		{"payment bad webhook", "/v1/payment", strings.Replace(paymentBody, `"orderId":"order-1"`, `"orderId":"o","webhookUrl":"not a url"`, 1), "invalid_request", "webhookUrl"},
-		{"payout wallet missing", "/v1/payout", strings.Replace(payoutBody, `"walletAddress":"TXYZwallet",`, ``, 1), "invalid_request", "walletAddress is required"},
+		{"payout wallet missing", "/v1/payout", strings.Replace(payoutBody, `"walletAddress":"TMGN4ZGYBvvqVAX3BXXHwrxtzreXVDLJ2G",`, ``, 1), "invalid_request", "walletAddress is required"},
 		{"payout orderId empty", "/v1/payout", strings.Replace(payoutBody, `"orderId":"po-1"`, `"orderId":""`, 1), "invalid_request", "orderId must not be empty"},
 		{"payout customerIp empty", "/v1/payout", strings.Replace(payoutBody, `"customerIp":"203.0.113.7"`, `"customerIp":""`, 1), "invalid_request", "customerIp must not be empty"},
 		{"payout amount zero", "/v1/payout", strings.Replace(payoutBody, `"amount":25`, `"amount":0`, 1), "invalid_request", "greater than 0"},

@@ -34,6 +34,9 @@ import (
 //	PUT    /_control/balances               {"currency", "network", "amount"} -> balances
 //	GET    /_control/webhooks                                          -> delivery attempts the log holds
 //	GET    /_control/state                                             -> counters (webhooks: every attempt) and balances
+//	GET    /_control/payments                                          -> [{"id", "orderId", "status"}], oldest first
+//	GET    /_control/payouts                                           -> [{"id", "orderId", "status"}], in creation order
+//	GET    /_control/                                                  -> {"endpoints": [...]}: every endpoint above
 //
 // A fault is {"times", "process", "status", "body", "emptyBody", "contentType",
 // "retryAfter", "delay" (a Go duration such as "250ms"), "drop",
@@ -41,7 +44,7 @@ import (
 // requests that carry an Origin header or name a non-loopback Host (403), so
 // a web page cannot drive it through the developer's browser.
 func (s *Server) ControlHandler() http.Handler {
-	mux := http.NewServeMux()
+	mux := &controlMux{ServeMux: http.NewServeMux()}
 	mux.HandleFunc("POST /_control/payments/{id}/pay", s.ctlPay)
 	mux.HandleFunc("POST /_control/payments/{id}/status", s.ctlPaymentStatus)
 	mux.HandleFunc("GET /_control/payments/{id}", s.ctlGetPayment)
@@ -54,12 +57,59 @@ func (s *Server) ControlHandler() http.Handler {
 	mux.HandleFunc("PUT /_control/balances", s.ctlSetBalance)
 	mux.HandleFunc("GET /_control/webhooks", s.ctlWebhooks)
 	mux.HandleFunc("GET /_control/state", s.ctlState)
+	mux.HandleFunc("GET /_control/payments", s.ctlListPayments)
+	mux.HandleFunc("GET /_control/payouts", s.ctlListPayouts)
+	mux.HandleFunc("GET /_control/{$}", mux.index)
 	return controlHandler{s, mux}
 }
 
 type controlHandler struct {
 	s   *Server
-	mux *http.ServeMux
+	mux *controlMux
+}
+
+// controlMux is the control API's mux; it remembers its patterns, so the
+// index at GET /_control/ lists every endpoint there is.
+type controlMux struct {
+	*http.ServeMux
+	patterns []string
+}
+
+func (m *controlMux) HandleFunc(pattern string, h func(http.ResponseWriter, *http.Request)) {
+	m.ServeMux.HandleFunc(pattern, h)
+	m.patterns = append(m.patterns, pattern)
+}
+
+// index answers GET /_control/ with the endpoints: {"endpoints": [...]}.
+func (m *controlMux) index(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, struct {
+		Endpoints []string `json:"endpoints"`
+	}{m.patterns})
+}
+
+// controlObject is a payment or payout in the control API's lists.
+type controlObject struct {
+	ID      string `json:"id"`
+	OrderID string `json:"orderId"`
+	Status  string `json:"status"`
+}
+
+func (s *Server) ctlListPayments(w http.ResponseWriter, _ *http.Request) {
+	ps := s.Payments()
+	out := make([]controlObject, len(ps))
+	for i, p := range ps {
+		out[i] = controlObject{p.ID, p.OrderID, string(p.Status)}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) ctlListPayouts(w http.ResponseWriter, _ *http.Request) {
+	ps := s.Payouts()
+	out := make([]controlObject, len(ps))
+	for i, p := range ps {
+		out[i] = controlObject{p.ID, p.OrderID, string(p.Status)}
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 func (c controlHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {

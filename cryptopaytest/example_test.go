@@ -266,7 +266,7 @@ func ExampleServer_SetBalance() {
 	client := srv.Client()
 
 	_, err := client.CreatePayout(context.Background(), cryptopay.CreatePayoutParams{
-		WalletAddress: "TXyz", Amount: decimal.RequireFromString("250"), Currency: "usdt", Network: "tron",
+		WalletAddress: "TTmPKqxafRT1oacWi3zcTMKf3Ro9GJx82N", Amount: decimal.RequireFromString("250"), Currency: "usdt", Network: "tron",
 		CustomerID: "cust-1", CustomerIP: "203.0.113.9", OrderID: "wd-1",
 	})
 	var apiErr *cryptopay.APIError

@@ -116,7 +116,7 @@ func num(t testing.TB, m map[string]any, key string) decimal.Decimal {
 const paymentBody = `{"amount":10,"platformFeeByUser":true,"currency":"usdt","network":"tron",
 	"customerId":"cust-1","customerIp":"203.0.113.7","orderId":"order-1"}`
 
-const payoutBody = `{"walletAddress":"TXYZwallet","networkFeeByUser":true,"amount":25,"currency":"usdt",
+const payoutBody = `{"walletAddress":"TMGN4ZGYBvvqVAX3BXXHwrxtzreXVDLJ2G","networkFeeByUser":true,"amount":25,"currency":"usdt",
 	"network":"tron","customerId":"cust-1","customerIp":"203.0.113.7","orderId":"po-1"}`
 
 // createPayment creates a payment over raw HTTP and returns its id.

@@ -280,7 +280,7 @@ func prismPayoutLifecycle(ctx context.Context, t *testing.T, srv *cryptopaytest.
 	t.Helper()
 	create := func(order, webhook string) string {
 		p, err := c.CreatePayout(ctx, cryptopay.CreatePayoutParams{
-			WalletAddress: "TXYZwallet", Amount: dec("2"), Currency: "usdt", Network: "tron",
+			WalletAddress: "TMGN4ZGYBvvqVAX3BXXHwrxtzreXVDLJ2G", Amount: dec("2"), Currency: "usdt", Network: "tron",
 			CustomerID: "cust-1", CustomerIP: "203.0.113.7", OrderID: order, WebhookURL: webhook,
 		})
 		require.NoError(t, err)

@@ -29,7 +29,7 @@ func paymentParams() cryptopay.CreatePaymentParams {
 
 func payoutParams(orderID string) cryptopay.CreatePayoutParams {
 	return cryptopay.CreatePayoutParams{
-		WalletAddress:    "TXYZwallet",
+		WalletAddress:    "TMGN4ZGYBvvqVAX3BXXHwrxtzreXVDLJ2G",
 		NetworkFeeByUser: false,
 		Amount:           dec("20"),
 		Currency:         "usdt",
@@ -93,7 +93,7 @@ func TestSDKPayout(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, cryptopay.PayoutCreated, p.Status)
 	assert.True(t, p.Amount.Equal(dec("20")))
-	assert.Equal(t, "TXYZwallet", p.WalletAddress)
+	assert.Equal(t, "TMGN4ZGYBvvqVAX3BXXHwrxtzreXVDLJ2G", p.WalletAddress)
 	assert.False(t, p.NetworkFeeByUser)
 	assert.Equal(t, "usdt", p.Currency)
 	assert.Equal(t, "tron", p.Network)
@@ -136,8 +136,8 @@ func TestSDKListAndFind(t *testing.T) {
 	assert.Equal(t, "usdt", it.Currency)
 	assert.Equal(t, "tron", it.Network)
 	assert.Equal(t, "cust-1", it.CustomerID)
-	assert.Equal(t, "TXYZwallet", it.WalletAddress)
-	assert.Equal(t, "TXYZwallet", it.PaidAddress)
+	assert.Equal(t, "TMGN4ZGYBvvqVAX3BXXHwrxtzreXVDLJ2G", it.WalletAddress)
+	assert.Equal(t, "TMGN4ZGYBvvqVAX3BXXHwrxtzreXVDLJ2G", it.PaidAddress)
 	assert.Equal(t, "customer cust-1", it.WalletLabel)
 	assert.False(t, it.CreatedAt.IsZero())
 	assert.True(t, it.MerchantAmount.Valid && it.MerchantAmount.Decimal.IsZero(), "0 before the payout is paid")

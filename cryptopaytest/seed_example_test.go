@@ -24,7 +24,7 @@ func ExampleServer_SeedPayouts() {
 	ctx := context.Background()
 	attempted := time.Now()
 	_, err := client.CreatePayout(ctx, cryptopay.CreatePayoutParams{
-		WalletAddress: "TXyz", Amount: decimal.RequireFromString("25"), Currency: "usdt", Network: "tron",
+		WalletAddress: "TTmPKqxafRT1oacWi3zcTMKf3Ro9GJx82N", Amount: decimal.RequireFromString("25"), Currency: "usdt", Network: "tron",
 		CustomerID: "cus_1", CustomerIP: "203.0.113.7", OrderID: "withdrawal-43",
 	})
 	if err != nil {

@@ -25,7 +25,7 @@ func TestSnapshots(t *testing.T) {
 		Currency: "usdt", Network: "tron", CustomerID: "c2", CustomerIP: "192.0.2.1", OrderID: "order-2"})
 	require.NoError(t, err)
 	require.NoError(t, srv.Pay(p2.ID, decimal.RequireFromString("2")))
-	po, err := client.CreatePayout(ctx, cryptopay.CreatePayoutParams{WalletAddress: "Twallet", Amount: decimal.RequireFromString("10"),
+	po, err := client.CreatePayout(ctx, cryptopay.CreatePayoutParams{WalletAddress: "TL6Kos1JVqMZbwjHdJwwHsvKbUfuuL5zig", Amount: decimal.RequireFromString("10"),
 		Currency: "usdt", Network: "tron", CustomerID: "c3", CustomerIP: "192.0.2.1", OrderID: "order-3"})
 	require.NoError(t, err)
 

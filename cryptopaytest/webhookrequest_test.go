@@ -38,7 +38,7 @@ func whrPayment() *cryptopay.Payment {
 func whrPayout() *cryptopay.Payout {
 	t0 := time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC)
 	return &cryptopay.Payout{
-		ID: "po_1", Status: cryptopay.PayoutCreated, Amount: decimal.RequireFromString("0.00000001"), WalletAddress: "TWallet",
+		ID: "po_1", Status: cryptopay.PayoutCreated, Amount: decimal.RequireFromString("0.00000001"), WalletAddress: "TCzU9T74J9S6mg4YJbhSnP4iaw1ArWR8qb",
 		Currency: "usdt", Network: "tron", CustomerID: "cust-1", CustomerIP: "203.0.113.7", OrderID: "payout-order-7",
 		CreatedAt: t0, UpdatedAt: t0, AdditionalData: "note",
 		PaidAmount: decimal.NewNullDecimal(decimal.RequireFromString("0.00000001")),

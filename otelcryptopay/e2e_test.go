@@ -49,7 +49,7 @@ func paymentParams(orderID string) cryptopay.CreatePaymentParams {
 }
 
 func payoutParams(orderID string) cryptopay.CreatePayoutParams {
-	return cryptopay.CreatePayoutParams{WalletAddress: "TWalletOtel000000000000000000000001", Amount: decimal.RequireFromString("3"),
+	return cryptopay.CreatePayoutParams{WalletAddress: "TFW7XG4zpNjKhxrsDFhoSEQqkyLUqv1RQN", Amount: decimal.RequireFromString("3"),
 		Currency: "usdt", Network: "tron", CustomerID: "cust-otel", CustomerIP: "192.0.2.1", OrderID: orderID}
 }
 

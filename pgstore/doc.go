@@ -76,10 +76,17 @@
 //	                                                                            |  --not created--> sending (a new attempt)
 //	                                                                            '--still unknown--> parked (backoff; Retry by an operator)
 //
+// (the whole machine, every named transition and who makes it, is one
+// table in queue_states.go, drawn in docs/payout-queue.md).
+//
 // Its guarantee: an intent is sent at most once per attempt, and a new
 // attempt is made only after the payout list showed the previous one
 // created nothing (cryptopay.PayoutNotCreated) or an operator said so
-// (Retry). A worker claims due intents with SELECT ... FOR UPDATE SKIP
+// (Retry). A 2xx answer is evidence that the server acted: one that cannot
+// be matched to the request parks the intent (HoldServerActed), and no
+// list verdict sends it again; attempts are bounded (MaxAttempts). A final
+// state recorded by a process without OnFinal leaves its callback due for
+// one with it (Intent.CallbackDue). A worker claims due intents with SELECT ... FOR UPDATE SKIP
 // LOCKED and a lease (QueueConfig.Lease); it commits the attempt and its
 // time before sending, never starts a request that could outlive its lease,
 // and records every change only while it still holds the lease (a token per
@@ -91,7 +98,9 @@
 // with these orderIds by other means, and an operator's Retry is trusted.
 // SECURITY.md lists the tests.
 //
-// QueueConfig.Observer receives every committed Transition; to export it
+// QueueConfig.Observer receives one Transition per committed state change
+// (a poll that changes nothing is none; Queue.History keeps every change
+// and operator action, written in the same transaction); to export it
 // with OpenTelemetry, count transitions by target state and alert on
 // parked:
 //

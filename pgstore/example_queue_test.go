@@ -64,7 +64,7 @@ func ExampleNewQueue() {
 	var batch []cryptopay.CreatePayoutParams
 	for _, amount := range []string{"6000", "2500", "40"} {
 		batch = append(batch, cryptopay.CreatePayoutParams{
-			WalletAddress: "TXyz", Amount: decimal.RequireFromString(amount), Currency: "usdt", Network: "tron",
+			WalletAddress: "TTmPKqxafRT1oacWi3zcTMKf3Ro9GJx82N", Amount: decimal.RequireFromString(amount), Currency: "usdt", Network: "tron",
 			CustomerID: "user-1", CustomerIP: "203.0.113.7", OrderID: "wd-" + amount,
 		})
 	}
@@ -131,7 +131,7 @@ func ExampleQueue_Enqueue() {
 		log.Fatal(err)
 	}
 	params := cryptopay.CreatePayoutParams{
-		WalletAddress: "TXyz", Amount: decimal.RequireFromString("25"), Currency: "usdt", Network: "tron",
+		WalletAddress: "TTmPKqxafRT1oacWi3zcTMKf3Ro9GJx82N", Amount: decimal.RequireFromString("25"), Currency: "usdt", Network: "tron",
 		CustomerID: "user-1", CustomerIP: "203.0.113.7", OrderID: orderID, WebhookURL: hookURL,
 	}
 
@@ -190,7 +190,10 @@ func recordWithdrawal(ctx context.Context, pool *pgxpool.Pool, q *pgstore.Queue,
 func onFinal(ctx context.Context, tx pgx.Tx, in *pgstore.Intent) error {
 	switch in.State {
 	case pgstore.StatePaid:
-		_, err := tx.Exec(ctx, `UPDATE withdrawals SET status = 'paid', payout_id = $2 WHERE id = $1`, in.Params.OrderID, in.PayoutID)
+		// in.PayoutID is empty when only the payout list found the payout
+		// (the list carries no id) and no webhook taught it (step 5).
+		_, err := tx.Exec(ctx, `UPDATE withdrawals SET status = 'paid', payout_id = NULLIF($2, '') WHERE id = $1`,
+			in.Params.OrderID, in.PayoutID)
 		return err
 	default: // failed, refused, rejected, blocked: no money left
 		_, err := tx.Exec(ctx, `UPDATE withdrawals SET status = $2 WHERE id = $1`, in.Params.OrderID, string(in.State))

@@ -1,6 +1,13 @@
 package pgstore
 
-import "context"
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/shopspring/decimal"
+
+	"github.com/cryptopay/cryptopay-go"
+)
 
 // SetQueueHook makes q call fn at its named points ("attempt-committed",
 // "answer-read"): the crash tests kill the worker there.
@@ -15,3 +22,10 @@ func Claim(ctx context.Context, q *Queue, n int) (int, error) {
 
 // ClaimSQL returns q's claim statement (for EXPLAIN).
 func ClaimSQL(q *Queue) string { return q.sql.claim }
+
+// VelocityCheck runs q's velocity check for p in tx (taking the
+// currency's advisory lock until tx ends) under a cap of limit.
+func VelocityCheck(ctx context.Context, q *Queue, tx pgx.Tx, p cryptopay.CreatePayoutParams, limit decimal.Decimal) error {
+	_, err := q.velocityCheck(ctx, tx, p, limit)
+	return err
+}

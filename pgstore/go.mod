@@ -11,6 +11,12 @@ require (
 require github.com/shopspring/decimal v1.6.0
 
 require (
+	github.com/btcsuite/btcd/btcutil v1.2.0 // indirect
+	golang.org/x/crypto v0.55.0 // indirect
+	golang.org/x/sys v0.47.0 // indirect
+)
+
+require (
 	github.com/cryptopay/cryptopay-go v0.1.0
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect

@@ -38,6 +38,27 @@ const (
 	DefaultQueueBackoffMax = 10 * time.Minute
 	// DefaultQueueConcurrency is how many intents one Run works on at once.
 	DefaultQueueConcurrency = 16
+	// DefaultQueueMaxAttempts is how many create requests the workers send
+	// for one intent by themselves (see QueueConfig.MaxAttempts).
+	DefaultQueueMaxAttempts = 3
+)
+
+// Holds: why the workers will not send an intent again by themselves
+// (Intent.Hold). Only an operator's Retry, after checking with the
+// processor, sends it again; a payout the list finds by its orderId is
+// still followed.
+const (
+	// HoldServerActed: a create request was answered 2xx, but the answer
+	// could not be matched to the request (unreadable, or naming another
+	// orderId, or none). The server acted: something was created, perhaps
+	// under an altered orderId that the payout list will never show, so a
+	// "not created" verdict proves nothing. LastError records the ids the
+	// answer named.
+	HoldServerActed = "server_acted"
+	// HoldMaxAttempts: QueueConfig.MaxAttempts create requests were sent
+	// and the list still says "not created". A server that stores or
+	// lists orderIds differently would otherwise be paid without bound.
+	HoldMaxAttempts = "max_attempts"
 )
 
 // IntentState is where a payout intent stands. The final states are
@@ -61,9 +82,12 @@ const (
 	// a timeout, a 5xx ...); the payout list is read before anything else.
 	StateReconciling IntentState = "reconciling"
 	// StateParked: reconciliation could not decide (the list was
-	// unreadable or inconsistent). It is tried again with backoff and
-	// never resent without a "not created" verdict or an operator's Retry.
-	// Every entry into this state reaches QueueConfig.Observer.
+	// unreadable or inconsistent), or the intent has a Hold (a 2xx answer
+	// that could not be matched, or MaxAttempts reached). It is reconciled
+	// again with backoff (a payout found by its orderId is followed) and
+	// never resent without a "not created" verdict (none at all with a
+	// Hold) or an operator's Retry. Every entry into this state reaches
+	// QueueConfig.Observer.
 	StateParked IntentState = "parked"
 	// StateCreated: the payout exists; it is followed to its final status.
 	StateCreated IntentState = "created"
@@ -84,19 +108,19 @@ const (
 )
 
 // IsFinal reports whether the state is final: the intent will not move
-// again and QueueConfig.OnFinal has run for it.
+// again. QueueConfig.OnFinal has run for it unless Intent.CallbackDue.
 func (s IntentState) IsFinal() bool {
-	switch s {
-	case StatePaid, StateFailed, StateRefused, StateRejected, StateBlocked:
-		return true
-	}
-	return false
+	d, ok := stateOf(s)
+	return ok && d.final
 }
 
 // States lists every state, in their usual order.
 func States() []IntentState {
-	return []IntentState{StateNeedsApproval, StateQueued, StateSending, StateReconciling, StateParked,
-		StateCreated, StatePaid, StateFailed, StateRefused, StateRejected, StateBlocked}
+	out := make([]IntentState, len(stateDefs))
+	for i, d := range stateDefs {
+		out[i] = d.state
+	}
+	return out
 }
 
 // Errors of the queue; match them with errors.Is.
@@ -155,6 +179,15 @@ type Intent struct {
 	LastError string
 	// Note is the operator's note from Approve, Reject or Retry.
 	Note string
+	// Hold says why the workers will not send the intent again by
+	// themselves (HoldServerActed, HoldMaxAttempts; "" if nothing holds
+	// it). Retry clears it.
+	Hold string
+	// CallbackDue: the intent is final but QueueConfig.OnFinal has not run
+	// for it (the state was recorded by a process without OnFinal, an
+	// operator's CLI say). A Run with OnFinal runs it, exactly once, in the
+	// transaction that clears this.
+	CallbackDue bool
 	// ApprovedAt is when an operator approved the intent (Approve); zero
 	// if never. A worker sends an intent above its currency's
 	// Guardrails.ApprovalAbove only once it is approved.
@@ -227,17 +260,33 @@ type QueueConfig struct {
 	// Concurrency is how many intents one Run works on at once (default
 	// DefaultQueueConcurrency).
 	Concurrency int
+	// MaxAttempts bounds the create requests the workers send for one
+	// intent by themselves (default DefaultQueueMaxAttempts): once an
+	// intent has had that many and the list says "not created" again, it
+	// is parked with HoldMaxAttempts for a person. An operator's Retry
+	// sends one more.
+	MaxAttempts int
 	// OnFinal, if set, runs when an intent reaches a final state, inside
 	// the transaction that records that state: its writes through tx and
 	// the queue's record commit together, or neither does (then it runs
-	// again later). It must do its effects through tx only, must not
+	// again later). A final state recorded by a process without OnFinal
+	// (an operator's CLI, a worker without it) leaves the callback due
+	// (Intent.CallbackDue): a Run with OnFinal claims it and runs OnFinal
+	// exactly once, in the transaction that clears it. Run OnFinal in
+	// every replica that runs the queue. It must do its effects through tx only, must not
 	// commit or roll tx back, and must be quick: it holds the intent's row
 	// lock. An error rolls the change back and the intent is retried with
 	// backoff. Intent.State tells paid from failed, refused, rejected or
 	// blocked: only StatePaid means money left.
 	OnFinal func(ctx context.Context, tx pgx.Tx, in *Intent) error
-	// Observer, if set, is called after each committed state change, on
-	// the worker's goroutine: keep it quick and never block. Entering
+	// Observer, if set, is called once for each state change, after it
+	// is committed, on the goroutine that made it: keep it quick and never
+	// block. A look that changes no state (a poll of a payout still
+	// processing, a parked intent still undecided) is none. One exception:
+	// Enqueue's transitions (From "") are reported when Enqueue returns,
+	// before the caller's transaction commits; if it rolls back, nothing
+	// was enqueued (count enqueues after your own commit, or from History,
+	// if that matters). Entering
 	// StateParked needs a person's attention. See the package
 	// documentation for wiring it to OpenTelemetry.
 	Observer func(Transition)
@@ -260,6 +309,7 @@ type Queue struct {
 	cfg   QueueConfig
 	api   payoutAPI
 	table pgx.Identifier
+	hist  pgx.Identifier // the history table: the queue table's name + "_history"
 	wake  chan struct{}
 	log   *slog.Logger
 	sql   queueSQL
@@ -288,6 +338,9 @@ func NewQueue(ctx context.Context, cfg QueueConfig) (*Queue, error) {
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = DefaultQueueConcurrency
 	}
+	if cfg.MaxAttempts <= 0 {
+		cfg.MaxAttempts = DefaultQueueMaxAttempts
+	}
 	settle := cmpOr(cfg.ReconcileSettleTime, cryptopay.DefaultReconcileSettleTime)
 	switch {
 	case cfg.Lease <= 2*cfg.SendTimeout+settle:
@@ -307,7 +360,9 @@ func NewQueue(ctx context.Context, cfg QueueConfig) (*Queue, error) {
 	if q.log == nil {
 		q.log = slog.New(slog.DiscardHandler)
 	}
-	q.sql = buildQueueSQL(table.Sanitize())
+	q.hist = append(pgx.Identifier{}, table...)
+	q.hist[len(q.hist)-1] += "_history"
+	q.sql = buildQueueSQL(table.Sanitize(), q.hist.Sanitize(), cfg.Lease.Milliseconds()/2)
 	if cfg.CreateTable {
 		if err := q.CreateTable(ctx); err != nil {
 			return nil, err
@@ -333,13 +388,16 @@ func cmpOr[T comparable](a, b T) T {
 // Table returns the queue's table name, quoted for SQL.
 func (q *Queue) Table() string { return q.table.Sanitize() }
 
-// DDL returns the statements that create the queue's table and indexes.
-// Amounts are numeric (exact), never floating point.
+// DDL returns the statements that create the queue's table, its history
+// table (the queue table's name + "_history") and their indexes. Amounts
+// are numeric (exact), never floating point.
 func (q *Queue) DDL() string {
 	name := q.table[len(q.table)-1]
 	due := pgx.Identifier{name + "_due_idx"}.Sanitize()
 	state := pgx.Identifier{name + "_state_idx"}.Sanitize()
 	vel := pgx.Identifier{name + "_velocity_idx"}.Sanitize()
+	calls := pgx.Identifier{name + "_callback_idx"}.Sanitize()
+	histIdx := pgx.Identifier{name + "_history_order_idx"}.Sanitize()
 	return fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %[1]s (
     order_id            text        PRIMARY KEY,
     wallet_address      text        NOT NULL,
@@ -364,13 +422,33 @@ func (q *Queue) DDL() string {
     last_error          text        NOT NULL DEFAULT '',
     note                text        NOT NULL DEFAULT '',
     approved_at         timestamptz,
+    hold                text        NOT NULL DEFAULT '',
+    callback_due        boolean     NOT NULL DEFAULT false,
     created_at          timestamptz NOT NULL DEFAULT now(),
     updated_at          timestamptz NOT NULL DEFAULT now()
 );
 ALTER TABLE %[1]s ADD COLUMN IF NOT EXISTS approved_at timestamptz;
-CREATE INDEX IF NOT EXISTS %[2]s ON %[1]s (next_at) WHERE state IN ('queued', 'sending', 'reconciling', 'parked', 'created');
+ALTER TABLE %[1]s ADD COLUMN IF NOT EXISTS hold text NOT NULL DEFAULT '';
+ALTER TABLE %[1]s ADD COLUMN IF NOT EXISTS callback_due boolean NOT NULL DEFAULT false;
+CREATE INDEX IF NOT EXISTS %[2]s ON %[1]s (next_at) WHERE state IN (%[8]s);
 CREATE INDEX IF NOT EXISTS %[3]s ON %[1]s (state, order_id);
-CREATE INDEX IF NOT EXISTS %[4]s ON %[1]s (currency, reserved_at) WHERE reserved_at IS NOT NULL;`, q.Table(), due, state, vel)
+CREATE INDEX IF NOT EXISTS %[4]s ON %[1]s (currency, reserved_at) WHERE reserved_at IS NOT NULL;
+CREATE INDEX IF NOT EXISTS %[5]s ON %[1]s (next_at) WHERE callback_due;
+CREATE TABLE IF NOT EXISTS %[6]s (
+    id         bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    order_id   text        NOT NULL,
+    at         timestamptz NOT NULL DEFAULT clock_timestamp(),
+    actor      text        NOT NULL,
+    from_state text        NOT NULL,
+    to_state   text        NOT NULL,
+    attempts   integer     NOT NULL,
+    verdict    text        NOT NULL,
+    error      text        NOT NULL,
+    note       text        NOT NULL,
+    payout_id  text        NOT NULL,
+    request_id text        NOT NULL
+);
+CREATE INDEX IF NOT EXISTS %[7]s ON %[6]s (order_id, id);`, q.Table(), due, state, vel, calls, q.hist.Sanitize(), histIdx, openStatesSQL())
 }
 
 // CreateTable creates the queue's table and indexes if they do not exist.
@@ -384,7 +462,7 @@ func (q *Queue) CreateTable(ctx context.Context) error {
 // intentCols are the columns every read returns, in scanIntent's order.
 const intentCols = `order_id, wallet_address, network_fee_by_user, amount::text, currency, network, customer_id, customer_ip,
 additional_data, webhook_url, state, attempts, attempted_at, payout_id, payout_status, verdict, last_error, note,
-next_at, created_at, updated_at, approved_at`
+next_at, created_at, updated_at, approved_at, hold, callback_due`
 
 func scanIntent(row pgx.Row, extra ...any) (*Intent, error) {
 	var in Intent
@@ -393,7 +471,7 @@ func scanIntent(row pgx.Row, extra ...any) (*Intent, error) {
 	p := &in.Params
 	dest := append([]any{&p.OrderID, &p.WalletAddress, &p.NetworkFeeByUser, &amount, &p.Currency, &p.Network,
 		&p.CustomerID, &p.CustomerIP, &p.AdditionalData, &p.WebhookURL, &state, &in.Attempts, &attempted,
-		&in.PayoutID, &pstatus, &in.Verdict, &in.LastError, &in.Note, &in.NextAt, &in.CreatedAt, &in.UpdatedAt, &approved}, extra...)
+		&in.PayoutID, &pstatus, &in.Verdict, &in.LastError, &in.Note, &in.NextAt, &in.CreatedAt, &in.UpdatedAt, &approved, &in.Hold, &in.CallbackDue}, extra...)
 	if err := row.Scan(dest...); err != nil {
 		return nil, err
 	}
@@ -417,8 +495,14 @@ func scanIntent(row pgx.Row, extra ...any) (*Intent, error) {
 // unique per withdrawal: it is the only handle for reconciling an unknown
 // outcome. Enqueuing an orderId again with identical parameters is a no-op
 // (created false); with other parameters it is an *IntentConflictError and
-// the existing intent is unchanged. p must pass p.Validate(). An intent
-// whose amount is above Guardrails.ApprovalAbove for its currency starts in
+// the existing intent is unchanged. p must pass p.Validate(), and its
+// Currency and Network must be canonical keys ("usdt", not "USDT" or
+// "usdt "): anything else is a *cryptopay.ValidationError naming the
+// canonical spelling. The guardrails are checked as the worker checks
+// them (see Guardrails): an intent a guardrail stops for good (MaxAmount,
+// the address checks) is recorded StateBlocked at once, with the reason in
+// LastError and its final callback due (a Run with OnFinal runs it); one
+// above Guardrails.ApprovalAbove for its currency starts in
 // StateNeedsApproval; any other starts in StateQueued. Nothing is sent
 // before tx commits.
 func (q *Queue) Enqueue(ctx context.Context, tx pgx.Tx, p cryptopay.CreatePayoutParams) (created bool, err error) {
@@ -444,7 +528,11 @@ func (q *Queue) EnqueueMany(ctx context.Context, tx pgx.Tx, ps []cryptopay.Creat
 		return 0, fmt.Errorf("%w: Enqueue needs the caller's transaction", ErrInvalidOption)
 	}
 	for i, p := range ps {
-		if err := p.Validate(); err != nil {
+		err := p.Validate()
+		if err == nil {
+			err = keyError(p)
+		}
+		if err != nil {
 			return 0, &indexedError{i: i, n: len(ps), orderID: p.OrderID, err: err}
 		}
 	}
@@ -462,13 +550,18 @@ func (q *Queue) EnqueueMany(ctx context.Context, tx pgx.Tx, ps []cryptopay.Creat
 // new and the indexes of those whose orderId was queued already.
 func (q *Queue) insertIntents(ctx context.Context, tx pgx.Tx, ps []cryptopay.CreatePayoutParams) (created int, existing []int, err error) {
 	b := &pgx.Batch{}
-	for _, p := range ps {
-		state := StateQueued
-		if q.cfg.Guardrails.needsApproval(p) {
-			state = StateNeedsApproval
+	states := make([]Transition, len(ps))
+	for i, p := range ps {
+		state, why := StateQueued, ""
+		if g := q.cfg.Guardrails.verdict(ctx, p, false); g != nil {
+			state, why = StateBlocked, errText(g)
+			if g.Rule == "approval" {
+				state, why = StateNeedsApproval, ""
+			}
 		}
 		b.Queue(q.sql.insert, p.OrderID, p.WalletAddress, p.NetworkFeeByUser, p.Amount.String(), p.Currency, p.Network,
-			p.CustomerID, p.CustomerIP, p.AdditionalData, p.WebhookURL, string(state))
+			p.CustomerID, p.CustomerIP, p.AdditionalData, p.WebhookURL, string(state), why, state.IsFinal())
+		states[i] = Transition{OrderID: p.OrderID, To: state, Err: why}
 	}
 	br := tx.SendBatch(ctx, b)
 	for i := range ps {
@@ -476,6 +569,7 @@ func (q *Queue) insertIntents(ctx context.Context, tx pgx.Tx, ps []cryptopay.Cre
 		switch err := br.QueryRow().Scan(&inserted); {
 		case err == nil:
 			created++
+			states[i].Attempts = -1 // new: reported below
 		case errors.Is(err, pgx.ErrNoRows):
 			existing = append(existing, i)
 		default:
@@ -485,6 +579,12 @@ func (q *Queue) insertIntents(ctx context.Context, tx pgx.Tx, ps []cryptopay.Cre
 	}
 	if err := br.Close(); err != nil {
 		return 0, nil, fmt.Errorf("pgstore: enqueue: %w", err)
+	}
+	for _, t := range states {
+		if t.Attempts == -1 {
+			t.Attempts = 0
+			q.observe(t)
+		}
 	}
 	return created, existing, nil
 }
@@ -635,6 +735,54 @@ func (q *Queue) Counts(ctx context.Context) (map[IntentState]int, error) {
 	return out, nil
 }
 
+// Event is one entry of an intent's history: a change of the intent, or
+// an operator's action, appended in the transaction that made it.
+type Event struct {
+	// At is the database's time of the change.
+	At time.Time
+	// Actor is who made it: "enqueue", "worker", "operator" (Approve,
+	// Reject, Retry: Note says who), or "webhook" (a payout id learned).
+	Actor string
+	// From and To are the states before and after ("" From: enqueued;
+	// From equal to To: no state change, an action on record).
+	From, To IntentState
+	// Attempts is the intent's attempt count after the change.
+	Attempts int
+	// Verdict is the reconciliation's verdict that led here, if any.
+	Verdict string
+	// Error is the error text recorded with the change (server text:
+	// show it escaped).
+	Error string
+	// Note is the operator's note, or what was done ("OnFinal ran").
+	Note string
+	// PayoutID is the intent's payout id after the change, when known.
+	PayoutID string
+	// RequestID is the API's request id of the answer that led here, when
+	// the answer carried one.
+	RequestID string
+}
+
+// History returns every change of the intent with orderID and every
+// operator action on it, oldest first; none for an unknown orderId.
+func (q *Queue) History(ctx context.Context, orderID string) ([]Event, error) {
+	rows, err := q.cfg.Pool.Query(ctx, q.sql.history, orderID)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: reading the history of %q: %w", orderID, err)
+	}
+	var out []Event
+	var e Event
+	var from, to string
+	_, err = pgx.ForEachRow(rows, []any{&e.At, &e.Actor, &from, &to, &e.Attempts, &e.Verdict, &e.Error, &e.Note, &e.PayoutID, &e.RequestID}, func() error {
+		e.From, e.To = IntentState(from), IntentState(to)
+		out = append(out, e)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: reading the history of %q: %w", orderID, err)
+	}
+	return out, nil
+}
+
 // Approve moves an intent from StateNeedsApproval to StateQueued and
 // records the approval (Intent.ApprovedAt): it is then sent, still subject
 // to the other guardrails. note is recorded (who approved, why). An intent
@@ -645,7 +793,7 @@ func (q *Queue) Approve(ctx context.Context, orderID, note string) error {
 }
 
 // Retry moves a parked intent back to StateQueued, so a new attempt is
-// sent. Call it only after checking with the processor that the parked
+// sent, and clears its Hold. Call it only after checking with the processor that the parked
 // attempt created no payout (search its dashboard for the orderId): the
 // queue could not tell, and a Retry of a payout that does exist pays it
 // twice. note is recorded (who checked, how).
@@ -654,7 +802,9 @@ func (q *Queue) Retry(ctx context.Context, orderID, note string) error {
 }
 
 // Reject moves an intent from StateNeedsApproval to StateRejected (final),
-// running QueueConfig.OnFinal in the same transaction. note is recorded.
+// running QueueConfig.OnFinal in the same transaction. A Queue without
+// OnFinal (an operator's tool) leaves the callback due instead: a Run with
+// OnFinal runs it, exactly once. note is recorded.
 func (q *Queue) Reject(ctx context.Context, orderID, note string) error {
 	return q.operate(ctx, orderID, note, StateNeedsApproval, StateRejected)
 }
@@ -664,11 +814,15 @@ func (q *Queue) Reject(ctx context.Context, orderID, note string) error {
 // clears the lease, so a worker that holds the intent cannot record
 // anything over it.
 func (q *Queue) operate(ctx context.Context, orderID, note string, from, to IntentState) error {
+	if !canMove(from, to, byOperator) {
+		return fmt.Errorf("pgstore: no operator's transition %s -> %s", from, to)
+	}
 	var in *Intent
 	err := pgx.BeginFunc(ctx, q.cfg.Pool, func(tx pgx.Tx) error {
 		var err error
 		approve := from == StateNeedsApproval && to == StateQueued
-		in, err = scanIntent(tx.QueryRow(ctx, q.sql.operate, orderID, string(from), string(to), scrubText(note), approve))
+		due := to.IsFinal() && q.cfg.OnFinal == nil
+		in, err = scanIntent(tx.QueryRow(ctx, q.sql.operate, orderID, string(from), string(to), scrubText(note), approve, due))
 		if errors.Is(err, pgx.ErrNoRows) {
 			if _, gerr := scanIntent(tx.QueryRow(ctx, q.sql.get, orderID)); errors.Is(gerr, pgx.ErrNoRows) {
 				return fmt.Errorf("%w: %q", ErrIntentNotFound, orderID)
@@ -696,17 +850,35 @@ func (q *Queue) operate(ctx context.Context, orderID, note string, from, to Inte
 
 // PayoutChanged tells the queue that a payout changed (call it from the
 // webhook handler's OnPayout callback): the intent with its orderId, if it
-// is being followed, is read again at once instead of at its next poll. It
-// only wakes the intent; the status is read from the API, never taken from
-// the webhook.
+// is being followed, is read again at once instead of at its next poll.
+// The status is read from the API, never taken from the webhook. An intent
+// whose payout the list found (it has no payout id: the list carries
+// none) learns the id here, once the queue's own read of p.ID through the
+// API (QueueConfig.Client) names the same orderId; a Queue without a
+// Client only wakes it.
 func (q *Queue) PayoutChanged(ctx context.Context, p *cryptopay.Payout) error {
 	if p == nil || p.OrderID == "" {
 		return nil
 	}
-	if _, err := q.cfg.Pool.Exec(ctx, q.sql.wakeOne, p.OrderID); err != nil {
+	var noID bool
+	err := q.cfg.Pool.QueryRow(ctx, q.sql.wakeOne, p.OrderID).Scan(&noID)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return fmt.Errorf("pgstore: waking intent %q: %w", p.OrderID, err)
 	}
 	q.poke()
+	if !noID || q.api == nil || p.ID == "" {
+		return nil
+	}
+	got, err := q.api.get(ctx, p.ID)
+	if err != nil {
+		return fmt.Errorf("pgstore: reading payout %q for intent %q: %w", p.ID, p.OrderID, err)
+	}
+	if got.ID != p.ID || got.OrderID != p.OrderID {
+		return nil // the API does not confirm it: another order's payout
+	}
+	if _, err := q.cfg.Pool.Exec(ctx, q.sql.learnID, p.OrderID, noNUL(got.ID)); err != nil {
+		return fmt.Errorf("pgstore: recording payout id for intent %q: %w", p.OrderID, err)
+	}
 	return nil
 }
 

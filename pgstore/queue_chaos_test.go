@@ -164,6 +164,9 @@ func chaosConfig(c *pgstore.QueueConfig) {
 	c.ReconcileSettleTime = 400 * time.Millisecond
 	c.FollowEvery = 200 * time.Millisecond
 	c.BackoffMin, c.BackoffMax = 100*time.Millisecond, time.Second
+	// Drops and kills force resends, some intents several times: the
+	// attempt bound (TestQueueMaxAttempts) would park them for a person.
+	c.MaxAttempts = 1000
 }
 
 func final(counts map[pgstore.IntentState]int) int {

@@ -46,6 +46,18 @@ func (c *tripCounter) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, d pgx.Trac
 	}
 }
 
+// TraceBatchStart, TraceBatchQuery and TraceBatchEnd count a batch (its
+// statements sent together) as one round trip.
+func (c *tripCounter) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	return ctx
+}
+
+func (c *tripCounter) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+
+func (c *tripCounter) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {
+	c.trips.Add(1)
+}
+
 // tracedPool is a pool on the test server whose statements c counts.
 func (r *qrig) tracedPool(t testing.TB, c *tripCounter, maxConns int32) *pgxpool.Pool {
 	cfg, err := pgxpool.ParseConfig(r.srv.DSN())
@@ -110,7 +122,7 @@ func TestQueueClaimFlatInQueueLength(t *testing.T) {
 		allocs[queued] = claimAllocs(t, r, q)
 		// The claim reads the due index, not the table: its cost follows
 		// what is due, not what is queued.
-		rows, err := r.pool.Query(context.Background(), "EXPLAIN "+pgstore.ClaimSQL(q), 16, int64(1), []byte{1})
+		rows, err := r.pool.Query(context.Background(), "EXPLAIN "+pgstore.ClaimSQL(q), 16, int64(1), []byte{1}, false)
 		require.NoError(t, err)
 		plan, err := pgx.CollectRows(rows, pgx.RowTo[string])
 		require.NoError(t, err)

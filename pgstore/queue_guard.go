@@ -4,30 +4,40 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/shopspring/decimal"
 
 	"github.com/cryptopay/cryptopay-go"
+	"github.com/cryptopay/cryptopay-go/internal/ids"
 )
 
 // Guardrails stop payouts before they are sent. All are opt-in (a nil map
-// or func is off). Currency keys are the params' Currency ("usdt"),
-// compared case-insensitively. They guard against a bug or a compromised
-// caller draining the balance; they are checked by the worker before every
-// create request, so an intent enqueued before a limit was lowered is held
-// to the new limit.
+// or func is off). Currency keys are canonical currency keys ("usdt":
+// lower-case, no surrounding space), compared byte for byte with the
+// intent's Currency, which Enqueue requires canonical too: NewQueue
+// refuses a key such as "USDT" or "usdt " with the canonical spelling
+// named, so a cap can never miss an intent by its spelling. They guard
+// against a bug or a compromised caller draining the balance. One code
+// path checks them at Enqueue, in CheckGuardrails (a dry run) and by the
+// worker before every create request, so the three agree, and an intent
+// enqueued before a limit was lowered is held to the new limit.
 type Guardrails struct {
 	// MaxAmount caps one payout per currency. An intent above its cap is
-	// blocked (StateBlocked, final) before anything is sent.
+	// blocked (StateBlocked, final) before anything is sent: at Enqueue
+	// (it is never offered for approval), or by the worker if the cap was
+	// lowered since.
 	MaxAmount map[string]decimal.Decimal
 	// Velocity caps, per currency, the total of the payouts attempted
-	// within VelocityWindow, this one included. An intent that would pass
+	// within VelocityWindow, this one included: every attempt that may
+	// have created a payout counts (an intent sent three times counts
+	// three times). An intent that would pass
 	// the cap stays queued and is tried again after BackoffMin, with the
 	// reason in LastError. The check and the reservation run under a
-	// per-currency advisory lock, so replicas cannot pass the cap together.
+	// per-currency advisory lock keyed by the table's identity in the
+	// database (its oid: "public.x" and "x" take the same lock), so
+	// replicas cannot pass the cap together.
 	// An attempt counts until the window has passed, even if its payout
 	// later fails (refusals by the API do not count).
 	Velocity map[string]decimal.Decimal
@@ -61,7 +71,8 @@ var ErrGuardrail = errors.New("pgstore: stopped by a guardrail")
 // GuardrailError says which guardrail stops a payout intent. It matches
 // ErrGuardrail.
 type GuardrailError struct {
-	// Rule is "max_amount", "velocity", "address" or "approval".
+	// Rule is "key" (a currency or network key that is not canonical),
+	// "max_amount", "velocity", "address" or "approval".
 	Rule string
 	// Reason says why, with the amounts and the cap.
 	Reason string
@@ -73,20 +84,20 @@ func (e *GuardrailError) Error() string { return "pgstore: guardrail " + e.Rule 
 // Is matches ErrGuardrail.
 func (e *GuardrailError) Is(target error) bool { return target == ErrGuardrail }
 
-// check normalises the maps and refuses negative caps.
+// check refuses non-canonical currency keys and negative caps.
 func (g *Guardrails) check() error {
-	for name, m := range map[string]*map[string]decimal.Decimal{"MaxAmount": &g.MaxAmount, "Velocity": &g.Velocity, "ApprovalAbove": &g.ApprovalAbove} {
-		if *m == nil {
-			continue
-		}
-		low := make(map[string]decimal.Decimal, len(*m))
-		for k, v := range *m {
-			if v.IsNegative() {
-				return fmt.Errorf("%w: Guardrails.%s[%q] is negative", ErrInvalidOption, name, k)
+	for _, f := range []struct {
+		name string
+		m    map[string]decimal.Decimal
+	}{{"MaxAmount", g.MaxAmount}, {"Velocity", g.Velocity}, {"ApprovalAbove", g.ApprovalAbove}} {
+		for k, v := range f.m {
+			if why := ids.Key(k); why != "" {
+				return fmt.Errorf("%w: Guardrails.%s[%q]: %s", ErrInvalidOption, f.name, k, why)
 			}
-			low[strings.ToLower(k)] = v
+			if v.IsNegative() {
+				return fmt.Errorf("%w: Guardrails.%s[%q] is negative", ErrInvalidOption, f.name, k)
+			}
 		}
-		*m = low
 	}
 	if g.VelocityWindow < 0 {
 		return fmt.Errorf("%w: Guardrails.VelocityWindow is negative", ErrInvalidOption)
@@ -101,9 +112,41 @@ func (g *Guardrails) check() error {
 	return nil
 }
 
+// capOf is the cap of a canonical currency key (keys are compared byte
+// for byte: both sides are canonical).
 func capOf(m map[string]decimal.Decimal, currency string) (decimal.Decimal, bool) {
-	v, ok := m[strings.ToLower(currency)]
+	v, ok := m[currency]
 	return v, ok
+}
+
+// keyError is a ValidationError for a currency or network that is not a
+// canonical key (see ids.Key), or nil.
+func keyError(p cryptopay.CreatePayoutParams) error {
+	if why := ids.Key(p.Currency); why != "" {
+		return &cryptopay.ValidationError{Field: "Currency", Reason: why}
+	}
+	if why := ids.Key(p.Network); why != "" {
+		return &cryptopay.ValidationError{Field: "Network", Reason: why}
+	}
+	return nil
+}
+
+// verdict is the one check of the per-intent guardrails, used by Enqueue,
+// CheckGuardrails and the worker before sending: the first that stops p
+// for good ("key", "max_amount", "address"), else the approval hold
+// (unless approved), else nil. Velocity, which depends on what was sent
+// meanwhile, is checked apart, under its lock.
+func (g *Guardrails) verdict(ctx context.Context, p cryptopay.CreatePayoutParams, approved bool) *GuardrailError {
+	if err := keyError(p); err != nil {
+		return &GuardrailError{Rule: "key", Reason: err.Error()}
+	}
+	if stop := g.stop(ctx, p); stop != nil {
+		return stop
+	}
+	if !approved && g.needsApproval(p) {
+		return g.approvalError(p)
+	}
+	return nil
 }
 
 // needsApproval reports whether p is above its currency's approval
@@ -111,15 +154,6 @@ func capOf(m map[string]decimal.Decimal, currency string) (decimal.Decimal, bool
 func (g *Guardrails) needsApproval(p cryptopay.CreatePayoutParams) bool {
 	limit, ok := capOf(g.ApprovalAbove, p.Currency)
 	return ok && p.Amount.GreaterThan(limit)
-}
-
-// approvalHold is the approval guardrail's answer for in before it is
-// sent: nil if in is not above its currency's threshold or was approved.
-func (g *Guardrails) approvalHold(in *Intent) *GuardrailError {
-	if !in.ApprovedAt.IsZero() || !g.needsApproval(in.Params) {
-		return nil
-	}
-	return g.approvalError(in.Params)
 }
 
 // approvalError says that p is above its currency's approval threshold.
@@ -152,11 +186,11 @@ func (g *Guardrails) stop(ctx context.Context, p cryptopay.CreatePayoutParams) *
 // from orderID, and says whether amount still fits under the cap.
 func (q *Queue) velocityCheck(ctx context.Context, tx pgx.Tx, p cryptopay.CreatePayoutParams, limit decimal.Decimal) (*GuardrailError, error) {
 	g := &q.cfg.Guardrails
-	if _, err := tx.Exec(ctx, q.sql.velocityLock, "cryptopay_velocity:"+q.Table()+":"+strings.ToLower(p.Currency)); err != nil {
+	if _, err := tx.Exec(ctx, q.sql.velocityLock, q.Table(), p.Currency); err != nil {
 		return nil, err
 	}
 	var s string
-	if err := tx.QueryRow(ctx, q.sql.velocitySum, p.Currency, g.VelocityWindow.Microseconds(), p.OrderID).Scan(&s); err != nil {
+	if err := tx.QueryRow(ctx, q.sql.velocitySum, p.Currency, g.VelocityWindow.Microseconds()).Scan(&s); err != nil {
 		return nil, err
 	}
 	used, err := decimal.NewFromString(s)
@@ -188,32 +222,31 @@ type GuardStop struct {
 }
 
 // CheckGuardrails is a dry run: it reports, without changing anything,
-// which of ps the guardrails would stop (max_amount, address), hold
+// which of ps the guardrails would stop (key, max_amount, address), hold
 // (velocity: the currency's reservations within the window now, plus the
-// earlier intents of ps) or send to approval. It cannot see what other
-// replicas reserve meanwhile; the worker's check before sending is the one
-// that holds.
+// earlier intents of ps) or send to approval. It runs the same checks as
+// Enqueue and the worker. It cannot see what other replicas reserve
+// meanwhile; the worker's check before sending is the one that holds.
 func (q *Queue) CheckGuardrails(ctx context.Context, ps []cryptopay.CreatePayoutParams) ([]GuardStop, error) {
 	g := &q.cfg.Guardrails
 	var stops []GuardStop
 	used := make(map[string]decimal.Decimal)
 	for i, p := range ps {
-		if e := g.stop(ctx, p); e != nil {
+		if e := g.verdict(ctx, p, false); e != nil {
 			stops = append(stops, GuardStop{Index: i, OrderID: p.OrderID, Err: e})
-			continue
-		}
-		if g.needsApproval(p) {
-			stops = append(stops, GuardStop{Index: i, OrderID: p.OrderID, Err: g.approvalError(p)})
+			if e.Rule != "approval" {
+				continue
+			}
 		}
 		limit, ok := capOf(g.Velocity, p.Currency)
 		if !ok {
 			continue
 		}
-		cur := strings.ToLower(p.Currency)
+		cur := p.Currency
 		u, seen := used[cur]
 		if !seen {
 			var s string
-			err := q.cfg.Pool.QueryRow(ctx, q.sql.velocitySum, p.Currency, g.VelocityWindow.Microseconds(), "").Scan(&s)
+			err := q.cfg.Pool.QueryRow(ctx, q.sql.velocitySum, p.Currency, g.VelocityWindow.Microseconds()).Scan(&s)
 			if err != nil {
 				return nil, fmt.Errorf("pgstore: reading the velocity of %s: %w", p.Currency, err)
 			}

@@ -36,16 +36,16 @@ func TestQueueGuardrailsBlock(t *testing.T) {
 		stopped cryptopay.CreatePayoutParams
 		want    string
 	}{
-		{"max amount", pgstore.Guardrails{MaxAmount: map[string]decimal.Decimal{"USDT": decimal.NewFromInt(100)}},
+		{"max amount", pgstore.Guardrails{MaxAmount: map[string]decimal.Decimal{"usdt": decimal.NewFromInt(100)}},
 			withAmount(payoutParams(2), "100.01"), "max_amount"},
-		{"allow-list", pgstore.Guardrails{AllowedAddresses: []string{"TXYZwallet"}},
-			withAddress(payoutParams(2), "TevilWallet"), "not on the allow-list"},
+		{"allow-list", pgstore.Guardrails{AllowedAddresses: []string{"TMGN4ZGYBvvqVAX3BXXHwrxtzreXVDLJ2G"}},
+			withAddress(payoutParams(2), "TMMrY9omJaWVFfuHpCxgDmWX5T6z6H5c6D"), "not on the allow-list"},
 		{"check function", pgstore.Guardrails{CheckAddress: func(_ context.Context, p cryptopay.CreatePayoutParams) error {
-			if strings.HasPrefix(p.WalletAddress, "Tsanctioned") {
+			if p.WalletAddress == "TQtTaUkzJwkLr82sD4kbePVjn7EaCyrj8q" {
 				return errors.New("address on the sanctions list")
 			}
 			return nil
-		}}, withAddress(payoutParams(2), "Tsanctioned1"), "sanctions list"},
+		}}, withAddress(payoutParams(2), "TQtTaUkzJwkLr82sD4kbePVjn7EaCyrj8q"), "sanctions list"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -229,7 +229,7 @@ func TestQueueApprovalByWorker(t *testing.T) {
 	var mu sync.Mutex
 	var held []pgstore.Transition
 	guard := func(c *pgstore.QueueConfig) {
-		c.Guardrails = pgstore.Guardrails{ApprovalAbove: map[string]decimal.Decimal{"USDT": decimal.NewFromInt(1000)}}
+		c.Guardrails = pgstore.Guardrails{ApprovalAbove: map[string]decimal.Decimal{"usdt": decimal.NewFromInt(1000)}}
 		c.Observer = func(tr pgstore.Transition) {
 			if tr.To == pgstore.StateNeedsApproval {
 				mu.Lock()

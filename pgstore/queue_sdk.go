@@ -12,7 +12,8 @@ import (
 // payout. Keeping it to these three calls, in this one file, is what lets
 // the SDK's names change without touching the queue.
 type payoutAPI interface {
-	create(ctx context.Context, p cryptopay.CreatePayoutParams) (*cryptopay.Payout, error)
+	// create also returns the API's request id of the answer, if any.
+	create(ctx context.Context, p cryptopay.CreatePayoutParams) (*cryptopay.Payout, string, error)
 	get(ctx context.Context, id string) (*cryptopay.Payout, error)
 	// lookup says whether a payout with orderID exists, from the payout
 	// list, given when the attempt was made (see cryptopay.ReconcilePayout).
@@ -25,8 +26,10 @@ type sdkAPI struct {
 	settle, skew time.Duration
 }
 
-func (a sdkAPI) create(ctx context.Context, p cryptopay.CreatePayoutParams) (*cryptopay.Payout, error) {
-	return a.c.CreatePayout(ctx, p)
+func (a sdkAPI) create(ctx context.Context, p cryptopay.CreatePayoutParams) (*cryptopay.Payout, string, error) {
+	var resp cryptopay.Response
+	pay, err := a.c.CreatePayout(ctx, p, cryptopay.WithResponseInto(&resp))
+	return pay, resp.RequestID, err
 }
 
 func (a sdkAPI) get(ctx context.Context, id string) (*cryptopay.Payout, error) {

@@ -74,7 +74,7 @@ func (r *qrig) queue(t *testing.T, edit ...func(*pgstore.QueueConfig)) *pgstore.
 
 func payoutParams(i int) cryptopay.CreatePayoutParams {
 	return cryptopay.CreatePayoutParams{
-		WalletAddress: "TXYZwallet", Amount: decimal.RequireFromString("10.25"), Currency: "usdt", Network: "tron",
+		WalletAddress: "TMGN4ZGYBvvqVAX3BXXHwrxtzreXVDLJ2G", Amount: decimal.RequireFromString("10.25"), Currency: "usdt", Network: "tron",
 		CustomerID: "cust-1", CustomerIP: "203.0.113.7", OrderID: fmt.Sprintf("wd-%06d", i),
 	}
 }
@@ -224,7 +224,7 @@ func TestQueueEnqueue(t *testing.T) {
 		edit  func(*cryptopay.CreatePayoutParams)
 	}{
 		{"Amount", func(p *cryptopay.CreatePayoutParams) { p.Amount = decimal.RequireFromString("10.26") }},
-		{"WalletAddress", func(p *cryptopay.CreatePayoutParams) { p.WalletAddress = "Tother" }},
+		{"WalletAddress", func(p *cryptopay.CreatePayoutParams) { p.WalletAddress = "TWcR2h7LU8NJ3abih21721Ag6fTYzdJQaw" }},
 		{"Currency", func(p *cryptopay.CreatePayoutParams) { p.Currency = "btc" }},
 		{"CustomerID", func(p *cryptopay.CreatePayoutParams) { p.CustomerID = "cust-2" }},
 	}

@@ -2,7 +2,6 @@ package pgstore
 
 import (
 	"context"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -129,7 +128,7 @@ func (q *Queue) gather(ctx context.Context, slots chan struct{}) int {
 func (q *Queue) claim(ctx context.Context, n int) ([]claimed, error) {
 	start := time.Now()
 	token := newToken()
-	rows, err := q.cfg.Pool.Query(ctx, q.sql.claim, n, q.cfg.Lease.Microseconds(), token)
+	rows, err := q.cfg.Pool.Query(ctx, q.sql.claim, n, q.cfg.Lease.Microseconds(), token, q.cfg.OnFinal != nil)
 	if err != nil {
 		return nil, err
 	}
@@ -153,18 +152,20 @@ func (q *Queue) handle(ctx context.Context, c claimed) {
 	ctx, cancel := context.WithDeadline(ctx, c.deadline)
 	defer cancel()
 	var err error
-	switch c.State {
-	case StateSending:
+	switch {
+	case c.State.IsFinal():
+		err = q.callback(ctx, c) // claimed for its due callback only
+	case c.State == StateSending:
 		if c.committed {
 			err = q.post(ctx, c)
 			break
 		}
 		err = q.reconcile(ctx, c)
-	case StateQueued:
+	case c.State == StateQueued:
 		err = q.send(ctx, c)
-	case StateReconciling, StateParked:
+	case c.State == StateReconciling, c.State == StateParked:
 		err = q.reconcile(ctx, c)
-	case StateCreated:
+	case c.State == StateCreated:
 		err = q.follow(ctx, c)
 	}
 	if err != nil && !errors.Is(err, errLostLease) {
@@ -181,80 +182,146 @@ type change struct {
 	after            time.Duration // next look, from now
 	payoutID         string
 	payoutStatus     cryptopay.PayoutStatus
+	hold             string // sets Intent.Hold (never clears it)
+	requestID        string // the API's request id of the answer that led here
 }
 
 // record writes ch for a held intent (a final state through finish).
 func (q *Queue) record(ctx context.Context, c claimed, ch change) error {
+	if !canMove(c.State, ch.to, byWorker) {
+		return fmt.Errorf("pgstore: no worker's transition %s -> %s (not recorded)", c.State, ch.to)
+	}
 	if ch.to.IsFinal() {
 		return q.finish(ctx, c, ch)
 	}
+	if err := q.set(ctx, c, ch, false); err != nil {
+		return err
+	}
+	if ch.to != c.State {
+		q.observe(Transition{OrderID: c.Params.OrderID, From: c.State, To: ch.to, Attempts: c.Attempts,
+			PayoutID: cmpOr(ch.payoutID, c.PayoutID), Verdict: ch.verdict, Err: ch.errText})
+	}
+	return nil
+}
+
+// set writes ch for a held intent in one statement; due leaves the final
+// callback due (a final state recorded without OnFinal). An intent held
+// for approval, or final, leaves the workers' hands (the claim skips its
+// state) until an operator moves it or its callback runs.
+func (q *Queue) set(ctx context.Context, c claimed, ch change, due bool) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
-	// An intent held for approval leaves the workers' hands (the claim
-	// skips its state) until an operator moves it.
+	release := ch.to == StateNeedsApproval || ch.to.IsFinal()
+	logged := ch.to != c.State || ch.verdict != "" || ch.errText != ""
 	var attempts int
-	err := q.cfg.Pool.QueryRow(ctx, q.sql.set, q.setArgs(c, ch, ch.to == StateNeedsApproval)...).Scan(&attempts)
+	err := q.cfg.Pool.QueryRow(ctx, q.sql.set, c.Params.OrderID, c.token, string(ch.to), ch.verdict, ch.errText, ch.tries,
+		ch.after.Microseconds(), noNUL(ch.payoutID), noNUL(string(ch.payoutStatus)), release, ch.hold, due,
+		string(c.State), logged, noNUL(ch.requestID)).Scan(&attempts)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return errLostLease
 	}
 	if err != nil {
 		return fmt.Errorf("recording %s: %w", ch.to, err)
 	}
-	q.observe(Transition{OrderID: c.Params.OrderID, From: c.State, To: ch.to, Attempts: attempts,
+	return nil
+}
+
+// finish records a final state. With OnFinal, OnFinal runs in the
+// transaction that records it (see inFinalTx); if it fails the change
+// rolls back and the intent is looked at again after a backoff. Without
+// OnFinal the state is recorded with its callback due, for a process that
+// has one.
+func (q *Queue) finish(ctx context.Context, c claimed, ch change) error {
+	if q.cfg.OnFinal == nil {
+		if err := q.set(ctx, c, ch, true); err != nil {
+			return err
+		}
+	} else {
+		in := c.after(ch)
+		err := q.inFinalTx(ctx, in, q.sql.final, c.Params.OrderID, c.token, string(ch.to), ch.verdict, ch.errText,
+			noNUL(ch.payoutID), noNUL(string(ch.payoutStatus)), string(c.State), noNUL(ch.requestID))
+		if err != nil {
+			if errors.Is(err, errLostLease) {
+				return err
+			}
+			// Keep the state; look again later, with the error on record.
+			back := change{to: c.State, errText: errText(err), tries: c.tries + 1, after: q.backoff(c.tries)}
+			if rerr := q.record(ctx, c, back); rerr != nil {
+				return errors.Join(err, rerr)
+			}
+			return err
+		}
+	}
+	q.observe(Transition{OrderID: c.Params.OrderID, From: c.State, To: ch.to, Attempts: c.Attempts,
 		PayoutID: cmpOr(ch.payoutID, c.PayoutID), Verdict: ch.verdict, Err: ch.errText})
 	return nil
 }
 
-func (q *Queue) setArgs(c claimed, ch change, release bool) []any {
-	return []any{c.Params.OrderID, c.token, string(ch.to), ch.verdict, ch.errText, ch.tries, ch.after.Microseconds(),
-		ch.payoutID, string(ch.payoutStatus), release}
+// callback runs OnFinal for a final intent whose callback is due (its
+// state was recorded by a process without OnFinal), in the transaction
+// that clears CallbackDue: exactly once. If OnFinal fails, the callback
+// stays due and is tried again after a backoff.
+func (q *Queue) callback(ctx context.Context, c claimed) error {
+	if q.cfg.OnFinal == nil || !c.CallbackDue {
+		return nil // not claimed by such a worker; nothing to do
+	}
+	err := q.inFinalTx(ctx, c.Intent, q.sql.callbackDone, c.Params.OrderID, c.token)
+	if err != nil && !errors.Is(err, errLostLease) {
+		back := change{to: c.State, errText: errText(err), tries: c.tries + 1, after: q.backoff(c.tries)}
+		if rerr := q.set(ctx, c, back, false); rerr != nil {
+			return errors.Join(err, rerr)
+		}
+	}
+	return err
 }
 
-// finish records a final state and runs OnFinal in the same transaction.
-// The transaction's first round trip both begins it and records the
-// change (see finalBegin). If OnFinal fails the change rolls back and the
-// intent is looked at again after a backoff.
-func (q *Queue) finish(ctx context.Context, c claimed, ch change) error {
+// inFinalTx runs OnFinal(in) in a transaction and then, in one round trip,
+// the statement stmt (the lease holder's record, which fails with a
+// division by zero when the lease is no longer held) and COMMIT: two round
+// trips in all (BEGIN, then the record with COMMIT), every value a
+// parameter. The record comes after OnFinal, and takes the row lock: a
+// second process finishing the same intent at the same time blocks on it,
+// then finds the lease gone, and its OnFinal's writes roll back with it.
+func (q *Queue) inFinalTx(ctx context.Context, in *Intent, stmt string, args ...any) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), q.cfg.Lease/2)
 	defer cancel()
-	in := c.after(ch)
-	err := pgx.BeginTxFunc(ctx, q.cfg.Pool, pgx.TxOptions{BeginQuery: q.finalBegin(c, ch)}, func(tx pgx.Tx) error {
-		if q.cfg.OnFinal == nil {
-			return nil
-		}
-		if err := q.cfg.OnFinal(ctx, tx, in); err != nil {
-			return fmt.Errorf("OnFinal: %w", err)
-		}
-		return nil
-	})
-	if pgErr := (*pgconn.PgError)(nil); errors.As(err, &pgErr) && pgErr.Code == "22012" /* division_by_zero */ {
-		return errLostLease // the UPDATE matched no row: see finalBegin
+	conn, err := q.cfg.Pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release() // a connection left in a transaction is closed
+	tx, err := conn.BeginTx(ctx, pgx.TxOptions{BeginQuery: q.sql.begin})
+	if err != nil {
+		return err
+	}
+	if err := q.cfg.OnFinal(ctx, tx, in); err != nil {
+		_ = tx.Rollback(ctx)
+		return fmt.Errorf("OnFinal: %w", err)
+	}
+	b := &pgx.Batch{}
+	b.Queue(stmt, args...)
+	b.Queue("COMMIT")
+	br := tx.SendBatch(ctx, b)
+	var one int
+	err = br.QueryRow().Scan(&one)
+	var tag pgconn.CommandTag
+	if err == nil {
+		tag, err = br.Exec()
+	}
+	err = errors.Join(err, br.Close())
+	if err == nil && tag.String() != "COMMIT" {
+		err = errors.New("the final transaction rolled back at COMMIT")
 	}
 	if err != nil {
-		// Keep the state; look again later, with the error on record.
-		back := change{to: c.State, errText: errText(err), tries: c.tries + 1, after: q.backoff(c.tries)}
-		if rerr := q.record(ctx, c, back); rerr != nil {
-			return errors.Join(err, rerr)
+		_ = tx.Rollback(ctx)
+		if pgErr := (*pgconn.PgError)(nil); errors.As(err, &pgErr) && pgErr.Code == "22012" /* division_by_zero */ {
+			return errLostLease // the UPDATE matched no row
 		}
 		return err
 	}
-	q.observe(Transition{OrderID: in.Params.OrderID, From: c.State, To: ch.to, Attempts: in.Attempts,
-		PayoutID: in.PayoutID, Verdict: ch.verdict, Err: ch.errText})
+	// Committed by the batch: tx is done with (Commit would send a second
+	// COMMIT), and the connection, idle again, goes back to the pool.
 	return nil
-}
-
-// finalBegin is the final transaction's BEGIN, which also records the
-// final state (the same UPDATE as record, by the lease holder only) in the
-// same round trip, and bounds how long the transaction may sit idle. The
-// values are quoted as literals (a BEGIN query takes no parameters); a
-// lease that is no longer held fails it with a division by zero, before
-// OnFinal runs.
-func (q *Queue) finalBegin(c claimed, ch change) string {
-	return fmt.Sprintf(`BEGIN ISOLATION LEVEL READ COMMITTED READ WRITE;
-SET LOCAL idle_in_transaction_session_timeout = %d;
-WITH u AS (%s) SELECT 1 / count(*) FROM u`, max(q.cfg.Lease.Milliseconds()/2, 1),
-		q.sql.finalSet(quoteLiteral(c.Params.OrderID), byteaLiteral(c.token), quoteLiteral(string(ch.to)),
-			quoteLiteral(ch.verdict), quoteLiteral(ch.errText), quoteLiteral(ch.payoutID), quoteLiteral(string(ch.payoutStatus))))
 }
 
 // after returns the intent as ch leaves it (what OnFinal receives).
@@ -267,17 +334,9 @@ func (c claimed) after(ch change) *Intent {
 	return &in
 }
 
-// quoteLiteral quotes s as an SQL string literal, whatever the server's
-// standard_conforming_strings: E'...' with quotes and backslashes doubled.
-// A NUL byte, which no text value can hold, becomes U+FFFD.
-func quoteLiteral(s string) string {
-	s = strings.ReplaceAll(s, "\x00", "\uFFFD")
-	s = strings.ReplaceAll(s, "\\", "\\\\")
-	return "E'" + strings.ReplaceAll(s, "'", "''") + "'"
-}
-
-// byteaLiteral writes b as a bytea literal.
-func byteaLiteral(b []byte) string { return "E'\\\\x" + hex.EncodeToString(b) + "'::bytea" }
+// noNUL replaces NUL bytes, which no text value can hold, by U+FFFD:
+// server text (a payout id, a status) is stored as it came otherwise.
+func noNUL(s string) string { return strings.ReplaceAll(s, "\x00", "\uFFFD") }
 
 // backoff is the wait after the tries-th failed look: BackoffMin doubling
 // up to BackoffMax.
@@ -295,14 +354,15 @@ func (q *Queue) backoff(tries int) time.Duration {
 // send checks the guardrails, commits an attempt and sends the create
 // request once.
 func (q *Queue) send(ctx context.Context, c claimed) error {
-	p := c.Params
-	if stop := q.cfg.Guardrails.stop(ctx, p); stop != nil {
-		return q.record(ctx, c, change{to: StateBlocked, errText: errText(stop)})
-	}
-	// Approval holds whatever process enqueued the intent: this worker's
-	// threshold is checked against the approval on record.
-	if hold := q.cfg.Guardrails.approvalHold(c.Intent); hold != nil {
-		return q.record(ctx, c, change{to: StateNeedsApproval, errText: errText(hold)})
+	// The same check as Enqueue's and CheckGuardrails': approval holds
+	// whatever process enqueued the intent (this worker's threshold is
+	// checked against the approval on record), and a cap lowered since
+	// Enqueue blocks it.
+	if g := q.cfg.Guardrails.verdict(ctx, c.Params, !c.ApprovedAt.IsZero()); g != nil {
+		if g.Rule == "approval" {
+			return q.record(ctx, c, change{to: StateNeedsApproval, errText: errText(g)})
+		}
+		return q.record(ctx, c, change{to: StateBlocked, errText: errText(g)})
 	}
 	// Never start a request that could outlive the lease: the worker that
 	// takes over would reconcile while it is still in flight.
@@ -317,6 +377,8 @@ func (q *Queue) send(ctx context.Context, c claimed) error {
 		}
 		return err // not committed (or not known to be): nothing is sent
 	}
+	q.observe(Transition{OrderID: c.Params.OrderID, From: c.State, To: StateSending, Attempts: c.Attempts + 1,
+		PayoutID: c.PayoutID, Verdict: c.Verdict})
 	c.State, c.AttemptedAt, c.Attempts = StateSending, attemptedAt, c.Attempts+1
 	return q.post(ctx, c)
 }
@@ -326,18 +388,28 @@ func (q *Queue) send(ctx context.Context, c claimed) error {
 func (q *Queue) post(ctx context.Context, c claimed) error {
 	q.at("attempt-committed")
 	sctx, cancel := context.WithTimeout(ctx, q.cfg.SendTimeout)
-	pay, err := q.api.create(sctx, c.Params)
+	pay, reqID, err := q.api.create(sctx, c.Params)
 	cancel()
 	q.at("answer-read")
+	var ou *cryptopay.OutcomeUnknownError
 	switch {
 	case err == nil:
-		return q.created(ctx, c, pay.ID, pay.Status, "")
+		return q.createdBy(ctx, c, pay.ID, pay.Status, "", reqID)
 	case definiteRefusal(err):
-		return q.record(ctx, c, change{to: StateRefused, errText: errText(err)})
+		return q.record(ctx, c, change{to: StateRefused, errText: errText(err), requestID: reqID})
+	case errors.As(err, &ou) && ou.ServerActed():
+		// A 2xx that could not be matched to the request: the server
+		// acted. Never resent on a list verdict; a person looks, with the
+		// ids the answer named on record. Reconciled meanwhile, so a
+		// payout the list shows by this orderId is still followed.
+		why := fmt.Sprintf("the create request was answered %d (the server acted) naming payoutId %q and orderId %q, "+
+			"which could not be matched to this request; not sent again without an operator's Retry: %v",
+			ou.StatusCode, ou.AnswerID, ou.AnswerOrderID, err)
+		return q.record(ctx, c, change{to: StateParked, errText: scrubText(why), hold: HoldServerActed, after: q.settle(), requestID: reqID})
 	default:
 		// No answer, a 5xx, a timeout ...: the payout may exist. Reconcile
 		// once the list has had time to show it.
-		return q.record(ctx, c, change{to: StateReconciling, errText: errText(err), after: q.settle()})
+		return q.record(ctx, c, change{to: StateReconciling, errText: errText(err), after: q.settle(), requestID: reqID})
 	}
 }
 
@@ -359,7 +431,7 @@ func (q *Queue) commitBatch(ctx context.Context, batch []claimed) {
 			continue
 		}
 		g := &q.cfg.Guardrails
-		if _, capped := capOf(g.Velocity, c.Params.Currency); capped || g.approvalHold(c.Intent) != nil || g.stop(ctx, c.Params) != nil {
+		if _, capped := capOf(g.Velocity, c.Params.Currency); capped || g.verdict(ctx, c.Params, !c.ApprovedAt.IsZero()) != nil {
 			continue
 		}
 		idx[c.Params.OrderID] = i
@@ -386,6 +458,12 @@ func (q *Queue) commitBatch(ctx context.Context, batch []claimed) {
 		// one's own commit in send finds it no longer queued if it did.
 		for i := range batch {
 			batch[i].committed = false
+		}
+		return
+	}
+	for i := range batch {
+		if c := &batch[i]; c.committed {
+			q.observe(Transition{OrderID: c.Params.OrderID, From: StateQueued, To: StateSending, Attempts: c.Attempts})
 		}
 	}
 }
@@ -449,10 +527,15 @@ func definiteRefusal(err error) bool {
 // created records a payout that exists, finishing at once if its status is
 // already final.
 func (q *Queue) created(ctx context.Context, c claimed, id string, st cryptopay.PayoutStatus, verdict string) error {
+	return q.createdBy(ctx, c, id, st, verdict, "")
+}
+
+// createdBy is created with the request id of the answer that showed it.
+func (q *Queue) createdBy(ctx context.Context, c claimed, id string, st cryptopay.PayoutStatus, verdict, reqID string) error {
 	if to, final := finalState(st); final {
-		return q.record(ctx, c, change{to: to, verdict: verdict, payoutID: id, payoutStatus: st})
+		return q.record(ctx, c, change{to: to, verdict: verdict, payoutID: id, payoutStatus: st, requestID: reqID})
 	}
-	return q.record(ctx, c, change{to: StateCreated, verdict: verdict, payoutID: id, payoutStatus: st, after: q.cfg.FollowEvery})
+	return q.record(ctx, c, change{to: StateCreated, verdict: verdict, payoutID: id, payoutStatus: st, after: q.cfg.FollowEvery, requestID: reqID})
 }
 
 // finalState maps a payout's terminal status to the intent's final state.
@@ -474,6 +557,16 @@ func (q *Queue) reconcile(ctx context.Context, c claimed) error {
 	switch {
 	case err == nil && res.Verdict == cryptopay.PayoutExists:
 		return q.created(ctx, c, res.Payout.ID, res.Payout.Status, res.Verdict.String())
+	case err == nil && res.Verdict == cryptopay.PayoutNotCreated && c.Hold != "":
+		// Held: "not created" proves nothing here. The evidence on record
+		// (LastError) is kept for the person who decides.
+		return q.record(ctx, c, change{to: StateParked, verdict: res.Verdict.String(), errText: c.LastError,
+			tries: c.tries + 1, after: q.backoff(c.tries)})
+	case err == nil && res.Verdict == cryptopay.PayoutNotCreated && c.Attempts >= q.cfg.MaxAttempts:
+		why := fmt.Sprintf("%d create requests sent and the payout list still shows none with this orderId; "+
+			"not sent again without an operator's Retry (QueueConfig.MaxAttempts)", c.Attempts)
+		return q.record(ctx, c, change{to: StateParked, verdict: res.Verdict.String(), errText: why, hold: HoldMaxAttempts,
+			tries: c.tries + 1, after: q.backoff(c.tries)})
 	case err == nil && res.Verdict == cryptopay.PayoutNotCreated:
 		c.Verdict = res.Verdict.String()
 		return q.send(ctx, c)
@@ -481,7 +574,11 @@ func (q *Queue) reconcile(ctx context.Context, c claimed) error {
 	if err == nil {
 		err = errors.New(res.Reason)
 	}
-	return q.record(ctx, c, change{to: StateParked, verdict: cryptopay.PayoutStillUnknown.String(), errText: errText(err),
+	why := errText(err)
+	if c.Hold != "" {
+		why = c.LastError
+	}
+	return q.record(ctx, c, change{to: StateParked, verdict: cryptopay.PayoutStillUnknown.String(), errText: why,
 		tries: c.tries + 1, after: q.backoff(c.tries)})
 }
 

@@ -40,7 +40,7 @@ usual_proxy="$(go env GOPROXY)"
 local_cache="$(go env GOMODCACHE)/cache/download"
 tool="$tmp/releasetool"
 GOWORK=off go -C "$root/scripts/releasetool" build -o "$tool" .
-version="v$(git -C "$root" show "$rev:client.go" | sed -n 's/^const Version = "\(.*\)"$/\1/p')"
+version="v$(git -C "$root" show "$rev:version.go" | sed -n 's/^const Version = "\(.*\)"$/\1/p')"
 echo "== publish $rev as $version to a file proxy"
 "$tool" publish -repo "$root" -rev "$rev" -out "$tmp/proxy" -version "$version"
 mapfile -t dirs < <("$tool" modules -repo "$root" -rev "$rev")

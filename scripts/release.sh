@@ -6,7 +6,7 @@
 # 1. Refuses a dirty work tree, a CHANGELOG without a "## [X.Y.Z]" section,
 #    and modules whose requires of one another disagree with Version (or
 #    carry a replace of one of them).
-# 2. Bumps together: Version (client.go), every companion module's require of
+# 2. Bumps together: Version (version.go), every companion module's require of
 #    this repository's modules, the versioned replace in go.work, and the
 #    CHANGELOG (the [Unreleased] entries move into [X.Y.Z], dated today).
 # 3. Writes each module's go.sum lines for the new version, computed from the

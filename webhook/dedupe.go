@@ -3,6 +3,7 @@ package webhook
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
 	"sync"
 	"time"
 )
@@ -36,7 +37,7 @@ const (
 // returned nil; Release after it failed or panicked (so a redelivery runs it
 // again). Keys are short ASCII strings such as "payment/<uuid>/paid".
 //
-// The default is a bounded in-memory store (NewMemoryDedupeStore), which
+// The default is a bounded in-memory store (MemoryDedupeStore), which
 // only dedupes within one process. Replicas behind a load balancer must
 // share one store: the companion modules redisstore and pgstore provide
 // stores whose claims are leases owned by a per-claim token (a replica that
@@ -62,16 +63,29 @@ type DedupeStore interface {
 	Release(ctx context.Context, key string) error
 }
 
-// MemoryDedupeStore is the in-memory DedupeStore: it remembers up to a
-// number of completed keys for a time (the oldest are forgotten first) and
-// the keys being processed. It dedupes within one process only. Use
-// NewMemoryDedupeStore; the zero value is not ready.
+// MemoryDedupeStore is the in-memory DedupeStore: it remembers up to
+// MaxEntries completed keys for TTL each (the oldest are forgotten first)
+// and the keys being processed. It dedupes within one process only. The
+// zero value is ready, with the defaults:
+//
+//	store := &webhook.MemoryDedupeStore{MaxEntries: 10_000, TTL: 24 * time.Hour}
+//
+// Set the fields before its first use; it reads them once, then ignores
+// them. Use it through a pointer and never copy it.
 //
 // It keeps a 128-bit digest of each key (the first half of its SHA-256),
 // not the key: 66 bytes per completed key measured at 100,000 keys, 101
 // after churn through a full store (TestMemoryDedupeStoreSize). Two keys would have to share
 // that digest for one to be taken for the other.
 type MemoryDedupeStore struct {
+	// MaxEntries bounds the completed keys remembered (0 or less:
+	// DefaultDedupeEntries); at the bound the oldest is forgotten, and a
+	// late duplicate of it would be delivered again.
+	MaxEntries int
+	// TTL is how long a completed key is remembered (0 or less:
+	// DefaultDedupeTTL).
+	TTL time.Duration
+
 	mu   sync.Mutex
 	max  int
 	ttl  time.Duration
@@ -103,20 +117,35 @@ func digest(key string) dedupeDigest {
 // most maxEntries completed keys (0: DefaultDedupeEntries) for ttl each
 // (0: DefaultDedupeTTL). It takes 66 to 101 bytes per key (measured), so
 // the default bound is about 10 MB.
+//
+// Deprecated: use &MemoryDedupeStore{MaxEntries: maxEntries, TTL: ttl}
+// (the zero value takes the defaults), the webhook package's one way of
+// configuring: a struct's fields.
 func NewMemoryDedupeStore(maxEntries int, ttl time.Duration) *MemoryDedupeStore {
-	if maxEntries <= 0 {
-		maxEntries = DefaultDedupeEntries
+	s := &MemoryDedupeStore{MaxEntries: maxEntries, TTL: ttl}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.init()
+	return s
+}
+
+// init reads the fields and makes the maps on first use; s.mu is held.
+func (s *MemoryDedupeStore) init() {
+	if s.done != nil {
+		return
 	}
-	if ttl <= 0 {
-		ttl = DefaultDedupeTTL
+	s.max, s.ttl = s.MaxEntries, s.TTL
+	if s.max <= 0 {
+		s.max = DefaultDedupeEntries
 	}
-	return &MemoryDedupeStore{
-		max:  maxEntries,
-		ttl:  ttl,
-		now:  time.Now,
-		done: make(map[dedupeDigest]uint64),
-		busy: make(map[dedupeDigest]struct{}),
+	if s.ttl <= 0 {
+		s.ttl = DefaultDedupeTTL
 	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	s.done = make(map[dedupeDigest]uint64)
+	s.busy = make(map[dedupeDigest]struct{})
 }
 
 // Claim implements DedupeStore.
@@ -124,6 +153,7 @@ func (s *MemoryDedupeStore) Claim(_ context.Context, key string) (DedupeClaim, e
 	d := digest(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.init()
 	s.expire()
 	if _, ok := s.busy[d]; ok {
 		return DedupeInProgress, nil
@@ -140,6 +170,7 @@ func (s *MemoryDedupeStore) Complete(_ context.Context, key string) error {
 	d := digest(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.init()
 	delete(s.busy, d)
 	s.push(dedupeEntry{key: d, at: s.now().UnixNano()})
 	for len(s.done) > s.max {
@@ -153,6 +184,7 @@ func (s *MemoryDedupeStore) Release(_ context.Context, key string) error {
 	d := digest(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.init()
 	delete(s.busy, d)
 	return nil
 }
@@ -161,6 +193,7 @@ func (s *MemoryDedupeStore) Release(_ context.Context, key string) error {
 func (s *MemoryDedupeStore) Len() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.init()
 	s.expire()
 	return len(s.done)
 }
@@ -205,3 +238,15 @@ func (s *MemoryDedupeStore) resize(n int) {
 	copy(r[k:], s.ring[:s.n-k])
 	s.ring, s.head = r, 0
 }
+
+// ErrDedupeLeaseLost is returned (wrapped) by the Complete or Release of a
+// shared DedupeStore (redisstore, pgstore) when the caller no longer holds
+// the claim: its lease expired and another delivery claimed the key, or this
+// store instance never claimed it. The store then changed nothing, so the
+// other delivery's lease stays intact and that delivery records the outcome.
+//
+// For a Complete it means the callback ran while another replica may be
+// running it too: a callback can run twice when its lease expires before it
+// returns. Keep leases well above the callback's longest run, and keep
+// callbacks idempotent. A Handler still answers 200 for the event.
+var ErrDedupeLeaseLost = errors.New("cryptopay: dedupe lease lost (another delivery holds the key, or it was never claimed here)")

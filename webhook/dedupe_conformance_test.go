@@ -14,6 +14,6 @@ func TestMemoryDedupeStoreConformance(t *testing.T) {
 	t.Parallel()
 	const ttl = 300 * time.Millisecond
 	dedupetest.Run(t, func(*testing.T) webhook.DedupeStore {
-		return webhook.NewMemoryDedupeStore(0, ttl)
+		return &webhook.MemoryDedupeStore{TTL: ttl}
 	}, dedupetest.InProcess(), dedupetest.DoneTTL(ttl))
 }

@@ -50,6 +50,57 @@ func TestMemoryDedupeStore(t *testing.T) {
 	assert.Equal(t, DefaultDedupeTTL, d.ttl)
 }
 
+// TestMemoryDedupeStoreFields: the zero value is ready with the defaults,
+// the fields size the store, and they are read once, at the first use.
+func TestMemoryDedupeStoreFields(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		store    *MemoryDedupeStore
+		wantMax  int
+		wantTTL  time.Duration
+		evicts   bool // a third completed key evicts the first
+		expireAt time.Duration
+	}{
+		{"zero value", &MemoryDedupeStore{}, DefaultDedupeEntries, DefaultDedupeTTL, false, DefaultDedupeTTL},
+		{"negative fields", &MemoryDedupeStore{MaxEntries: -1, TTL: -time.Second}, DefaultDedupeEntries, DefaultDedupeTTL, false, DefaultDedupeTTL},
+		{"sized", &MemoryDedupeStore{MaxEntries: 2, TTL: time.Hour}, 2, time.Hour, true, time.Hour},
+		{"deprecated constructor", NewMemoryDedupeStore(2, time.Minute), 2, time.Minute, true, time.Minute},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+			s := tt.store
+			s.now = func() time.Time { return now }
+			for _, k := range []string{"a", "b", "c"} {
+				c, err := s.Claim(ctx, k)
+				require.NoError(t, err)
+				require.Equal(t, DedupeClaimed, c, k)
+				require.NoError(t, s.Complete(ctx, k))
+			}
+			s.MaxEntries, s.TTL = 1, time.Nanosecond // read once: ignored now
+			assert.Equal(t, tt.wantMax, s.max)
+			assert.Equal(t, tt.wantTTL, s.ttl)
+			c, err := s.Claim(ctx, "a")
+			require.NoError(t, err)
+			if tt.evicts {
+				assert.Equal(t, DedupeClaimed, c, "the oldest key was evicted")
+				require.NoError(t, s.Release(ctx, "a"))
+			} else {
+				assert.Equal(t, DedupeSeen, c)
+			}
+			now = now.Add(tt.expireAt - time.Nanosecond)
+			c, err = s.Claim(ctx, "c")
+			require.NoError(t, err)
+			assert.Equal(t, DedupeSeen, c, "remembered until the TTL")
+			now = now.Add(time.Nanosecond)
+			assert.Equal(t, 0, s.Len(), "forgotten at the TTL")
+		})
+	}
+}
+
 func TestMemoryDedupeStoreRecompleteAndResize(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

@@ -154,7 +154,7 @@ func TestE2EPayoutWebhookFlow(t *testing.T) {
 	t.Parallel()
 	e := newHookEnv(t)
 	po, err := e.client.CreatePayout(context.Background(), cryptopay.CreatePayoutParams{
-		WalletAddress: "TXyz", Amount: decimal.RequireFromString("3"), Currency: "usdt", Network: "tron",
+		WalletAddress: "TTmPKqxafRT1oacWi3zcTMKf3Ro9GJx82N", Amount: decimal.RequireFromString("3"), Currency: "usdt", Network: "tron",
 		CustomerID: "cust-1", CustomerIP: "203.0.113.9", OrderID: "wd-1", WebhookURL: e.url(t, "wd-1"),
 	})
 	require.NoError(t, err)
@@ -303,7 +303,7 @@ func TestE2EWaitForPayoutPolls(t *testing.T) {
 	t.Parallel()
 	e := newHookEnv(t)
 	po, err := e.client.CreatePayout(context.Background(), cryptopay.CreatePayoutParams{
-		WalletAddress: "TXyz", Amount: decimal.RequireFromString("1.25"), Currency: "usdt", Network: "tron",
+		WalletAddress: "TTmPKqxafRT1oacWi3zcTMKf3Ro9GJx82N", Amount: decimal.RequireFromString("1.25"), Currency: "usdt", Network: "tron",
 		CustomerID: "cust-1", CustomerIP: "203.0.113.9", OrderID: "wd-poll",
 	})
 	require.NoError(t, err)

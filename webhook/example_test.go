@@ -181,3 +181,18 @@ func (k *memKV) Del(_ context.Context, key string) error {
 	delete(k.m, key)
 	return nil
 }
+
+// A MemoryDedupeStore is configured by its fields; the zero value takes the
+// defaults. It dedupes within one process: replicas share a redisstore or
+// pgstore store instead.
+func ExampleMemoryDedupeStore() {
+	store := &webhook.MemoryDedupeStore{MaxEntries: 10_000, TTL: 24 * time.Hour}
+	ctx := context.Background()
+	key := "payment/4f0c6d1e-8a43-4a53-9f0b-1d2e3c4b5a69/paid"
+
+	first, _ := store.Claim(ctx, key)
+	_ = store.Complete(ctx, key) // the callback succeeded
+	again, _ := store.Claim(ctx, key)
+	fmt.Println(first == webhook.DedupeClaimed, again == webhook.DedupeSeen, store.Len())
+	// Output: true true 1
+}

@@ -21,9 +21,6 @@ type kind struct {
 	// read re-reads the object through the API; decode reads a posted body.
 	read   func(ctx context.Context, c *cryptopay.Client, id string) (object, error)
 	decode func(body []byte) (object, bool)
-	// callback is the Config's callback for this kind, as a func of the
-	// object (nil if the Config has none).
-	callback func(cfg *Config) func(context.Context, any) error
 }
 
 // object is an event's payment or payout (v, a *cryptopay.Payment or a
@@ -38,18 +35,18 @@ var (
 		moveAhead(cryptopay.PaymentStatus.CanMoveTo),
 		(*cryptopay.Client).GetPayment,
 		func(p *cryptopay.Payment) object { return object{p, p.ID, p.OrderID, string(p.Status)} },
-		func(cfg *Config) func(context.Context, *cryptopay.Payment) error { return cfg.OnPayment })
+	)
 	payoutKind = newKind("payout", ids.Payout, func(id string) string { return id },
 		moveAhead(cryptopay.PayoutStatus.CanMoveTo),
 		(*cryptopay.Client).GetPayout,
 		func(p *cryptopay.Payout) object { return object{p, p.ID, p.OrderID, string(p.Status)} },
-		func(cfg *Config) func(context.Context, *cryptopay.Payout) error { return cfg.OnPayout })
+	)
 )
 
 // newKind builds the kind of object T.
 func newKind[T any](name string, badID, key func(string) string, ahead func(posted, api string) bool,
 	get func(*cryptopay.Client, context.Context, string, ...cryptopay.Option) (*T, error),
-	fields func(*T) object, callback func(*Config) func(context.Context, *T) error) *kind {
+	fields func(*T) object) *kind {
 	return &kind{
 		name: name, badID: badID, key: key, ahead: ahead,
 		read: func(ctx context.Context, c *cryptopay.Client, id string) (object, error) {
@@ -66,13 +63,6 @@ func newKind[T any](name string, badID, key func(string) string, ahead func(post
 				return object{}, false
 			}
 			return fields(v), true
-		},
-		callback: func(cfg *Config) func(context.Context, any) error {
-			fn := callback(cfg)
-			if fn == nil {
-				return nil
-			}
-			return func(ctx context.Context, v any) error { return fn(ctx, v.(*T)) }
 		},
 	}
 }

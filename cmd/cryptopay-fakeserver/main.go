@@ -25,6 +25,9 @@
 //	-v                        log every request to stderr
 //
 // It prints the URL and the key, and stops cleanly on SIGINT or SIGTERM.
+// It exits 0 after a clean stop or -h, and 64 (EX_USAGE, as `cryptopay
+// fake` does) on a bad flag, a non-loopback address or a server that
+// cannot start.
 // `cryptopay fake` runs the same server with the same flags.
 // The fake holds everything in memory and handles no real money.
 package main
@@ -49,8 +52,14 @@ func main() {
 	os.Exit(code)
 }
 
+// exitUsage is the exit code of a bad flag, a refused address or a server
+// that cannot start: 64 (EX_USAGE), as `cryptopay fake` exits for the same
+// command line.
+const exitUsage = 64
+
 // run serves until ctx ends and returns the exit code: 0 after a clean
-// stop or -h, 2 on a bad flag or a server that cannot start.
+// stop or -h, exitUsage on a bad flag, a non-loopback address or a server
+// that cannot start.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	err := fakeserve.Run(ctx, "cryptopay-fakeserver", args, stdout, stderr)
 	switch {
@@ -58,6 +67,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 0
 	default:
 		fmt.Fprintln(stderr, "cryptopay-fakeserver:", err)
-		return 2
+		return exitUsage
 	}
 }

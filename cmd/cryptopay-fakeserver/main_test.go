@@ -17,8 +17,8 @@ func TestRunExitCodes(t *testing.T) {
 		canceled bool
 	}{
 		{"help", []string{"-h"}, 0, "-addr", false},
-		{"bad flag", []string{"-port", "1"}, 2, "not defined", false},
-		{"not loopback", []string{"-addr", "0.0.0.0:0"}, 2, "not loopback", false},
+		{"bad flag", []string{"-port", "1"}, 64, "not defined", false},
+		{"not loopback", []string{"-addr", "0.0.0.0:0"}, 64, "not loopback", false},
 		{"serves until canceled", []string{"-addr", "127.0.0.1:0"}, 0, "", true},
 	}
 	for _, tt := range tests {

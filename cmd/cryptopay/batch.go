@@ -13,10 +13,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/shopspring/decimal"
 
 	cryptopay "github.com/cryptopay/cryptopay-go"
+	"github.com/cryptopay/cryptopay-go/internal/ids"
 	"github.com/cryptopay/cryptopay-go/pgstore"
 )
 
@@ -30,7 +33,7 @@ var batchColumns = []struct {
 	{"orderId", "OrderID", true},
 	{"walletAddress", "WalletAddress", true},
 	{"amount", "Amount", true},
-	{"currency", "Currency", false},
+	{"currency", "Currency", true},
 	{"network", "Network", false},
 	{"customerId", "CustomerID", true},
 	{"customerIp", "CustomerIP", true},
@@ -87,45 +90,75 @@ func (e *rowError) Error() string {
 	return fmt.Sprintf("line %d, column %s: %s", e.line, e.column, e.msg)
 }
 
+// Caps on a batch file, stated in batchHelp and docs/cli.md. The file is
+// read as a stream and refused as soon as it passes one, so a huge file
+// or value costs no more memory than the caps allow.
+const (
+	maxBatchBytes = 32 << 20 // the whole file
+	maxBatchRows  = 50_000   // payouts, the header not counted
+	maxFieldBytes = 8 << 10  // any one value, additionalData included
+	maxIDBytes    = 256      // orderId, customerId, customerIp, walletAddress
+	maxURLBytes   = 2048     // webhookUrl
+)
+
 // readBatch reads the CSV: a header of column names, then one payout per
-// row. It returns every row, or up to maxBadRows errors.
+// row. It returns every row, or up to maxBadRows errors. A row with the
+// wrong number of fields is one bad row among others; a file broken
+// otherwise (a stray quote, a cap passed) stops the reading there.
 func readBatch(r io.Reader) ([]batchRow, []error) {
-	cr := csv.NewReader(bufio.NewReaderSize(r, 64<<10))
-	col, err := readHeader(cr)
+	guard := &csvGuard{r: r, line: 1, recLine: 1}
+	cr := csv.NewReader(bufio.NewReaderSize(guard, 64<<10))
+	cr.ReuseRecord = true
+	col, header, err := readHeader(cr)
 	if err != nil {
-		return nil, []error{err}
+		return nil, []error{guard.named(err, header)}
 	}
 	var rows []batchRow
 	var errs []error
 	first := map[string]int{} // orderId -> index in rows
-	for {
+	for n := 0; ; n++ {
 		rec, err := cr.Read()
 		if errors.Is(err, io.EOF) {
 			break
 		}
-		if err != nil {
-			var pe *csv.ParseError
-			if errors.As(err, &pe) {
+		var pe *csv.ParseError
+		isParseErr := errors.As(err, &pe)
+		if n == maxBatchRows && (err == nil || isParseErr) { // one record past the cap, good or bad
+			line := 0
+			if isParseErr {
+				line = pe.StartLine
+			} else {
+				line, _ = cr.FieldPos(0)
+			}
+			return nil, append(errs, &rowError{line: line, msg: fmt.Sprintf("more than %d payouts in one file; split it", maxBatchRows)})
+		}
+		switch {
+		case isParseErr && errors.Is(pe.Err, csv.ErrFieldCount):
+			err = &rowError{line: pe.StartLine, msg: fmt.Sprintf("%d fields, want %d as in the header", len(rec), len(header))}
+		case err != nil:
+			if isParseErr {
 				err = &rowError{line: pe.StartLine, msg: pe.Err.Error()}
 			}
-			return nil, append(errs, err) // the CSV itself is broken: stop
-		}
-		line, _ := cr.FieldPos(0)
-		row, err := parseRow(line, rec, col)
-		if err == nil {
-			if i, seen := first[row.p.OrderID]; seen && !sameParams(rows[i].p, row.p) {
-				err = &rowError{line: line, column: "orderId", msg: fmt.Sprintf("repeats line %d's orderId with other parameters", rows[i].line)}
-			} else if !seen {
-				first[row.p.OrderID] = len(rows)
+			return nil, append(errs, guard.named(err, header)) // the CSV itself is broken: stop
+		default:
+			line, _ := cr.FieldPos(0)
+			var row batchRow
+			row, err = parseRow(line, rec, col)
+			if err == nil {
+				if i, seen := first[row.p.OrderID]; seen && !sameParams(rows[i].p, row.p) {
+					err = &rowError{line: line, column: "orderId", msg: fmt.Sprintf("repeats line %d's orderId with other parameters", rows[i].line)}
+				} else if !seen {
+					first[row.p.OrderID] = len(rows)
+				}
+			}
+			if err == nil {
+				rows = append(rows, row)
+				continue
 			}
 		}
-		if err != nil {
-			if errs = append(errs, err); len(errs) == maxBadRows {
-				return nil, errs
-			}
-			continue
+		if errs = append(errs, err); len(errs) == maxBadRows {
+			return nil, errs
 		}
-		rows = append(rows, row)
 	}
 	if len(errs) > 0 {
 		return nil, errs
@@ -136,35 +169,115 @@ func readBatch(r io.Reader) ([]batchRow, []error) {
 	return rows, nil
 }
 
+// csvGuard passes a batch file through, refusing it once it is larger
+// than maxBatchBytes or a value is longer than maxFieldBytes, before the
+// CSV reader buffers it. It follows the CSV's quoting to know which line
+// a record starts on and which field it is in.
+type csvGuard struct {
+	r        io.Reader
+	total    int64
+	line     int  // the line being read
+	recLine  int  // the line the current record starts on
+	field    int  // the index of the current field in its record
+	fieldLen int  // bytes of the current field so far
+	inQuote  bool // inside a quoted field
+	err      error
+}
+
+// guardError is a cap the file passed: at a field (field >= 0) or as a
+// whole.
+type guardError struct {
+	line  int
+	field int // -1: the file as a whole
+	msg   string
+}
+
+func (e *guardError) Error() string { return fmt.Sprintf("line %d: %s", e.line, e.msg) }
+
+func (g *csvGuard) Read(p []byte) (int, error) {
+	if g.err != nil {
+		return 0, g.err
+	}
+	n, err := g.r.Read(p)
+	for i, c := range p[:n] {
+		if g.total++; g.total > maxBatchBytes {
+			g.err = &guardError{line: g.line, field: -1, msg: fmt.Sprintf("the file is larger than %d MiB; split it", maxBatchBytes>>20)}
+			return i, g.err
+		}
+		switch {
+		case c == '"':
+			g.inQuote = !g.inQuote // "" inside quotes toggles twice
+			g.fieldLen++
+		case c == ',' && !g.inQuote:
+			g.field, g.fieldLen = g.field+1, 0
+		case c == '\n':
+			g.line++
+			if g.inQuote {
+				g.fieldLen++
+			} else {
+				g.recLine, g.field, g.fieldLen = g.line, 0, 0
+			}
+		default:
+			g.fieldLen++
+		}
+		if g.fieldLen > maxFieldBytes {
+			g.err = &guardError{line: g.recLine, field: g.field, msg: fmt.Sprintf("longer than %d KiB", maxFieldBytes>>10)}
+			return i, g.err
+		}
+	}
+	return n, err
+}
+
+// named turns a guardError into a rowError naming the column from the
+// header (when it was read); other errors pass unchanged.
+func (g *csvGuard) named(err error, header []string) error {
+	var ge *guardError
+	if !errors.As(err, &ge) {
+		return err
+	}
+	re := &rowError{line: ge.line, msg: ge.msg}
+	switch {
+	case ge.field < 0:
+	case ge.field < len(header):
+		re.column = header[ge.field]
+	default:
+		re.column = "#" + strconv.Itoa(ge.field+1)
+	}
+	return re
+}
+
 // readHeader reads the header row and returns each column's index by
-// name.
-func readHeader(cr *csv.Reader) (map[string]int, error) {
-	header, err := cr.Read()
+// name, and the names in their order.
+func readHeader(cr *csv.Reader) (map[string]int, []string, error) {
+	rec, err := cr.Read()
 	if errors.Is(err, io.EOF) {
-		return nil, &rowError{line: 1, msg: "the file is empty; want a header row of column names"}
+		return nil, nil, &rowError{line: 1, msg: "the file is empty; want a header row of column names"}
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	header := slices.Clone(rec) // the reader reuses rec
 	col := map[string]int{}
 	for i, name := range header {
 		if i == 0 {
 			name = strings.TrimPrefix(name, "\ufeff") // a spreadsheet's byte-order mark
+			header[0] = name
 		}
 		switch _, dup := col[name]; {
 		case fieldOfColumn(name) == "":
-			return nil, &rowError{line: 1, column: name, msg: "unknown column; want " + columnNames()}
+			return nil, header, &rowError{line: 1, column: name, msg: "unknown column; want " + columnNames()}
 		case dup:
-			return nil, &rowError{line: 1, column: name, msg: "appears twice"}
+			return nil, header, &rowError{line: 1, column: name, msg: "appears twice"}
 		}
 		col[name] = i
 	}
 	for _, c := range batchColumns {
 		if _, ok := col[c.name]; c.required && !ok {
-			return nil, &rowError{line: 1, column: c.name, msg: "missing (required)"}
+			return nil, header, &rowError{line: 1, column: c.name, msg: "missing (required)"}
 		}
 	}
-	return col, nil
+	cr.FieldsPerRecord = len(header)
+	return col, header, nil
 }
 
 func columnNames() string {
@@ -175,8 +288,11 @@ func columnNames() string {
 	return strings.Join(names, ", ")
 }
 
-// parseRow reads one record into payout parameters and validates them as
-// the SDK does before sending.
+// parseRow reads one record into payout parameters, refuses what a CSV
+// file must not carry (an amount with an exponent, an identifier with
+// surrounding space or an invisible character, a currency or network key
+// not in its canonical spelling, an empty currency) and validates the rest
+// as the SDK does before sending. The first bad value names its column.
 func parseRow(line int, rec []string, col map[string]int) (batchRow, error) {
 	get := func(name string) string {
 		if i, ok := col[name]; ok {
@@ -188,19 +304,52 @@ func parseRow(line int, rec []string, col map[string]int) (batchRow, error) {
 		OrderID: get("orderId"), WalletAddress: get("walletAddress"), Currency: get("currency"), Network: get("network"),
 		CustomerID: get("customerId"), CustomerIP: get("customerIp"), AdditionalData: get("additionalData"), WebhookURL: get("webhookUrl"),
 	}
-	var err error
-	if p.Amount, err = decimal.NewFromString(get("amount")); err != nil {
-		return batchRow{}, &rowError{line: line, column: "amount", msg: "not a decimal"}
+	bad := func(column, msg string) (batchRow, error) {
+		return batchRow{}, &rowError{line: line, column: column, msg: msg}
 	}
-	if s := get("networkFeeByUser"); s != "" {
-		if p.NetworkFeeByUser, err = strconv.ParseBool(s); err != nil {
-			return batchRow{}, &rowError{line: line, column: "networkFeeByUser", msg: "not true or false"}
+	for _, c := range batchColumns {
+		v := get(c.name)
+		switch c.name {
+		case "orderId", "walletAddress", "customerId", "customerIp", "webhookUrl":
+			if v == "" {
+				continue // Validate says whether it may be empty
+			}
+			limit := maxIDBytes
+			if c.name == "webhookUrl" {
+				limit = maxURLBytes
+			}
+			if why := ids.Text(v, limit); why != "" {
+				return bad(c.name, why)
+			}
+		case "currency":
+			if v == "" {
+				return bad(c.name, "is empty: a currency is required (the guardrails are per currency)")
+			}
+			if why := ids.Key(v); why != "" {
+				return bad(c.name, why)
+			}
+		case "network":
+			if why := ids.Key(v); v != "" && why != "" {
+				return bad(c.name, why)
+			}
+		case "amount":
+			var err error
+			if p.Amount, err = parseAmount(v); err != nil {
+				return bad(c.name, err.Error())
+			}
+		case "networkFeeByUser":
+			if v != "" {
+				var err error
+				if p.NetworkFeeByUser, err = strconv.ParseBool(v); err != nil {
+					return bad(c.name, "not true or false")
+				}
+			}
 		}
 	}
 	if err := p.Validate(); err != nil {
 		var ve *cryptopay.ValidationError
 		if errors.As(err, &ve) {
-			return batchRow{}, &rowError{line: line, column: columnOfField(ve.Field), msg: ve.Reason}
+			return bad(columnOfField(ve.Field), ve.Reason)
 		}
 		return batchRow{}, &rowError{line: line, msg: err.Error()}
 	}
@@ -234,8 +383,11 @@ func (c capsValue) Set(s string) error {
 	if !ok || cur == "" {
 		return errors.New("want currency=amount, for example usdt=1000")
 	}
-	d, err := decimal.NewFromString(amount)
-	if err != nil || d.IsNegative() {
+	d, err := parseAmount(amount)
+	if err != nil {
+		return fmt.Errorf("the amount after =: %w", err)
+	}
+	if d.IsNegative() {
 		return errors.New("the amount after = is not a decimal of 0 or more")
 	}
 	c[strings.ToLower(cur)] = d
@@ -338,10 +490,18 @@ func (a *app) readBatchFile(path string) ([]batchRow, error) {
 func batchHelp() string {
 	return "Enqueue every payout of a CSV file in the payout queue, in one transaction: all or nothing.\n" +
 		"Header row: column names, of " + columnNames() + ";\n" +
-		"required: orderId, walletAddress, amount, customerId, customerIp. Amounts are exact decimals.\n" +
+		"required: orderId, walletAddress, amount, currency, customerId, customerIp.\n" +
+		"Amounts are exact plain decimals (10.5): an exponent (1.23457E+11) is refused, since a\n" +
+		"spreadsheet that shows a number that way may have saved it rounded. orderId, customerId,\n" +
+		"customerIp and walletAddress: at most " + strconv.Itoa(maxIDBytes) + " bytes, no surrounding space, no control or\n" +
+		"invisible character; currency and network in their canonical lower-case spelling.\n" +
+		"Caps: " + strconv.Itoa(maxBatchBytes>>20) + " MiB a file, " + strconv.Itoa(maxBatchRows) + " payouts a file, " +
+		strconv.Itoa(maxFieldBytes>>10) + " KiB a value (webhookUrl " + strconv.Itoa(maxURLBytes) + " bytes).\n" +
 		"A row whose orderId is queued already with the same parameters is skipped (a rerun enqueues\n" +
-		"nothing new); with other parameters the file is refused. A bad row names its line and column,\n" +
-		"and nothing of the file is enqueued. The queue's workers send the payouts.\n\n" +
+		"nothing new); with other parameters the file is refused. A bad row names its line and column\n" +
+		"(up to " + strconv.Itoa(maxBadRows) + " are named), and nothing of the file is enqueued. The queue's workers send the payouts.\n" +
+		"If the database's answer to the commit is lost, the outcome is unknown (exit 4): run the same\n" +
+		"file again, which enqueues only what is not queued yet.\n\n" +
 		"Guardrails: --max-amount, --velocity, --allow-address-file and --approval-above apply to\n" +
 		"--dry-run only: the workers check their own pgstore.Guardrails before sending (approval\n" +
 		"included: an intent above their threshold waits for 'payout queue approve'), so pass the\n" +
@@ -349,7 +509,7 @@ func batchHelp() string {
 }
 
 func (a *app) payoutBatch(args []string) error {
-	fs := a.newFlagSet(command{"payout batch", "FILE.csv", batchHelp()})
+	fs := a.newDBFlagSet(command{"payout batch", "FILE.csv", batchHelp()})
 	var qf queueFlags
 	qf.register(fs.FlagSet)
 	var bf batchFlags
@@ -446,9 +606,25 @@ func (a *app) enqueueAll(q *pgstore.Queue, pool *pgxpool.Pool, ps []cryptopay.Cr
 		return created, nil
 	}
 	if err := tx.Commit(a.ctx); err != nil {
-		return 0, fmt.Errorf("payout batch: nothing was enqueued: committing: %w", err)
+		if commitRefused(err) {
+			return 0, fmt.Errorf("payout batch: nothing was enqueued: committing: %w", err)
+		}
+		return 0, &exitError{exitOutcomeUnknown, fmt.Errorf("payout batch: outcome unknown: the database's answer to the commit was lost (%w): "+
+			"every row of %s may be queued, and will then be paid; do not edit the file: run the same file again, "+
+			"which skips the rows queued already and enqueues only what is missing (see 'cryptopay payout queue list')", err, file)}
 	}
 	return created, nil
+}
+
+// commitRefused reports whether a failed COMMIT certainly did not commit:
+// the database answered it with an error, or the transaction had failed
+// before. Any other failure (the connection broke after COMMIT was sent)
+// leaves the outcome unknown. pgconn.SafeToRetry is no evidence here: a
+// connection lost while reading COMMIT's answer is reported as "conn
+// closed", which it calls safe to retry.
+func commitRefused(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) || errors.Is(err, pgx.ErrTxCommitRollback)
 }
 
 // totals counts the payouts and sums their amounts per currency, exactly.

@@ -99,8 +99,8 @@ func TestPayoutBatchBadRows(t *testing.T) {
 			[]string{"line 4, column orderId: repeats line 2's orderId with other parameters"}, ""},
 		{"missing required column", batchHeader[:6], [][]string{good(1)[:6]}, "", []string{"line 1, column customerIp: missing (required)"}, ""},
 		{"unknown column", append([]string{"amout"}, batchHeader[1:]...), [][]string{good(1)}, "", []string{"line 1, column amout: unknown column"}, ""},
-		{"wrong field count", batchHeader, [][]string{good(1), good(2)[:4]}, "", []string{"line 3: wrong number of fields"}, ""},
-		{"broken quote", nil, nil, "orderId,walletAddress,amount,customerId,customerIp\na,b,\"1,c,d\n", []string{"line 2:"}, ""},
+		{"wrong field count", batchHeader, [][]string{good(1), good(2)[:4]}, "", []string{"line 3: 4 fields, want 10 as in the header"}, ""},
+		{"broken quote", nil, nil, "orderId,walletAddress,amount,currency,customerId,customerIp\na,b,\"1,usdt,c,d\n", []string{"line 2:"}, ""},
 		{"empty file", nil, nil, "", []string{"line 1: the file is empty"}, ""},
 		{"header only", batchHeader, nil, "", []string{"line 2: no payouts after the header"}, ""},
 		{"control characters in a value are not echoed", batchHeader, [][]string{with(1, 0, ""), with(2, 2, "\x1b[2J")}, "",
@@ -135,13 +135,13 @@ func TestPayoutBatchConflict(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 
 	changed := batchRecord("c", 2)
-	changed[1] = "TWother"
+	changed[1] = "TNQRVALgBGwj2uEkCN6vF5sKyezNB4N3Fb"
 	r = qf.run("payout", "batch", csvFile(t, batchHeader, batchRecord("c", 3), batchRecord("c", 1), changed, batchRecord("c", 4)))
 	assert.Equal(t, exitNo, r.code, r.stderr)
 	assert.Contains(t, r.stderr, `line 4, column orderId: "c-00002" is queued already with a different walletAddress; nothing was enqueued`)
 	assert.Empty(t, r.stdout)
 	assert.Equal(t, 2, qf.count(t), "c-00003 and c-00004 were not enqueued")
-	assert.Equal(t, "TW00002", qf.state(t, "c-00002").Params.WalletAddress, "the queued intent is unchanged")
+	assert.Equal(t, testWallet(2), qf.state(t, "c-00002").Params.WalletAddress, "the queued intent is unchanged")
 }
 
 // The dry run prints counts, exact totals and the rows the guardrails
@@ -152,21 +152,21 @@ func TestPayoutBatchDryRun(t *testing.T) {
 		return []string{id, wallet, amount, cur, "tron", "c1", "203.0.113.7", "false", "", ""}
 	}
 	// One intent is queued already: it is counted, not enqueued again.
-	r := qf.run("payout", "batch", csvFile(t, batchHeader, row("d-0", "TWok", "1", "usdt")))
+	r := qf.run("payout", "batch", csvFile(t, batchHeader, row("d-0", "TCL3eTB75W5qNJEmseEmVMkNJ5pNBciXj4", "1", "usdt")))
 	require.Equal(t, 0, r.code, r.stderr)
 	file := csvFile(t, batchHeader,
-		row("d-0", "TWok", "1", "usdt"),
-		row("d-1", "TWok", "100.000000000000000001", "usdt"),
-		row("d-2", "TWok", "1000.5", "usdt"), // above --max-amount
-		row("d-3", "TWevil", "5", "usdt"),    // not on the allow-list
-		row("d-4", "TWok", "600", "eth"),     // above --approval-above
-		row("d-5", "TWok", "450", "eth"),     // passes the eth velocity cap of 1,000 with d-4
-		row("d-6", "TWok", "0.25", "USDT"),   // caps match currencies case-insensitively
-		row("d-7", "TWok", "2000", "btc"),    // no guardrail for btc
+		row("d-0", "TCL3eTB75W5qNJEmseEmVMkNJ5pNBciXj4", "1", "usdt"),
+		row("d-1", "TCL3eTB75W5qNJEmseEmVMkNJ5pNBciXj4", "100.000000000000000001", "usdt"),
+		row("d-2", "TCL3eTB75W5qNJEmseEmVMkNJ5pNBciXj4", "1000.5", "usdt"), // above --max-amount
+		row("d-3", "TPfXZX8ma2LGZJeydzqL75WFD9tNsh3ShZ", "5", "usdt"),      // not on the allow-list
+		row("d-4", "TCL3eTB75W5qNJEmseEmVMkNJ5pNBciXj4", "600", "eth"),     // above --approval-above
+		row("d-5", "TCL3eTB75W5qNJEmseEmVMkNJ5pNBciXj4", "450", "eth"),     // passes the eth velocity cap of 1,000 with d-4
+		row("d-6", "TCL3eTB75W5qNJEmseEmVMkNJ5pNBciXj4", "0.25", "usdt"),
+		row("d-7", "TCL3eTB75W5qNJEmseEmVMkNJ5pNBciXj4", "2000", "btc"), // no guardrail for btc
 	)
-	allow := writeFile(t, "allow.txt", "# the only wallets paid\nTWok\n\n")
+	allow := writeFile(t, "allow.txt", "# the only wallets paid\nTCL3eTB75W5qNJEmseEmVMkNJ5pNBciXj4\n\n")
 	r = qf.run("payout", "batch", "--dry-run", file, "--max-amount", "usdt=1000", "--max-amount", "eth=5000",
-		"--velocity", "eth=1000", "--allow-address-file", allow, "--approval-above", "ETH=500")
+		"--velocity", "eth=1000", "--allow-address-file", allow, "--approval-above", "eth=500")
 	require.Equal(t, 0, r.code, r.stderr)
 	var out batchOutput
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &out))
@@ -176,10 +176,9 @@ func TestPayoutBatchDryRun(t *testing.T) {
 	assert.Equal(t, 1, out.AlreadyQueued)
 	assert.Equal(t, 1, out.NeedsApproval)
 	assert.Equal(t, []currencyTotal{
-		{Currency: "USDT", Count: 1, Total: "0.25"},
 		{Currency: "btc", Count: 1, Total: "2000"},
 		{Currency: "eth", Count: 2, Total: "1050"},
-		{Currency: "usdt", Count: 4, Total: "1106.500000000000000001"},
+		{Currency: "usdt", Count: 5, Total: "1106.750000000000000001"},
 	}, out.Currencies)
 	type stop struct {
 		line       int

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/cryptopay/cryptopay-go/cmd/internal/fakeserve"
 )
@@ -56,7 +57,8 @@ Exit codes:
   2    no answer yet: a wait timed out, payout find says still_unknown
   3    the request failed (API error, network, unreadable answer, database error,
        no such queued intent)
-  4    outcome unknown: a create may have taken effect; run 'payout find' before retrying
+  4    outcome unknown: a create may have taken effect; run 'payout find' before retrying;
+       payout batch lost the database's answer to its commit: run the same file again
   5    payout create was not confirmed
   64   usage: bad command, flag, argument or configuration; a bad row in a batch file
   130  interrupted
@@ -118,11 +120,12 @@ func (a *app) group(name string, args []string) error {
 			"queue": a.payoutQueue, "batch": a.payoutBatch},
 		"webhook": {"url": a.webhookURL, "send": a.webhookSend},
 	}[name]
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprint(a.stdout, helpText)
-		if len(args) == 0 {
-			return quietExit(exitUsage)
-		}
+	if len(args) == 0 {
+		fmt.Fprint(a.stderr, groupHelp(name))
+		return quietExit(exitUsage)
+	}
+	if args[0] == "-h" || args[0] == "--help" || args[0] == "-help" || args[0] == "help" {
+		fmt.Fprint(a.stdout, groupHelp(name))
 		return nil
 	}
 	run, ok := cmds[args[0]]
@@ -130,6 +133,27 @@ func (a *app) group(name string, args []string) error {
 		return usageErr("unknown command %q (see 'cryptopay %s --help')", name+" "+args[0], name)
 	}
 	return run(args[1:])
+}
+
+// groupHelp is the help of a command group ("cryptopay payout --help"):
+// its commands, as the top-level help lists them.
+func groupHelp(name string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Usage: cryptopay %s <command> [flags] [args]\n\nCommands:\n", name)
+	_, list, _ := strings.Cut(helpText, "\nCommands:\n")
+	list, _, _ = strings.Cut(list, "\n\n")
+	keep := false
+	for line := range strings.Lines(list) {
+		if !strings.HasPrefix(line, "   ") { // a command's first line; more indented ones continue it
+			keep = strings.HasPrefix(line, "  "+name+" ")
+		}
+		if keep {
+			b.WriteString(line)
+		}
+	}
+	fmt.Fprintf(&b, "\nRun 'cryptopay %s <command> --help' for a command's flags, and 'cryptopay help' for the\n"+
+		"global flags, the environment and the exit codes.\n", name)
+	return b.String()
 }
 
 // fake runs the fake server until the context ends (SIGINT/SIGTERM), with

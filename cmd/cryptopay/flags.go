@@ -35,8 +35,14 @@ type globalFlags struct {
 func (g *globalFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&g.baseURL, "base-url", g.baseURL, "API base `URL` (default $"+envBaseURL+")")
 	fs.StringVar(&g.apiKeyFile, "api-key-file", g.apiKeyFile, "read the API key from `path` (default: $"+envAPIKey+")")
-	fs.StringVar(&g.output, "output", g.output, "output `format`: table or json (default: table on a terminal, json otherwise)")
+	g.registerOutput(fs)
 	fs.DurationVar(&g.requestTimeout, "request-timeout", g.requestTimeout, "timeout of each HTTP attempt (default 30s)")
+}
+
+// registerOutput registers --output alone, for commands that never call
+// the API.
+func (g *globalFlags) registerOutput(fs *flag.FlagSet) {
+	fs.StringVar(&g.output, "output", g.output, "output `format`: table or json (default: table on a terminal, json otherwise)")
 }
 
 // command describes one command for its --help.
@@ -56,10 +62,26 @@ type cmdFlags struct {
 // The flag package prints nothing: errors are returned, --help is printed
 // to stdout by parse.
 func (a *app) newFlagSet(cmd command) *cmdFlags {
+	fs := bareFlagSet(cmd)
+	a.global.register(fs.FlagSet)
+	return fs
+}
+
+// newDBFlagSet is newFlagSet for a command that works on the payout
+// queue's database and never calls the API (payout queue ..., payout
+// batch): of the global flags it takes --output only, so its --help does
+// not list --base-url, --api-key-file or --request-timeout, which would do
+// nothing, and refuses them.
+func (a *app) newDBFlagSet(cmd command) *cmdFlags {
+	fs := bareFlagSet(cmd)
+	a.global.registerOutput(fs.FlagSet)
+	return fs
+}
+
+func bareFlagSet(cmd command) *cmdFlags {
 	fs := flag.NewFlagSet("cryptopay "+cmd.name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
-	a.global.register(fs)
 	return &cmdFlags{fs, cmd}
 }
 
@@ -209,7 +231,8 @@ func isTerminal(v any) bool {
 	return err != nil || !os.SameFile(fi, null)
 }
 
-// decimalValue is a flag holding an exact decimal amount.
+// decimalValue is a flag holding an exact decimal amount, written as a
+// plain decimal (see parseAmount).
 type decimalValue struct {
 	d   *decimal.Decimal
 	set bool
@@ -223,9 +246,9 @@ func (v *decimalValue) String() string {
 }
 
 func (v *decimalValue) Set(s string) error {
-	d, err := decimal.NewFromString(s)
+	d, err := parseAmount(s)
 	if err != nil {
-		return errors.New("not a decimal number")
+		return err
 	}
 	*v.d, v.set = d, true
 	return nil

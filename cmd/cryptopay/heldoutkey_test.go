@@ -9,6 +9,9 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cryptopay/cryptopay-go/cryptopaytest"
 )
 
 // heldOutKey is an API key no code path is told about except through the
@@ -137,10 +140,13 @@ func TestRedactSecrets(t *testing.T) {
 		{"invalid UTF-8 before", "\xff\xfe" + key, "\xff\xfe[REDACTED]"},
 		{"short run kept", "Live_9fQ2xW", "Live_9fQ2xW"},
 		{"low-entropy run kept", "12.000000000000000001", "12.000000000000000001"},
+		{"the key's public prefix kept", "fault injected by cryptopaytest; the request was not processed",
+			"fault injected by cryptopaytest; the request was not processed"},
+		{"a run past the public prefix redacted", "key test_key_cryptopaytest_0000000001", "key test_key_cry[REDACTED]"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, redactSecrets(tt.in, key, "0000000000000000", "cryptopay_live_0123456789"))
+			assert.Equal(t, tt.want, redactSecrets(tt.in, key, "0000000000000000", "cryptopay_live_0123456789", "test_key_cryptopaytest_0000000001"))
 		})
 	}
 }
@@ -180,4 +186,18 @@ func TestKeyInAnswerNeverPrinted(t *testing.T) {
 			})
 		}
 	}
+}
+
+// The fake's own error text reaches the user whole: its key
+// (cryptopaytest.DefaultAPIKey) starts with the public word
+// "cryptopaytest", which its messages also use. It came out as "fault
+// injected by [REDACTED]".
+func TestFakeErrorTextNotRedacted(t *testing.T) {
+	f := setup(t)
+	require.Equal(t, cryptopaytest.DefaultAPIKey, f.srv.APIKey)
+	f.srv.InjectFault(cryptopaytest.RouteBalance, cryptopaytest.Fault{Times: 10, Status: 400})
+	r := f.run("balances")
+	assert.Equal(t, exitFailed, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "fault injected by cryptopaytest")
+	assert.NotContains(t, r.stderr, "[REDACTED]")
 }

@@ -104,7 +104,7 @@ func (f *fixture) createPayment(orderID, amount, webhookURL string) *cryptopay.P
 func (f *fixture) createPayout(orderID, amount string) *cryptopay.Payout {
 	f.t.Helper()
 	p, err := f.srv.Client().CreatePayout(f.t.Context(), cryptopay.CreatePayoutParams{
-		Amount: decimal.RequireFromString(amount), Currency: "usdt", Network: "tron", WalletAddress: "TWallet1",
+		Amount: decimal.RequireFromString(amount), Currency: "usdt", Network: "tron", WalletAddress: "TWWL4ZrfTFbX6NDMrMHUtToH4xzpMNF26i",
 		CustomerID: "cust-1", CustomerIP: "203.0.113.7", OrderID: orderID,
 	})
 	require.NoError(f.t, err)

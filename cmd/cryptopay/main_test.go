@@ -63,7 +63,7 @@ func TestUsageErrors(t *testing.T) {
 		{"missing id", []string{"payment", "get"}, "want 1 argument(s), got 0"},
 		{"extra arg", []string{"balances", "x"}, "want 0 argument(s), got 1"},
 		{"bad output", []string{"currencies", "--output", "xml"}, `--output "xml": want table or json`},
-		{"bad amount", []string{"payment", "create", "--amount", "ten"}, "not a decimal number"},
+		{"bad amount", []string{"payment", "create", "--amount", "ten"}, "not a decimal: want a plain decimal"},
 		{"invalid params", []string{"payment", "create", "--amount", "1", "--customer-id", "c", "--customer-ip", "1.2.3.4"}, "cryptopay: --currency: must not be empty"},
 		{"missing currency", []string{"payment", "create", "--amount", "10"}, "cryptopay: --currency: must not be empty"},
 		{"missing wallet", []string{"payout", "create", "--amount", "1", "--currency", "usdt", "--customer-id", "c", "--customer-ip", "1.2.3.4", "--yes"}, "cryptopay: --wallet: must not be empty"},

@@ -15,7 +15,7 @@ import (
 )
 
 var payoutCreateArgs = []string{"payout", "create", "--amount", "12.000000000000000001", "--currency", "usdt", "--network", "tron",
-	"--wallet", "TWalletX", "--customer-id", "cust-3", "--customer-ip", "198.51.100.3", "--order-id", "po-7"}
+	"--wallet", "TWKNLFcssxbG2nuRTfFZU48fPuw8R9Hf3r", "--customer-id", "cust-3", "--customer-ip", "198.51.100.3", "--order-id", "po-7"}
 
 func TestPayoutCreateConfirmation(t *testing.T) {
 	tests := []struct {
@@ -49,7 +49,7 @@ func TestPayoutCreateConfirmation(t *testing.T) {
 			asked := strings.Contains(r.stderr, "Type yes to create this payout")
 			assert.Equal(t, tt.tm.stdin && !tt.yes, asked, "asks only on a terminal without --yes")
 			if asked {
-				assert.Contains(t, r.stderr, "About to send 12.000000000000000001 usdt on tron\n  to wallet   TWalletX\n  order       po-7")
+				assert.Contains(t, r.stderr, "About to send 12.000000000000000001 usdt on tron\n  to wallet   TWKNLFcssxbG2nuRTfFZU48fPuw8R9Hf3r\n  order       po-7")
 			}
 			if !tt.wantCreate {
 				assert.Equal(t, 0, f.srv.PayoutCount())
@@ -142,6 +142,30 @@ func TestCreateAnsweredSeeOther(t *testing.T) {
 			assert.Equal(t, 1, tt.count(f.srv), "the server acted")
 			assert.Equal(t, 1, f.srv.Requests(tt.route), "never resent")
 			assert.Contains(t, r.stderr, tt.hint)
+		})
+	}
+}
+
+// TestPayoutCreateRefusesBadAddress: an address that fails its network's
+// offline check, or that hides a character, is refused with exit 64 and
+// the flag named, before a request is sent (the fake counts none), even
+// with --yes.
+func TestPayoutCreateRefusesBadAddress(t *testing.T) {
+	for _, tc := range []struct{ network, wallet, want string }{
+		{"erc20", "TWKNLFcssxbG2nuRTfFZU48fPuw8R9Hf3r", `--wallet: is not a valid "erc20" address: is a TRON address, not an EVM (0x) one`},
+		{"tron", "TWKNLFcssxbG2nuRTfFZU48fPuw8R9Hf3R", "base58check checksum"},
+		{"eth", "0xC335e3f92368E663751a56cDC130D59132C76c86", "EIP-55"},
+		{"tron", "TWKNLFcss\u200bxbG2nuRTfFZU48fPuw8R9Hf3r", `--wallet: contains the invisible or control character '\u200b' at byte 9`},
+		{"TRON", "TWKNLFcssxbG2nuRTfFZU48fPuw8R9Hf3r", `--network: "TRON" is not canonical: use "tron"`},
+	} {
+		t.Run(tc.network+" "+tc.want, func(t *testing.T) {
+			f := setup(t)
+			args := append([]string(nil), payoutCreateArgs...)
+			args[7], args[9] = tc.network, tc.wallet
+			r := f.run(append(args, "--yes")...)
+			assert.Equal(t, exitUsage, r.code)
+			assert.Contains(t, r.stderr, tc.want)
+			assert.Zero(t, f.srv.Requests(cryptopaytest.RouteCreatePayout))
 		})
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"net/url"
-	"regexp"
 	"strconv"
 	"strings"
 
@@ -28,19 +27,6 @@ func (f *queueFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.databaseURL, "database-url", "", "PostgreSQL connection `string` of the payout queue (default $"+envDatabaseURL+");\n"+
 		"without a password (ps shows flags): put it in $"+envDatabaseURL+", $PGPASSWORD or ~/.pgpass")
 	fs.StringVar(&f.table, "queue-table", pgstore.DefaultQueueTable, "the queue's `table` (\"name\" or \"schema.name\"), as in pgstore.QueueConfig.Table")
-}
-
-// passwordInConnString matches a password=... setting of a key/value
-// connection string.
-var passwordInConnString = regexp.MustCompile(`(?i)(^|\s)password\s*=`)
-
-// hasPassword reports whether a connection string carries a password.
-func hasPassword(dsn string) bool {
-	if u, err := url.Parse(dsn); err == nil && (u.Scheme == "postgres" || u.Scheme == "postgresql") {
-		_, set := u.User.Password()
-		return set || u.Query().Has("password")
-	}
-	return passwordInConnString.MatchString(dsn)
 }
 
 // openQueue connects to the queue's database and returns the queue (with
@@ -97,6 +83,8 @@ type intentOut struct {
 	PayoutID         string `json:"payoutId,omitempty"`
 	PayoutStatus     string `json:"payoutStatus,omitempty"`
 	Note             string `json:"note,omitempty"`
+	Hold             string `json:"hold,omitempty"`
+	CallbackDue      bool   `json:"callbackDue,omitempty"`
 	NextAt           string `json:"nextAt,omitempty"`
 	CreatedAt        string `json:"createdAt"`
 	UpdatedAt        string `json:"updatedAt"`
@@ -116,7 +104,7 @@ func newIntentOut(in *pgstore.Intent) intentOut {
 	out := intentOut{
 		OrderID: p.OrderID, State: string(in.State), Attempts: in.Attempts, AttemptedAt: when(in.AttemptedAt),
 		Verdict: in.Verdict, LastError: in.LastError, PayoutID: in.PayoutID, PayoutStatus: string(in.PayoutStatus),
-		Note: in.Note, CreatedAt: when(in.CreatedAt), UpdatedAt: when(in.UpdatedAt),
+		Note: in.Note, Hold: in.Hold, CallbackDue: in.CallbackDue, CreatedAt: when(in.CreatedAt), UpdatedAt: when(in.UpdatedAt),
 		Amount: money(p.Amount), Currency: p.Currency, Network: p.Network, WalletAddress: p.WalletAddress,
 		NetworkFeeByUser: p.NetworkFeeByUser, CustomerID: p.CustomerID, CustomerIP: p.CustomerIP,
 		AdditionalData: p.AdditionalData, WebhookURL: p.WebhookURL,
@@ -125,6 +113,36 @@ func newIntentOut(in *pgstore.Intent) intentOut {
 		out.NextAt = when(in.NextAt)
 	}
 	return out
+}
+
+// eventOut is one entry of an intent's history as the CLI writes it.
+type eventOut struct {
+	At        string `json:"at"`
+	Actor     string `json:"actor"`
+	From      string `json:"from"`
+	To        string `json:"to"`
+	Attempts  int    `json:"attempts"`
+	Verdict   string `json:"verdict,omitempty"`
+	Error     string `json:"error,omitempty"`
+	Note      string `json:"note,omitempty"`
+	PayoutID  string `json:"payoutId,omitempty"`
+	RequestID string `json:"requestId,omitempty"`
+}
+
+// intentDetail is what 'payout queue show' writes: the intent and its
+// history, oldest first.
+type intentDetail struct {
+	intentOut
+	History []eventOut `json:"history"`
+}
+
+// holdAdvice says what an operator does about a parked intent's hold.
+var holdAdvice = map[string]string{
+	pgstore.HoldServerActed: "the create request was answered 2xx but the answer could not be matched to it: the server acted. " +
+		"Look for the payout under the ids in the last error (perhaps under an altered order id) before anything else; " +
+		"the queue will not send it again by itself",
+	pgstore.HoldMaxAttempts: "the queue sent its maximum of attempts and the payout list still shows none: ask the processor why " +
+		"before a retry; the queue will not send it again by itself",
 }
 
 // stateAdvice says what an operator does about an intent in each state
@@ -149,7 +167,7 @@ func (a *app) payoutQueue(args []string) error {
 }
 
 func (a *app) queueList(args []string) error {
-	fs := a.newFlagSet(command{"payout queue list", "", "List the payout queue's intents in orderId order (also: 'payout queue' alone).\n" +
+	fs := a.newDBFlagSet(command{"payout queue list", "", "List the payout queue's intents in orderId order (also: 'payout queue' alone).\n" +
 		"States: " + strings.Join(stateNames(), ", ") + "."})
 	var qf queueFlags
 	qf.register(fs.FlagSet)
@@ -199,8 +217,9 @@ func (a *app) queueList(args []string) error {
 }
 
 func (a *app) queueShow(args []string) error {
-	fs := a.newFlagSet(command{"payout queue show", "ORDER_ID", "Show one intent of the payout queue: its state, attempts, last error,\n" +
-		"reconciliation verdict, payout id and the operator's note."})
+	fs := a.newDBFlagSet(command{"payout queue show", "ORDER_ID", "Show one intent of the payout queue: its state, attempts, last error,\n" +
+		"reconciliation verdict, payout id, hold, the operator's note, and its history:\n" +
+		"every change and operator action, oldest first."})
 	var qf queueFlags
 	qf.register(fs.FlagSet)
 	pos, asJSON, err := a.parseOutput(fs, args, 1, 1)
@@ -216,15 +235,29 @@ func (a *app) queueShow(args []string) error {
 	if err != nil {
 		return err
 	}
+	hist, err := q.History(a.ctx, pos[0])
+	if err != nil {
+		return err
+	}
 	o := newIntentOut(in)
+	d := intentDetail{intentOut: o, History: make([]eventOut, len(hist))}
+	for i, e := range hist {
+		d.History[i] = eventOut{At: when(e.At), Actor: e.Actor, From: string(e.From), To: string(e.To), Attempts: e.Attempts,
+			Verdict: e.Verdict, Error: e.Error, Note: e.Note, PayoutID: e.PayoutID, RequestID: e.RequestID}
+	}
 	if asJSON {
-		return a.printJSON(o)
+		return a.printJSON(d)
 	}
 	state := o.State
-	if advice, ok := stateAdvice[in.State]; ok {
+	if advice, ok := holdAdvice[in.Hold]; ok && in.State == pgstore.StateParked {
+		state += " (" + advice + ")"
+	} else if advice, ok := stateAdvice[in.State]; ok {
 		state += " (" + advice + ")"
 	}
-	return a.printRows([][2]string{
+	if in.CallbackDue {
+		state += " (final; the application's OnFinal has not run yet: a worker with OnFinal runs it)"
+	}
+	if err := a.printRows([][2]string{
 		{"Order ID", o.OrderID},
 		{"State", state},
 		{"Attempts", strconv.Itoa(o.Attempts)},
@@ -234,6 +267,7 @@ func (a *app) queueShow(args []string) error {
 		{"Payout ID", o.PayoutID},
 		{"Payout status", o.PayoutStatus},
 		{"Note", o.Note},
+		{"Hold", o.Hold},
 		{"Next look", o.NextAt},
 		{"Amount", o.Amount + " " + o.Currency + " on " + o.Network},
 		{"Wallet address", o.WalletAddress},
@@ -243,7 +277,20 @@ func (a *app) queueShow(args []string) error {
 		{"Webhook URL", o.WebhookURL},
 		{"Enqueued", o.CreatedAt},
 		{"Updated", o.UpdatedAt},
-	})
+	}); err != nil {
+		return err
+	}
+	rows := make([][]string, len(d.History))
+	for i, e := range d.History {
+		from := e.From
+		if from == "" {
+			from = "(enqueued)"
+		}
+		rows[i] = []string{e.At, e.Actor, from + " -> " + e.To, strconv.Itoa(e.Attempts), e.Verdict, e.RequestID, e.Note, e.Error}
+	}
+	a.printLine("")
+	a.printLine("History:")
+	return a.printTable([]string{"AT", "BY", "CHANGE", "ATTEMPTS", "VERDICT", "REQUEST ID", "NOTE", "ERROR"}, rows)
 }
 
 func (a *app) queueApprove(args []string) error {
@@ -254,7 +301,8 @@ func (a *app) queueApprove(args []string) error {
 
 func (a *app) queueReject(args []string) error {
 	return a.queueOperate(command{"payout queue reject", "ORDER_ID", "Reject an intent that waits for approval (needs_approval): final, nothing is\n" +
-		"sent, and the application's final callback runs in the same transaction."}, "reason", true, args,
+		"sent. The CLI has no final callback: the intent is left with its callback due, and the\n" +
+		"application's workers (those with OnFinal) run it once."}, "reason", true, args,
 		(*pgstore.Queue).Reject, "rejected: nothing will be sent")
 }
 
@@ -269,7 +317,7 @@ func (a *app) queueRetry(args []string) error {
 // note flag, required or not.
 func (a *app) queueOperate(cmd command, noteFlag string, noteRequired bool, args []string,
 	op func(*pgstore.Queue, context.Context, string, string) error, done string) error {
-	fs := a.newFlagSet(cmd)
+	fs := a.newDBFlagSet(cmd)
 	var qf queueFlags
 	qf.register(fs.FlagSet)
 	usage := "what is recorded with the intent: who, and why"

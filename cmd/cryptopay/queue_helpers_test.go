@@ -3,9 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/csv"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	cryptopay "github.com/cryptopay/cryptopay-go"
+	"github.com/cryptopay/cryptopay-go/internal/addrcodec"
 	"github.com/cryptopay/cryptopay-go/pgstore"
 	"github.com/cryptopay/cryptopay-go/pgstore/pgstoretest"
 )
@@ -143,8 +146,15 @@ func batchRecord(prefix string, i int) []string {
 	if i%3 == 0 {
 		cur = "eth"
 	}
-	return []string{fmt.Sprintf("%s-%05d", prefix, i), fmt.Sprintf("TW%05d", i), fmt.Sprintf("%d.%018d", 1+i%500, i+1), cur, "tron",
+	return []string{fmt.Sprintf("%s-%05d", prefix, i), testWallet(i), fmt.Sprintf("%d.%018d", 1+i%500, i+1), cur, "tron",
 		fmt.Sprintf("c%d", i%7), "203.0.113.7", fmt.Sprint(i%2 == 0), "", ""}
+}
+
+// testWallet is a valid TRON address for i, derived from fixed text:
+// nobody holds its key.
+func testWallet(i int) string {
+	sum := sha256.Sum256([]byte("cryptopay-go test wallet " + strconv.Itoa(i)))
+	return addrcodec.EncodeBase58Check(0x41, sum[:20])
 }
 
 // csvFile writes records under header to a temp file and returns its path.

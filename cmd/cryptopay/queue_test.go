@@ -38,7 +38,7 @@ func orderIDs(ins []intentOut) []string {
 func TestPayoutQueueOperate(t *testing.T) {
 	qf := setupQueue(t)
 	row := func(id, amount string) []string {
-		return []string{id, "TWok", amount, "usdt", "tron", "c1", "203.0.113.7", "false", "", ""}
+		return []string{id, "TCL3eTB75W5qNJEmseEmVMkNJ5pNBciXj4", amount, "usdt", "tron", "c1", "203.0.113.7", "false", "", ""}
 	}
 	r := qf.run("payout", "batch", csvFile(t, batchHeader, row("q-1", "10"), row("q-2", "900"), row("q-3", "950"), row("q-4", "20")))
 	require.Equal(t, 0, r.code, r.stderr)
@@ -79,6 +79,10 @@ func TestPayoutQueueOperate(t *testing.T) {
 	in := qf.state(t, "q-3")
 	assert.Equal(t, pgstore.StateRejected, in.State)
 	assert.Equal(t, "bob: unknown customer", in.Note)
+	assert.True(t, in.CallbackDue, "the CLI has no OnFinal: the application's workers run it")
+	r = qf.cli(terms{stdout: true}, "payout", "queue", "show", "q-3")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "OnFinal has not run yet")
 
 	tests := []struct {
 		name string
@@ -151,7 +155,7 @@ func TestPayoutQueueParkedRetry(t *testing.T) {
 	qf.waitState(t, "p-00001", pgstore.StatePaid)
 	assert.Equal(t, 1, qf.srv.PayoutsWithOrderID("p-00001"), "one payout")
 
-	var shown intentOut
+	var shown intentDetail
 	r = qf.run("payout", "queue", "show", "p-00001")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &shown))
@@ -160,28 +164,51 @@ func TestPayoutQueueParkedRetry(t *testing.T) {
 	assert.Equal(t, qf.srv.PayoutIDsWithOrderID("p-00001")[0], shown.PayoutID)
 	assert.Equal(t, "paid", shown.PayoutStatus)
 	assert.Contains(t, shown.Note, "carol")
+	// The history: every change and the operator's retry with its note.
+	var changes []string
+	for _, e := range shown.History {
+		changes = append(changes, e.Actor+":"+e.From+">"+e.To)
+		if e.Actor == "operator" {
+			assert.Contains(t, e.Note, "carol")
+		}
+	}
+	assert.Equal(t, []string{"enqueue:>queued", "worker:queued>sending", "worker:sending>reconciling", "worker:reconciling>parked",
+		"operator:parked>queued", "worker:queued>sending", "worker:sending>created", "worker:created>paid"}, changes)
+	r = qf.cli(terms{stdout: true}, "payout", "queue", "show", "p-00001")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Regexp(t, `History:\n\s*AT\s+BY\s+CHANGE`, r.stdout)
+	assert.Regexp(t, `operator\s+parked -> queued\s+1`, r.stdout)
 }
 
 // Values from the database are printed with no control character: in
-// tables, in the detail view and in JSON.
+// tables, in the detail view and in JSON. Validate refuses such text in
+// identifiers and keys, so the row is enqueued clean (with hostile
+// additionalData, which may hold anything) and then altered in the table,
+// as a row written by another program could be.
 func TestPayoutQueueOutputIsSafe(t *testing.T) {
 	qf := setupQueue(t)
 	hostile := "\x1b]8;;http://evil\x07click\x1b[2J\u202e\u009b31m\n" // no \r: a CSV reads \r\n in a field as \n
 	rec := batchRecord("h", 1)
-	rec[0] = "h-1\x1b[31m\u202e\u009b" // a line break would not survive the CSV as it is
-	rec[3], rec[4], rec[8] = "usdt"+hostile, "tron"+hostile, hostile
-	rec[5] = "c" + hostile
+	rec[8] = hostile
 	r := qf.run("payout", "batch", csvFile(t, batchHeader, rec))
 	require.Equal(t, 0, r.code, r.stderr)
+	id := "h-1\x1b[31m\u202e\u009b"
+	_, err := qf.pool.Exec(t.Context(), "UPDATE "+qf.table+" SET order_id = $1, currency = $2, network = $3, customer_id = $4 WHERE order_id = $5",
+		id, "usdt"+hostile, "tron"+hostile, "c"+hostile, rec[0])
+	require.NoError(t, err)
 	for _, tm := range []terms{{stdout: true}, {}} {
-		for _, args := range [][]string{{"payout", "queue"}, {"payout", "queue", "show", rec[0]}, {"payout", "queue", "approve", rec[0]}} {
+		for _, args := range [][]string{{"payout", "queue"}, {"payout", "queue", "show", id}, {"payout", "queue", "approve", id}} {
 			r := qf.cli(tm, args...)
 			assert.NotEmpty(t, r.stdout+r.stderr, args) // and assertClean checked both
 		}
 	}
-	r = qf.cli(terms{stdout: true}, "payout", "batch", "--dry-run", csvFile(t, batchHeader, rec), "--max-amount", "usdt"+hostile+"=1")
+	r = qf.cli(terms{stdout: true}, "payout", "batch", "--dry-run", csvFile(t, batchHeader, rec), "--max-amount", "usdt=1")
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Contains(t, r.stdout, "max_amount")
+	// A hostile guardrail key is refused (not a canonical key), its text shown clean.
+	r = qf.cli(terms{stdout: true}, "payout", "batch", "--dry-run", csvFile(t, batchHeader, rec), "--max-amount", "usdt"+hostile+"=1")
+	assert.Equal(t, exitUsage, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "Guardrails.MaxAmount")
 }
 
 // The database password is never printed: a password on the command line

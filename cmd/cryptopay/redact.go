@@ -15,14 +15,21 @@ const keyFragment = 12
 // replaced by "[REDACTED]". It is applied to the text an error brings to
 // the terminal (the error line, payout find's reason), on top of the SDK's
 // scrubbing.
+//
+// A run lying wholly inside the secret's public prefix is not redacted:
+// keys start with lower-case words that name their kind ("sk_live_",
+// the fake's "test_key_cryptopaytest_"), and those words are ordinary
+// text too (the fake's own "fault injected by cryptopaytest" came out as
+// "fault injected by [REDACTED]"). A run reaching past the prefix is.
 func redactSecrets(s string, secrets ...string) string {
 	low := asciiLower(s)
 	var hit []bool // hit[i]: byte i of s is part of a secret
 	for _, secret := range secrets {
 		sl := asciiLower(secret)
+		public := publicPrefix(secret)
 		for i := 0; i+keyFragment <= len(sl); i++ {
 			w := sl[i : i+keyFragment]
-			if distinct(w) < 4 {
+			if distinct(w) < 4 || i+keyFragment <= public {
 				continue
 			}
 			for from := 0; ; {
@@ -55,6 +62,26 @@ func redactSecrets(s string, secrets ...string) string {
 		}
 	}
 	return b.String()
+}
+
+// publicPrefix is the length of the secret's leading words: runs of
+// lower-case ASCII letters, each followed by '_' or '-' ("sk_live_",
+// "test_key_cryptopaytest_"). A word with a capital or a digit, or the
+// last run without a separator after it, is not part of it: random key
+// material has those.
+func publicPrefix(secret string) int {
+	n, word := 0, 0
+	for i := 0; i < len(secret); i++ {
+		switch c := secret[i]; {
+		case c >= 'a' && c <= 'z':
+			word++
+		case (c == '_' || c == '-') && word > 0:
+			n, word = i+1, 0
+		default:
+			return n
+		}
+	}
+	return n
 }
 
 // asciiLower lowers ASCII letters only, byte by byte, so offsets stay

@@ -173,13 +173,30 @@ func startEndpoint(ctx context.Context, client *cryptopay.Client, secret []byte,
 	if err != nil {
 		return nil, err
 	}
-	ep.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	ep.srv = newServer(mux)
 	go func() { _ = ep.srv.Serve(ln) }()
 	if public == "" {
 		public = "http://" + ln.Addr().String()
 	}
 	ep.url = public + "/webhooks/cryptopay"
 	return ep, nil
+}
+
+// newServer is an HTTP server for the webhook endpoint with every timeout
+// set: a sender that is slow to send its headers, its body or to read the
+// answer, or that keeps an idle connection, is cut off, and headers are
+// capped. The handler bounds the body itself as well (Config.BodyReadTimeout
+// and MinBodyRate), before the token is checked. WriteTimeout leaves room
+// for the re-read through the API and the callback.
+func newServer(h http.Handler) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       15 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       60 * time.Second,
+		MaxHeaderBytes:    16 << 10,
+	}
 }
 
 func (ep *endpoint) stop(ctx context.Context) {

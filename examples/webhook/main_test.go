@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"net/http"
 	"testing"
 	"time"
 
@@ -47,4 +48,17 @@ func TestWebhookExampleConfigErrors(t *testing.T) {
 		t.Setenv("CRYPTOPAY_WEBHOOK_PUBLIC_URL", "")
 		assert.ErrorContains(t, run(context.Background(), &bytes.Buffer{}), "CRYPTOPAY_WEBHOOK_PUBLIC_URL")
 	})
+}
+
+// The example's server sets every timeout and caps the headers, so a slow
+// or idle sender cannot hold a connection without bound.
+func TestWebhookExampleServerTimeouts(t *testing.T) {
+	srv := newServer(http.NotFoundHandler())
+	for name, v := range map[string]time.Duration{
+		"ReadHeaderTimeout": srv.ReadHeaderTimeout, "ReadTimeout": srv.ReadTimeout,
+		"WriteTimeout": srv.WriteTimeout, "IdleTimeout": srv.IdleTimeout,
+	} {
+		assert.Positive(t, v, name)
+	}
+	assert.Positive(t, srv.MaxHeaderBytes)
 }

@@ -321,7 +321,7 @@ func (c *cluster) drive(ctx context.Context, n int, payout bool) (object, int, e
 		return o, 1, c.fanOut(ctx, "payment", p.ID, orderID)
 	}
 	p, err := c.replicas[n%Replicas].client.CreatePayout(ctx, cryptopay.CreatePayoutParams{
-		WalletAddress: "TXYZabcdefghijklmnopqrstuvwxyz1234", Amount: decimal.NewFromInt(int64(1 + n%50)),
+		WalletAddress: "TRrsE4ZRKJ5VYNZdrGm3Rm9k1sWRQKG6FN", Amount: decimal.NewFromInt(int64(1 + n%50)),
 		Currency: "usdt", Network: "tron", CustomerID: "cust", CustomerIP: "203.0.113.7",
 		OrderID: orderID, WebhookURL: c.webhookURL(orderID),
 	})

@@ -18,13 +18,13 @@ import (
 // module. The memory store has no lease, so the killed-replica run is
 // skipped; redisstore and pgstore run it on real servers.
 func TestSharedMemoryStore(t *testing.T) {
-	shared := webhook.NewMemoryDedupeStore(0, 0)
+	shared := new(webhook.MemoryDedupeStore)
 	newStore := func(*testing.T, int) webhook.DedupeStore { return shared }
 	events := 600
 	if os.Getenv("REPLICATEST_UNSHARED") != "" {
 		// The child of TestHarnessCatchesUnsharedStores: one store per
 		// replica, which cannot dedupe across them.
-		newStore = func(*testing.T, int) webhook.DedupeStore { return webhook.NewMemoryDedupeStore(0, 0) }
+		newStore = func(*testing.T, int) webhook.DedupeStore { return new(webhook.MemoryDedupeStore) }
 		events = 100
 	}
 	replicatest.Run(t, replicatest.Config{NewStore: newStore, Events: events})

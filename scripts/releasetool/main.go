@@ -45,7 +45,7 @@ import (
 )
 
 // versionFile holds the SDK's Version constant, relative to the repository root.
-const versionFile = "client.go"
+const versionFile = "version.go"
 
 var versionRE = regexp.MustCompile(`(?m)^const Version = "([^"]+)"$`)
 

@@ -236,7 +236,7 @@ func TestBumpWorkFile(t *testing.T) {
 // a go.work standing in for the unreleased version, and a CHANGELOG with a
 // [0.2.0] section.
 var prepareFixture = map[string]string{
-	"client.go":  "package r\n\n// Version is the SDK's version.\nconst Version = \"0.1.0\"\n",
+	"version.go": "package r\n\n// Version is the SDK's version.\nconst Version = \"0.1.0\"\n",
 	"go.mod":     "module example.com/r\n\ngo 1.26.0\n",
 	"pgs/go.mod": "module example.com/r/pgs\n\ngo 1.26.0\n\nrequire example.com/r v0.1.0\n",
 	"cmd/go.mod": "module example.com/r/cmd\n\ngo 1.26.0\n\nrequire (\n\texample.com/r v0.1.0\n\texample.com/r/pgs v0.1.0\n)\n",
@@ -257,7 +257,7 @@ func TestPrepare(t *testing.T) {
 			name:    "Version, requires, go.work and CHANGELOG move together",
 			version: "0.2.0",
 			want: map[string]string{
-				"client.go":  strings.Replace(prepareFixture["client.go"], `"0.1.0"`, `"0.2.0"`, 1),
+				"version.go": strings.Replace(prepareFixture["version.go"], `"0.1.0"`, `"0.2.0"`, 1),
 				"pgs/go.mod": strings.ReplaceAll(prepareFixture["pgs/go.mod"], "v0.1.0", "v0.2.0"),
 				"cmd/go.mod": strings.ReplaceAll(prepareFixture["cmd/go.mod"], "v0.1.0", "v0.2.0"),
 				"go.work":    strings.ReplaceAll(prepareFixture["go.work"], "v0.1.0", "v0.2.0"),
@@ -290,9 +290,9 @@ func TestPrepare(t *testing.T) {
 		},
 		{
 			name:    "no Version constant",
-			change:  map[string]string{"client.go": "package r\n\nvar Version = \"0.1.0\"\n"},
+			change:  map[string]string{"version.go": "package r\n\nvar Version = \"0.1.0\"\n"},
 			version: "0.2.0",
-			wantErr: "client.go: no `const Version",
+			wantErr: "version.go: no `const Version",
 		},
 	}
 	for _, tt := range tests {

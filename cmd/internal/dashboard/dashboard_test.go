@@ -53,7 +53,7 @@ func (f *fixture) payment(t *testing.T, amount, orderID string) *cryptopay.Payme
 func (f *fixture) payout(t *testing.T, amount, orderID string) *cryptopay.Payout {
 	t.Helper()
 	p, err := f.client.CreatePayout(context.Background(), cryptopay.CreatePayoutParams{
-		WalletAddress: "TXwalletAddressForTheDashboardTest1", Amount: decimal.RequireFromString(amount),
+		WalletAddress: "TW5B1QoMDS7JVGQfWqpDyUd9jAEenek5NM", Amount: decimal.RequireFromString(amount),
 		Currency: "usdt", Network: "tron", CustomerID: "cust-2", CustomerIP: "192.0.2.11", OrderID: orderID})
 	require.NoError(t, err)
 	return p

@@ -65,7 +65,7 @@ func Serve(ctx context.Context, name string, cfg Config, stdout io.Writer) error
 	// One write, so a reader that sees the URL sees the whole banner.
 	fmt.Fprintf(stdout, "%s listening on %s\n"+
 		"  API key:     %s\n"+
-		"  control API: %s/_control/\n"+
+		"  control API: %s/_control/ (GET it for the list of endpoints; payouts: GET /_control/payouts)\n"+
 		"  dashboard:   %s/\n"+
 		"  try:         curl -H 'x-api-key: %s' %s/v1/currencies\n",
 		name, inst.URL, inst.Server.APIKey, inst.URL, inst.URL, inst.Server.APIKey, inst.URL)

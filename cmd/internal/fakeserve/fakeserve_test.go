@@ -208,3 +208,34 @@ func TestHostCheckAndConnections(t *testing.T) {
 	assert.GreaterOrEqual(t, before, int64(3))
 	assert.Equal(t, before+1, st.ConnectionsOpened, "the state counts the runner's own listener")
 }
+
+// Every URL the banner names answers (the control API's own URL answered
+// 404), and the control API lists the payout ids.
+func TestBannerURLsAnswer(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out syncBuffer
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, "cryptopay-fakeserver", []string{"-addr", "127.0.0.1:0"}, &out, io.Discard) }()
+	urlRE := regexp.MustCompile(`(?s)listening on (http://127\.0\.0\.1:\d+).*/v1/currencies\n`)
+	require.Eventually(t, func() bool { return urlRE.MatchString(out.String()) }, 30*time.Second, 5*time.Millisecond)
+	base := urlRE.FindStringSubmatch(out.String())[1]
+	urls := regexp.MustCompile(regexp.QuoteMeta(base)+`[^\s']*`).FindAllString(out.String(), -1)
+	require.GreaterOrEqual(t, len(urls), 3, out.String())
+	for _, u := range urls {
+		req, _ := http.NewRequest("GET", u, nil)
+		req.Header.Set("x-api-key", cryptopaytest.DefaultAPIKey)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		_ = resp.Body.Close()
+		assert.Equal(t, 200, resp.StatusCode, u)
+	}
+	resp, err := http.Get(base + "/_control/payouts")
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	assert.Equal(t, 200, resp.StatusCode)
+	assert.JSONEq(t, "[]", string(body))
+	cancel()
+	require.NoError(t, <-done)
+}

@@ -9,26 +9,19 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"hash"
 	"io"
 	"log/slog"
 	"net/http"
-	"net/url"
-	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
 	"unicode"
-	"unicode/utf8"
 
 	"github.com/cryptopay/cryptopay-go"
 )
 
-// Webhook defaults and limits.
+// Handler defaults and limits.
 const (
-	// MinSecretLen is the shortest secret URL and
-	// NewHandler accept. Use 32 random bytes (crypto/rand).
-	MinSecretLen = 16
 	// DefaultMaxBodyBytes is the default body limit of a
 	// Handler (1 MiB); a larger body is answered 413.
 	DefaultMaxBodyBytes = 1 << 20
@@ -37,79 +30,6 @@ const (
 	// Config.MaxConcurrentRereads says otherwise.
 	DefaultMaxConcurrentRereads = 64
 )
-
-// webhookTokenContext separates webhook tokens from any other use of the
-// secret: token = HMAC-SHA256(secret, webhookTokenContext + orderID).
-const webhookTokenContext = "cryptopay-go webhook v1\x00"
-
-var webhookTokenContextBytes = []byte(webhookTokenContext)
-
-// webhookToken is the token URL puts in the URL for orderID:
-// base64url without padding (RFC 4648 §5) of
-// HMAC-SHA256(secret, "cryptopay-go webhook v1" + 0x00 + orderID).
-func webhookToken(secret []byte, orderID string) []byte {
-	m := hmac.New(sha256.New, secret)
-	m.Write([]byte(webhookTokenContext))
-	m.Write([]byte(orderID))
-	return m.Sum(nil)
-}
-
-func checkSecret(secret []byte, field string) error {
-	if len(secret) < MinSecretLen {
-		return &cryptopay.ValidationError{Field: field, Reason: fmt.Sprintf("must be at least %d bytes (use 32 random bytes)", MinSecretLen)}
-	}
-	if len(bytes.Trim(secret, "\x00")) == 0 {
-		return &cryptopay.ValidationError{Field: field, Reason: "is all zero bytes; fill it from crypto/rand"}
-	}
-	return nil
-}
-
-// URL returns the URL to pass as the webhookUrl of a payment or
-// payout for order orderID: base with a token query parameter added, where
-// token is base64url (no padding) of HMAC-SHA256(secret, "cryptopay-go
-// webhook v1" + 0x00 + orderID). A Handler with the same secret
-// accepts an event only if its orderId matches the token in its URL.
-//
-// base must be an absolute http or https URL without a fragment and without
-// a token parameter; its other query parameters are kept. secret must be at
-// least MinSecretLen bytes and not all zero; orderID must be valid
-// UTF-8 and not empty. Use https: anyone who learns the URL can post events for this
-// order (which a handler with a Client then checks against the API).
-func URL(base string, secret []byte, orderID string) (string, error) {
-	if err := checkSecret(secret, "secret"); err != nil {
-		return "", err
-	}
-	if orderID == "" {
-		return "", &cryptopay.ValidationError{Field: "orderID", Reason: "must not be empty: the token signs it"}
-	}
-	if !utf8.ValidString(orderID) {
-		// JSON carries only valid UTF-8: the orderId would come back
-		// changed, and no event for it would ever match the token.
-		return "", &cryptopay.ValidationError{Field: "orderID", Reason: "is not valid UTF-8"}
-	}
-	u, err := url.Parse(base)
-	if err != nil {
-		return "", &cryptopay.ValidationError{Field: "base", Reason: "not a URL"}
-	}
-	switch {
-	case u.Scheme != "https" && u.Scheme != "http":
-		return "", &cryptopay.ValidationError{Field: "base", Reason: "scheme must be https (or http)"}
-	case u.Host == "" || u.Hostname() == "":
-		return "", &cryptopay.ValidationError{Field: "base", Reason: "has no host"}
-	case u.Fragment != "" || strings.Contains(base, "#"):
-		return "", &cryptopay.ValidationError{Field: "base", Reason: "must not have a fragment"}
-	case u.Query().Has("token"):
-		return "", &cryptopay.ValidationError{Field: "base", Reason: "already has a token parameter"}
-	}
-	tok := "token=" + base64.RawURLEncoding.EncodeToString(webhookToken(secret, orderID))
-	if u.RawQuery == "" {
-		u.RawQuery = tok
-	} else {
-		u.RawQuery += "&" + tok
-	}
-	u.ForceQuery = false
-	return u.String(), nil
-}
 
 // Config configures a Handler.
 type Config struct {
@@ -146,8 +66,19 @@ type Config struct {
 	// MaxBodyBytes caps the request body (0: DefaultMaxBodyBytes);
 	// a larger one is answered 413.
 	MaxBodyBytes int64
+	// BodyReadTimeout and MinBodyRate bound the time a body may take,
+	// all of it before the token is checked: the body must arrive within
+	// BodyReadTimeout (0: DefaultBodyReadTimeout) plus one second per
+	// MinBodyRate bytes received (0: DefaultMinBodyRate bytes per
+	// second); a slower one is answered 408 and its connection closed.
+	// The handler sets the connection's read deadline itself, so this
+	// holds behind a server with only ReadHeaderTimeout set; a server's
+	// ReadTimeout still bounds the whole request. Memory grows with the
+	// bytes that arrive, never with the declared length.
+	BodyReadTimeout time.Duration
+	MinBodyRate     int64
 	// Dedupe remembers delivered events, so that each (id, status) reaches
-	// the callback once. nil: NewMemoryDedupeStore(0, 0), which works
+	// the callback once. nil: a MemoryDedupeStore with the defaults, which works
 	// within one process only; replicas must share a store (see
 	// DedupeStore).
 	Dedupe DedupeStore
@@ -195,6 +126,7 @@ type EventInfo struct {
 //	405 not POST (with Allow: POST)
 //	401 token missing, or not the HMAC of the body's orderId, or the object
 //	    re-read through the API belongs to another orderId
+//	408 the body did not arrive within BodyReadTimeout and MinBodyRate
 //	413 body over MaxBodyBytes
 //	400 not a single JSON object with exactly one of paymentId or payoutId,
 //	    a string orderId, a non-empty status and a valid id; a member
@@ -216,6 +148,7 @@ type Handler struct {
 	client    *cryptopay.Client
 	callbacks map[*kind]func(context.Context, any) error // nil: none for that kind
 	maxBody   int64
+	body      bodyReader
 	dedupe    DedupeStore
 	log       *slog.Logger
 	rereads   chan struct{} // a slot per re-read in flight
@@ -223,7 +156,8 @@ type Handler struct {
 }
 
 // NewHandler checks cfg and returns the handler. It refuses a Secret
-// shorter than MinSecretLen or all zero, a negative MaxBodyBytes, and
+// shorter than MinSecretLen or all zero, a negative MaxBodyBytes,
+// BodyReadTimeout or MinBodyRate, and
 // a config with nothing to do (no Client, OnPayment or OnPayout).
 func NewHandler(cfg Config) (*Handler, error) {
 	if err := checkSecret(cfg.Secret, "Secret"); err != nil {
@@ -231,6 +165,10 @@ func NewHandler(cfg Config) (*Handler, error) {
 	}
 	if cfg.MaxBodyBytes < 0 {
 		return nil, &cryptopay.ValidationError{Field: "MaxBodyBytes", Reason: "must not be negative"}
+	}
+	body, err := newBodyReader(&cfg)
+	if err != nil {
+		return nil, err
 	}
 	if cfg.MaxConcurrentRereads < 0 {
 		return nil, &cryptopay.ValidationError{Field: "MaxConcurrentRereads", Reason: "must not be negative"}
@@ -241,8 +179,9 @@ func NewHandler(cfg Config) (*Handler, error) {
 	h := &Handler{
 		secret:    bytes.Clone(cfg.Secret),
 		client:    cfg.Client,
-		callbacks: map[*kind]func(context.Context, any) error{paymentKind: paymentKind.callback(&cfg), payoutKind: payoutKind.callback(&cfg)},
+		callbacks: map[*kind]func(context.Context, any) error{paymentKind: deliverTo(cfg.OnPayment), payoutKind: deliverTo(cfg.OnPayout)},
 		maxBody:   cmp.Or(cfg.MaxBodyBytes, DefaultMaxBodyBytes),
+		body:      body,
 		dedupe:    cfg.Dedupe,
 		log:       cfg.Logger,
 		rereads:   make(chan struct{}, cmp.Or(cfg.MaxConcurrentRereads, DefaultMaxConcurrentRereads)),
@@ -250,7 +189,7 @@ func NewHandler(cfg Config) (*Handler, error) {
 	}
 	h.macs.New = func() any { return &tokenCheck{mac: hmac.New(sha256.New, h.secret)} }
 	if h.dedupe == nil {
-		h.dedupe = NewMemoryDedupeStore(0, 0)
+		h.dedupe = new(MemoryDedupeStore)
 	}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
@@ -275,69 +214,6 @@ var (
 	errOrderID   = errors.New("orderId is not a string")
 	errDecode    = errors.New("body does not decode as its object")
 )
-
-// tokenCheck is the scratch space of one token check, pooled so that a
-// check allocates nothing.
-type tokenCheck struct {
-	mac       hash.Hash // HMAC-SHA256 keyed with the handler's secret
-	src       [encodedMACLen]byte
-	got, want [sha256.Size]byte
-}
-
-// encodedMACLen is the length of a token: base64url of the 32-byte MAC, no
-// padding.
-const encodedMACLen = 43
-
-// validToken checks token against orderID in constant time.
-func (h *Handler) validToken(token string, orderID []byte) bool {
-	if len(orderID) == 0 || len(token) != encodedMACLen {
-		return false
-	}
-	t := h.macs.Get().(*tokenCheck)
-	defer h.macs.Put(t)
-	copy(t.src[:], token)
-	n, err := base64.RawURLEncoding.Decode(t.got[:], t.src[:])
-	t.mac.Reset()
-	t.mac.Write(webhookTokenContextBytes)
-	t.mac.Write(orderID)
-	sum := t.mac.Sum(t.want[:0])
-	return err == nil && n == sha256.Size && hmac.Equal(t.got[:], sum)
-}
-
-// queryToken returns the value of the query's one token parameter, as
-// url.ParseQuery would read it, without building the whole map. ok is
-// false when it is missing, empty or repeated.
-func queryToken(rawQuery string) (token string, ok bool) {
-	n := 0
-	for rest := rawQuery; rest != ""; {
-		var pair string
-		pair, rest, _ = strings.Cut(rest, "&")
-		if strings.Contains(pair, ";") {
-			continue // url.ParseQuery refuses such a pair
-		}
-		k, v, _ := strings.Cut(pair, "=")
-		if k != "token" && (!strings.ContainsAny(k, "%+") || unescapeQuery(k) != "token") {
-			continue
-		}
-		if strings.ContainsAny(v, "%+") {
-			var err error
-			if v, err = url.QueryUnescape(v); err != nil {
-				continue
-			}
-		}
-		token = v
-		n++
-	}
-	return token, n == 1 && token != ""
-}
-
-func unescapeQuery(s string) string {
-	u, err := url.QueryUnescape(s)
-	if err != nil {
-		return ""
-	}
-	return u
-}
 
 // outcome is how the handler answers a request: the status code and body,
 // the Observer's result word, Retry-After for a 503, and for a refusal the
@@ -458,30 +334,38 @@ func (h *Handler) checkRequest(r *http.Request) (string, outcome, bool) {
 	return token, outcome{}, true
 }
 
-// preallocBody is the largest declared length readBody allocates at once;
-// a longer body grows as it arrives, so a declared length alone cannot make
-// the handler hold memory before the bytes come.
-const preallocBody = 64 << 10
-
-// readBody reads the body under the size limit, in one allocation when its
-// declared length is small (the usual case).
+// readBody reads the body under the size limit, the deadline and the
+// minimum rate (see bodyReader), in one allocation when its declared
+// length is small (the usual case).
 func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, outcome, bool) {
-	var body []byte
-	var err error
-	if n := r.ContentLength; n >= 0 && n <= preallocBody { // checkRequest saw n <= maxBody
-		body = make([]byte, n)
-		_, err = io.ReadFull(r.Body, body)
-	} else {
-		body, err = io.ReadAll(http.MaxBytesReader(w, r.Body, h.maxBody))
-	}
+	body, err := h.body.read(w, r)
 	if err != nil {
 		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
+		switch {
+		case errors.As(err, &tooLarge):
 			return nil, rejected(http.StatusRequestEntityTooLarge, "too large", "body too large"), false
+		case errors.Is(err, errBodyTooSlow):
+			return nil, rejected(http.StatusRequestTimeout, "request timeout", "body too slow"), false
 		}
 		return nil, rejected(http.StatusBadRequest, "bad request", "body not readable"), false
 	}
 	return body, outcome{}, true
+}
+
+// validToken checks token against orderID in constant time.
+func (h *Handler) validToken(token string, orderID []byte) bool {
+	if len(orderID) == 0 || len(token) != encodedMACLen {
+		return false
+	}
+	t := h.macs.Get().(*tokenCheck)
+	defer h.macs.Put(t)
+	copy(t.src[:], token)
+	n, err := base64.RawURLEncoding.Decode(t.got[:], t.src[:])
+	t.mac.Reset()
+	t.mac.Write(webhookTokenContextBytes)
+	t.mac.Write(orderID)
+	sum := t.mac.Sum(t.want[:0])
+	return err == nil && n == sha256.Size && hmac.Equal(t.got[:], sum)
 }
 
 // authenticate checks the token against the body's orderId, found by a
@@ -636,93 +520,6 @@ func (h *Handler) rereadFailed(ctx context.Context, ev *event, err error) outcom
 		h.logEvent(ctx, slog.LevelWarn, ev, "cryptopay webhook: re-reading the object failed; asking the sender to retry", slog.String("error", err.Error()))
 		return retryLater("retry later")
 	}
-}
-
-// hasCallback reports whether the handler has a callback for ev's kind.
-func (h *Handler) hasCallback(ev *event) bool { return h.callbacks[ev.kind] != nil }
-
-// deliverOnce hands the event to its callback unless the store says this
-// (id, status) was delivered or is being delivered. Without a callback for
-// its kind the event is acknowledged.
-func (h *Handler) deliverOnce(ctx context.Context, ev *event) outcome {
-	if !h.hasCallback(ev) {
-		return delivered
-	}
-	key := ev.kind.name + "/" + ev.kind.key(ev.id) + "/" + ev.status
-	if out, ok := h.claim(ctx, ev, key); !ok {
-		return out
-	}
-	if err := h.callback(ctx, ev); err != nil {
-		if rerr := settle(ctx, h.dedupe.Release, key); rerr != nil {
-			h.logEvent(ctx, slog.LevelError, ev, "cryptopay webhook: releasing the dedupe claim failed", slog.String("error", rerr.Error()))
-		}
-		attrs := []slog.Attr{slog.String("status", ev.status), slog.String("error", err.Error())}
-		var p *callbackPanic
-		if errors.As(err, &p) {
-			attrs = append(attrs, slog.String("stack", string(p.stack)))
-		}
-		h.logEvent(ctx, slog.LevelError, ev, "cryptopay webhook: callback failed; the sender should redeliver", attrs...)
-		return failed("callback failed")
-	}
-	if err := settle(ctx, h.dedupe.Complete, key); err != nil {
-		// Delivered: answer 200 all the same. A redelivery may call the
-		// callback again, which must be idempotent anyway.
-		h.logEvent(ctx, slog.LevelError, ev, "cryptopay webhook: recording the delivery failed", slog.String("error", err.Error()))
-	}
-	return delivered
-}
-
-// settle runs a store's Complete or Release on key. A claim must be settled
-// even if the sender hung up meanwhile: if ctx has ended, op runs again
-// under a context that only a 10-second bound ends.
-func settle(ctx context.Context, op func(context.Context, string) error, key string) error {
-	err := op(ctx, key)
-	if err == nil || ctx.Err() == nil {
-		return err
-	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	return op(sctx, key)
-}
-
-// claim asks the dedupe store for key; ok means the caller holds it.
-func (h *Handler) claim(ctx context.Context, ev *event, key string) (outcome, bool) {
-	claim, err := h.dedupe.Claim(ctx, key)
-	if err != nil {
-		h.logEvent(ctx, slog.LevelWarn, ev, "cryptopay webhook: dedupe store failed; asking the sender to retry", slog.String("error", err.Error()))
-		return retryLater("retry later"), false
-	}
-	switch claim {
-	case DedupeClaimed:
-		return outcome{}, true
-	case DedupeSeen:
-		h.logEvent(ctx, slog.LevelDebug, ev, "cryptopay webhook: duplicate, already delivered", slog.String("status", ev.status))
-		return duplicate, false
-	case DedupeInProgress:
-		h.logEvent(ctx, slog.LevelDebug, ev, "cryptopay webhook: same event in progress; asking the sender to retry", slog.String("status", ev.status))
-		return retryLater("in progress"), false
-	}
-	h.logEvent(ctx, slog.LevelError, ev, "cryptopay webhook: dedupe store answered an unknown claim", slog.Int("claim", int(claim)))
-	return retryLater("retry later"), false
-}
-
-type callbackPanic struct {
-	value any
-	stack []byte
-}
-
-func (p *callbackPanic) Error() string {
-	return clip(flatten(fmt.Sprintf("callback panicked: %v", p.value)), 512)
-}
-
-// callback runs the callback for ev's kind, turning a panic into an error.
-func (h *Handler) callback(ctx context.Context, ev *event) (err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			err = &callbackPanic{value: v, stack: debug.Stack()}
-		}
-	}()
-	return h.callbacks[ev.kind](ctx, ev.obj)
 }
 
 // ahead reports whether the posted status is further along than the API's,

@@ -1,0 +1,67 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+// "cryptopay payout --help" prints the payout commands, not the top-level
+// help; the group alone is a usage error with the same list on stderr.
+func TestGroupHelp(t *testing.T) {
+	f := setup(t)
+	tests := []struct {
+		args     []string
+		code     int
+		want     []string
+		notWant  []string
+		onStderr bool
+	}{
+		{[]string{"payout", "--help"}, exitOK, []string{"Usage: cryptopay payout <command>", "payout batch FILE", "'payout queue show|approve|reject|retry ORDER_ID'"},
+			[]string{"balances", "payment get", "Exit codes:"}, false},
+		{[]string{"payout", "-h"}, exitOK, []string{"payout create"}, []string{"webhook url"}, false},
+		{[]string{"payment", "help"}, exitOK, []string{"payment wait ID", "payment create"}, []string{"payout"}, false},
+		{[]string{"webhook", "--help"}, exitOK, []string{"webhook url", "webhook send"}, []string{"payment get", "balances"}, false},
+		{[]string{"payout"}, exitUsage, []string{"Usage: cryptopay payout <command>"}, []string{"Exit codes:"}, true},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			r := f.run(tt.args...)
+			assert.Equal(t, tt.code, r.code, r.stderr)
+			out := r.stdout
+			if tt.onStderr {
+				out = r.stderr
+			}
+			for _, w := range tt.want {
+				assert.Contains(t, out, w)
+			}
+			for _, w := range tt.notWant {
+				assert.NotContains(t, out, w)
+			}
+		})
+	}
+}
+
+// The payout queue's commands and payout batch never call the API: their
+// help lists none of the API's flags, and they refuse them.
+func TestQueueCommandsListOnlyTheirFlags(t *testing.T) {
+	f := setup(t)
+	for _, cmd := range [][]string{{"payout", "queue", "list"}, {"payout", "queue", "show"}, {"payout", "queue", "approve"},
+		{"payout", "queue", "reject"}, {"payout", "queue", "retry"}, {"payout", "batch"}} {
+		name := strings.Join(cmd, " ")
+		t.Run(name, func(t *testing.T) {
+			r := f.run(append(cmd, "--help")...)
+			assert.Equal(t, exitOK, r.code, r.stderr)
+			for _, unused := range []string{"-api-key-file", "-base-url", "-request-timeout"} {
+				assert.NotContains(t, r.stdout, unused)
+			}
+			assert.Contains(t, r.stdout, "-database-url")
+			assert.Contains(t, r.stdout, "-output")
+
+			r = f.run(append(cmd, "--base-url", "http://127.0.0.1:1")...)
+			assert.Equal(t, exitUsage, r.code)
+			assert.Contains(t, r.stderr, "flag provided but not defined: -base-url")
+		})
+	}
+}

@@ -1,0 +1,404 @@
+package pgstore_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/shopspring/decimal"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cryptopay/cryptopay-go"
+	"github.com/cryptopay/cryptopay-go/cryptopaytest"
+	"github.com/cryptopay/cryptopay-go/pgstore"
+)
+
+// waitCount polls n until it reaches at least want (a generous bound on a
+// hang, not a measurement).
+func waitCount(t *testing.T, what string, want int, n func() int) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for n() < want {
+		if time.Now().After(deadline) {
+			t.Fatalf("waiting for %s: %d, want %d", what, n(), want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Attempts are bounded: a server that never shows the payout in its list
+// (every create dropped, and the list says "not created" each time) gets
+// MaxAttempts create requests, then the intent is parked with
+// HoldMaxAttempts for a person; later reconciliations send nothing.
+// Before, the queue sent again after every "not created", without bound.
+func TestQueueMaxAttempts(t *testing.T) {
+	for _, max := range []int{1, 3} {
+		t.Run("", func(t *testing.T) {
+			r := newQRig(t)
+			q := r.queue(t, func(c *pgstore.QueueConfig) { c.MaxAttempts = max })
+			r.fake.InjectFault(cryptopaytest.RouteCreatePayout, cryptopaytest.Fault{Drop: true, Times: 1 << 20})
+			p := payoutParams(1)
+			r.enqueue(t, q, p)
+			run(t, q)
+			in := waitIntent(t, q, p.OrderID, "parked at the bound", func(in *pgstore.Intent) bool {
+				return in.State == pgstore.StateParked && in.Hold == pgstore.HoldMaxAttempts
+			})
+			lists := r.fake.Requests(cryptopaytest.RouteListPayouts)
+			waitCount(t, "more reconciliations", lists+3, func() int { return r.fake.Requests(cryptopaytest.RouteListPayouts) })
+			assert.Equal(t, max, r.fake.Requests(cryptopaytest.RouteCreatePayout), "MaxAttempts create requests")
+			assert.Equal(t, max, in.Attempts)
+			assert.Equal(t, "not_created", in.Verdict)
+			assert.Contains(t, in.LastError, "MaxAttempts")
+		})
+	}
+}
+
+// Velocity counts every attempt that may have created a payout, not each
+// intent once: under a cap of 25, an intent of 10 whose creates are all
+// dropped is sent twice (20), and the third attempt (30) is held by the
+// cap. Before, the intent counted 10 however often it was sent.
+func TestQueueVelocityCountsAttempts(t *testing.T) {
+	r := newQRig(t)
+	q := r.queue(t, func(c *pgstore.QueueConfig) {
+		c.MaxAttempts = 10
+		c.Guardrails = pgstore.Guardrails{Velocity: map[string]decimal.Decimal{"usdt": decimal.NewFromInt(25)}, VelocityWindow: time.Hour}
+	})
+	r.fake.InjectFault(cryptopaytest.RouteCreatePayout, cryptopaytest.Fault{Drop: true, Times: 1 << 20})
+	p := withAmount(payoutParams(1), "10")
+	r.enqueue(t, q, p)
+	run(t, q)
+	in := waitIntent(t, q, p.OrderID, "held by the cap", func(in *pgstore.Intent) bool {
+		return in.State == pgstore.StateQueued && in.Attempts > 0
+	})
+	assert.Contains(t, in.LastError, "velocity")
+	assert.Contains(t, in.LastError, "to 30")
+	assert.Equal(t, 2, r.fake.Requests(cryptopaytest.RouteCreatePayout))
+	assert.Equal(t, 2, in.Attempts)
+}
+
+// Guardrails compare canonical keys: a cap keyed "USDT" or "usdt " is
+// refused at NewQueue with the canonical spelling named, and an intent
+// whose currency or network is not canonical is refused at Enqueue, so no
+// spelling slips past a cap, a sum or a lock. Before, "usdt " matched no
+// cap and was paid whatever its amount.
+func TestQueueCanonicalKeys(t *testing.T) {
+	r := newQRig(t)
+	for _, key := range []string{"USDT", "usdt ", "Usdt"} {
+		for name, g := range map[string]pgstore.Guardrails{
+			"MaxAmount":     {MaxAmount: map[string]decimal.Decimal{key: decimal.NewFromInt(1)}},
+			"Velocity":      {Velocity: map[string]decimal.Decimal{key: decimal.NewFromInt(1)}},
+			"ApprovalAbove": {ApprovalAbove: map[string]decimal.Decimal{key: decimal.NewFromInt(1)}},
+		} {
+			cfg := r.config(nil)
+			cfg.Guardrails = g
+			_, err := pgstore.NewQueue(context.Background(), cfg)
+			assert.ErrorIs(t, err, pgstore.ErrInvalidOption, "%s[%q]", name, key)
+			assert.ErrorContains(t, err, `"usdt"`, "the canonical spelling is named")
+		}
+	}
+	q := r.queue(t, func(c *pgstore.QueueConfig) {
+		c.Guardrails = pgstore.Guardrails{MaxAmount: map[string]decimal.Decimal{"usdt": decimal.NewFromInt(100)}}
+	})
+	tests := []struct {
+		field string
+		edit  func(*cryptopay.CreatePayoutParams)
+	}{
+		{"Currency", func(p *cryptopay.CreatePayoutParams) { p.Currency = "usdt " }},
+		{"Currency", func(p *cryptopay.CreatePayoutParams) { p.Currency = "USDT" }},
+		{"Network", func(p *cryptopay.CreatePayoutParams) { p.Network = "Tron" }},
+	}
+	for i, tt := range tests {
+		p := withAmount(payoutParams(i), "5000")
+		tt.edit(&p)
+		err := pgx.BeginFunc(context.Background(), r.pool, func(tx pgx.Tx) error {
+			_, err := q.Enqueue(context.Background(), tx, p)
+			return err
+		})
+		var ve *cryptopay.ValidationError
+		require.ErrorAs(t, err, &ve, "%q/%q", p.Currency, p.Network)
+		assert.Equal(t, tt.field, ve.Field)
+		assert.ErrorIs(t, err, cryptopay.ErrInvalidParams)
+	}
+	counts, err := q.Counts(context.Background())
+	require.NoError(t, err)
+	assert.Empty(t, counts, "nothing enqueued")
+}
+
+// The velocity lock is the table's identity in the database, not its
+// spelling: a queue on "public.x" and one on "x" take the same lock, so
+// the second waits for the first. Before, the two spellings took two
+// locks and both replicas could pass the cap together.
+func TestQueueVelocityLockByTableIdentity(t *testing.T) {
+	r := newQRig(t)
+	ctx := context.Background()
+	q1 := r.queue(t, func(c *pgstore.QueueConfig) { c.Table = "public." + r.table })
+	q2 := r.queue(t, func(c *pgstore.QueueConfig) { c.Table, c.CreateTable = r.table, false })
+	p, limit := payoutParams(1), decimal.NewFromInt(100)
+
+	tx1, err := r.pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx1.Rollback(ctx) }()
+	require.NoError(t, pgstore.VelocityCheck(ctx, q1, tx1, p, limit))
+
+	done := make(chan error, 1)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		done <- pgx.BeginFunc(ctx, r.pool, func(tx pgx.Tx) error { return pgstore.VelocityCheck(ctx, q2, tx, p, limit) })
+	})
+	waiting := func() int {
+		var n int
+		_ = r.pool.QueryRow(ctx, "SELECT count(*)::int FROM pg_locks WHERE locktype = 'advisory' AND NOT granted").Scan(&n)
+		select {
+		case <-done:
+			return -1 << 30 // finished without waiting: the lock was another
+		default:
+		}
+		return n
+	}
+	waitCount(t, "the second spelling waiting on the first's lock", 1, waiting)
+	require.NoError(t, tx1.Rollback(ctx))
+	wg.Wait()
+	assert.NoError(t, <-done)
+}
+
+// Every guardrail is checked at Enqueue by the code the worker runs: an
+// intent above MaxAmount is blocked at once, never offered for approval
+// (an operator would approve a payout that can never be sent), and
+// CheckGuardrails says the same. Before, it waited in needs_approval.
+func TestQueueMaxAmountAtEnqueue(t *testing.T) {
+	r := newQRig(t)
+	q := r.queue(t, func(c *pgstore.QueueConfig) {
+		c.Guardrails = pgstore.Guardrails{
+			MaxAmount:     map[string]decimal.Decimal{"usdt": decimal.NewFromInt(100)},
+			ApprovalAbove: map[string]decimal.Decimal{"usdt": decimal.NewFromInt(50)},
+		}
+	})
+	big, mid := withAmount(payoutParams(1), "200"), withAmount(payoutParams(2), "60")
+	stops, err := q.CheckGuardrails(context.Background(), []cryptopay.CreatePayoutParams{big, mid})
+	require.NoError(t, err)
+	require.Len(t, stops, 2)
+	assert.Equal(t, "max_amount", stops[0].Err.Rule)
+	assert.Equal(t, "approval", stops[1].Err.Rule)
+	r.enqueue(t, q, big, mid)
+	in, err := q.Get(context.Background(), big.OrderID)
+	require.NoError(t, err)
+	assert.Equal(t, pgstore.StateBlocked, in.State)
+	assert.Contains(t, in.LastError, "max_amount")
+	assert.True(t, in.CallbackDue, "its callback is due")
+	in, err = q.Get(context.Background(), mid.OrderID)
+	require.NoError(t, err)
+	assert.Equal(t, pgstore.StateNeedsApproval, in.State)
+
+	run(t, q) // with OnFinal: the blocked intent's callback runs once
+	waitIntent(t, q, big.OrderID, "callback run", func(in *pgstore.Intent) bool { return !in.CallbackDue })
+	assert.Equal(t, map[string]int{big.OrderID: 1}, r.effectCounts(t))
+	assert.Zero(t, r.fake.Requests(cryptopaytest.RouteCreatePayout))
+}
+
+// Callbacks are never skipped: a final state recorded by a process
+// without OnFinal (an operator's CLI rejecting, a worker without it)
+// leaves the callback due, and a Run with OnFinal runs it exactly once, in
+// the transaction that clears it. Before, the CLI's reject never reached
+// the application's OnFinal.
+func TestQueueCallbackDue(t *testing.T) {
+	r := newQRig(t)
+	ctx := context.Background()
+	noCallback := func(c *pgstore.QueueConfig) { c.OnFinal = nil }
+	cli := r.queue(t, noCallback, func(c *pgstore.QueueConfig) {
+		c.Client = nil
+		c.Guardrails = pgstore.Guardrails{ApprovalAbove: map[string]decimal.Decimal{"usdt": decimal.NewFromInt(50)}}
+	})
+	rejected, paid := withAmount(payoutParams(1), "60"), payoutParams(2)
+	r.enqueue(t, cli, rejected)
+	require.NoError(t, cli.Reject(ctx, rejected.OrderID, "ops: not this customer"))
+	in, err := cli.Get(ctx, rejected.OrderID)
+	require.NoError(t, err)
+	assert.Equal(t, pgstore.StateRejected, in.State)
+	assert.True(t, in.CallbackDue)
+
+	// A worker without OnFinal pays the other: final, callback due.
+	plain := r.queue(t, noCallback)
+	r.enqueue(t, plain, paid)
+	r.payAll(t)
+	stop := run(t, plain)
+	waitIntent(t, plain, paid.OrderID, "paid without a callback", func(in *pgstore.Intent) bool { return in.State == pgstore.StatePaid })
+	stop()
+	in, err = plain.Get(ctx, paid.OrderID)
+	require.NoError(t, err)
+	assert.True(t, in.CallbackDue)
+	assert.Empty(t, r.effectCounts(t))
+
+	// Two workers with OnFinal: each callback runs once.
+	q1, q2 := r.queue(t), r.queue(t)
+	run(t, q1)
+	run(t, q2)
+	for _, id := range []string{rejected.OrderID, paid.OrderID} {
+		waitIntent(t, q1, id, "callback run", func(in *pgstore.Intent) bool { return !in.CallbackDue })
+	}
+	n, err := pgstore.Claim(ctx, r.queue(t), 10)
+	require.NoError(t, err)
+	assert.Zero(t, n, "nothing left to claim")
+	assert.Equal(t, map[string]int{rejected.OrderID: 1, paid.OrderID: 1}, r.effectCounts(t))
+	in, err = q1.Get(ctx, rejected.OrderID)
+	require.NoError(t, err)
+	assert.Equal(t, pgstore.StateRejected, in.State, "the callback saw the state, and it stays")
+}
+
+// sqlTexts is a pgx tracer that keeps every statement's text.
+type sqlTexts struct {
+	mu    sync.Mutex
+	texts []string
+}
+
+func (s *sqlTexts) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	s.mu.Lock()
+	s.texts = append(s.texts, d.SQL)
+	s.mu.Unlock()
+	return ctx
+}
+
+func (s *sqlTexts) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+func (s *sqlTexts) TraceBatchStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceBatchStartData) context.Context {
+	s.mu.Lock()
+	for _, q := range d.Batch.QueuedQueries {
+		s.texts = append(s.texts, q.SQL)
+	}
+	s.mu.Unlock()
+	return ctx
+}
+
+func (s *sqlTexts) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+func (s *sqlTexts) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
+
+// No SQL text is built from a value: through enqueue, send, follow and the
+// final transaction with OnFinal, neither the orderId nor the payout id
+// nor an error text ever appears in a statement's text; they travel as
+// parameters. Before, the final transaction's BEGIN carried them as
+// literals quoted by hand.
+func TestQueueNoValuesInSQL(t *testing.T) {
+	r := newQRig(t)
+	var seen sqlTexts
+	cfg, err := pgxpool.ParseConfig(r.srv.DSN())
+	require.NoError(t, err)
+	cfg.ConnConfig.Tracer = &seen
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	q := r.queue(t, func(c *pgstore.QueueConfig) { c.Pool = pool })
+	p := payoutParams(1)
+	p.OrderID = "wd-plain-value-0001" // a literal quoted by hand would still show it
+	r.enqueue(t, q, p)
+	r.payAll(t)
+	run(t, q)
+	in := waitIntent(t, q, p.OrderID, "paid", func(in *pgstore.Intent) bool { return in.State == pgstore.StatePaid })
+	seen.mu.Lock()
+	defer seen.mu.Unlock()
+	require.NotEmpty(t, seen.texts)
+	for _, sql := range seen.texts {
+		assert.NotContains(t, sql, p.OrderID)
+		assert.NotContains(t, sql, in.PayoutID)
+	}
+	assert.Equal(t, map[string]int{p.OrderID: 1}, r.effectCounts(t))
+}
+
+// The payout id is learned: an intent whose payout only the list found
+// (the create's answer was lost) records the id from the payout's
+// webhook, once the queue's own API read confirms the orderId; a webhook
+// naming another order's payout teaches nothing. Before, PayoutChanged
+// only woke the intent, which ended paid with an empty PayoutID.
+func TestQueuePayoutIDLearned(t *testing.T) {
+	r := newQRig(t)
+	ctx := context.Background()
+	q := r.queue(t, func(c *pgstore.QueueConfig) { c.FollowEvery = time.Hour })
+	other := r.sendOne(t, q, payoutParams(2))
+	r.fake.InjectFault(cryptopaytest.RouteCreatePayout, cryptopaytest.Fault{Process: true, Drop: true})
+	p := payoutParams(1)
+	r.enqueue(t, q, p)
+	in := waitIntent(t, q, p.OrderID, "found by the list", func(in *pgstore.Intent) bool { return in.State == pgstore.StateCreated })
+	require.Empty(t, in.PayoutID, "the list carries no id")
+	ids := r.fake.PayoutIDsWithOrderID(p.OrderID)
+	require.Len(t, ids, 1)
+
+	// A forged event: another order's payout under this orderId.
+	require.NoError(t, q.PayoutChanged(ctx, &cryptopay.Payout{ID: other, OrderID: p.OrderID}))
+	in, err := q.Get(ctx, p.OrderID)
+	require.NoError(t, err)
+	assert.Empty(t, in.PayoutID, "not confirmed by the API")
+
+	require.NoError(t, r.fake.SetPayoutStatus(ids[0], cryptopay.PayoutProcessing))
+	require.NoError(t, r.fake.SetPayoutStatus(ids[0], cryptopay.PayoutPaid))
+	require.NoError(t, q.PayoutChanged(ctx, &cryptopay.Payout{ID: ids[0], OrderID: p.OrderID, Status: cryptopay.PayoutPaid}))
+	in = waitIntent(t, q, p.OrderID, "paid", func(in *pgstore.Intent) bool { return in.State == pgstore.StatePaid })
+	assert.Equal(t, ids[0], in.PayoutID)
+}
+
+// The Observer reports exactly the committed state changes: the enqueue
+// (From ""), queued -> sending, and every later move, each once, chained
+// (each From is the previous To); a follow poll that finds the payout
+// still processing is none. The history holds the same changes, in the
+// same order, with an operator's action and its note. Before, every
+// follow poll was a created -> created transition, and neither the
+// enqueue nor queued -> sending was reported.
+func TestQueueObserverAndHistory(t *testing.T) {
+	r := newQRig(t)
+	ctx := context.Background()
+	var obs transitions
+	q := r.queue(t, func(c *pgstore.QueueConfig) {
+		c.Observer = obs.observe
+		c.Guardrails = pgstore.Guardrails{ApprovalAbove: map[string]decimal.Decimal{"usdt": decimal.NewFromInt(50)}}
+	})
+	ps := []cryptopay.CreatePayoutParams{payoutParams(1), payoutParams(2), withAmount(payoutParams(3), "60")}
+	r.enqueue(t, q, ps...)
+	run(t, q)
+	for _, p := range ps[:2] {
+		waitIntent(t, q, p.OrderID, "created", func(in *pgstore.Intent) bool { return in.State == pgstore.StateCreated })
+	}
+	polls := r.fake.Requests(cryptopaytest.RouteGetPayout)
+	waitCount(t, "follow polls", polls+10, func() int { return r.fake.Requests(cryptopaytest.RouteGetPayout) })
+	require.NoError(t, q.Approve(ctx, ps[2].OrderID, "alice: KYC checked"))
+	r.payAll(t)
+	for _, p := range ps {
+		waitIntent(t, q, p.OrderID, "paid", func(in *pgstore.Intent) bool { return in.State == pgstore.StatePaid })
+	}
+
+	obs.mu.Lock()
+	defer obs.mu.Unlock()
+	per := map[string][]pgstore.Transition{}
+	for _, tr := range obs.ts {
+		assert.NotEqual(t, tr.From, tr.To, "a transition changes the state: %+v", tr)
+		per[tr.OrderID] = append(per[tr.OrderID], tr)
+	}
+	for i, p := range ps {
+		trs := per[p.OrderID]
+		require.NotEmpty(t, trs, p.OrderID)
+		assert.Equal(t, pgstore.IntentState(""), trs[0].From, "the enqueue is reported")
+		for k := 1; k < len(trs); k++ {
+			assert.Equal(t, trs[k-1].To, trs[k].From, "%s: chained", p.OrderID)
+		}
+		assert.Equal(t, pgstore.StatePaid, trs[len(trs)-1].To)
+		var moves [][2]pgstore.IntentState
+		for _, tr := range trs {
+			moves = append(moves, [2]pgstore.IntentState{tr.From, tr.To})
+		}
+		assert.Contains(t, moves, [2]pgstore.IntentState{pgstore.StateQueued, pgstore.StateSending})
+
+		hist, err := q.History(ctx, p.OrderID)
+		require.NoError(t, err)
+		var hmoves [][2]pgstore.IntentState
+		for _, e := range hist {
+			hmoves = append(hmoves, [2]pgstore.IntentState{e.From, e.To})
+			assert.False(t, e.At.IsZero())
+		}
+		assert.Equal(t, moves, hmoves, "%s: the history holds the Observer's transitions", p.OrderID)
+		if i == 2 {
+			assert.Equal(t, pgstore.StateNeedsApproval, hist[0].To)
+			assert.Equal(t, "operator", hist[1].Actor)
+			assert.Equal(t, "alice: KYC checked", hist[1].Note)
+		}
+	}
+}

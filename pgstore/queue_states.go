@@ -1,0 +1,159 @@
+package pgstore
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// The intent's state machine, in one place: the states, which of them the
+// workers claim, which are final, and every named transition with who
+// makes it. IsFinal, States, the claim's and the due index's SQL, the
+// operators' moves, the worker's guard on every record and the diagram in
+// docs/payout-queue.md (TestStateDiagramInDocs) all come from these
+// tables.
+
+// stateDef is one state: whether workers claim it (open) and whether it
+// is final.
+type stateDef struct {
+	state       IntentState
+	open, final bool
+}
+
+// stateDefs lists every state, in their usual order.
+var stateDefs = []stateDef{
+	{StateNeedsApproval, false, false},
+	{StateQueued, true, false},
+	{StateSending, true, false},
+	{StateReconciling, true, false},
+	{StateParked, true, false},
+	{StateCreated, true, false},
+	{StatePaid, false, true},
+	{StateFailed, false, true},
+	{StateRefused, false, true},
+	{StateRejected, false, true},
+	{StateBlocked, false, true},
+}
+
+// Who makes a transition.
+const (
+	byEnqueue  = "enqueue"
+	byWorker   = "worker"
+	byOperator = "operator"
+)
+
+// moveDef is one named transition: from any of from to to, made by by.
+type moveDef struct {
+	name string
+	by   string
+	from []IntentState // nil: from nothing (the enqueue)
+	to   IntentState
+}
+
+// beforeSend are the states from which a worker may commit an attempt:
+// queued, and an attempt reconciled as "not created".
+var beforeSend = []IntentState{StateQueued, StateSending, StateReconciling, StateParked}
+
+// moveDefs lists every transition. A record that keeps the state (a poll,
+// a backoff) is no transition.
+var moveDefs = []moveDef{
+	{"enqueue", byEnqueue, nil, StateQueued},
+	{"enqueue above the approval threshold", byEnqueue, nil, StateNeedsApproval},
+	{"enqueue stopped by a guardrail", byEnqueue, nil, StateBlocked},
+	{"approve", byOperator, []IntentState{StateNeedsApproval}, StateQueued},
+	{"reject", byOperator, []IntentState{StateNeedsApproval}, StateRejected},
+	{"retry", byOperator, []IntentState{StateParked}, StateQueued},
+	{"hold for approval", byWorker, beforeSend, StateNeedsApproval},
+	{"block", byWorker, beforeSend, StateBlocked},
+	{"hold by velocity", byWorker, beforeSend[1:], StateQueued},
+	{"commit an attempt", byWorker, beforeSend, StateSending},
+	{"answered: created", byWorker, []IntentState{StateSending}, StateCreated},
+	{"answered: refused", byWorker, []IntentState{StateSending}, StateRefused},
+	{"no answer", byWorker, []IntentState{StateSending}, StateReconciling},
+	{"answered 2xx, not matched", byWorker, []IntentState{StateSending}, StateParked},
+	{"answered or found: final", byWorker, []IntentState{StateSending, StateReconciling, StateParked}, StatePaid},
+	{"answered or found: final", byWorker, []IntentState{StateSending, StateReconciling, StateParked}, StateFailed},
+	{"found by the list", byWorker, []IntentState{StateSending, StateReconciling, StateParked}, StateCreated},
+	{"undecided, held or at MaxAttempts", byWorker, []IntentState{StateSending, StateReconciling}, StateParked},
+	{"followed to the end", byWorker, []IntentState{StateCreated}, StatePaid},
+	{"followed to the end", byWorker, []IntentState{StateCreated}, StateFailed},
+}
+
+func stateOf(s IntentState) (stateDef, bool) {
+	for _, d := range stateDefs {
+		if d.state == s {
+			return d, true
+		}
+	}
+	return stateDef{}, false
+}
+
+// canMove reports whether by may move an intent from one state to another
+// (a record that keeps the state always may).
+func canMove(from, to IntentState, by string) bool {
+	if from == to && from != "" {
+		return true
+	}
+	for _, m := range moveDefs {
+		if m.to == to && m.by == by && (from == "" && m.from == nil || slices.Contains(m.from, from)) {
+			return true
+		}
+	}
+	return false
+}
+
+// openStatesSQL is the SQL list of the states the workers claim.
+func openStatesSQL() string {
+	var b strings.Builder
+	for _, d := range stateDefs {
+		if d.open {
+			if b.Len() > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(&b, "'%s'", d.state)
+		}
+	}
+	return b.String()
+}
+
+// stateDiagram is the machine as a Mermaid state diagram, as
+// docs/payout-queue.md shows it: one line per transition (moves that share
+// their ends and actor are one line, their names joined).
+func stateDiagram() string {
+	type edge struct {
+		from, to IntentState
+		by       string
+	}
+	var order []edge
+	names := map[edge][]string{}
+	for _, m := range moveDefs {
+		froms := m.from
+		if froms == nil {
+			froms = []IntentState{""}
+		}
+		for _, f := range froms {
+			e := edge{f, m.to, m.by}
+			if _, ok := names[e]; !ok {
+				order = append(order, e)
+			}
+			if !slices.Contains(names[e], m.name) {
+				names[e] = append(names[e], m.name)
+			}
+		}
+	}
+	var b strings.Builder
+	b.WriteString("stateDiagram-v2\n")
+	for _, e := range order {
+		from := string(e.from)
+		if from == "" {
+			from = "[*]"
+		}
+		fmt.Fprintf(&b, "    %s --> %s: %s (%s)\n", from, e.to, strings.Join(names[e], "; "), e.by)
+	}
+	for _, d := range stateDefs {
+		if d.final {
+			fmt.Fprintf(&b, "    %s --> [*]\n", d.state)
+		}
+	}
+	return b.String()
+}
