@@ -108,8 +108,8 @@ too) poll the status until it
 is terminal ([PaymentStatus.IsTerminal], [PayoutStatus.IsTerminal]) or the
 context ends; always give them a deadline. [PaymentStatus.IsSuccess] is what
 may ship goods and [PaymentStatus.NeedsAction] what a person should look at.
-A terminal status is not final forever: an expired payment can still be
-paid late. A webhook handler built on the same Client ends the waits for
+A terminal status is not final ([PaymentStatus.IsFinal]): an expired
+payment can still be paid late, and a paid_partial one paid in full. A webhook handler built on the same Client ends the waits for
 its object at once (through [Client.Notify]); across replicas,
 [WithWakeupBus] does the same.
 

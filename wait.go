@@ -171,9 +171,11 @@ func newWaitConfig[T any, S ~string](interval, maxInterval time.Duration, noWake
 // On error the payment returned is the last one read (nil if none): it is
 // never terminal, and never a reason to ship goods.
 //
-// Money caveat: terminal is not final forever. A late transfer can move an
-// expired payment to paid, and paid_partial or paid_over need a person
-// (NeedsAction). Keep listening to webhooks after the wait ends.
+// Money caveat: terminal is not final (PaymentStatus.IsFinal). A late
+// transfer can move an expired payment to paid, the rest of a paid_partial
+// one makes it paid, and paid_partial or paid_over need a person
+// (NeedsAction). Keep listening to webhooks after the wait ends, or track
+// the payment durably (pgstore.Tracker).
 func (c *Client) WaitForPayment(ctx context.Context, params WaitForPaymentParams, opts ...Option) (*Payment, error) {
 	if err := validatePaymentID(params.ID); err != nil {
 		return nil, err

@@ -284,68 +284,44 @@ func paidStatus(paid, due decimal.Decimal) cryptopay.PaymentStatus {
 	return cryptopay.PaymentPaidOver
 }
 
-// paymentMoves lists the processor-driven moves SetPaymentStatus allows.
-// paid, paid_over, failed and rejected are final here; Pay can still add
-// money to paid and paid_over (which makes them paid_over).
-var paymentMoves = map[cryptopay.PaymentStatus][]cryptopay.PaymentStatus{
-	cryptopay.PaymentWaiting: {cryptopay.PaymentConfirming, cryptopay.PaymentLocked, cryptopay.PaymentFailed,
-		cryptopay.PaymentRejected, cryptopay.PaymentExpired, cryptopay.PaymentPaid, cryptopay.PaymentPaidPartial, cryptopay.PaymentPaidOver},
-	cryptopay.PaymentConfirming: {cryptopay.PaymentLocked, cryptopay.PaymentFailed, cryptopay.PaymentRejected,
-		cryptopay.PaymentPaid, cryptopay.PaymentPaidPartial, cryptopay.PaymentPaidOver},
-	cryptopay.PaymentLocked: {cryptopay.PaymentConfirming, cryptopay.PaymentFailed, cryptopay.PaymentRejected,
-		cryptopay.PaymentPaid, cryptopay.PaymentPaidPartial, cryptopay.PaymentPaidOver},
-	cryptopay.PaymentExpired: {cryptopay.PaymentConfirming, cryptopay.PaymentLocked,
-		cryptopay.PaymentPaid, cryptopay.PaymentPaidPartial, cryptopay.PaymentPaidOver},
-	cryptopay.PaymentPaidPartial: {cryptopay.PaymentConfirming, cryptopay.PaymentLocked, cryptopay.PaymentPaid, cryptopay.PaymentPaidOver},
-}
-
-func knownPaymentStatus(st cryptopay.PaymentStatus) bool {
-	switch st {
-	case cryptopay.PaymentWaiting, cryptopay.PaymentConfirming, cryptopay.PaymentFailed, cryptopay.PaymentLocked,
-		cryptopay.PaymentRejected, cryptopay.PaymentExpired, cryptopay.PaymentPaid, cryptopay.PaymentPaidOver,
-		cryptopay.PaymentPaidPartial:
-		return true
-	}
-	return false
-}
-
 // SetPaymentStatus moves a payment to st as the processor would, and sends
-// the webhook. Allowed moves:
+// the webhook. The allowed moves are the SDK's payment lifecycle table
+// (cryptopay.PaymentStatus.CanMoveTo), late moves included:
 //
-//	waiting      -> confirming | locked | failed | rejected | expired | paid
-//	confirming   -> locked | failed | rejected | paid
-//	locked       -> confirming | failed | rejected | paid
-//	expired      -> confirming | locked | paid   (a late transfer)
-//	paid_partial -> confirming | locked | paid
+//	waiting      -> confirming | locked | failed | rejected | expired | paid | paid_partial | paid_over
+//	confirming   -> locked | failed | rejected | paid | paid_partial | paid_over
+//	locked       -> confirming | failed | rejected | paid | paid_partial | paid_over
+//	expired      -> confirming | locked | paid | paid_partial | paid_over   (a late transfer)
+//	paid_partial -> confirming | locked | paid | paid_over                  (the rest arrived)
+//	paid         -> paid_over                                               (a transfer on top)
 //
 // paid pays the outstanding remainder (as Pay would, balance included).
 // paid_partial and paid_over need an amount: they are accepted only when the
 // amount already paid matches them; otherwise use Pay. Setting the status a
-// payment already has is a no-op. paid, paid_over, failed and rejected do
-// not move (ErrTransition); an unknown id is ErrNotFound.
+// payment already has is a no-op. paid_over, failed and rejected are final
+// (ErrTransition); an unknown id is ErrNotFound.
 func (s *Server) SetPaymentStatus(id string, st cryptopay.PaymentStatus) error {
-	if !knownPaymentStatus(st) {
-		return fmt.Errorf("%w: %q is not a payment status", ErrInvalid, st)
-	}
-	now := s.Now()
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	return setStatus(s, "payment", id, st, s.findPaymentLocked, s.movePaymentLocked)
+}
+
+// findPaymentLocked looks a payment up for setStatus, expiring it first if
+// due. Caller holds s.mu.
+func (s *Server) findPaymentLocked(id string, now time.Time) (*payment, cryptopay.PaymentStatus, bool) {
 	p, ok := s.payments[id]
 	if !ok {
-		return fmt.Errorf("%w: payment %s", ErrNotFound, id)
+		return nil, "", false
 	}
 	s.expireLocked(p, now)
-	if p.status == st {
-		return nil
-	}
-	if !contains(paymentMoves[p.status], st) {
-		return fmt.Errorf("%w: payment %s cannot move from %s to %s", ErrTransition, id, p.status, st)
-	}
+	return p, p.status, true
+}
+
+// movePaymentLocked makes a move setStatus allowed. Caller holds s.mu.
+func (s *Server) movePaymentLocked(p *payment, st cryptopay.PaymentStatus, now time.Time) error {
 	switch st {
 	case cryptopay.PaymentPaid:
 		if p.paid.GreaterThan(p.payAmount) {
 			return fmt.Errorf("%w: payment %s has %s paid, more than payAmount %s: it is paid_over, not paid",
-				ErrTransition, id, p.paid, p.payAmount)
+				ErrTransition, p.id, p.paid, p.payAmount)
 		}
 		if rest := p.payAmount.Sub(p.paid); rest.IsPositive() {
 			s.addPaidLocked(p, rest)
@@ -353,7 +329,7 @@ func (s *Server) SetPaymentStatus(id string, st cryptopay.PaymentStatus) error {
 	case cryptopay.PaymentPaidPartial, cryptopay.PaymentPaidOver:
 		if !p.paid.IsPositive() || paidStatus(p.paid, p.payAmount) != st {
 			return fmt.Errorf("%w: payment %s has %s of %s paid; use Pay with an amount to make it %s",
-				ErrTransition, id, p.paid, p.payAmount, st)
+				ErrTransition, p.id, p.paid, p.payAmount, st)
 		}
 	}
 	s.setPaymentLocked(p, st, now)
@@ -375,13 +351,4 @@ func (s *Server) PaymentCount() int {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return len(s.payments)
-}
-
-func contains[T comparable](list []T, v T) bool {
-	for _, x := range list {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }

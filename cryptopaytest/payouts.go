@@ -237,24 +237,9 @@ func queryInt(q url.Values, key string, def, minimum int) (int, *requestError) {
 	return n, nil
 }
 
-// payoutMoves lists the moves SetPayoutStatus allows.
-var payoutMoves = map[cryptopay.PayoutStatus][]cryptopay.PayoutStatus{
-	cryptopay.PayoutCreated:    {cryptopay.PayoutReview, cryptopay.PayoutProcessing, cryptopay.PayoutFailed, cryptopay.PayoutCancelled},
-	cryptopay.PayoutReview:     {cryptopay.PayoutProcessing, cryptopay.PayoutFailed, cryptopay.PayoutCancelled},
-	cryptopay.PayoutProcessing: {cryptopay.PayoutConfirming, cryptopay.PayoutPaid, cryptopay.PayoutFailed},
-	cryptopay.PayoutConfirming: {cryptopay.PayoutPaid, cryptopay.PayoutFailed},
-}
-
-func knownPayoutStatus(st cryptopay.PayoutStatus) bool {
-	switch st {
-	case cryptopay.PayoutCreated, cryptopay.PayoutReview, cryptopay.PayoutProcessing, cryptopay.PayoutConfirming,
-		cryptopay.PayoutPaid, cryptopay.PayoutFailed, cryptopay.PayoutCancelled:
-		return true
-	}
-	return false
-}
-
-// SetPayoutStatus moves a payout to st and sends the webhook. Allowed moves:
+// SetPayoutStatus moves a payout to st and sends the webhook. The allowed
+// moves are the SDK's payout lifecycle table
+// (cryptopay.PayoutStatus.CanMoveTo):
 //
 //	created    -> review | processing | failed | cancelled
 //	review     -> processing | failed | cancelled
@@ -267,26 +252,18 @@ func knownPayoutStatus(st cryptopay.PayoutStatus) bool {
 // error matching ErrTransition that names both statuses; an unknown id is
 // ErrNotFound.
 func (s *Server) SetPayoutStatus(id string, st cryptopay.PayoutStatus) error {
-	if !knownPayoutStatus(st) {
-		return fmt.Errorf("%w: %q is not a payout status", ErrInvalid, st)
-	}
-	now := s.Now()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	p, ok := s.payouts[id]
-	if !ok {
-		return fmt.Errorf("%w: payout %s", ErrNotFound, id)
-	}
-	if p.status == st {
-		return nil
-	}
-	moves, open := payoutMoves[p.status]
-	if !open {
-		return fmt.Errorf("%w: payout %s is %s, which is final; it cannot move to %s", ErrTransition, id, p.status, st)
-	}
-	if !contains(moves, st) {
-		return fmt.Errorf("%w: payout %s cannot move from %s to %s (allowed: %v)", ErrTransition, id, p.status, st, moves)
-	}
+	return setStatus(s, "payout", id, st,
+		func(id string, _ time.Time) (*payout, cryptopay.PayoutStatus, bool) {
+			p, ok := s.payouts[id]
+			if !ok {
+				return nil, "", false
+			}
+			return p, p.status, true
+		}, s.movePayoutLocked)
+}
+
+// movePayoutLocked makes a move setStatus allowed. Caller holds s.mu.
+func (s *Server) movePayoutLocked(p *payout, st cryptopay.PayoutStatus, now time.Time) error {
 	switch st {
 	case cryptopay.PayoutPaid:
 		p.paid = true

@@ -523,12 +523,10 @@ func (h *Handler) rereadFailed(ctx context.Context, ev *event, err error) outcom
 }
 
 // ahead reports whether the posted status is further along than the API's,
-// so the API is probably lagging behind the event: a heuristic over the
-// usual order of statuses. Unknown statuses are never ahead.
-func (ev *event) ahead() bool {
-	p, a := ev.kind.rank(ev.postedStatus), ev.kind.rank(ev.status)
-	return p != 0 && a != 0 && p > a
-}
+// so the API is probably lagging behind the event: the API's status can
+// still move to the posted one by the SDK's lifecycle table (late moves
+// included). Unknown statuses are never ahead.
+func (ev *event) ahead() bool { return ev.kind.ahead(ev.postedStatus, ev.status) }
 
 // clip cuts s to at most n bytes on a rune boundary, for a log line.
 func clip(s string, n int) string {

@@ -492,15 +492,20 @@ func TestStatusAhead(t *testing.T) {
 		{paymentKind, "waiting", "paid", false},
 		{paymentKind, "expired", "paid", false},
 		{paymentKind, "paid_partial", "paid", false},
-		{paymentKind, "paid", "paid_partial", false},
-		{paymentKind, "locked", "confirming", false},
+		// The rest of a partial payment arrived; the API has not seen it yet.
+		{paymentKind, "paid", "paid_partial", true},
+		{paymentKind, "paid_over", "paid", true},
+		{paymentKind, "locked", "confirming", false}, // both ways: no order
+		{paymentKind, "confirming", "locked", false},
+		{paymentKind, "failed", "paid", false},
 		{paymentKind, "brand_new", "waiting", false},
 		{paymentKind, "paid", "brand_new", false},
 		{payoutKind, "paid", "processing", true},
 		{payoutKind, "processing", "created", true},
 		{payoutKind, "created", "paid", false},
 		{payoutKind, "failed", "paid", false},
-		{payoutKind, "paid", "failed", true},
+		// failed is final: the API cannot catch up, a retry would not help.
+		{payoutKind, "paid", "failed", false},
 	}
 	for _, tt := range tests {
 		ev := event{kind: tt.kind, postedStatus: tt.posted, status: tt.api}

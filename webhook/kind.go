@@ -14,9 +14,10 @@ type kind struct {
 	name  string              // "payment" or "payout"
 	badID func(string) string // why a string is not such an id ("" if it is)
 	key   func(string) string // the id as dedupe keys compare it
-	// rank orders the statuses along their usual course (0: unknown), so a
-	// posted status ahead of the API's can be told.
-	rank func(status string) int
+	// ahead reports whether the posted status is one the API's status can
+	// still move to and not the other way round (by the SDK's lifecycle
+	// table), so the API is lagging behind the event.
+	ahead func(posted, api string) bool
 	// read re-reads the object through the API; decode reads a posted body.
 	read   func(ctx context.Context, c *cryptopay.Client, id string) (object, error)
 	decode func(body []byte) (object, bool)
@@ -31,35 +32,23 @@ type object struct {
 
 var (
 	paymentKind = newKind("payment", ids.Payment, ids.PaymentKey,
-		statusRanks(
-			[]cryptopay.PaymentStatus{cryptopay.PaymentWaiting},
-			[]cryptopay.PaymentStatus{cryptopay.PaymentConfirming, cryptopay.PaymentLocked},
-			[]cryptopay.PaymentStatus{cryptopay.PaymentFailed, cryptopay.PaymentRejected, cryptopay.PaymentExpired},
-			[]cryptopay.PaymentStatus{cryptopay.PaymentPaidPartial, cryptopay.PaymentPaid, cryptopay.PaymentPaidOver},
-		),
+		moveAhead(cryptopay.PaymentStatus.CanMoveTo),
 		(*cryptopay.Client).GetPayment,
 		func(p *cryptopay.Payment) object { return object{p, p.ID, p.OrderID, string(p.Status)} },
 	)
 	payoutKind = newKind("payout", ids.Payout, func(id string) string { return id },
-		statusRanks(
-			[]cryptopay.PayoutStatus{cryptopay.PayoutCreated},
-			[]cryptopay.PayoutStatus{cryptopay.PayoutReview},
-			[]cryptopay.PayoutStatus{cryptopay.PayoutProcessing},
-			[]cryptopay.PayoutStatus{cryptopay.PayoutConfirming},
-			[]cryptopay.PayoutStatus{cryptopay.PayoutFailed, cryptopay.PayoutCancelled},
-			[]cryptopay.PayoutStatus{cryptopay.PayoutPaid},
-		),
+		moveAhead(cryptopay.PayoutStatus.CanMoveTo),
 		(*cryptopay.Client).GetPayout,
 		func(p *cryptopay.Payout) object { return object{p, p.ID, p.OrderID, string(p.Status)} },
 	)
 )
 
 // newKind builds the kind of object T.
-func newKind[T any](name string, badID, key func(string) string, rank func(string) int,
+func newKind[T any](name string, badID, key func(string) string, ahead func(posted, api string) bool,
 	get func(*cryptopay.Client, context.Context, string, ...cryptopay.Option) (*T, error),
 	fields func(*T) object) *kind {
 	return &kind{
-		name: name, badID: badID, key: key, rank: rank,
+		name: name, badID: badID, key: key, ahead: ahead,
 		read: func(ctx context.Context, c *cryptopay.Client, id string) (object, error) {
 			v, err := get(c, ctx, id)
 			if err != nil {
@@ -78,14 +67,12 @@ func newKind[T any](name string, badID, key func(string) string, rank func(strin
 	}
 }
 
-// statusRanks ranks statuses by the group they are in: the first group is
-// 1, the next 2, and so on; a status in no group is 0.
-func statusRanks[S ~string](groups ...[]S) func(string) int {
-	ranks := make(map[string]int)
-	for i, g := range groups {
-		for _, s := range g {
-			ranks[string(s)] = i + 1
-		}
+// moveAhead builds kind.ahead from a status type's CanMoveTo: posted is
+// ahead of api when api can move to it and it cannot move back to api
+// (statuses that move both ways, such as locked and confirming, are never
+// ahead of each other). Unknown statuses move nowhere, so are never ahead.
+func moveAhead[S ~string](canMove func(S, S) bool) func(posted, api string) bool {
+	return func(posted, api string) bool {
+		return canMove(S(api), S(posted)) && !canMove(S(posted), S(api))
 	}
-	return func(s string) int { return ranks[s] }
 }

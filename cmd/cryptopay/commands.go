@@ -18,6 +18,8 @@ Commands:
   payment get ID        show a payment
   payment wait ID       follow a payment's status live until it is terminal
   payment create        create a payment
+  payment tracked       list the payment tracker's payments (--state late, --needs-action);
+                        also 'payment tracked show ORDER_ID' with its history
   payout create         create a payout (asks for confirmation unless --yes)
   payout get ID         show a payout
   payout find           look a payout up by --order-id: exists, not_created or still_unknown
@@ -41,7 +43,8 @@ Global flags (also accepted after the command):
 Environment:
   CRYPTOPAY_API_KEY         API key (never pass it as a flag: ps shows flags)
   CRYPTOPAY_BASE_URL        API base URL
-  CRYPTOPAY_DATABASE_URL    the payout queue's PostgreSQL connection string (never printed)
+  CRYPTOPAY_DATABASE_URL    the payout queue's and payment tracker's PostgreSQL connection
+                            string (never printed)
   CRYPTOPAY_WEBHOOK_SECRET  webhook secret for 'webhook url' and 'webhook send': the text
                             itself (make it with: openssl rand -base64 32), never decoded;
                             surrounding white space is dropped; at least 16 bytes
@@ -112,7 +115,7 @@ func (a *app) dispatch(args []string) error {
 // group runs "payment get", "payout create" and the like.
 func (a *app) group(name string, args []string) error {
 	cmds := map[string]map[string]func([]string) error{
-		"payment": {"get": a.paymentGet, "wait": a.paymentWait, "create": a.paymentCreate},
+		"payment": {"get": a.paymentGet, "wait": a.paymentWait, "create": a.paymentCreate, "tracked": a.paymentTracked},
 		"payout": {"get": a.payoutGet, "create": a.payoutCreate, "find": a.payoutFind, "export": a.payoutExport,
 			"queue": a.payoutQueue, "batch": a.payoutBatch},
 		"webhook": {"url": a.webhookURL, "send": a.webhookSend},

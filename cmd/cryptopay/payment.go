@@ -24,6 +24,9 @@ func (a *app) paymentGet(args []string) error {
 func (a *app) paymentWait(args []string) error {
 	fs := a.newFlagSet(command{"payment wait", "ID", "Follow a payment's status live until it is terminal. Exit 0 on paid or paid_over,\n" +
 		"1 on another terminal status (paid_partial, expired, failed, rejected), 2 on timeout.\n" +
+		"Terminal is not final: paid_partial (the rest may follow) and expired (a late transfer)\n" +
+		"can still move to paid; the last line says so. Follow such a payment with webhooks or\n" +
+		"pgstore's payment tracker ('cryptopay payment tracked').\n" +
 		"Table output prints a line per status change; JSON output prints the payment as\n" +
 		"one JSON line per status change, the last line being the final state."})
 	timeout := fs.Duration("timeout", 15*time.Minute, "give up after `duration` (exit 2)")
@@ -59,14 +62,29 @@ func (a *app) paymentWait(args []string) error {
 		return err
 	case !p.Status.IsSuccess():
 		if !asJSON {
-			a.printLine("payment %s ended %s (%s)", p.ID, p.Status, paymentClass(p.Status))
+			a.printLine("payment %s ended %s (%s)%s", p.ID, p.Status, paymentClass(p.Status), notFinal(p.Status))
 		}
 		return quietExit(exitNo)
 	}
 	if !asJSON {
-		a.printLine("payment %s is %s (%s)", p.ID, p.Status, paymentClass(p.Status))
+		a.printLine("payment %s is %s (%s)%s", p.ID, p.Status, paymentClass(p.Status), notFinal(p.Status))
 	}
 	return nil
+}
+
+// notFinal says, for a terminal payment status that can still move (the
+// lifecycle table's late moves), where it can go: a wait ends there, the
+// payment may not.
+func notFinal(s cryptopay.PaymentStatus) string {
+	switch {
+	case s.IsFinal() || !s.IsTerminal():
+		return ""
+	case s == cryptopay.PaymentPaidPartial:
+		return "; not final: the customer can still send the rest (then paid or paid_over)"
+	case s == cryptopay.PaymentExpired:
+		return "; not final: a late transfer can still make it paid, paid_partial or paid_over"
+	}
+	return "; not final: a further transfer makes it paid_over"
 }
 
 func orZero(d decimal.NullDecimal) string {

@@ -123,6 +123,9 @@ func TestPaymentWait(t *testing.T) {
 				assert.Regexp(t, `^\d\d:\d\d:\d\d  waiting\s+paid 0 of 10 usdt$`, first)
 				assert.Contains(t, lines[1], string(tt.want))
 				assert.Contains(t, lines[len(lines)-1], "payment "+p.ID)
+				// The lifecycle table: a wait ends at paid_partial, expired
+				// and paid, but they can still move; the last line says so.
+				assert.Equal(t, !tt.want.IsFinal(), strings.Contains(lines[len(lines)-1], "not final"), lines[len(lines)-1])
 			})
 		}
 	}

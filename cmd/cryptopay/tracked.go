@@ -1,0 +1,246 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/cryptopay/cryptopay-go/pgstore"
+)
+
+// trackerFlags name the payment tracker: its database and table.
+type trackerFlags struct {
+	databaseURL string
+	table       string
+}
+
+func (f *trackerFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.databaseURL, "database-url", "", "PostgreSQL connection `string` of the payment tracker (default $"+envDatabaseURL+");\n"+
+		"without a password (ps shows flags): put it in $"+envDatabaseURL+", $PGPASSWORD or ~/.pgpass")
+	fs.StringVar(&f.table, "tracker-table", pgstore.DefaultTrackerTable, "the tracker's `table` (\"name\" or \"schema.name\"), as in pgstore.TrackerConfig.Table")
+}
+
+// openTracker connects to the tracker's database and returns the tracker
+// (with no API client: listing and showing never call the API) and its
+// pool, for the caller to close. The connection string and its password
+// are kept among the secrets: no error prints them.
+func (a *app) openTracker(f trackerFlags) (*pgstore.Tracker, *pgxpool.Pool, error) {
+	dsn := f.databaseURL
+	if dsn != "" && hasPassword(dsn) {
+		return nil, nil, usageErr("--database-url: the connection string carries a password, and ps shows flags; " +
+			"set " + envDatabaseURL + ", or keep the password in $PGPASSWORD or ~/.pgpass")
+	}
+	if dsn == "" {
+		dsn = strings.TrimSpace(a.getenv(envDatabaseURL))
+	}
+	if dsn == "" {
+		return nil, nil, usageErr("no database: set %s or pass --database-url", envDatabaseURL)
+	}
+	a.dbSecrets = append(a.dbSecrets, dsn)
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, nil, usageErr("the database connection string (--database-url or $%s) cannot be parsed; it is not shown because it may hold a password", envDatabaseURL)
+	}
+	if pw := cfg.ConnConfig.Password; pw != "" {
+		a.dbSecrets = append(a.dbSecrets, pw, url.QueryEscape(pw), url.PathEscape(pw))
+	}
+	cfg.MaxConns = 2
+	pool, err := pgxpool.NewWithConfig(a.ctx, cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("database: %w", err)
+	}
+	tr, err := pgstore.NewTracker(a.ctx, pgstore.TrackerConfig{Pool: pool, Table: f.table})
+	if err != nil {
+		pool.Close()
+		if errors.Is(err, pgstore.ErrInvalidOption) {
+			return nil, nil, &exitError{exitUsage, err}
+		}
+		return nil, nil, err
+	}
+	return tr, pool, nil
+}
+
+// trackedOut is a tracked payment as the CLI writes it: amounts as exact
+// decimal strings, times in RFC 3339.
+type trackedOut struct {
+	OrderID     string      `json:"orderId"`
+	PaymentID   string      `json:"paymentId,omitempty"`
+	State       string      `json:"state"`
+	Status      string      `json:"status,omitempty"`
+	PaidAmount  string      `json:"paidAmount,omitempty"`
+	PayAmount   string      `json:"payAmount,omitempty"`
+	Currency    string      `json:"currency,omitempty"`
+	Network     string      `json:"network,omitempty"`
+	ExpiredAt   string      `json:"expiredAt,omitempty"`
+	NeedsAction bool        `json:"needsAction"`
+	Anomaly     string      `json:"anomaly,omitempty"`
+	Changes     int         `json:"changes"`
+	NextAt      string      `json:"nextAt,omitempty"`
+	TrackedAt   string      `json:"trackedAt"`
+	UpdatedAt   string      `json:"updatedAt"`
+	History     []changeOut `json:"history,omitempty"`
+}
+
+// changeOut is one recorded change.
+type changeOut struct {
+	Seq      int    `json:"seq"`
+	From     string `json:"from"`
+	To       string `json:"to"`
+	FromPaid string `json:"fromPaid,omitempty"`
+	ToPaid   string `json:"toPaid,omitempty"`
+	Late     bool   `json:"late"`
+	At       string `json:"at"`
+}
+
+func newTrackedOut(tp *pgstore.TrackedPayment) trackedOut {
+	return trackedOut{
+		OrderID: tp.OrderID, PaymentID: tp.PaymentID, State: string(tp.State), Status: string(tp.Status),
+		PaidAmount: nullMoney(tp.PaidAmount), PayAmount: nullMoney(tp.PayAmount), Currency: tp.Currency, Network: tp.Network,
+		ExpiredAt: when(tp.ExpiredAt), NeedsAction: tp.NeedsAction, Anomaly: tp.Anomaly, Changes: tp.Changes,
+		NextAt: when(tp.NextAt), TrackedAt: when(tp.TrackedAt), UpdatedAt: when(tp.UpdatedAt),
+	}
+}
+
+// trackStates are the tracker states and what an operator reads in each.
+var trackStates = []pgstore.TrackState{pgstore.TrackUnmatched, pgstore.TrackOpen, pgstore.TrackLate, pgstore.TrackClosed}
+
+func trackStateNames() []string {
+	out := make([]string, len(trackStates))
+	for i, s := range trackStates {
+		out[i] = string(s)
+	}
+	return out
+}
+
+func (a *app) paymentTracked(args []string) error {
+	if len(args) > 0 && args[0] == "show" {
+		return a.trackedShow(args[1:])
+	}
+	if len(args) > 0 && args[0] == "list" {
+		args = args[1:]
+	}
+	return a.trackedList(args)
+}
+
+func (a *app) trackedList(args []string) error {
+	fs := a.newFlagSet(command{"payment tracked", "", "List the payment tracker's payments in orderId order (pgstore.Tracker):\n" +
+		"unmatched (tracked by orderId alone, waiting for its first webhook), open (before expiredAt),\n" +
+		"late (past expiredAt, read less often for late transfers), closed. Also\n" +
+		"'payment tracked show ORDER_ID' for one payment and its history."})
+	var tf trackerFlags
+	tf.register(fs.FlagSet)
+	states := fs.String("state", "", "keep payments in these `states` (comma-separated; default all)")
+	action := fs.Bool("needs-action", false, "keep only payments a person should look at (locked, paid_partial, paid_over, or an anomaly)")
+	after := fs.String("after", "", "page: only orderIds after this `orderId` (the last one of the previous page)")
+	limit := fs.Int("limit", 100, "at most `n` payments (up to 10000)")
+	_, asJSON, err := a.parseOutput(fs, args, 0, 0)
+	if err != nil {
+		return err
+	}
+	if *limit <= 0 || *limit > 10000 {
+		return usageErr("payment tracked: --limit must be 1 to 10000")
+	}
+	filter := pgstore.TrackFilter{NeedsAction: *action, After: *after, Limit: *limit}
+	if *states != "" {
+		for s := range strings.SplitSeq(*states, ",") {
+			st := pgstore.TrackState(strings.TrimSpace(s))
+			if !isTrackState(st) {
+				return usageErr("payment tracked: --state %q: want one of %s", s, strings.Join(trackStateNames(), ", "))
+			}
+			filter.States = append(filter.States, st)
+		}
+	}
+	tr, pool, err := a.openTracker(tf)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	tps, err := tr.List(a.ctx, filter)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		out := make([]trackedOut, len(tps))
+		for i := range tps {
+			out[i] = newTrackedOut(&tps[i])
+		}
+		return a.printJSON(out)
+	}
+	rows := make([][]string, len(tps))
+	for i, tp := range tps {
+		o := newTrackedOut(&tp)
+		rows[i] = []string{o.OrderID, o.State, o.Status, o.PaidAmount, o.PayAmount, o.Currency, strconv.FormatBool(o.NeedsAction),
+			o.PaymentID, o.UpdatedAt, o.Anomaly}
+	}
+	return a.printTable([]string{"ORDER ID", "STATE", "STATUS", "PAID", "OF", "CURRENCY", "NEEDS ACTION", "PAYMENT ID", "UPDATED", "ANOMALY"}, rows)
+}
+
+func (a *app) trackedShow(args []string) error {
+	fs := a.newFlagSet(command{"payment tracked show", "ORDER_ID", "Show one tracked payment: its state, status, amounts, anomaly and every\n" +
+		"recorded change (oldest first; late ones came after expiredAt)."})
+	var tf trackerFlags
+	tf.register(fs.FlagSet)
+	pos, asJSON, err := a.parseOutput(fs, args, 1, 1)
+	if err != nil {
+		return err
+	}
+	tr, pool, err := a.openTracker(tf)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	tp, err := tr.Get(a.ctx, pos[0])
+	if err != nil {
+		return err
+	}
+	hist, err := tr.History(a.ctx, pos[0])
+	if err != nil {
+		return err
+	}
+	o := newTrackedOut(tp)
+	for _, c := range hist {
+		o.History = append(o.History, changeOut{Seq: c.Seq, From: string(c.From), To: string(c.To),
+			FromPaid: nullMoney(c.FromPaid), ToPaid: nullMoney(c.ToPaid), Late: c.Late, At: when(c.At)})
+	}
+	if asJSON {
+		return a.printJSON(o)
+	}
+	if err := a.printRows([][2]string{
+		{"Order ID", o.OrderID},
+		{"Payment ID", o.PaymentID},
+		{"State", o.State},
+		{"Status", o.Status},
+		{"Paid", o.PaidAmount + " of " + o.PayAmount + " " + o.Currency + " on " + o.Network},
+		{"Expires", o.ExpiredAt},
+		{"Needs action", strconv.FormatBool(o.NeedsAction)},
+		{"Anomaly", o.Anomaly},
+		{"Next read", o.NextAt},
+		{"Tracked", o.TrackedAt},
+		{"Updated", o.UpdatedAt},
+	}); err != nil {
+		return err
+	}
+	rows := make([][]string, len(o.History))
+	for i, c := range o.History {
+		late := ""
+		if c.Late {
+			late = "late"
+		}
+		rows[i] = []string{strconv.Itoa(c.Seq), c.At, c.From, c.To, c.ToPaid, late}
+	}
+	return a.printTable([]string{"#", "AT", "FROM", "TO", "PAID", "LATE"}, rows)
+}
+
+func isTrackState(s pgstore.TrackState) bool {
+	for _, t := range trackStates {
+		if t == s {
+			return true
+		}
+	}
+	return false
+}

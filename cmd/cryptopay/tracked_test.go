@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/shopspring/decimal"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	cryptopay "github.com/cryptopay/cryptopay-go"
+	"github.com/cryptopay/cryptopay-go/pgstore"
+	"github.com/cryptopay/cryptopay-go/pgstore/pgstoretest"
+)
+
+// TestPaymentTracked: an operator lists the tracker's payments by state
+// and need of action, and shows one with its history; the database
+// password never appears.
+func TestPaymentTracked(t *testing.T) {
+	srv := pgstoretest.Need(t)
+	f := setup(t)
+	f.env[envDatabaseURL] = fmt.Sprintf("postgres://postgres:%s@127.0.0.1:%d/postgres?sslmode=disable", dbPassword, srv.Port)
+	pool := srv.Pool(t, 8)
+	table := pgstoretest.Name("tracked")
+	tr, err := pgstore.NewTracker(context.Background(), pgstore.TrackerConfig{
+		Pool: pool, Client: f.srv.Client(), Table: table, CreateTable: true,
+		OpenEvery: 50 * time.Millisecond, PollInterval: 10 * time.Millisecond,
+	})
+	require.NoError(t, err)
+	partial := f.createPayment("o-tr-partial", "10", "")
+	waiting := f.createPayment("o-tr-waiting", "10", "")
+	require.NoError(t, pgx.BeginFunc(context.Background(), pool, func(tx pgx.Tx) error {
+		for _, p := range []*cryptopay.Payment{partial, waiting} {
+			if _, err := tr.Track(context.Background(), tx, p); err != nil {
+				return err
+			}
+		}
+		_, err := tr.TrackOrder(context.Background(), tx, "o-tr-lost")
+		return err
+	}))
+	require.NoError(t, f.srv.Pay(partial.ID, decimal.RequireFromString("4")))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = tr.Run(ctx); close(done) }()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		tp, err := tr.Get(context.Background(), "o-tr-partial")
+		require.NoError(t, err)
+		if tp.Status == cryptopay.PaymentPaidPartial {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "no paid_partial within 30 s")
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	<-done
+
+	cli := func(args ...string) result {
+		r := f.run(append(args, "--tracker-table", table)...)
+		assertClean(t, r)
+		return r
+	}
+	tests := []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"all", nil, []string{"o-tr-lost", "o-tr-partial", "o-tr-waiting"}},
+		{"needs action", []string{"--needs-action"}, []string{"o-tr-partial"}},
+		{"unmatched", []string{"--state", "unmatched"}, []string{"o-tr-lost"}},
+		{"open or late", []string{"--state", "open,late"}, []string{"o-tr-partial", "o-tr-waiting"}},
+		{"paged", []string{"--after", "o-tr-lost", "--limit", "1"}, []string{"o-tr-partial"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := cli(append([]string{"payment", "tracked", "--output", "json"}, tt.args...)...)
+			require.Equal(t, 0, r.code, r.stderr)
+			var got []trackedOut
+			require.NoError(t, json.Unmarshal([]byte(r.stdout), &got))
+			var ids []string
+			for _, o := range got {
+				ids = append(ids, o.OrderID)
+			}
+			assert.Equal(t, tt.want, ids)
+		})
+	}
+
+	r := cli("payment", "tracked", "show", "o-tr-partial", "--output", "json")
+	require.Equal(t, 0, r.code, r.stderr)
+	var o trackedOut
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &o))
+	assert.Equal(t, partial.ID, o.PaymentID)
+	assert.Equal(t, "paid_partial", o.Status)
+	assert.Equal(t, "4", o.PaidAmount)
+	assert.True(t, o.NeedsAction)
+	require.NotEmpty(t, o.History)
+	assert.Equal(t, "paid_partial", o.History[len(o.History)-1].To)
+
+	r = cli("payment", "tracked", "show", "o-tr-partial", "--output", "table")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "paid_partial")
+	assert.Contains(t, r.stdout, "4 of 10")
+
+	// Refusals: a bad state, an unknown order, a password on the command line.
+	r = cli("payment", "tracked", "--state", "paid")
+	assert.Equal(t, exitUsage, r.code)
+	r = cli("payment", "tracked", "show", "nope")
+	assert.Equal(t, exitFailed, r.code)
+	assert.Contains(t, r.stderr, "no tracked payment")
+	r = f.run("payment", "tracked", "--database-url", "postgres://u:"+dbPassword+"@127.0.0.1/x")
+	assertClean(t, r)
+	assert.Equal(t, exitUsage, r.code)
+}

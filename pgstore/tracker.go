@@ -1,0 +1,625 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/shopspring/decimal"
+
+	"github.com/cryptopay/cryptopay-go"
+	"github.com/cryptopay/cryptopay-go/internal/ids"
+)
+
+// DefaultTrackerTable is the table a Tracker uses without
+// TrackerConfig.Table; its history table has the same name with "_history"
+// appended.
+const DefaultTrackerTable = "cryptopay_payments_tracked"
+
+// Defaults of TrackerConfig.
+const (
+	// DefaultTrackerOpenEvery is how often an open payment is read before
+	// its expiredAt when no webhook wakes it.
+	DefaultTrackerOpenEvery = 10 * time.Minute
+	// DefaultTrackerLateMin and DefaultTrackerLateMax bound the wait
+	// between two reads of a payment past its expiredAt (doubling from the
+	// first to the second), which catch late transfers.
+	DefaultTrackerLateMin = 10 * time.Minute
+	DefaultTrackerLateMax = 6 * time.Hour
+	// DefaultTrackerHorizon is how long after expiredAt the polls go on.
+	DefaultTrackerHorizon = 72 * time.Hour
+)
+
+// TrackState is where a tracked payment stands for the tracker (not the
+// payment's status: see TrackedPayment.Status).
+type TrackState string
+
+// Tracker states.
+const (
+	// TrackUnmatched: tracked by orderId alone (the create answer was
+	// lost); the payment's id is unknown, so nothing can be read. Its first
+	// authenticated webhook (Tracker.PaymentChanged) gives the id.
+	TrackUnmatched TrackState = "unmatched"
+	// TrackOpen: before expiredAt; read every OpenEvery and on every
+	// webhook.
+	TrackOpen TrackState = "open"
+	// TrackLate: past expiredAt and not settled (expired, paid_partial,
+	// still waiting ...); read less and less often, up to Horizon after
+	// expiredAt, to catch late transfers.
+	TrackLate TrackState = "late"
+	// TrackClosed: a final status, a success, or past the horizon: no more
+	// polls. A webhook (PaymentChanged) still wakes a payment whose status
+	// can move, so a transfer after the horizon is still credited.
+	TrackClosed TrackState = "closed"
+)
+
+// Errors of the tracker; match them with errors.Is.
+var (
+	// ErrTrackConflict: the orderId is tracked with other data. See
+	// *TrackConflictError.
+	ErrTrackConflict = errors.New("pgstore: payment tracked with other data")
+	// ErrNotTracked: no tracked payment has this orderId.
+	ErrNotTracked = errors.New("pgstore: no tracked payment with this orderId")
+)
+
+// TrackConflictError is Track's answer to an orderId tracked already with
+// other data. It matches ErrTrackConflict; the tracked payment is unchanged.
+type TrackConflictError struct {
+	// OrderID is the orderId tracked twice.
+	OrderID string
+	// Field names the first datum that differs.
+	Field string
+}
+
+// Error names the orderId and the field, not the values.
+func (e *TrackConflictError) Error() string {
+	return fmt.Sprintf("pgstore: payment for order %q is tracked with a different %s", e.OrderID, e.Field)
+}
+
+// Is matches ErrTrackConflict.
+func (e *TrackConflictError) Is(target error) bool { return target == ErrTrackConflict }
+
+// TrackedPayment is a payment as the tracker holds it.
+type TrackedPayment struct {
+	// OrderID is the merchant's orderId (the key).
+	OrderID string
+	// PaymentID is the payment's id; empty while TrackUnmatched.
+	PaymentID string
+	// State is where the tracker stands with it.
+	State TrackState
+	// Status is the latest status recorded from the API ("" before the
+	// first read).
+	Status cryptopay.PaymentStatus
+	// PaidAmount is the latest paid amount recorded (invalid: none).
+	PaidAmount decimal.NullDecimal
+	// PayAmount, Currency and Network are the payment's, as tracked.
+	PayAmount         decimal.NullDecimal
+	Currency, Network string
+	// ExpiredAt is the payment's expiredAt (zero while unknown).
+	ExpiredAt time.Time
+	// NeedsAction says a person should look: the status needs action
+	// (locked, paid_partial, paid_over) or Anomaly is set.
+	NeedsAction bool
+	// Anomaly describes the latest thing the tracker refused to record: an
+	// answer for another payment or order, an unknown status, a move the
+	// lifecycle table does not allow, a paid amount that went down, an id
+	// the API does not know, a webhook for another payment of this order.
+	// It stays until an operator clears it (ClearAnomaly). Server text: show
+	// it escaped.
+	Anomaly string
+	// Changes counts the recorded changes (the history's length).
+	Changes int
+	// NextAt is when it is next read (zero: not polled).
+	NextAt time.Time
+	// TrackedAt and UpdatedAt are the database's times of Track and of the
+	// latest change.
+	TrackedAt, UpdatedAt time.Time
+}
+
+// PaymentChange is one recorded change of a tracked payment's status or
+// paid amount, as TrackerConfig.OnChange, TrackerConfig.Observer and
+// Tracker.History give it.
+type PaymentChange struct {
+	// OrderID and PaymentID name the payment.
+	OrderID, PaymentID string
+	// Seq is the change's number in the payment's history (1 first).
+	Seq int
+	// From and To are the statuses before and after ("" From: the first
+	// status read). They are equal when only the paid amount changed.
+	From, To cryptopay.PaymentStatus
+	// FromPaid and ToPaid are the paid amounts before and after (invalid:
+	// none). The merchant's ledger moves by ToPaid - FromPaid.
+	FromPaid, ToPaid decimal.NullDecimal
+	// Late is true when the change came after the payment's expiredAt (a
+	// late transfer: expired -> paid, or a payment reached after expiry).
+	Late bool
+	// At is when it was recorded (the database's clock).
+	At time.Time
+	// Payment is the API's payment the change was read from (nil in
+	// History).
+	Payment *cryptopay.Payment
+}
+
+// Credits reports whether the change matters to money and so reaches
+// TrackerConfig.OnChange: the new status is terminal or needs action
+// (paid, paid_over, paid_partial, locked, expired, failed, rejected),
+// including late moves and a paid amount that grew.
+func (c *PaymentChange) Credits() bool { return c.To.IsTerminal() || c.To.NeedsAction() }
+
+// TrackerConfig configures NewTracker. Pool is required, and Client for
+// Run; every other field has a default.
+type TrackerConfig struct {
+	// Pool is the merchant's database. The tracker needs SELECT, INSERT and
+	// UPDATE on its two tables (and CREATE with CreateTable).
+	Pool *pgxpool.Pool
+	// Client reads the payments' statuses. Without it the tracker can
+	// track, wake, read and list, but not Run.
+	Client *cryptopay.Client
+	// Table is the table ("name" or "schema.name"); default
+	// DefaultTrackerTable. The history is Table + "_history".
+	Table string
+	// CreateTable makes NewTracker create the tables if missing (see
+	// Tracker.DDL).
+	CreateTable bool
+	// OpenEvery, LateMin, LateMax and Horizon shape the backstop polls (see
+	// the Default* constants): every OpenEvery before expiredAt, once just
+	// after it, then from LateMin doubling to LateMax until Horizon after
+	// expiredAt. Every wait is drawn from [3/4 of it, all of it].
+	OpenEvery, LateMin, LateMax, Horizon time.Duration
+	// Lease is how long a worker holds a payment it claimed (default 1
+	// minute); another replica takes it over only after that.
+	Lease time.Duration
+	// PollInterval is how often an idle worker looks for due payments
+	// (default 1 s).
+	PollInterval time.Duration
+	// Concurrency is how many payments one Run reads at once (default 16):
+	// with Lease it bounds the API reads of a replica.
+	Concurrency int
+	// OnChange, if set, runs once per recorded change that matters to money
+	// (PaymentChange.Credits), inside the transaction that records it:
+	// its writes through tx and the tracker's record commit together, or
+	// neither does (then it runs again later, for the same change). It must
+	// do its effects through tx only, must not commit or roll tx back, and
+	// must be quick: it holds the payment's row lock. An error rolls the
+	// change back; the payment is read again later.
+	OnChange func(ctx context.Context, tx pgx.Tx, c *PaymentChange) error
+	// Observer, if set, is called after each committed change (every
+	// change, money or not), on the worker's goroutine: keep it quick.
+	Observer func(PaymentChange)
+	// Logger receives one line per read or write a worker could not make;
+	// default none.
+	Logger *slog.Logger
+
+	api trackerAPI // tests replace the SDK
+}
+
+// trackerAPI is the one API call the tracker makes.
+type trackerAPI interface {
+	GetPayment(ctx context.Context, id string, opts ...cryptopay.Option) (*cryptopay.Payment, error)
+}
+
+// Tracker follows payments durably in the merchant's PostgreSQL, the
+// payment-side twin of Queue: tracked in the merchant's own transactions,
+// woken by webhooks (PaymentChanged), read by a backstop on a schedule
+// derived from expiredAt, on any number of replicas (leases, FOR UPDATE
+// SKIP LOCKED), and each change that matters to money reaches OnChange
+// exactly once, in the transaction that records it. Build it with
+// NewTracker; safe for concurrent use.
+type Tracker struct {
+	cfg     TrackerConfig
+	api     trackerAPI
+	table   pgx.Identifier
+	history pgx.Identifier
+	wake    chan struct{}
+	log     *slog.Logger
+	sql     trackerSQL
+
+	// hook is called at named points of the worker; tests use it to kill
+	// the process there.
+	hook func(point string)
+}
+
+// NewTracker checks cfg, fills in the defaults and returns a Tracker; with
+// CreateTable it creates the tables first.
+func NewTracker(ctx context.Context, cfg TrackerConfig) (*Tracker, error) {
+	if cfg.Pool == nil {
+		return nil, fmt.Errorf("%w: TrackerConfig.Pool is nil", ErrInvalidOption)
+	}
+	table, err := parseTable(orText(cfg.Table, DefaultTrackerTable))
+	if err != nil {
+		return nil, err
+	}
+	history := append(pgx.Identifier{}, table...)
+	history[len(history)-1] += "_history"
+	trackDefault(&cfg.OpenEvery, DefaultTrackerOpenEvery)
+	trackDefault(&cfg.LateMin, DefaultTrackerLateMin)
+	trackDefault(&cfg.LateMax, DefaultTrackerLateMax)
+	trackDefault(&cfg.Horizon, DefaultTrackerHorizon)
+	trackDefault(&cfg.Lease, time.Minute)
+	trackDefault(&cfg.PollInterval, time.Second)
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = 16
+	}
+	if cfg.LateMax < cfg.LateMin {
+		return nil, fmt.Errorf("%w: LateMax %v is below LateMin %v", ErrInvalidOption, cfg.LateMax, cfg.LateMin)
+	}
+	t := &Tracker{cfg: cfg, api: cfg.api, table: table, history: history, wake: make(chan struct{}, 1), log: cfg.Logger}
+	if t.api == nil && cfg.Client != nil {
+		t.api = cfg.Client
+	}
+	if t.log == nil {
+		t.log = slog.New(slog.DiscardHandler)
+	}
+	t.sql = buildTrackerSQL(table.Sanitize(), history.Sanitize())
+	if cfg.CreateTable {
+		if err := t.CreateTable(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return t, nil
+}
+
+// Table returns the tracker's table name, quoted for SQL.
+func (t *Tracker) Table() string { return t.table.Sanitize() }
+
+// DDL returns the statements that create the tracker's tables and indexes.
+// Amounts are numeric (exact), never floating point.
+func (t *Tracker) DDL() string {
+	name := t.table[len(t.table)-1]
+	due := pgx.Identifier{name + "_due_idx"}.Sanitize()
+	state := pgx.Identifier{name + "_state_idx"}.Sanitize()
+	return fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %[1]s (
+    order_id     text        PRIMARY KEY,
+    payment_id   text        NOT NULL DEFAULT '',
+    pay_amount   numeric,
+    currency     text        NOT NULL DEFAULT '',
+    network      text        NOT NULL DEFAULT '',
+    expired_at   timestamptz,
+    state        text        NOT NULL,
+    status       text        NOT NULL DEFAULT '',
+    paid_amount  numeric,
+    needs_action boolean     NOT NULL DEFAULT false,
+    anomaly      text        NOT NULL DEFAULT '',
+    final        boolean     NOT NULL DEFAULT false,
+    changes      integer     NOT NULL DEFAULT 0,
+    late_polls   integer     NOT NULL DEFAULT 0,
+    woken        boolean     NOT NULL DEFAULT false,
+    next_at      timestamptz,
+    lease_token  bytea,
+    tracked_at   timestamptz NOT NULL DEFAULT now(),
+    updated_at   timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX IF NOT EXISTS %[3]s ON %[1]s (next_at) WHERE next_at IS NOT NULL;
+CREATE INDEX IF NOT EXISTS %[4]s ON %[1]s (state, order_id);
+CREATE TABLE IF NOT EXISTS %[2]s (
+    order_id    text        NOT NULL,
+    seq         integer     NOT NULL,
+    payment_id  text        NOT NULL,
+    from_status text        NOT NULL,
+    to_status   text        NOT NULL,
+    from_paid   numeric,
+    to_paid     numeric,
+    late        boolean     NOT NULL,
+    at          timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (order_id, seq)
+);`, t.Table(), t.history.Sanitize(), due, state)
+}
+
+// CreateTable creates the tracker's tables and indexes if they do not
+// exist.
+func (t *Tracker) CreateTable(ctx context.Context) error {
+	if _, err := t.cfg.Pool.Exec(ctx, t.DDL()); err != nil {
+		return fmt.Errorf("pgstore: creating %s: %w", t.Table(), err)
+	}
+	return nil
+}
+
+// Track starts tracking the payment p (CreatePayment's answer) in tx, the
+// merchant's own transaction: record the order and its payment in one
+// commit (if tx rolls back, nothing is tracked). The payment is keyed by
+// its orderId. Tracking an orderId again with the same payment is a no-op
+// (created false); with another payment id, amount, currency or network it
+// is a *TrackConflictError and the tracked payment is unchanged. An
+// orderId tracked by TrackOrder alone is completed by Track.
+func (t *Tracker) Track(ctx context.Context, tx pgx.Tx, p *cryptopay.Payment) (created bool, err error) {
+	switch {
+	case tx == nil:
+		return false, fmt.Errorf("%w: Track needs the caller's transaction", ErrInvalidOption)
+	case p == nil:
+		return false, &cryptopay.ValidationError{Field: "Payment", Reason: "is nil"}
+	}
+	if r := ids.Payment(p.ID); r != "" {
+		return false, &cryptopay.ValidationError{Field: "ID", Reason: r}
+	}
+	if r := ids.Text(p.OrderID, 256); r != "" || p.OrderID == "" {
+		return false, &cryptopay.ValidationError{Field: "OrderID", Reason: orText(r, "is empty")}
+	}
+	if !p.PayAmount.IsPositive() {
+		return false, &cryptopay.ValidationError{Field: "PayAmount", Reason: "must be greater than 0"}
+	}
+	var expired *time.Time
+	if !p.ExpiredAt.IsZero() {
+		expired = &p.ExpiredAt
+	}
+	next := t.schedule(time.Now(), p.ExpiredAt, "", 0)
+	if next.at == nil { // tracked after its horizon: read it once now
+		now := time.Now()
+		next.at = &now
+	}
+	var inserted bool
+	err = tx.QueryRow(ctx, t.sql.insert, p.OrderID, p.ID, p.PayAmount.String(), p.Currency, p.Network, expired,
+		string(TrackOpen), next.at).Scan(&inserted)
+	if err == nil {
+		return true, nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return false, fmt.Errorf("pgstore: track %q: %w", p.OrderID, err)
+	}
+	have, err := scanTracked(tx.QueryRow(ctx, t.sql.getLock, p.OrderID))
+	if err != nil {
+		return false, fmt.Errorf("pgstore: track %q: reading the tracked payment: %w", p.OrderID, err)
+	}
+	if f := trackConflict(have, p); f != "" {
+		return false, &TrackConflictError{OrderID: p.OrderID, Field: f}
+	}
+	if have.PaymentID != "" {
+		return false, nil
+	}
+	// Tracked by orderId alone: this completes it.
+	if _, err := tx.Exec(ctx, t.sql.complete, p.OrderID, p.ID, p.PayAmount.String(), p.Currency, p.Network, expired, next.at); err != nil {
+		return false, fmt.Errorf("pgstore: track %q: %w", p.OrderID, err)
+	}
+	return false, nil
+}
+
+// trackConflict names the first datum of p that differs from the tracked
+// payment have ("" if none; data have lacks do not differ).
+func trackConflict(have *TrackedPayment, p *cryptopay.Payment) string {
+	switch {
+	case have.PaymentID != "" && !strings.EqualFold(have.PaymentID, p.ID):
+		return "PaymentID"
+	case have.PayAmount.Valid && !have.PayAmount.Decimal.Equal(p.PayAmount):
+		return "PayAmount"
+	case have.Currency != "" && have.Currency != p.Currency:
+		return "Currency"
+	case have.Network != "" && have.Network != p.Network:
+		return "Network"
+	}
+	return ""
+}
+
+// TrackOrder starts tracking, in tx, the payment of an order whose create
+// request had an unknown outcome (ErrOutcomeUnknown): the API has no
+// payment search, so it waits in TrackUnmatched, unread, until its first
+// authenticated webhook reaches PaymentChanged with the payment's id (or
+// Track gives it). Tracking an orderId that is tracked already is a no-op
+// (created false).
+func (t *Tracker) TrackOrder(ctx context.Context, tx pgx.Tx, orderID string) (created bool, err error) {
+	if tx == nil {
+		return false, fmt.Errorf("%w: TrackOrder needs the caller's transaction", ErrInvalidOption)
+	}
+	if r := ids.Text(orderID, 256); r != "" || orderID == "" {
+		return false, &cryptopay.ValidationError{Field: "OrderID", Reason: orText(r, "is empty")}
+	}
+	var inserted bool
+	err = tx.QueryRow(ctx, t.sql.insertOrder, orderID, string(TrackUnmatched)).Scan(&inserted)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, pgx.ErrNoRows):
+		return false, nil
+	}
+	return false, fmt.Errorf("pgstore: track order %q: %w", orderID, err)
+}
+
+// PaymentChanged wakes the tracked payment of p's orderId (call it from the
+// webhook handler's OnPayment callback, whose payment the handler re-read
+// through the API): it is read again at once instead of at its next poll.
+// It only wakes the payment; the status is read from the API, never taken
+// from p. A payment tracked by orderId alone (TrackUnmatched) takes p.ID as
+// its id here. A payment with another id than the one tracked for the
+// order is not followed: the tracked payment is flagged (Anomaly,
+// NeedsAction) for a person. An orderId that is not tracked is ignored.
+func (t *Tracker) PaymentChanged(ctx context.Context, p *cryptopay.Payment) error {
+	if p == nil || p.OrderID == "" || ids.Payment(p.ID) != "" {
+		return nil
+	}
+	tag, err := t.cfg.Pool.Exec(ctx, t.sql.wake, p.OrderID, p.ID, string(TrackOpen), string(TrackUnmatched))
+	if err != nil {
+		return fmt.Errorf("pgstore: waking tracked payment %q: %w", p.OrderID, err)
+	}
+	if tag.RowsAffected() == 0 {
+		anomaly := trackText("a webhook named payment " + p.ID + " for this order; the tracked payment has another id")
+		if _, err := t.cfg.Pool.Exec(ctx, t.sql.otherPayment, p.OrderID, p.ID, anomaly); err != nil {
+			return fmt.Errorf("pgstore: flagging tracked payment %q: %w", p.OrderID, err)
+		}
+		return nil
+	}
+	t.poke()
+	return nil
+}
+
+// Get returns the tracked payment of orderID, or an error matching
+// ErrNotTracked.
+func (t *Tracker) Get(ctx context.Context, orderID string) (*TrackedPayment, error) {
+	tp, err := scanTracked(t.cfg.Pool.QueryRow(ctx, t.sql.get, orderID))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("%w: %q", ErrNotTracked, orderID)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: reading tracked payment %q: %w", orderID, err)
+	}
+	return tp, nil
+}
+
+// ClearAnomaly clears the tracked payment's Anomaly once an operator has
+// looked into it (NeedsAction then follows the status alone). It changes
+// nothing else: no status is recorded and nothing is credited.
+func (t *Tracker) ClearAnomaly(ctx context.Context, orderID string) error {
+	tp, err := t.Get(ctx, orderID)
+	if err != nil {
+		return err
+	}
+	if _, err := t.cfg.Pool.Exec(ctx, t.sql.clear, orderID, tp.Status.NeedsAction(), string(tp.Status)); err != nil {
+		return fmt.Errorf("pgstore: clearing the anomaly of %q: %w", orderID, err)
+	}
+	return nil
+}
+
+// TrackFilter selects tracked payments for List.
+type TrackFilter struct {
+	// States keeps payments in any of these states; empty keeps all.
+	States []TrackState
+	// NeedsAction keeps only payments a person should look at.
+	NeedsAction bool
+	// After pages: only orderIds greater than it.
+	After string
+	// Limit caps the page (0: 100; at most 10,000).
+	Limit int
+}
+
+// List returns tracked payments in orderId order, filtered by f.
+func (t *Tracker) List(ctx context.Context, f TrackFilter) ([]TrackedPayment, error) {
+	limit := f.Limit
+	if limit <= 0 {
+		limit = 100
+	}
+	limit = min(limit, 10000)
+	states := make([]string, len(f.States))
+	for i, s := range f.States {
+		states[i] = string(s)
+	}
+	rows, err := t.cfg.Pool.Query(ctx, t.sql.list, len(states) == 0, states, f.NeedsAction, f.After, limit)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: listing tracked payments: %w", err)
+	}
+	defer rows.Close()
+	var out []TrackedPayment
+	for rows.Next() {
+		tp, err := scanTracked(rows)
+		if err != nil {
+			return nil, fmt.Errorf("pgstore: listing tracked payments: %w", err)
+		}
+		out = append(out, *tp)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("pgstore: listing tracked payments: %w", err)
+	}
+	return out, nil
+}
+
+// History returns the recorded changes of orderID's payment, oldest first
+// (empty if none or not tracked).
+func (t *Tracker) History(ctx context.Context, orderID string) ([]PaymentChange, error) {
+	rows, err := t.cfg.Pool.Query(ctx, t.sql.history, orderID)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: reading the history of %q: %w", orderID, err)
+	}
+	defer rows.Close()
+	var out []PaymentChange
+	for rows.Next() {
+		var c PaymentChange
+		var from, to string
+		var fromPaid, toPaid *string
+		if err := rows.Scan(&c.OrderID, &c.Seq, &c.PaymentID, &from, &to, &fromPaid, &toPaid, &c.Late, &c.At); err != nil {
+			return nil, fmt.Errorf("pgstore: reading the history of %q: %w", orderID, err)
+		}
+		c.From, c.To = cryptopay.PaymentStatus(from), cryptopay.PaymentStatus(to)
+		if c.FromPaid, err = nullDecimal(fromPaid); err == nil {
+			c.ToPaid, err = nullDecimal(toPaid)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("pgstore: reading the history of %q: %w", orderID, err)
+		}
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("pgstore: reading the history of %q: %w", orderID, err)
+	}
+	return out, nil
+}
+
+// Counts returns how many tracked payments are in each state (states with
+// none are absent) and how many need action.
+func (t *Tracker) Counts(ctx context.Context) (map[TrackState]int, int, error) {
+	rows, err := t.cfg.Pool.Query(ctx, t.sql.counts)
+	if err != nil {
+		return nil, 0, fmt.Errorf("pgstore: counting tracked payments: %w", err)
+	}
+	out := make(map[TrackState]int)
+	var st string
+	var n, action, total int
+	_, err = pgx.ForEachRow(rows, []any{&st, &n, &action}, func() error {
+		out[TrackState(st)] = n
+		total += action
+		return nil
+	})
+	if err != nil {
+		return nil, 0, fmt.Errorf("pgstore: counting tracked payments: %w", err)
+	}
+	return out, total, nil
+}
+
+// poke wakes this process's idle workers.
+func (t *Tracker) poke() {
+	select {
+	case t.wake <- struct{}{}:
+	default:
+	}
+}
+
+// trackedCols are the columns every read returns, in scanTracked's order.
+const trackedCols = `order_id, payment_id, state, status, paid_amount::text, pay_amount::text, currency, network,
+expired_at, needs_action, anomaly, changes, next_at, tracked_at, updated_at`
+
+func scanTracked(row pgx.Row, extra ...any) (*TrackedPayment, error) {
+	var tp TrackedPayment
+	var state, status string
+	var paid, pay *string
+	var expired, next *time.Time
+	dest := append([]any{&tp.OrderID, &tp.PaymentID, &state, &status, &paid, &pay, &tp.Currency, &tp.Network,
+		&expired, &tp.NeedsAction, &tp.Anomaly, &tp.Changes, &next, &tp.TrackedAt, &tp.UpdatedAt}, extra...)
+	if err := row.Scan(dest...); err != nil {
+		return nil, err
+	}
+	tp.State, tp.Status = TrackState(state), cryptopay.PaymentStatus(status)
+	var err error
+	if tp.PaidAmount, err = nullDecimal(paid); err != nil {
+		return nil, err
+	}
+	if tp.PayAmount, err = nullDecimal(pay); err != nil {
+		return nil, err
+	}
+	if expired != nil {
+		tp.ExpiredAt = *expired
+	}
+	if next != nil {
+		tp.NextAt = *next
+	}
+	return &tp, nil
+}
+
+func nullDecimal(s *string) (decimal.NullDecimal, error) {
+	if s == nil {
+		return decimal.NullDecimal{}, nil
+	}
+	d, err := decimal.NewFromString(*s)
+	if err != nil {
+		return decimal.NullDecimal{}, fmt.Errorf("amount %q: %w", *s, err)
+	}
+	return decimal.NewNullDecimal(d), nil
+}
+
+// nullText is d as numeric text for SQL (nil: NULL).
+func nullText(d decimal.NullDecimal) *string {
+	if !d.Valid {
+		return nil
+	}
+	s := d.Decimal.String()
+	return &s
+}

@@ -1,0 +1,447 @@
+package pgstore_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/shopspring/decimal"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cryptopay/cryptopay-go"
+	"github.com/cryptopay/cryptopay-go/cryptopaytest"
+	"github.com/cryptopay/cryptopay-go/pgstore"
+	"github.com/cryptopay/cryptopay-go/pgstore/internal/pgtest"
+	"github.com/cryptopay/cryptopay-go/webhook"
+)
+
+// trackerChaosN is how many payments TestTrackerChaos follows. The default
+// keeps CI short on a small machine; the figure is 2,000:
+//
+//	go test -run TestTrackerChaos -tracker.chaos.n=2000 ./pgstore
+var trackerChaosN = flag.Int("tracker.chaos.n", 120, "payments in TestTrackerChaos")
+
+// The windows a tracker process is killed in: the change's row written,
+// inside the merchant's callback (its credit written), before the commit.
+var trackerChaosPoints = []string{"change-recorded", "in-callback", "before-commit"}
+
+const (
+	trackerChaosWorkers = 3
+	trackerChaosEnv     = "TRACKER_CHAOS_WORKER"
+)
+
+// How a customer pays a chaos payment.
+const (
+	payFull = iota
+	payPartialThenFull
+	payAfterExpiry
+	payNever
+)
+
+// Three tracker processes share the payments; each is SIGKILLed (by
+// itself, at a test hook) in every window that matters, and started again.
+// Customers pay in full, partially then in full, after expiry, or never.
+// The merchant's endpoint loses 30% of webhook deliveries for good,
+// processes 10% twice and 20% late and out of order; 5% of create answers
+// are lost (the fake made the payment; the merchant tracks the orderId
+// alone); PostgreSQL crashes once (SIGQUIT: an immediate shutdown, then
+// crash recovery). Every payment the fake shows paid must be credited
+// exactly once, no unpaid one credited, every late one credited as late,
+// and every lost-create payment that got a webhook tracked by its id.
+func TestTrackerChaos(t *testing.T) {
+	if os.Getenv(trackerChaosEnv) != "" {
+		trackerChaosWorker(t)
+		return
+	}
+	n := *trackerChaosN
+	start := time.Now()
+	r := newTRig(t, cryptopaytest.WithPaymentTTL(4*time.Second), cryptopaytest.WithWebhookRetry(8, 50*time.Millisecond))
+	tr := r.start(t, 0) // the webhook endpoint only; the children run
+	var drops, dups, late atomic.Int64
+	var async sync.WaitGroup
+	t.Cleanup(async.Wait)
+	r.mu.Lock()
+	r.chaos = func(w http.ResponseWriter, req *http.Request, h http.Handler) {
+		body, _ := io.ReadAll(req.Body)
+		again := func(w http.ResponseWriter) {
+			rq := req.Clone(context.WithoutCancel(req.Context()))
+			rq.Body = io.NopCloser(bytes.NewReader(body))
+			h.ServeHTTP(w, rq)
+		}
+		switch x := rand.IntN(100); {
+		case x < 30:
+			drops.Add(1)
+			w.WriteHeader(http.StatusOK) // lost for good
+		case x < 40:
+			dups.Add(1)
+			again(httptest.NewRecorder())
+			again(w)
+		case x < 60:
+			late.Add(1)
+			w.WriteHeader(http.StatusOK)
+			async.Go(func() {
+				time.Sleep(time.Duration(rand.IntN(500)) * time.Millisecond)
+				again(httptest.NewRecorder())
+			})
+		default:
+			again(w)
+		}
+	}
+	r.mu.Unlock()
+
+	ps := r.chaosPayments(t, tr, n)
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make([]error, trackerChaosWorkers)
+	for slot := range trackerChaosWorkers {
+		wg.Go(func() { errs[slot] = r.trackerChaosSlot(ctx, slot, dir) })
+	}
+	var paying sync.WaitGroup
+	for _, p := range ps {
+		paying.Go(func() { r.customer(t, p) })
+	}
+	// PostgreSQL crashes once, when a third of the payments have a credit.
+	crashed := false
+	for range 3000 {
+		if r.creditedOrders() >= n/3 {
+			crashed = crashPostgres(t, r.srv)
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	paying.Wait()
+	// Done when every findable payment's tracked status is the fake's.
+	var open int
+	for range 6000 {
+		if open = r.chaosOpen(ps); open == 0 {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "stop"), nil, 0o644))
+	wg.Wait()
+	for _, err := range errs {
+		require.NoError(t, err)
+	}
+	require.Zero(t, open, "payments whose tracked status is not the fake's")
+	require.True(t, crashed, "PostgreSQL crashed mid-run")
+	r.chaosVerify(t, ps, dir)
+	t.Logf("tracker chaos: %d payments, %d processes, in %v; webhook deliveries: %d lost for good, %d twice, %d late and out of order; PostgreSQL crashed: %v",
+		n, trackerChaosWorkers, time.Since(start).Round(time.Millisecond), drops.Load(), dups.Load(), late.Load(), crashed)
+}
+
+// chaosPayment is one payment of the chaos run and how it is paid.
+type chaosPayment struct {
+	orderID, id string
+	due         decimal.Decimal
+	how         int
+	lost        bool // the create answer was lost
+}
+
+// chaosPayments creates n payments (5% with their answer lost) and tracks
+// each in a merchant transaction: by id, or by orderId when lost.
+func (r *trig) chaosPayments(t *testing.T, tr *pgstore.Tracker, n int) []*chaosPayment {
+	ps := make([]*chaosPayment, n)
+	for i := range ps {
+		c := &chaosPayment{orderID: fmt.Sprintf("chaos-%05d", i), how: rand.IntN(4), lost: rand.IntN(100) < 5}
+		if c.lost {
+			r.fake.InjectFault(cryptopaytest.RouteCreatePayment, cryptopaytest.Fault{Process: true, Drop: true})
+		}
+		u, err := webhook.URL(r.shop.URL, r.secret, c.orderID)
+		require.NoError(t, err)
+		p, err := r.fake.Client().CreatePayment(context.Background(), cryptopay.CreatePaymentParams{
+			Amount: decimal.RequireFromString("10"), Currency: "usdt", Network: "tron", CustomerID: "cust-1",
+			CustomerIP: "203.0.113.7", OrderID: c.orderID, WebhookURL: u,
+		})
+		require.NoError(t, pgx.BeginFunc(context.Background(), r.pool, func(tx pgx.Tx) error {
+			if c.lost {
+				require.ErrorIs(t, err, cryptopay.ErrOutcomeUnknown)
+				_, err := tr.TrackOrder(context.Background(), tx, c.orderID)
+				return err
+			}
+			require.NoError(t, err)
+			_, err := tr.Track(context.Background(), tx, p)
+			return err
+		}))
+		ids := r.fake.PaymentIDsWithOrderID(c.orderID) // the customer's payment link
+		require.Len(t, ids, 1)
+		c.id = ids[0]
+		st, err := r.fake.Client().GetPayment(context.Background(), c.id)
+		require.NoError(t, err)
+		c.due = st.PayAmount
+		ps[i] = c
+	}
+	return ps
+}
+
+// customer pays p its way, at a random moment.
+func (r *trig) customer(t *testing.T, p *chaosPayment) {
+	time.Sleep(time.Duration(rand.IntN(2000)) * time.Millisecond)
+	switch p.how {
+	case payFull:
+		assert.NoError(t, r.fake.Pay(p.id, p.due))
+	case payPartialThenFull:
+		part := p.due.Div(decimal.NewFromInt(3)).Round(2)
+		assert.NoError(t, r.fake.Pay(p.id, part))
+		time.Sleep(time.Duration(rand.IntN(1500)) * time.Millisecond)
+		assert.NoError(t, r.fake.Pay(p.id, p.due.Sub(part)))
+	case payAfterExpiry:
+		for range 600 {
+			if st, _ := r.fake.PaymentStatus(p.id); st == cryptopay.PaymentExpired {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		time.Sleep(time.Duration(rand.IntN(1000)) * time.Millisecond)
+		assert.NoError(t, r.fake.Pay(p.id, p.due))
+	}
+}
+
+// findable says whether the tracker can know p: tracked by id, or its
+// create answer was lost and a webhook for it reached PaymentChanged.
+func (r *trig) findable(p *chaosPayment) bool {
+	_, seen := r.seen.Load(p.orderID)
+	return !p.lost || seen
+}
+
+// chaosOpen counts the findable payments whose tracked status is not yet
+// the fake's (expiry included: a never-paid payment must read expired).
+func (r *trig) chaosOpen(ps []*chaosPayment) int {
+	open := 0
+	for _, p := range ps {
+		if !r.findable(p) {
+			continue
+		}
+		want, err := r.fake.PaymentStatus(p.id)
+		tp, gerr := r.tracker.Get(context.Background(), p.orderID)
+		if err != nil || gerr != nil || tp.Status != want {
+			open++
+		}
+	}
+	return open
+}
+
+func (r *trig) creditedOrders() int {
+	var n int
+	_ = r.pool.QueryRow(context.Background(), "SELECT count(DISTINCT order_id) FROM "+r.credits).Scan(&n)
+	return n
+}
+
+// chaosVerify checks the credits against the fake and prints the counts.
+func (r *trig) chaosVerify(t *testing.T, ps []*chaosPayment, dir string) {
+	var dup int
+	require.NoError(t, r.pool.QueryRow(context.Background(),
+		"SELECT count(*) FROM (SELECT order_id, seq FROM "+r.credits+" GROUP BY 1, 2 HAVING count(*) > 1) d").Scan(&dup))
+	assert.Zero(t, dup, "changes credited more than once")
+	type credit struct {
+		to   string
+		late bool
+	}
+	rows, err := r.pool.Query(context.Background(), "SELECT order_id, to_status, late FROM "+r.credits+" ORDER BY order_id, seq")
+	require.NoError(t, err)
+	credits := map[string][]credit{}
+	var o, to string
+	var lt bool
+	_, err = pgx.ForEachRow(rows, []any{&o, &to, &lt}, func() error {
+		credits[o] = append(credits[o], credit{to, lt})
+		return nil
+	})
+	require.NoError(t, err)
+	var paid, unpaid, lateCaught, lost, lostTracked, unfindable, bad int
+	for _, p := range ps {
+		st, err := r.fake.PaymentStatus(p.id)
+		require.NoError(t, err)
+		cs := credits[p.orderID]
+		if p.lost {
+			lost++
+		}
+		if !r.findable(p) {
+			unfindable++
+			continue
+		}
+		if p.lost {
+			tp, err := r.tracker.Get(context.Background(), p.orderID)
+			require.NoError(t, err)
+			if assert.True(t, equalFoldID(tp.PaymentID, p.id), "lost-create %s tracked by its id", p.orderID) {
+				lostTracked++
+			}
+		}
+		nFinal, nPaid := 0, 0
+		for _, c := range cs {
+			if c.to == string(st) {
+				nFinal++
+			}
+			if cryptopay.PaymentStatus(c.to).IsSuccess() {
+				nPaid++
+			}
+		}
+		switch {
+		case st.IsSuccess():
+			paid++
+			if nFinal != 1 || nPaid != 1 {
+				bad++
+				t.Errorf("%s (%s at the fake): credits %v, want exactly one %s", p.orderID, st, cs, st)
+			}
+			if p.how == payAfterExpiry {
+				if cs[len(cs)-1].late {
+					lateCaught++
+				} else {
+					t.Errorf("%s paid after expiry: its credit is not marked late: %v", p.orderID, cs)
+				}
+			}
+		default:
+			unpaid++
+			if nPaid != 0 {
+				bad++
+				t.Errorf("%s (%s at the fake) credited as paid: %v", p.orderID, st, cs)
+			}
+		}
+	}
+	kills := readKills(t, filepath.Join(dir, "kills"))
+	t.Logf("tracker chaos: paid at the fake %d (each credited once: %v), unpaid %d (none credited as paid: %v), late payments caught %d",
+		paid, bad == 0, unpaid, bad == 0, lateCaught)
+	t.Logf("tracker chaos: create answers lost %d, tracked by id after a webhook %d, never webhooked (unfindable) %d; kills %v",
+		lost, lostTracked, unfindable, kills)
+	for _, pt := range trackerChaosPoints {
+		total := 0
+		for slot := range trackerChaosWorkers {
+			total += kills[fmt.Sprintf("%d/%s", slot, pt)]
+		}
+		assert.Positive(t, total, "a process was killed at %s", pt)
+	}
+}
+
+func equalFoldID(a, b string) bool {
+	return len(a) == len(b) && (a == b || bytes.EqualFold([]byte(a), []byte(b)))
+}
+
+// crashPostgres stops the server the way a crash does (SIGQUIT to the
+// postmaster: pg_ctl's immediate mode, no checkpoint; the restart runs
+// crash recovery) and starts it again.
+func crashPostgres(t *testing.T, srv *pgtest.Server) bool {
+	pid := srv.PID()
+	if pid == 0 {
+		return false
+	}
+	if err := syscall.Kill(pid, syscall.SIGQUIT); err != nil {
+		t.Logf("crash: %v", err)
+		return false
+	}
+	for range 600 {
+		if syscall.Kill(pid, 0) != nil {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	_ = srv.Stop() // reaps the exited postmaster
+	if err := srv.Start(); err != nil {
+		t.Errorf("restart after the crash: %v", err)
+		return false
+	}
+	return true
+}
+
+// trackerChaosSlot runs one tracker process slot: its first lives each
+// kill themselves at one window (at a random hit), the last runs until
+// the stop file exists.
+func (r *trig) trackerChaosSlot(ctx context.Context, slot int, dir string) error {
+	for life := 0; ; life++ {
+		env := append(r.srv.ChildEnv(),
+			trackerChaosEnv+"="+strconv.Itoa(slot),
+			"TRACKER_CHAOS_TABLE="+r.table, "TRACKER_CHAOS_CREDITS="+r.credits,
+			"TRACKER_CHAOS_URL="+r.fake.URL, "TRACKER_CHAOS_KEY="+r.fake.APIKey, "TRACKER_CHAOS_DIR="+dir)
+		if life < len(trackerChaosPoints) {
+			env = append(env, "TRACKER_CHAOS_KILL_AT="+trackerChaosPoints[(slot+life)%len(trackerChaosPoints)],
+				"TRACKER_CHAOS_KILL_AFTER="+strconv.Itoa(1+rand.IntN(6)))
+		}
+		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestTrackerChaos$", "-test.count=1")
+		cmd.Env = env
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		out, err := cmd.CombinedOutput()
+		var exit *exec.ExitError
+		switch {
+		case err == nil:
+			return nil // stopped by the stop file
+		case errors.As(err, &exit) && exit.Sys().(syscall.WaitStatus).Signal() == syscall.SIGKILL && ctx.Err() == nil:
+			continue
+		default:
+			return fmt.Errorf("slot %d life %d: %v; output:\n%s", slot, life, err, out)
+		}
+	}
+}
+
+// trackerChaosWorker is one tracker process: it runs the tracker until the
+// stop file exists, and SIGKILLs itself at the k-th hit of its kill point.
+func trackerChaosWorker(t *testing.T) {
+	srv := pgtest.Need(t)
+	slot, dir := os.Getenv(trackerChaosEnv), os.Getenv("TRACKER_CHAOS_DIR")
+	killAt := os.Getenv("TRACKER_CHAOS_KILL_AT")
+	killAfter, _ := strconv.Atoi(os.Getenv("TRACKER_CHAOS_KILL_AFTER"))
+	var mu sync.Mutex
+	hits := 0
+	hook := func(point string) {
+		if point != killAt {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if hits++; hits < killAfter {
+			return
+		}
+		f, err := os.OpenFile(filepath.Join(dir, "kills"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err == nil {
+			_, _ = f.WriteString(slot + "/" + point + "\n")
+			_ = f.Close()
+		}
+		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		select {} // the signal is on its way
+	}
+	client, err := cryptopay.NewClient(os.Getenv("TRACKER_CHAOS_URL"), os.Getenv("TRACKER_CHAOS_KEY"))
+	require.NoError(t, err)
+	r := &trig{srv: srv, pool: srv.Pool(t, 16), table: os.Getenv("TRACKER_CHAOS_TABLE"), credits: os.Getenv("TRACKER_CHAOS_CREDITS")}
+	cfg := r.config()
+	pgstore.WithTrackerAPI(&cfg, client)
+	cfg.CreateTable = false
+	cfg.Lease = 3 * time.Second
+	cfg.OpenEvery, cfg.LateMin, cfg.LateMax = time.Second, 200*time.Millisecond, time.Second
+	cfg.OnChange = func(ctx context.Context, tx pgx.Tx, c *pgstore.PaymentChange) error {
+		if err := r.credit(ctx, tx, c); err != nil {
+			return err
+		}
+		hook("in-callback")
+		return nil
+	}
+	tr, err := pgstore.NewTracker(context.Background(), cfg)
+	require.NoError(t, err)
+	pgstore.SetTrackerHook(tr, hook)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = tr.Run(ctx) })
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "stop")); err == nil {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	cancel()
+	wg.Wait()
+}

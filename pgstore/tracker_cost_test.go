@@ -1,0 +1,253 @@
+package pgstore_test
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/shopspring/decimal"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cryptopay/cryptopay-go"
+	"github.com/cryptopay/cryptopay-go/pgstore"
+	"github.com/cryptopay/cryptopay-go/pgstore/internal/pgtest"
+)
+
+// scheduledReads walks the default schedule of one payment (TTL ttl) on a
+// simulated clock: paid at paidAt (0: never) with its webhook read at
+// once when hooks is true, and returns how many API reads the tracker
+// makes until it stops polling.
+func scheduledReads(t testing.TB, tr *pgstore.Tracker, ttl, paidAt time.Duration, hooks bool) int {
+	created := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	expires := created.Add(ttl)
+	_, at, late := pgstore.TrackerSchedule(tr, created, expires, "", 0)
+	reads, status := 0, cryptopay.PaymentWaiting
+	if hooks && paidAt > 0 {
+		// Polls before the payment, then the webhook's read closes it.
+		for at != nil && at.Before(created.Add(paidAt)) {
+			reads++
+			_, at, late = pgstore.TrackerSchedule(tr, *at, expires, status, late)
+		}
+		return reads + 1
+	}
+	for at != nil {
+		reads++
+		now := *at
+		switch {
+		case paidAt > 0 && !now.Before(created.Add(paidAt)):
+			status = cryptopay.PaymentPaid
+		case !now.Before(expires):
+			status = cryptopay.PaymentExpired
+		}
+		_, at, late = pgstore.TrackerSchedule(tr, now, expires, status, late)
+		require.Less(t, reads, 10000, "the schedule ends")
+	}
+	return reads
+}
+
+// TestTrackerScheduleBounded: with the defaults, a 30-minute payment is
+// read a bounded number of times whatever happens, and webhooks make it
+// cheaper.
+func TestTrackerScheduleBounded(t *testing.T) {
+	t.Parallel()
+	tr, err := pgstore.NewTracker(context.Background(), pgstore.TrackerConfig{Pool: &pgxpool.Pool{}})
+	require.NoError(t, err)
+	ttl := 30 * time.Minute
+	tests := []struct {
+		name   string
+		paidAt time.Duration
+		hooks  bool
+		max    int
+	}{
+		{"paid at 3 min, webhooks work", 3 * time.Minute, true, 1},
+		{"paid at 20 min, webhooks work", 20 * time.Minute, true, 3},
+		{"paid at 20 min, webhooks lost", 20 * time.Minute, false, 3},
+		{"paid 2 h late, webhooks lost", ttl + 2*time.Hour, false, 10},
+		{"never paid, webhooks lost", 0, false, 25},
+	}
+	for _, tt := range tests {
+		n := scheduledReads(t, tr, ttl, tt.paidAt, tt.hooks)
+		t.Logf("%s: %d API reads", tt.name, n)
+		assert.LessOrEqual(t, n, tt.max, tt.name)
+		assert.Positive(t, n, tt.name)
+	}
+}
+
+// BenchmarkTrackerAPIReads reports the API reads per payment of the
+// default schedule (30-minute payments, 72 h horizon), from the schedule
+// itself on a simulated clock. Metrics: reads-hooks (paid at a random
+// minute before expiry, webhooks working), reads-lost (the same, every
+// webhook lost), reads-never (never paid, every webhook lost).
+func BenchmarkTrackerAPIReads(b *testing.B) {
+	tr, err := pgstore.NewTracker(context.Background(), pgstore.TrackerConfig{Pool: &pgxpool.Pool{}})
+	require.NoError(b, err)
+	ttl := 30 * time.Minute
+	var hooks, lost, never, n int
+	for b.Loop() {
+		paid := time.Duration(1+n%29) * time.Minute
+		hooks += scheduledReads(b, tr, ttl, paid, true)
+		lost += scheduledReads(b, tr, ttl, paid, false)
+		never += scheduledReads(b, tr, ttl, 0, false)
+		n++
+	}
+	b.ReportMetric(float64(hooks)/float64(n), "reads-hooks")
+	b.ReportMetric(float64(lost)/float64(n), "reads-lost")
+	b.ReportMetric(float64(never)/float64(n), "reads-never")
+}
+
+// stmtCounter counts the statements a pool sends (each a round trip),
+// the idle claims (found nothing) apart.
+type stmtCounter struct{ trips, idle atomic.Int64 }
+
+type stmtKey struct{}
+
+func (c *stmtCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	return context.WithValue(ctx, stmtKey{}, d.SQL)
+}
+
+func (c *stmtCounter) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryEndData) {
+	sql, _ := ctx.Value(stmtKey{}).(string)
+	if strings.Contains(sql, "SKIP LOCKED") && d.CommandTag.RowsAffected() == 0 && d.Err == nil {
+		c.idle.Add(1)
+		return
+	}
+	c.trips.Add(1)
+}
+
+// growingAPI answers every read with the payment paid_partial, one unit
+// more paid than the read before, so every read is a change (waiting ->
+// paid_partial, or a paid amount that grew); it counts the reads.
+type growingAPI struct{ reads atomic.Int64 }
+
+func (a *growingAPI) GetPayment(_ context.Context, id string, _ ...cryptopay.Option) (*cryptopay.Payment, error) {
+	n := a.reads.Add(1)
+	return &cryptopay.Payment{ID: id, OrderID: id, Status: cryptopay.PaymentPaidPartial,
+		PayAmount: decimal.NewFromInt(1 << 40), PaidAmount: decimal.NewNullDecimal(decimal.NewFromInt(n)),
+		ExpiredAt: time.Now().Add(time.Hour)}, nil
+}
+
+// waitingAPI answers every read with the payment still waiting.
+type waitingAPI struct{ reads atomic.Int64 }
+
+func (a *waitingAPI) GetPayment(_ context.Context, id string, _ ...cryptopay.Option) (*cryptopay.Payment, error) {
+	a.reads.Add(1)
+	return &cryptopay.Payment{ID: id, OrderID: id, Status: cryptopay.PaymentWaiting,
+		PayAmount: decimal.NewFromInt(10), ExpiredAt: time.Now().Add(time.Hour)}, nil
+}
+
+// fillTracker tracks n payments (order id = payment id), all due now,
+// with status already recorded as waiting (a read that shows waiting is
+// then no change).
+func fillTracker(tb testing.TB, pool *pgxpool.Pool, tr *pgstore.Tracker, n int) []string {
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = uuid.NewString()
+	}
+	_, err := pool.Exec(context.Background(), "INSERT INTO "+tr.Table()+
+		" (order_id, payment_id, pay_amount, currency, network, expired_at, state, status, next_at) "+
+		"SELECT id, id, 10, 'usdt', 'tron', now() + interval '1 hour', 'open', 'waiting', now() FROM unnest($1::text[]) AS id", ids)
+	require.NoError(tb, err)
+	return ids
+}
+
+// BenchmarkTrackerRoundTrips reports the database round trips per
+// recorded change (claim amortised, BEGIN and COMMIT included, the
+// merchant's own statements in OnChange excluded: there are none here)
+// and per read that changes nothing. Metrics: trips/change, trips/read.
+func BenchmarkTrackerRoundTrips(b *testing.B) {
+	srv := pgtest.Need(b)
+	for _, name := range []string{"change", "nochange"} {
+		b.Run(name, func(b *testing.B) {
+			var c stmtCounter
+			cfg, err := pgxpool.ParseConfig(srv.DSN())
+			require.NoError(b, err)
+			cfg.ConnConfig.Tracer = &c
+			pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+			require.NoError(b, err)
+			defer pool.Close()
+			tcfg := pgstore.TrackerConfig{Pool: pool, Table: pgtest.Name("tracked"), CreateTable: true,
+				OpenEvery: time.Hour, PollInterval: 5 * time.Millisecond, Concurrency: 16}
+			var reads func() int64
+			if name == "change" {
+				api := &growingAPI{}
+				pgstore.WithTrackerAPI(&tcfg, api)
+				reads = api.reads.Load
+			} else {
+				api := &waitingAPI{}
+				pgstore.WithTrackerAPI(&tcfg, api)
+				reads = api.reads.Load
+			}
+			tr, err := pgstore.NewTracker(context.Background(), tcfg)
+			require.NoError(b, err)
+			const batch = 256
+			for b.Loop() {
+				b.StopTimer()
+				ids := fillTracker(b, pool, tr, batch)
+				_ = ids
+				before, start := c.trips.Load(), reads()
+				b.StartTimer()
+				ctx, cancel := context.WithCancel(context.Background())
+				done := make(chan struct{})
+				go func() { _ = tr.Run(ctx); close(done) }()
+				for reads()-start < batch {
+					time.Sleep(time.Millisecond)
+				}
+				cancel()
+				<-done
+				b.StopTimer()
+				b.ReportMetric(float64(c.trips.Load()-before)/float64(reads()-start), "trips/"+map[bool]string{true: "change", false: "read"}[name == "change"])
+				b.StartTimer()
+			}
+		})
+	}
+}
+
+// BenchmarkTrackerOpenPayments reads 1,000 due payments with 1,000 and
+// with 100,000 open payments in the table and reports the heap in use
+// afterwards: the tracker keeps no state per payment in memory (a claim
+// holds at most Concurrency rows), so it stays flat. Metric: heap-MB.
+func BenchmarkTrackerOpenPayments(b *testing.B) {
+	srv := pgtest.Need(b)
+	for _, n := range []int{1000, 100000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			pool := srv.Pool(b, 16)
+			api := &waitingAPI{}
+			tcfg := pgstore.TrackerConfig{Pool: pool, Table: pgtest.Name("tracked"), CreateTable: true,
+				OpenEvery: time.Hour, PollInterval: 5 * time.Millisecond}
+			pgstore.WithTrackerAPI(&tcfg, api)
+			tr, err := pgstore.NewTracker(context.Background(), tcfg)
+			require.NoError(b, err)
+			fillTracker(b, pool, tr, n)
+			var heap uint64
+			for b.Loop() {
+				start := api.reads.Load()
+				ctx, cancel := context.WithCancel(context.Background())
+				done := make(chan struct{})
+				go func() { _ = tr.Run(ctx); close(done) }()
+				for api.reads.Load()-start < 1000 {
+					time.Sleep(time.Millisecond)
+				}
+				cancel()
+				<-done
+				runtime.GC()
+				var ms runtime.MemStats
+				runtime.ReadMemStats(&ms)
+				heap = max(heap, ms.HeapInuse)
+				// Make the payments due again for the next round.
+				b.StopTimer()
+				_, err := pool.Exec(context.Background(), "UPDATE "+tr.Table()+" SET next_at = now()")
+				require.NoError(b, err)
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(heap)/(1<<20), "heap-MB")
+		})
+	}
+}

@@ -1,0 +1,68 @@
+package pgstore
+
+import "fmt"
+
+// trackerSQL holds a Tracker's statements, built once for its tables.
+type trackerSQL struct {
+	insert, insertOrder, getLock, complete, wake, otherPayment, clear string
+	get, list, history, counts, claim, set, record                    string
+}
+
+func buildTrackerSQL(t, h string) trackerSQL {
+	return trackerSQL{
+		insert: fmt.Sprintf(`INSERT INTO %s (order_id, payment_id, pay_amount, currency, network, expired_at, state, next_at)
+VALUES ($1, $2, $3::numeric, $4, $5, $6, $7, $8) ON CONFLICT (order_id) DO NOTHING RETURNING true`, t),
+		insertOrder: fmt.Sprintf(`INSERT INTO %s (order_id, state) VALUES ($1, $2) ON CONFLICT (order_id) DO NOTHING RETURNING true`, t),
+		getLock:     fmt.Sprintf(`SELECT %s FROM %s WHERE order_id = $1 FOR UPDATE`, trackedCols, t),
+		// Track completes a payment tracked by orderId alone.
+		complete: fmt.Sprintf(`UPDATE %s SET payment_id = $2, pay_amount = $3::numeric, currency = $4, network = $5,
+    expired_at = COALESCE($6, expired_at), state = CASE WHEN state = 'unmatched' THEN 'open' ELSE state END,
+    next_at = COALESCE(next_at, $7), updated_at = now()
+WHERE order_id = $1 AND payment_id = ''`, t),
+		// A webhook: the id completes an unmatched payment; the payment is
+		// read at once unless its status is final, or at the end of the
+		// lease of the worker holding it (woken makes that worker schedule
+		// the next read now).
+		wake: fmt.Sprintf(`UPDATE %s SET payment_id = CASE WHEN payment_id = '' THEN $2 ELSE payment_id END,
+    state = CASE WHEN state = $4 THEN $3 ELSE state END,
+    woken = NOT final,
+    next_at = CASE WHEN final THEN next_at WHEN lease_token IS NULL OR next_at IS NULL THEN now() ELSE next_at END
+WHERE order_id = $1 AND (payment_id = '' OR lower(payment_id) = lower($2))`, t),
+		otherPayment: fmt.Sprintf(`UPDATE %s SET anomaly = $3, needs_action = true
+WHERE order_id = $1 AND payment_id <> '' AND lower(payment_id) <> lower($2)`, t),
+		get:     fmt.Sprintf(`SELECT %s FROM %s WHERE order_id = $1`, trackedCols, t),
+		clear:   fmt.Sprintf(`UPDATE %s SET anomaly = '', needs_action = $2 WHERE order_id = $1 AND status = $3`, t),
+		list:    fmt.Sprintf(`SELECT %s FROM %s WHERE ($1 OR state = ANY($2)) AND (NOT $3 OR needs_action) AND order_id > $4 ORDER BY order_id LIMIT $5`, trackedCols, t),
+		history: fmt.Sprintf(`SELECT order_id, seq, payment_id, from_status, to_status, from_paid::text, to_paid::text, late, at FROM %s WHERE order_id = $1 ORDER BY seq`, h),
+		counts:  fmt.Sprintf(`SELECT state, count(*)::int, (count(*) FILTER (WHERE needs_action))::int FROM %s GROUP BY state`, t),
+		// The claim: due payments, locked without waiting for rows another
+		// worker is claiming (SKIP LOCKED), leased to this worker by its
+		// token until now() + lease.
+		claim: fmt.Sprintf(`WITH due AS (
+    SELECT order_id AS due_id FROM %[1]s WHERE next_at <= now() ORDER BY next_at LIMIT $1 FOR UPDATE SKIP LOCKED)
+UPDATE %[1]s SET next_at = now() + $2 * interval '1 microsecond', lease_token = $3, woken = false
+FROM due WHERE order_id = due.due_id
+RETURNING %[2]s, late_polls`, t, trackedCols),
+		// A read that records no change: the next read, the anomaly; only
+		// by the lease holder.
+		set: fmt.Sprintf(`UPDATE %s SET state = $3, next_at = CASE WHEN woken AND NOT final THEN now() ELSE $4 END, late_polls = $5,
+    anomaly = $6, needs_action = $7, expired_at = COALESCE(expired_at, $8), lease_token = NULL
+WHERE order_id = $1 AND lease_token = $2`, t),
+		// A change: only by the lease holder, only from the status and paid
+		// amount it read before (compare and set), and the history row in
+		// the same statement; (order_id, seq) is the history's key, so one
+		// change can never be recorded twice.
+		record: fmt.Sprintf(`WITH u AS (
+    UPDATE %[1]s SET status = $3, paid_amount = $4::numeric, changes = changes + 1, state = $5,
+        next_at = CASE WHEN woken AND NOT $11 THEN now() ELSE $6 END, late_polls = $7, needs_action = $8 OR anomaly <> '',
+        final = $11, lease_token = NULL, updated_at = now(), expired_at = COALESCE($9, expired_at),
+        pay_amount = COALESCE(pay_amount, $12::numeric),
+        currency = CASE WHEN currency = '' THEN $13 ELSE currency END,
+        network = CASE WHEN network = '' THEN $14 ELSE network END
+    WHERE order_id = $1 AND lease_token = $2 AND status = $10 AND paid_amount IS NOT DISTINCT FROM $15::numeric
+    RETURNING order_id, payment_id, changes)
+INSERT INTO %[2]s (order_id, seq, payment_id, from_status, to_status, from_paid, to_paid, late)
+SELECT order_id, changes, payment_id, $10, $3, $15::numeric, $4::numeric, $16 FROM u
+RETURNING seq, at`, t, h),
+	}
+}

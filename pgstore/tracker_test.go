@@ -1,0 +1,526 @@
+package pgstore_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/shopspring/decimal"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cryptopay/cryptopay-go"
+	"github.com/cryptopay/cryptopay-go/cryptopaytest"
+	"github.com/cryptopay/cryptopay-go/pgstore"
+	"github.com/cryptopay/cryptopay-go/pgstore/internal/pgtest"
+	"github.com/cryptopay/cryptopay-go/webhook"
+)
+
+// trig is a tracker test's world: PostgreSQL, the fake API, the merchant's
+// webhook endpoint (which can lose every webhook for good), the tracker's
+// table and the merchant's credits table (one row per OnChange commit).
+type trig struct {
+	srv     *pgtest.Server
+	pool    *pgxpool.Pool
+	fake    *cryptopaytest.Server
+	table   string
+	credits string
+	secret  []byte
+	shop    *httptest.Server
+	hooks   http.Handler
+	drop    atomic.Bool  // the endpoint loses every webhook
+	reads   atomic.Int64 // the trackers' API reads
+	tracker *pgstore.Tracker
+	forge   func(*cryptopay.Payment)                                       // edits the API's answers, if set
+	chaos   func(w http.ResponseWriter, req *http.Request, h http.Handler) // delivers with faults, if set
+	seen    sync.Map                                                       // orderIds whose webhook reached PaymentChanged
+	mu      sync.Mutex
+}
+
+func newTRig(t testing.TB, fakeOpts ...cryptopaytest.ServerOption) *trig {
+	t.Helper()
+	srv := pgtest.Need(t)
+	fake := cryptopaytest.NewServer(fakeOpts...)
+	t.Cleanup(fake.Close)
+	r := &trig{srv: srv, pool: srv.Pool(t, 32), fake: fake, table: pgtest.Name("tracked"), credits: pgtest.Name("credits"),
+		secret: []byte("tracker-test-secret-0123456789ab")}
+	_, err := r.pool.Exec(context.Background(), "CREATE TABLE "+r.credits+
+		" (order_id text NOT NULL, seq int NOT NULL, from_status text NOT NULL, to_status text NOT NULL, paid numeric, late boolean NOT NULL)")
+	require.NoError(t, err)
+	r.shop = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if r.drop.Load() {
+			w.WriteHeader(http.StatusOK) // lost for good: the sender stops
+			return
+		}
+		r.mu.Lock()
+		h, chaos := r.hooks, r.chaos
+		r.mu.Unlock()
+		if chaos != nil {
+			chaos(w, req, h)
+			return
+		}
+		h.ServeHTTP(w, req)
+	}))
+	t.Cleanup(r.shop.Close)
+	return r
+}
+
+// GetPayment is the trackers' API: it counts the reads and lets a test
+// forge an answer.
+func (r *trig) GetPayment(ctx context.Context, id string, opts ...cryptopay.Option) (*cryptopay.Payment, error) {
+	r.reads.Add(1)
+	p, err := r.fake.Client().GetPayment(ctx, id, opts...)
+	if err == nil && r.forge != nil {
+		r.forge(p)
+	}
+	return p, err
+}
+
+// config is a tracker configuration with test timings.
+func (r *trig) config() pgstore.TrackerConfig {
+	cfg := pgstore.TrackerConfig{
+		Pool: r.pool, Table: r.table, CreateTable: true,
+		OpenEvery: 300 * time.Millisecond, LateMin: 100 * time.Millisecond, LateMax: 400 * time.Millisecond,
+		Horizon: 30 * time.Second, Lease: 5 * time.Second, PollInterval: 20 * time.Millisecond,
+		OnChange: r.credit,
+	}
+	pgstore.WithTrackerAPI(&cfg, r)
+	return cfg
+}
+
+// credit is the merchant's ledger: one row per OnChange, in the tracker's
+// transaction.
+func (r *trig) credit(ctx context.Context, tx pgx.Tx, c *pgstore.PaymentChange) error {
+	_, err := tx.Exec(ctx, "INSERT INTO "+r.credits+" VALUES ($1, $2, $3, $4, $5::numeric, $6)",
+		c.OrderID, c.Seq, string(c.From), string(c.To), nullNum(c.ToPaid), c.Late)
+	return err
+}
+
+func nullNum(d decimal.NullDecimal) *string {
+	if !d.Valid {
+		return nil
+	}
+	s := d.Decimal.String()
+	return &s
+}
+
+// start builds the tracker (edited by edit), wires the webhook handler to
+// it and runs n replicas of it until the test ends.
+func (r *trig) start(t *testing.T, replicas int, edit ...func(*pgstore.TrackerConfig)) *pgstore.Tracker {
+	t.Helper()
+	cfg := r.config()
+	for _, e := range edit {
+		e(&cfg)
+	}
+	tr, err := pgstore.NewTracker(context.Background(), cfg)
+	require.NoError(t, err)
+	h, err := webhook.NewHandler(webhook.Config{Secret: r.secret, Client: r.fake.Client(),
+		OnPayment: func(ctx context.Context, p *cryptopay.Payment) error {
+			if err := tr.PaymentChanged(ctx, p); err != nil {
+				return err
+			}
+			r.seen.Store(p.OrderID, true)
+			return nil
+		}})
+	require.NoError(t, err)
+	r.mu.Lock()
+	r.hooks, r.tracker = h, tr
+	r.mu.Unlock()
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for range replicas {
+		rep, err := pgstore.NewTracker(context.Background(), cfg)
+		require.NoError(t, err)
+		wg.Go(func() { _ = rep.Run(ctx) })
+	}
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	return tr
+}
+
+// create makes a payment at the fake with the merchant's webhook URL.
+func (r *trig) create(t testing.TB, orderID, amount string) *cryptopay.Payment {
+	t.Helper()
+	u, err := webhook.URL(r.shop.URL, r.secret, orderID)
+	require.NoError(t, err)
+	p, err := r.fake.Client().CreatePayment(context.Background(), cryptopay.CreatePaymentParams{
+		Amount: decimal.RequireFromString(amount), Currency: "usdt", Network: "tron", CustomerID: "cust-1",
+		CustomerIP: "203.0.113.7", OrderID: orderID, WebhookURL: u,
+	})
+	require.NoError(t, err)
+	return p
+}
+
+// track records the order's payment in the merchant's transaction.
+func (r *trig) track(t testing.TB, tr *pgstore.Tracker, p *cryptopay.Payment) bool {
+	t.Helper()
+	var created bool
+	require.NoError(t, pgx.BeginFunc(context.Background(), r.pool, func(tx pgx.Tx) (err error) {
+		created, err = tr.Track(context.Background(), tx, p)
+		return err
+	}))
+	return created
+}
+
+// credited returns the order's credits: to_status in seq order.
+func (r *trig) credited(t testing.TB, orderID string) []string {
+	t.Helper()
+	rows, err := r.pool.Query(context.Background(), "SELECT to_status FROM "+r.credits+" WHERE order_id = $1 ORDER BY seq", orderID)
+	require.NoError(t, err)
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	return out
+}
+
+// waitFor polls cond until it holds, for at most 30 s.
+func trackWaitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s within 30 s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func (r *trig) waitStatus(t testing.TB, orderID string, st cryptopay.PaymentStatus) *pgstore.TrackedPayment {
+	t.Helper()
+	var tp *pgstore.TrackedPayment
+	trackWaitFor(t, orderID+" "+string(st), func() bool {
+		var err error
+		tp, err = r.tracker.Get(context.Background(), orderID)
+		return err == nil && tp.Status == st
+	})
+	return tp
+}
+
+func TestTrackerTrackByID(t *testing.T) {
+	r := newTRig(t)
+	var observed atomic.Int64
+	tr := r.start(t, 1, func(c *pgstore.TrackerConfig) {
+		c.OpenEvery = time.Hour // webhooks only
+		c.Observer = func(pgstore.PaymentChange) { observed.Add(1) }
+	})
+	p := r.create(t, "ord-id-1", "10")
+	require.True(t, r.track(t, tr, p))
+	require.NoError(t, r.fake.Pay(p.ID, p.PayAmount))
+
+	tp := r.waitStatus(t, "ord-id-1", cryptopay.PaymentPaid)
+	assert.Equal(t, pgstore.TrackClosed, tp.State)
+	assert.Equal(t, p.ID, tp.PaymentID)
+	assert.True(t, tp.PaidAmount.Decimal.Equal(p.PayAmount))
+	assert.Equal(t, []string{"paid"}, r.credited(t, "ord-id-1"), "credited once")
+	hist, err := tr.History(context.Background(), "ord-id-1")
+	require.NoError(t, err)
+	require.Len(t, hist, 1)
+	assert.Equal(t, cryptopay.PaymentStatus(""), hist[0].From)
+	assert.Equal(t, cryptopay.PaymentPaid, hist[0].To)
+	assert.False(t, hist[0].Late)
+	assert.Equal(t, int64(1), observed.Load(), "the Observer saw the change once")
+	assert.Equal(t, int64(1), r.reads.Load(), "one read, woken by the webhook")
+}
+
+func TestTrackDedupeAndConflict(t *testing.T) {
+	r := newTRig(t)
+	tr, err := pgstore.NewTracker(context.Background(), r.config())
+	require.NoError(t, err)
+	p := r.create(t, "ord-dup", "10")
+	assert.True(t, r.track(t, tr, p))
+	assert.False(t, r.track(t, tr, p), "the same payment again: a no-op")
+
+	tests := []struct {
+		name, field string
+		edit        func(*cryptopay.Payment)
+	}{
+		{"other id", "PaymentID", func(q *cryptopay.Payment) { q.ID = "0b7e5d0e-1c7d-4e53-9a39-5a4d8a0a0c11" }},
+		{"other amount", "PayAmount", func(q *cryptopay.Payment) { q.PayAmount = decimal.RequireFromString("11") }},
+		{"other currency", "Currency", func(q *cryptopay.Payment) { q.Currency = "btc" }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			q := *p
+			tt.edit(&q)
+			err := pgx.BeginFunc(context.Background(), r.pool, func(tx pgx.Tx) error {
+				_, err := tr.Track(context.Background(), tx, &q)
+				return err
+			})
+			require.ErrorIs(t, err, pgstore.ErrTrackConflict)
+			var ce *pgstore.TrackConflictError
+			require.ErrorAs(t, err, &ce)
+			assert.Equal(t, tt.field, ce.Field)
+		})
+	}
+	// An equal amount written differently is the same data.
+	q := *p
+	q.PayAmount = decimal.RequireFromString(p.PayAmount.StringFixed(6))
+	assert.False(t, r.track(t, tr, &q))
+	got, err := tr.Get(context.Background(), "ord-dup")
+	require.NoError(t, err)
+	assert.Equal(t, p.ID, got.PaymentID, "unchanged")
+
+	// Refused before any write.
+	err = pgx.BeginFunc(context.Background(), r.pool, func(tx pgx.Tx) error {
+		_, err := tr.Track(context.Background(), tx, &cryptopay.Payment{ID: "not-a-uuid", OrderID: "x", PayAmount: decimal.NewFromInt(1)})
+		return err
+	})
+	require.ErrorIs(t, err, cryptopay.ErrInvalidParams)
+	_, err = tr.TrackOrder(context.Background(), nil, "x")
+	require.ErrorIs(t, err, pgstore.ErrInvalidOption)
+	_, err = tr.Get(context.Background(), "never")
+	require.ErrorIs(t, err, pgstore.ErrNotTracked)
+}
+
+// The create answer was lost: the order is tracked by orderId alone, and
+// its first authenticated webhook gives the payment's id.
+func TestTrackerByOrderIDCompletedByWebhook(t *testing.T) {
+	r := newTRig(t)
+	tr := r.start(t, 1, func(c *pgstore.TrackerConfig) { c.OpenEvery = time.Hour })
+	p := r.create(t, "ord-lost", "10") // the answer "never arrived"
+	require.NoError(t, pgx.BeginFunc(context.Background(), r.pool, func(tx pgx.Tx) error {
+		created, err := tr.TrackOrder(context.Background(), tx, "ord-lost")
+		assert.True(t, created)
+		return err
+	}))
+	got, err := tr.Get(context.Background(), "ord-lost")
+	require.NoError(t, err)
+	assert.Equal(t, pgstore.TrackUnmatched, got.State)
+	assert.Empty(t, got.PaymentID)
+
+	require.NoError(t, r.fake.Pay(p.ID, p.PayAmount))
+	tp := r.waitStatus(t, "ord-lost", cryptopay.PaymentPaid)
+	assert.Equal(t, p.ID, tp.PaymentID, "tracked by its id now")
+	assert.Equal(t, []string{"paid"}, r.credited(t, "ord-lost"))
+
+	// TrackOrder again is a no-op; Track with the payment agrees with it.
+	require.NoError(t, pgx.BeginFunc(context.Background(), r.pool, func(tx pgx.Tx) error {
+		created, err := tr.TrackOrder(context.Background(), tx, "ord-lost")
+		assert.False(t, created)
+		return err
+	}))
+	assert.False(t, r.track(t, tr, p))
+}
+
+// Every webhook is lost for good: the backstop's polls find the payment
+// paid, with a bounded number of reads.
+func TestTrackerLostWebhooksBackstop(t *testing.T) {
+	r := newTRig(t)
+	r.drop.Store(true)
+	tr := r.start(t, 1)
+	p := r.create(t, "ord-nohook", "10")
+	r.track(t, tr, p)
+	require.NoError(t, r.fake.Pay(p.ID, p.PayAmount))
+	r.waitStatus(t, "ord-nohook", cryptopay.PaymentPaid)
+	assert.Equal(t, []string{"paid"}, r.credited(t, "ord-nohook"))
+	reads := r.reads.Load()
+	assert.Positive(t, reads)
+	t.Logf("API reads with every webhook lost: %d", reads)
+}
+
+// Partial then full, and a late transfer after expiry caught by the
+// backstop with every webhook lost: each change credited once, the late
+// one marked late.
+func TestTrackerPartialThenFullAndLate(t *testing.T) {
+	r := newTRig(t, cryptopaytest.WithPaymentTTL(time.Second))
+	r.drop.Store(true)
+	tr := r.start(t, 1)
+
+	part := r.create(t, "ord-part", "10")
+	late := r.create(t, "ord-late", "10")
+	r.track(t, tr, part)
+	r.track(t, tr, late)
+
+	require.NoError(t, r.fake.Pay(part.ID, decimal.RequireFromString("4")))
+	r.waitStatus(t, "ord-part", cryptopay.PaymentPaidPartial)
+	require.NoError(t, r.fake.Pay(part.ID, part.PayAmount.Sub(decimal.RequireFromString("4"))))
+	r.waitStatus(t, "ord-part", cryptopay.PaymentPaid)
+	assert.Equal(t, []string{"paid_partial", "paid"}, r.credited(t, "ord-part"))
+
+	r.waitStatus(t, "ord-late", cryptopay.PaymentExpired)
+	tp := r.waitLate(t, "ord-late")
+	assert.Equal(t, pgstore.TrackLate, tp.State)
+	require.NoError(t, r.fake.Pay(late.ID, late.PayAmount))
+	r.waitStatus(t, "ord-late", cryptopay.PaymentPaid)
+	assert.Equal(t, []string{"expired", "paid"}, r.credited(t, "ord-late"))
+	hist, err := tr.History(context.Background(), "ord-late")
+	require.NoError(t, err)
+	last := hist[len(hist)-1]
+	assert.Equal(t, cryptopay.PaymentExpired, last.From)
+	assert.True(t, last.Late, "expired -> paid is a late payment")
+}
+
+func (r *trig) waitLate(t testing.TB, orderID string) *pgstore.TrackedPayment {
+	var tp *pgstore.TrackedPayment
+	trackWaitFor(t, orderID+" late", func() bool {
+		var err error
+		tp, err = r.tracker.Get(context.Background(), orderID)
+		return err == nil && tp.State == pgstore.TrackLate
+	})
+	return tp
+}
+
+// The API's answer is untrusted: a move the lifecycle table does not allow
+// (paid back to waiting) is not recorded and not credited; the payment is
+// flagged for a person.
+func TestTrackerRefusesDisallowedMove(t *testing.T) {
+	r := newTRig(t)
+	tr := r.start(t, 1)
+	p := r.create(t, "ord-forge", "10")
+	r.track(t, tr, p)
+	require.NoError(t, r.fake.Pay(p.ID, p.PayAmount))
+	r.waitStatus(t, "ord-forge", cryptopay.PaymentPaid)
+
+	r.mu.Lock()
+	r.forge = func(q *cryptopay.Payment) {
+		q.Status = cryptopay.PaymentWaiting
+		q.PaidAmount = decimal.NullDecimal{}
+	}
+	r.mu.Unlock()
+	require.NoError(t, tr.PaymentChanged(context.Background(), p)) // wake it
+	var tp *pgstore.TrackedPayment
+	trackWaitFor(t, "the anomaly", func() bool {
+		var err error
+		tp, err = tr.Get(context.Background(), "ord-forge")
+		return err == nil && tp.Anomaly != ""
+	})
+	assert.Equal(t, cryptopay.PaymentPaid, tp.Status, "not recorded")
+	assert.True(t, tp.NeedsAction)
+	assert.Contains(t, tp.Anomaly, "does not allow")
+	assert.Equal(t, []string{"paid"}, r.credited(t, "ord-forge"), "not credited")
+	list, err := tr.List(context.Background(), pgstore.TrackFilter{NeedsAction: true})
+	require.NoError(t, err)
+	require.Len(t, list, 1)
+	assert.Equal(t, "ord-forge", list[0].OrderID)
+
+	// A clean read later does not hide it; an operator clears it.
+	r.mu.Lock()
+	r.forge = nil
+	r.mu.Unlock()
+	reads := r.reads.Load()
+	require.NoError(t, tr.PaymentChanged(context.Background(), p))
+	trackWaitFor(t, "a clean read", func() bool { return r.reads.Load() > reads })
+	require.NoError(t, tr.ClearAnomaly(context.Background(), "ord-forge"))
+	tp, err = tr.Get(context.Background(), "ord-forge")
+	require.NoError(t, err)
+	assert.Empty(t, tp.Anomaly)
+	assert.False(t, tp.NeedsAction)
+	require.ErrorIs(t, tr.ClearAnomaly(context.Background(), "never"), pgstore.ErrNotTracked)
+}
+
+// A webhook for another payment of a tracked order (a second payment made
+// after a lost create answer, say) is not followed but flagged, and the
+// flag survives the tracked payment's later reads.
+func TestTrackerWebhookForAnotherPayment(t *testing.T) {
+	r := newTRig(t)
+	tr := r.start(t, 1)
+	first := r.create(t, "ord-two", "10")
+	second := r.create(t, "ord-two", "10") // the same orderId, another payment
+	r.track(t, tr, first)
+	require.NoError(t, r.fake.Pay(second.ID, second.PayAmount))
+	var tp *pgstore.TrackedPayment
+	trackWaitFor(t, "the flag", func() bool {
+		var err error
+		tp, err = tr.Get(context.Background(), "ord-two")
+		return err == nil && tp.Anomaly != ""
+	})
+	assert.True(t, tp.NeedsAction)
+	assert.Contains(t, tp.Anomaly, second.ID)
+	assert.Equal(t, first.ID, tp.PaymentID, "still following the tracked payment")
+	require.NoError(t, r.fake.Pay(first.ID, first.PayAmount))
+	tp = r.waitStatus(t, "ord-two", cryptopay.PaymentPaid)
+	assert.Contains(t, tp.Anomaly, second.ID, "a clean read keeps the flag")
+	assert.True(t, tp.NeedsAction)
+	assert.Equal(t, []string{"paid"}, r.credited(t, "ord-two"))
+}
+
+// Three replicas share the payments; each change is credited once.
+func TestTrackerReplicas(t *testing.T) {
+	r := newTRig(t)
+	tr := r.start(t, 3)
+	const n = 30
+	ps := make([]*cryptopay.Payment, n)
+	for i := range ps {
+		ps[i] = r.create(t, fmt.Sprintf("ord-rep-%02d", i), "10")
+		r.track(t, tr, ps[i])
+	}
+	for i, p := range ps {
+		if i%3 == 0 {
+			require.NoError(t, r.fake.Pay(p.ID, decimal.RequireFromString("1")))
+		}
+		require.NoError(t, r.fake.Pay(p.ID, p.PayAmount))
+	}
+	trackWaitFor(t, "every payment paid_over or paid", func() bool {
+		c, _, err := tr.Counts(context.Background())
+		return err == nil && c[pgstore.TrackClosed] == n
+	})
+	var dup int
+	require.NoError(t, r.pool.QueryRow(context.Background(),
+		"SELECT count(*) FROM (SELECT order_id, seq FROM "+r.credits+" GROUP BY 1, 2 HAVING count(*) > 1) d").Scan(&dup))
+	assert.Zero(t, dup, "no change credited twice")
+	for i, p := range ps {
+		want := cryptopay.PaymentPaid
+		if i%3 == 0 {
+			want = cryptopay.PaymentPaidOver
+		}
+		got := r.credited(t, p.OrderID)
+		require.NotEmpty(t, got)
+		assert.Equal(t, string(want), got[len(got)-1], p.OrderID)
+	}
+}
+
+// stallingAPI stalls its first read until release is closed, past the
+// reader's lease and deadline (a slow answer), then answers from the fake.
+type stallingAPI struct {
+	r       *trig
+	started chan struct{}
+	release chan struct{}
+	once    atomic.Bool
+}
+
+func (a *stallingAPI) GetPayment(ctx context.Context, id string, opts ...cryptopay.Option) (*cryptopay.Payment, error) {
+	if a.once.CompareAndSwap(false, true) {
+		close(a.started)
+		<-a.release
+		return a.r.fake.Client().GetPayment(context.WithoutCancel(ctx), id, opts...)
+	}
+	return a.r.GetPayment(ctx, id, opts...)
+}
+
+// A worker whose answer comes after its lease ended must not record it:
+// another replica took the payment over and credited the change; the
+// stale worker's write is refused (lease token and compare-and-set), so
+// the change is credited once.
+func TestTrackerStaleWorkerDoesNotCreditTwice(t *testing.T) {
+	r := newTRig(t)
+	p := r.create(t, "ord-stale", "10")
+	require.NoError(t, r.fake.Pay(p.ID, p.PayAmount))
+	cfg := r.config()
+	cfg.Lease = 500 * time.Millisecond
+	stall := &stallingAPI{r: r, started: make(chan struct{}), release: make(chan struct{})}
+	pgstore.WithTrackerAPI(&cfg, stall)
+	a, err := pgstore.NewTracker(context.Background(), cfg)
+	require.NoError(t, err)
+	r.track(t, a, p)
+	_, err = r.pool.Exec(context.Background(), "UPDATE "+r.table+" SET next_at = now()")
+	require.NoError(t, err)
+	actx, stopA := context.WithCancel(context.Background())
+	aDone := make(chan struct{})
+	go func() { _ = a.Run(actx); close(aDone) }()
+	<-stall.started // A holds the payment and waits for its answer
+
+	r.start(t, 1, func(c *pgstore.TrackerConfig) { c.Lease = 500 * time.Millisecond }) // B
+	r.waitStatus(t, "ord-stale", cryptopay.PaymentPaid)
+	close(stall.release) // A's answer arrives, long after its lease
+	stopA()
+	<-aDone // A's step has ended: it recorded, or was refused
+	assert.Equal(t, []string{"paid"}, r.credited(t, "ord-stale"), "credited once")
+	hist, err := a.History(context.Background(), "ord-stale")
+	require.NoError(t, err)
+	assert.Len(t, hist, 1)
+}

@@ -1,0 +1,295 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/shopspring/decimal"
+
+	"github.com/cryptopay/cryptopay-go"
+)
+
+// trackBegin starts a change's transaction with synchronous_commit on,
+// whatever the server's default: a change the merchant credited must be on
+// disk before the tracker moves on.
+const trackBegin = "BEGIN ISOLATION LEVEL READ COMMITTED READ WRITE; SET LOCAL synchronous_commit = on"
+
+// Run follows the tracked payments until ctx ends: it claims due payments
+// (any number of replicas may Run on the same table; each payment is held
+// by one at a time, under a lease), reads each through the API and records
+// what changed, at most TrackerConfig.Concurrency at once. It returns
+// ctx's error once the payments in hand are done with. Database and API
+// errors are retried on the schedule, never returned. A tracker without
+// TrackerConfig.Client returns ErrInvalidOption at once.
+func (t *Tracker) Run(ctx context.Context) error {
+	if t.api == nil {
+		return fmt.Errorf("%w: Run needs TrackerConfig.Client", ErrInvalidOption)
+	}
+	slots := make(chan struct{}, t.cfg.Concurrency)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for {
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		n := 1
+	take:
+		for n < cap(slots) {
+			select {
+			case slots <- struct{}{}:
+				n++
+			default:
+				break take
+			}
+		}
+		batch, err := t.claim(ctx, n)
+		if err != nil && ctx.Err() == nil {
+			t.log.LogAttrs(ctx, slog.LevelWarn, "pgstore: claiming tracked payments", slog.String("error", err.Error()))
+		}
+		for range n - len(batch) {
+			<-slots
+		}
+		for _, c := range batch {
+			wg.Go(func() {
+				defer func() { <-slots }()
+				t.step(ctx, c)
+			})
+		}
+		if len(batch) == n {
+			continue // there may be more due
+		}
+		timer := time.NewTimer(t.cfg.PollInterval)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return ctx.Err()
+		case <-t.wake:
+		case <-timer.C:
+		}
+		timer.Stop()
+	}
+}
+
+// held is a tracked payment a worker holds under its lease token until
+// deadline (the lease, less a margin, by this machine's clock).
+type held struct {
+	*TrackedPayment
+	latePolls int
+	token     []byte
+	deadline  time.Time
+}
+
+// claim leases up to n due payments to this worker.
+func (t *Tracker) claim(ctx context.Context, n int) ([]held, error) {
+	start := time.Now()
+	token := newToken()
+	rows, err := t.cfg.Pool.Query(ctx, t.sql.claim, n, t.cfg.Lease.Microseconds(), token)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	deadline := start.Add(t.cfg.Lease - t.cfg.Lease/10)
+	var out []held
+	for rows.Next() {
+		h := held{token: token, deadline: deadline}
+		if h.TrackedPayment, err = scanTracked(rows, &h.latePolls); err != nil {
+			return out, err
+		}
+		out = append(out, h)
+	}
+	return out, rows.Err()
+}
+
+// next is when and in which state a payment is read next.
+type next struct {
+	state     TrackState
+	at        *time.Time // nil: not polled
+	latePolls int
+}
+
+// schedule derives the next read from the payment's expiredAt and status:
+// every OpenEvery before expiredAt, once just after it (a tenth of
+// OpenEvery later), then from LateMin doubling to LateMax until Horizon
+// after expiredAt; nothing for a final status or a success (a webhook
+// still wakes the payment). Every wait is drawn from [3/4 of it, all of
+// it], so payments tracked together spread out.
+func (t *Tracker) schedule(now, expiredAt time.Time, st cryptopay.PaymentStatus, latePolls int) next {
+	if st.IsFinal() || st.IsSuccess() {
+		return next{state: TrackClosed}
+	}
+	if expiredAt.IsZero() {
+		at := now.Add(jitter(t.cfg.OpenEvery))
+		return next{state: TrackOpen, at: &at}
+	}
+	afterExpiry := expiredAt.Add(t.cfg.OpenEvery / 10)
+	if now.Before(afterExpiry) {
+		at := now.Add(jitter(t.cfg.OpenEvery))
+		if at.After(afterExpiry) {
+			at = afterExpiry
+		}
+		return next{state: TrackOpen, at: &at}
+	}
+	horizon := expiredAt.Add(t.cfg.Horizon)
+	if !now.Before(horizon) {
+		return next{state: TrackClosed, latePolls: latePolls}
+	}
+	d := t.cfg.LateMin
+	for i := 0; i < latePolls && d < t.cfg.LateMax; i++ {
+		d *= 2
+	}
+	at := now.Add(jitter(min(d, t.cfg.LateMax)))
+	if at.After(horizon) {
+		at = horizon
+	}
+	return next{state: TrackLate, at: &at, latePolls: latePolls + 1}
+}
+
+// jitter draws a wait from [3/4 d, d].
+func jitter(d time.Duration) time.Duration { return d - rand.N(d/4+1) }
+
+// step reads one held payment and records what it shows.
+func (t *Tracker) step(ctx context.Context, h held) {
+	ctx, cancel := context.WithDeadline(ctx, h.deadline)
+	defer cancel()
+	if h.PaymentID == "" {
+		t.write(ctx, h, t.schedule(time.Now(), h.ExpiredAt, h.Status, h.latePolls), "")
+		return
+	}
+	p, err := t.api.GetPayment(ctx, h.PaymentID)
+	if err != nil {
+		if ctx.Err() != nil {
+			return // the lease runs out; another read follows
+		}
+		t.log.LogAttrs(ctx, slog.LevelWarn, "pgstore: reading tracked payment", slog.String("orderId", h.OrderID),
+			slog.String("error", err.Error()))
+		anomaly := ""
+		if errors.Is(err, cryptopay.ErrNotFound) {
+			anomaly = "the API does not know payment " + h.PaymentID
+		}
+		t.write(ctx, h, t.schedule(time.Now(), h.ExpiredAt, h.Status, h.latePolls), anomaly)
+		return
+	}
+	if reason := t.untrusted(h, p); reason != "" {
+		t.log.LogAttrs(ctx, slog.LevelWarn, "pgstore: tracked payment: read not recorded", slog.String("orderId", h.OrderID),
+			slog.String("reason", reason))
+		t.write(ctx, h, t.schedule(time.Now(), cmpTime(h.ExpiredAt, p.ExpiredAt), h.Status, h.latePolls), reason)
+		return
+	}
+	nx := t.schedule(time.Now(), cmpTime(h.ExpiredAt, p.ExpiredAt), p.Status, h.latePolls)
+	if p.Status == h.Status && sameAmount(p.PaidAmount, h.PaidAmount) {
+		t.write(ctx, h, nx, "")
+		return
+	}
+	if err := t.record(ctx, h, p, nx); err != nil && !errors.Is(err, errTrackLeaseLost) {
+		t.log.LogAttrs(ctx, slog.LevelWarn, "pgstore: recording a tracked payment's change", slog.String("orderId", h.OrderID),
+			slog.String("error", err.Error()))
+	}
+}
+
+// untrusted says why the API's answer p must not be recorded for h ("" if
+// it may): it names another payment or order, has a status the SDK does
+// not know, makes a move the lifecycle table does not allow, or shows less
+// paid than already recorded.
+func (t *Tracker) untrusted(h held, p *cryptopay.Payment) string {
+	switch {
+	case !strings.EqualFold(p.ID, h.PaymentID):
+		return trackText("the API answered for another payment id: " + p.ID)
+	case p.OrderID != h.OrderID:
+		return trackText("the API answered with another orderId: " + p.OrderID)
+	case !p.Status.IsKnown():
+		return trackText("the API reported an unknown status: " + string(p.Status))
+	case h.Status != "" && p.Status != h.Status && !h.Status.CanMoveTo(p.Status):
+		return trackText(fmt.Sprintf("the API reported %s after %s, a move the lifecycle table does not allow", p.Status, h.Status))
+	case h.PaidAmount.Valid && (!p.PaidAmount.Valid || p.PaidAmount.Decimal.LessThan(h.PaidAmount.Decimal)):
+		return "the API reported less paid than already recorded"
+	}
+	return ""
+}
+
+func sameAmount(a, b decimal.NullDecimal) bool {
+	return a.Valid == b.Valid && (!a.Valid || a.Decimal.Equal(b.Decimal))
+}
+
+func cmpTime(a, b time.Time) time.Time {
+	if a.IsZero() {
+		return b
+	}
+	return a
+}
+
+// write records a read without a change: the next read and the anomaly.
+func (t *Tracker) write(ctx context.Context, h held, nx next, anomaly string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), trackRecordTimeout)
+	defer cancel()
+	var expired *time.Time
+	if !h.ExpiredAt.IsZero() {
+		expired = &h.ExpiredAt
+	}
+	// An anomaly stays until an operator clears it (ClearAnomaly): a clean
+	// read does not make a refused one, or a payment of another id, go away.
+	anomaly = orText(anomaly, h.Anomaly)
+	action := anomaly != "" || h.Status.NeedsAction()
+	if _, err := t.cfg.Pool.Exec(ctx, t.sql.set, h.OrderID, h.token, string(nx.state), nx.at, nx.latePolls,
+		trackText(anomaly), action, expired); err != nil {
+		t.log.LogAttrs(ctx, slog.LevelWarn, "pgstore: scheduling a tracked payment", slog.String("orderId", h.OrderID),
+			slog.String("error", err.Error()))
+	}
+}
+
+// record writes the change h -> p in one transaction with OnChange (for a
+// change that matters to money), under the lease and only from the state
+// h was read in; then reports it to the Observer.
+func (t *Tracker) record(ctx context.Context, h held, p *cryptopay.Payment, nx next) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), trackRecordTimeout)
+	defer cancel()
+	c := &PaymentChange{OrderID: h.OrderID, PaymentID: h.PaymentID, From: h.Status, To: p.Status,
+		FromPaid: h.PaidAmount, ToPaid: p.PaidAmount, Payment: p}
+	c.Late = h.Status == cryptopay.PaymentExpired ||
+		(!p.ExpiredAt.IsZero() && p.UpdatedAt.After(p.ExpiredAt) && p.Status != cryptopay.PaymentExpired)
+	var expired *time.Time
+	if !p.ExpiredAt.IsZero() {
+		expired = &p.ExpiredAt
+	}
+	err := pgx.BeginTxFunc(ctx, t.cfg.Pool, pgx.TxOptions{BeginQuery: trackBegin}, func(tx pgx.Tx) error {
+		err := tx.QueryRow(ctx, t.sql.record, h.OrderID, h.token, string(p.Status), nullText(p.PaidAmount), string(nx.state),
+			nx.at, nx.latePolls, p.Status.NeedsAction(), expired, string(h.Status), p.Status.IsFinal(),
+			p.PayAmount.String(), p.Currency, p.Network, nullText(h.PaidAmount), c.Late).Scan(&c.Seq, &c.At)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return errTrackLeaseLost
+		}
+		if err != nil {
+			return err
+		}
+		t.at("change-recorded")
+		if c.Credits() && t.cfg.OnChange != nil {
+			if err := t.cfg.OnChange(ctx, tx, c); err != nil {
+				return fmt.Errorf("OnChange: %w", err)
+			}
+		}
+		t.at("before-commit")
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if t.cfg.Observer != nil {
+		t.cfg.Observer(*c)
+	}
+	return nil
+}
+
+// at calls the test hook, if any.
+func (t *Tracker) at(point string) {
+	if t.hook != nil {
+		t.hook(point)
+	}
+}
