@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"net/http/httptest"
 	"net/http/httptrace"
 	"os"
 	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -46,10 +48,13 @@ const (
 // Three worker processes share the intents; each is SIGKILLed (by itself,
 // at a test hook) at least once in every window that matters, and started
 // again. The fake drops ~10% of POSTs after reading them and answers 500
-// to ~5% after processing them, its payout list lags behind creation, and
-// PostgreSQL is restarted once mid-run. Every orderId must end with exactly
-// one payout at the fake, every intent in a final state, and every final
-// effect committed exactly once.
+// to ~5% after processing them, and its payout list lags behind creation.
+// PostgreSQL runs with synchronous_commit off (and a WAL writer that
+// sleeps 10 s), and goes down three times mid-run: a clean restart, a
+// crash (SIGKILL of every process) and an immediate shutdown, the last
+// two losing every commit not forced to disk. Every orderId must end with
+// exactly one payout at the fake, every intent in a final state, and
+// every final effect committed exactly once.
 func TestQueueChaos(t *testing.T) {
 	if os.Getenv(chaosWorkerEnv) != "" {
 		chaosWorker(t)
@@ -57,7 +62,10 @@ func TestQueueChaos(t *testing.T) {
 	}
 	n := *chaosN
 	start := time.Now()
-	r := newQRig(t, cryptopaytest.WithPayoutListLag(100*time.Millisecond))
+	r := newQRigOn(t, startCrashServer(t), cryptopaytest.WithPayoutListLag(100*time.Millisecond))
+	var sc string
+	require.NoError(t, r.pool.QueryRow(context.Background(), "SHOW synchronous_commit").Scan(&sc))
+	require.Equal(t, "off", sc, "the server acknowledges commits before their WAL is written")
 	q := r.queue(t, chaosConfig)
 	ps := make([]cryptopay.CreatePayoutParams, n)
 	for i := range ps {
@@ -83,31 +91,87 @@ func TestQueueChaos(t *testing.T) {
 	}
 	r.payAll(t)
 
+	api := newStrikingAPI(t, r.fake)
 	killLog := t.TempDir() + "/kills"
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	var wg sync.WaitGroup
 	errs := make([]error, chaosWorkers)
 	for slot := range chaosWorkers {
-		wg.Go(func() { errs[slot] = r.chaosSlot(ctx, slot, killLog) })
+		wg.Go(func() { errs[slot] = r.chaosSlot(ctx, slot, api.URL, killLog) })
 	}
-	// PostgreSQL goes down and up again once a third of the intents are
-	// final.
-	restarted := false
-	wg.Go(func() {
-		for ctx.Err() == nil {
-			if final(r.countsOrNil(q)) >= n/3 {
-				restarted = r.srv.Restart() == nil
+	// PostgreSQL goes down three times and comes back on the same port and
+	// data: crashed (SIGKILL) once a third of the create requests are in,
+	// shut down in immediate mode at two thirds, and restarted cleanly once
+	// three quarters of the intents are final. Before the crash and the
+	// immediate shutdown its WAL writer is paused, as if it were late, so
+	// every asynchronous commit from then on is lost; they strike inside
+	// the 20th create request after that, once the fake created the payout
+	// and before it answers: a score of attempts were committed and sent
+	// meanwhile, and the last answer is never recorded.
+	outages := []struct {
+		name   string
+		down   func(*pgtest.Server) error
+		posts  int // strike inside a create request once this many came in; else
+		finals int // go down once this many intents are final
+	}{
+		{name: "crash (SIGKILL) inside a create request", down: (*pgtest.Server).Crash, posts: n / 3},
+		{name: "immediate shutdown inside a create request", down: (*pgtest.Server).StopImmediate, posts: 2 * n / 3},
+		{name: "clean restart", down: (*pgtest.Server).Stop, finals: 3 * n / 4},
+	}
+	strikeAfter := int64(max(1, min(20, n/20)))
+	var outagesDone []string
+	var outageErr error
+	workersDone := make(chan struct{})
+	var outageWG sync.WaitGroup
+	outageWG.Go(func() {
+		wait := func(cond func() bool) bool {
+			for !cond() {
+				select {
+				case <-workersDone:
+					return false
+				case <-time.After(20 * time.Millisecond):
+				}
+			}
+			return true
+		}
+		for _, o := range outages {
+			var err error
+			if o.posts > 0 {
+				if !wait(func() bool { return api.posts.Load() >= int64(o.posts) }) {
+					return
+				}
+				if outageErr = r.srv.PauseWALWriter(); outageErr != nil {
+					return
+				}
+				downed := make(chan error, 1)
+				api.strike = func() { downed <- o.down(r.srv) }
+				api.armed.Store(strikeAfter)
+				select {
+				case err = <-downed:
+				case <-workersDone:
+					return
+				}
+			} else {
+				if !wait(func() bool { return final(r.countsOrNil(q)) >= o.finals }) {
+					return
+				}
+				err = o.down(r.srv)
+			}
+			if outageErr = errors.Join(err, r.srv.Start()); outageErr != nil {
 				return
 			}
-			time.Sleep(50 * time.Millisecond)
+			outagesDone = append(outagesDone, o.name)
 		}
 	})
 	wg.Wait()
+	close(workersDone)
+	outageWG.Wait()
 	for _, err := range errs {
 		require.NoError(t, err)
 	}
-	require.True(t, restarted, "PostgreSQL was restarted mid-run")
+	require.NoError(t, outageErr)
+	require.Len(t, outagesDone, len(outages), "PostgreSQL went down mid-run: %v", outagesDone)
 
 	counts, err := q.Counts(context.Background())
 	require.NoError(t, err)
@@ -136,8 +200,8 @@ func TestQueueChaos(t *testing.T) {
 		}
 		after = page[len(page)-1].Params.OrderID
 	}
-	t.Logf("chaos: %d intents, %d workers, in %v; POST faults queued: %d drops, %d 500s; PostgreSQL restarted: %v",
-		n, chaosWorkers, time.Since(start).Round(time.Millisecond), drops, fives, restarted)
+	t.Logf("chaos: %d intents, %d workers, in %v; POST faults queued: %d drops, %d 500s; PostgreSQL (synchronous_commit off) down: %v",
+		n, chaosWorkers, time.Since(start).Round(time.Millisecond), drops, fives, strings.Join(outagesDone, ", "))
 	t.Logf("chaos: kills per slot and point: %v", kills)
 	t.Logf("chaos: final states %v; attempts %d (%d resends); verdicts %v", counts, attempts, attempts-n, verdicts)
 	t.Logf("chaos: payouts at the fake %d; orderIds without exactly one payout: %d; effects %d; orderIds without exactly one effect: %d",
@@ -187,12 +251,12 @@ func (r *qrig) countsOrNil(q *pgstore.Queue) map[pgstore.IntentState]int {
 // chaosSlot runs one worker slot: its first incarnations are each told to
 // kill themselves at one window (a different one each time, at a random
 // hit), the last runs until every intent is final.
-func (r *qrig) chaosSlot(ctx context.Context, slot int, killLog string) error {
+func (r *qrig) chaosSlot(ctx context.Context, slot int, apiURL, killLog string) error {
 	for life := 0; ; life++ {
 		env := append(r.srv.ChildEnv(),
 			chaosWorkerEnv+"="+strconv.Itoa(slot),
 			"QUEUE_CHAOS_TABLE="+r.table, "QUEUE_CHAOS_EFFECTS="+r.effects,
-			"QUEUE_CHAOS_URL="+r.fake.URL, "QUEUE_CHAOS_KEY="+r.fake.APIKey, "QUEUE_CHAOS_LOG="+killLog)
+			"QUEUE_CHAOS_URL="+apiURL, "QUEUE_CHAOS_KEY="+r.fake.APIKey, "QUEUE_CHAOS_LOG="+killLog)
 		if life < len(chaosPoints) {
 			env = append(env, "QUEUE_CHAOS_KILL_AT="+chaosPoints[(slot+life)%len(chaosPoints)],
 				"QUEUE_CHAOS_KILL_AFTER="+strconv.Itoa(1+rand.IntN(8)))
@@ -214,6 +278,35 @@ func (r *qrig) chaosSlot(ctx context.Context, slot int, killLog string) error {
 			return fmt.Errorf("slot %d life %d: %v; output:\n%s", slot, life, err, out)
 		}
 	}
+}
+
+// strikingAPI serves the fake's API to the workers; once armed with k, the
+// k-th create request from then on is handled by the fake (the payout
+// exists), then strike runs (PostgreSQL goes down) before the answer
+// leaves.
+type strikingAPI struct {
+	*httptest.Server
+	posts  atomic.Int64 // create requests received
+	armed  atomic.Int64
+	strike func() // set before armed
+}
+
+func newStrikingAPI(t *testing.T, fake *cryptopaytest.Server) *strikingAPI {
+	a := &strikingAPI{}
+	inner := fake.Handler()
+	a.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if req.Method == http.MethodPost && req.URL.Path == "/v1/payout" {
+			a.posts.Add(1)
+			if a.armed.Load() > 0 && a.armed.Add(-1) == 0 {
+				inner.ServeHTTP(w, req) // the answer stays buffered until return
+				a.strike()
+				return
+			}
+		}
+		inner.ServeHTTP(w, req)
+	}))
+	t.Cleanup(a.Close)
+	return a
 }
 
 // readKills counts the kill log's lines ("slot/point").

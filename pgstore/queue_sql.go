@@ -13,6 +13,27 @@ type queueSQL struct {
 	begin, final, callbackDone string
 }
 
+// syncCommit, evaluated in a statement, turns synchronous_commit on for
+// the rest of the transaction it runs in, whatever the server, database,
+// role or session says (remote_apply, which is stronger, is kept): a
+// COMMIT acknowledged after it is on disk, and on a synchronous standby if
+// there is one. set_config(..., true) is SET LOCAL, but needs neither a
+// transaction block nor a round trip of its own. The attempt (committed
+// before the request is sent) and every final state are committed with it:
+// an attempt lost in a crash would be sent again. See docs/payout-queue.md,
+// "Durable commits".
+const syncCommit = `set_config('synchronous_commit', CASE current_setting('synchronous_commit') WHEN 'remote_apply' THEN 'remote_apply' ELSE 'on' END, true)`
+
+// durable is syncCommit as a FROM item of an UPDATE: the statement changes
+// no row before it has run (a subquery with a volatile target list is
+// never pulled up or skipped).
+const durable = `(SELECT ` + syncCommit + `) AS durable`
+
+// durableIf is durable when the boolean SQL expression cond holds.
+func durableIf(cond string) string {
+	return `(SELECT CASE WHEN ` + cond + ` THEN ` + syncCommit + ` END) AS durable`
+}
+
 // Every change appends a row to the history table (h) in the statement
 // that makes it: the same transaction, no extra round trip.
 const histCols = `(order_id, actor, from_state, to_state, attempts, verdict, error, note, payout_id, request_id)`
@@ -37,6 +58,7 @@ FROM %s WHERE order_id = $1 ORDER BY id`, h),
 		// clears the hold (Retry is the operator's answer to it).
 		operate: fmt.Sprintf(`WITH u AS (UPDATE %[1]s SET state = $3, note = $4, next_at = now(), lease_token = NULL, tries = 0, updated_at = now(),
     approved_at = CASE WHEN $5 THEN now() ELSE approved_at END, hold = '', callback_due = $6
+FROM `+durable+`
 WHERE order_id = $1 AND state = $2 RETURNING %[2]s),
 h AS (INSERT INTO %[3]s %[4]s SELECT order_id, 'operator', $2, $3, attempts, '', '', $4, payout_id, '' FROM u)
 SELECT * FROM u`, t, intentCols, h, histCols),
@@ -71,12 +93,14 @@ RETURNING %[2]s, tries`, t, intentCols, openStatesSQL()),
 		// lease holder, only from the state the holder saw.
 		attempt: fmt.Sprintf(`WITH u AS (UPDATE %s SET state = 'sending', attempts = attempts + 1, attempted_at = $3,
 reserved_at = now(), tries = 0, last_error = '', verdict = $5, updated_at = now()
+FROM `+durable+`
 WHERE order_id = $1 AND lease_token = $2 AND state = $4 RETURNING order_id, attempts),
 h AS (INSERT INTO %s %s SELECT order_id, 'worker', $4, 'sending', attempts, $5, '', '', '', '' FROM u)
 SELECT 1 FROM u`, t, h, histCols),
 		// Every other change by a worker, only by the lease holder; $10
 		// gives the lease up (an intent held for approval, a final state),
-		// $11 records a hold, $12 leaves the final callback due.
+		// $11 records a hold, $12 leaves the final callback due (a final
+		// state recorded without OnFinal: committed durably).
 		// $13 is the state the holder saw; $14 says whether the change is
 		// worth a history row (a new state, a verdict, an error), $15 is
 		// the request id of the answer that led to it.
@@ -88,16 +112,19 @@ SELECT 1 FROM u`, t, h, histCols),
     lease_token = CASE WHEN $10 THEN NULL ELSE lease_token END,
     hold = CASE WHEN $11::text = '' THEN hold ELSE $11::text END,
     callback_due = callback_due OR $12, updated_at = now()
+FROM `+durableIf("$12")+`
 WHERE order_id = $1 AND lease_token = $2 RETURNING order_id, attempts, payout_id),
 h AS (INSERT INTO %s %s SELECT order_id, 'worker', $13, $3, attempts, $4, $5, '', payout_id, $15 FROM u WHERE $14)
 SELECT attempts FROM u`, t, h, histCols),
 		attemptMany: fmt.Sprintf(`WITH u AS (UPDATE %s SET state = 'sending', attempts = attempts + 1, attempted_at = $3,
 reserved_at = now(), tries = 0, last_error = '', verdict = '', updated_at = now()
+FROM `+durable+`
 WHERE order_id = ANY($1) AND lease_token = $2 AND state = 'queued' RETURNING order_id, attempts),
 h AS (INSERT INTO %s %s SELECT order_id, 'worker', 'queued', 'sending', attempts, '', '', '', '', '' FROM u)
 SELECT order_id FROM u`, t, h, histCols),
 		begin: fmt.Sprintf(`BEGIN ISOLATION LEVEL READ COMMITTED READ WRITE;
-SET LOCAL idle_in_transaction_session_timeout = %d`, max(idleTimeoutMillis, 1)),
+SET LOCAL idle_in_transaction_session_timeout = %d;
+SELECT `+syncCommit, max(idleTimeoutMillis, 1)),
 		// The final state, by the lease holder only, with its callback run
 		// (OnFinal, earlier in the same transaction). A lease no longer held
 		// fails it with a division by zero, so the COMMIT queued after it

@@ -26,7 +26,9 @@ import (
 	"github.com/cryptopay/cryptopay-go/pgstore/internal/pgtest"
 )
 
-// Server is one running test server: DSN, Pool, Restart, Stop, Close.
+// Server is one running test server: DSN, Pool, Restart, Stop, Close, and
+// for tests of what survives a crash: Crash, StopImmediate,
+// PauseWALWriter, WaitWALWriterAsleep.
 type Server = pgtest.Server
 
 // ErrNoPostgres means the PostgreSQL binaries were not found.

@@ -3,6 +3,15 @@
 // free loopback port with its unix socket in that directory, tuned for
 // speed (fsync off: never use these settings for real data).
 //
+// The server runs with synchronous_commit off, as a merchant's database or
+// role may: a COMMIT is acknowledged before its WAL is written, so a test
+// that crashes the server (Crash, StopImmediate) loses every such commit
+// the WAL writer had not written yet, unless the transaction turned
+// synchronous_commit on for itself. fsync off does not hide that loss: it
+// only skips the flush from the kernel's page cache to the disk, which a
+// crash of PostgreSQL's processes (not of the machine) keeps; what the
+// crash loses is the WAL still in PostgreSQL's shared memory.
+//
 // Postgres refuses to run as root; when the test runs as root, the server
 // runs as the user "nobody" and the directory is handed to it. The server
 // is a direct child of the test process with a parent-death signal, so it
@@ -23,6 +32,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -47,9 +57,26 @@ type Server struct {
 	dir    string // owned temp dir: data/, sock/, postgres.log
 	cred   *syscall.Credential
 
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	done chan struct{} // closed when cmd exits
+	settings map[string]string // -c name=value, see StartWith
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	done   chan struct{} // closed when cmd exits
+	paused int           // the WAL writer's pid while PauseWALWriter holds it
+}
+
+// defaultSettings are the server's settings unless StartWith says
+// otherwise: fast and unsafe for real data (see the package comment).
+var defaultSettings = map[string]string{
+	"listen_addresses":   "127.0.0.1",
+	"fsync":              "off",
+	"synchronous_commit": "off",
+	"full_page_writes":   "off",
+	"max_connections":    "300",
+	"shared_buffers":     "64MB",
+	"max_wal_size":       "1GB",
+	"logging_collector":  "off",
+	"log_min_messages":   "warning",
 }
 
 // BinDir returns the directory of initdb and postgres: `pg_config
@@ -75,8 +102,16 @@ func BinDir() (string, error) {
 	return dir, nil
 }
 
-// Start runs initdb and starts the server. Close it when done.
-func Start() (*Server, error) {
+// Start runs initdb and starts the server with the default settings.
+// Close it when done.
+func Start() (*Server, error) { return StartWith(nil) }
+
+// StartWith is Start with settings (postgresql.conf names and values, as
+// given to postgres -c) over the defaults: for example
+// {"wal_writer_delay": "10s"} keeps asynchronous commits in shared memory
+// for up to 10 s (three times that in the worst case), so that a Crash
+// right after one loses it reproducibly.
+func StartWith(settings map[string]string) (*Server, error) {
 	bindir, err := BinDir()
 	if err != nil {
 		return nil, err
@@ -86,7 +121,13 @@ func Start() (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{bindir: bindir, dir: dir}
+	s := &Server{bindir: bindir, dir: dir, settings: map[string]string{}}
+	for k, v := range defaultSettings {
+		s.settings[k] = v
+	}
+	for k, v := range settings {
+		s.settings[k] = v
+	}
 	fail := func(err error) (*Server, error) {
 		s.Close()
 		return nil, err
@@ -193,20 +234,16 @@ func (s *Server) Start() error {
 		return err
 	}
 	defer logf.Close()
-	cmd := exec.Command(filepath.Join(s.bindir, "postgres"),
-		"-D", filepath.Join(s.dir, "data"),
-		"-p", strconv.Itoa(s.Port),
-		"-k", filepath.Join(s.dir, "sock"),
-		"-c", "listen_addresses=127.0.0.1",
-		"-c", "fsync=off",
-		"-c", "synchronous_commit=off",
-		"-c", "full_page_writes=off",
-		"-c", "max_connections=300",
-		"-c", "shared_buffers=64MB",
-		"-c", "max_wal_size=1GB",
-		"-c", "logging_collector=off",
-		"-c", "log_min_messages=warning",
-	)
+	args := []string{"-D", filepath.Join(s.dir, "data"), "-p", strconv.Itoa(s.Port), "-k", filepath.Join(s.dir, "sock")}
+	names := make([]string, 0, len(s.settings))
+	for k := range s.settings {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	for _, k := range names {
+		args = append(args, "-c", k+"="+s.settings[k])
+	}
+	cmd := exec.Command(filepath.Join(s.bindir, "postgres"), args...)
 	// Pdeathsig kills the server if the test binary dies (a panic, a
 	// timeout, SIGKILL): no server outlives its test.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred, Pdeathsig: syscall.SIGKILL}
@@ -259,6 +296,10 @@ func (s *Server) Stop() error {
 	if s.cmd == nil {
 		return nil
 	}
+	if s.paused != 0 {
+		_ = syscall.Kill(s.paused, syscall.SIGCONT) // a clean stop writes its WAL
+		s.paused = 0
+	}
 	_ = s.cmd.Process.Signal(syscall.SIGINT)
 	select {
 	case <-s.done:
@@ -268,6 +309,173 @@ func (s *Server) Stop() error {
 	}
 	s.cmd, s.done = nil, nil
 	return nil
+}
+
+// StopImmediate shuts the server down in immediate mode (SIGQUIT, as
+// `pg_ctl stop -m immediate`): every process exits at once, nothing is
+// flushed or checkpointed, and the next Start recovers from the WAL on
+// disk, without the asynchronous commits the WAL writer had not written.
+// It waits for the server to exit (the postmaster waits for its children).
+func (s *Server) StopImmediate() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return errors.New("pgtest: server not running")
+	}
+	if s.paused != 0 {
+		// Its SIGQUIT is pending when it resumes, and runs first: it exits
+		// without writing anything.
+		_ = syscall.Kill(s.paused, syscall.SIGQUIT)
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGQUIT)
+	if s.paused != 0 {
+		_ = syscall.Kill(s.paused, syscall.SIGCONT)
+		s.paused = 0
+	}
+	select {
+	case <-s.done:
+	case <-time.After(20 * time.Second):
+		_ = s.cmd.Process.Kill()
+		<-s.done
+	}
+	s.cmd, s.done = nil, nil
+	return nil
+}
+
+// Crash kills the server as a crash would: SIGKILL to the postmaster and
+// every backend and helper process, with no shutdown of any kind. Commits
+// whose WAL was still in shared memory (with synchronous_commit off) are
+// lost. The postmaster is frozen first (SIGSTOP), so that it neither
+// forks nor reacts while its children are found and killed (each child is
+// in a session of its own, so no one signal reaches them all). It returns
+// once every process is gone; Start brings the server back on the same
+// port and data directory, where it recovers from the WAL.
+func (s *Server) Crash() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return errors.New("pgtest: server not running")
+	}
+	pm := s.cmd.Process.Pid
+	if err := syscall.Kill(pm, syscall.SIGSTOP); err != nil {
+		return fmt.Errorf("pgtest: stopping the postmaster: %w", err)
+	}
+	kids := children(pm)
+	for _, pid := range kids {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	_ = syscall.Kill(pm, syscall.SIGKILL)
+	<-s.done
+	s.cmd, s.done, s.paused = nil, nil, 0
+	// A new postmaster refuses to start while an old process still holds
+	// the shared memory.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var left []int
+		for _, pid := range kids {
+			if alive(pid) {
+				left = append(left, pid)
+			}
+		}
+		if len(left) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("pgtest: processes %v of the server still alive 30 s after SIGKILL", left)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// WaitWALWriterAsleep polls (for up to 30 s) until the WAL writer has
+// started and gone to sleep between two of its rounds: from then on, with
+// a long wal_writer_delay, an asynchronous commit stays in shared memory
+// until the next round, so that a Crash loses it. (The WAL writer starts
+// after the server accepts connections, and its first round would write
+// the commits made before it.)
+func (s *Server) WaitWALWriterAsleep(ctx context.Context) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		c, err := pgconn.Connect(ctx, s.DSN())
+		if err == nil {
+			res := c.ExecParams(ctx, "SELECT 1 FROM pg_stat_activity WHERE backend_type = 'walwriter' AND wait_event = 'WalWriterMain'",
+				nil, nil, nil, nil).Read()
+			_ = c.Close(ctx)
+			if err = res.Err; err == nil && len(res.Rows) == 1 {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("pgtest: the WAL writer is not asleep after 30 s (%v)", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// PauseWALWriter stops the WAL writer process (SIGSTOP) until the server
+// goes down (Stop lets it finish its work first; Crash and StopImmediate
+// do not). Asynchronous commits then stay in shared memory however busy
+// the server is (up to wal_buffers), as behind a WAL writer that is late,
+// and a Crash or StopImmediate loses every one of them. A synchronous
+// commit writes its WAL itself and is not affected.
+func (s *Server) PauseWALWriter() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return errors.New("pgtest: server not running")
+	}
+	if s.paused != 0 {
+		return nil
+	}
+	for _, pid := range children(s.cmd.Process.Pid) {
+		cmdline, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+		if strings.HasPrefix(string(cmdline), "postgres: walwriter") {
+			if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+				return fmt.Errorf("pgtest: pausing the WAL writer: %w", err)
+			}
+			s.paused = pid
+			return nil
+		}
+	}
+	return errors.New("pgtest: no WAL writer process found")
+}
+
+// procStat returns the fields of /proc/pid/stat after the command name:
+// state, ppid, ... (nil if there is no such process).
+func procStat(pid string) []string {
+	b, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return nil
+	}
+	// pid (comm) state ppid ...; comm may hold spaces and parens.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return nil
+	}
+	return strings.Fields(string(b[i+1:]))
+}
+
+// alive reports whether pid is a live process (a zombie is not: it holds
+// no memory, shared or not).
+func alive(pid int) bool {
+	f := procStat(strconv.Itoa(pid))
+	return len(f) > 0 && f[0] != "Z" && f[0] != "X"
+}
+
+// children lists the processes whose parent is pid, from /proc.
+func children(pid int) []int {
+	ents, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range ents {
+		child, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if f := procStat(e.Name()); len(f) > 1 && f[1] == strconv.Itoa(pid) {
+			out = append(out, child)
+		}
+	}
+	return out
 }
 
 // Restart stops the server and starts it again on the same port with the

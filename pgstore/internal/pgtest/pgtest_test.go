@@ -92,3 +92,68 @@ func gone(pid int) bool {
 	i := strings.LastIndexByte(string(stat), ')')
 	return i > 0 && i+2 < len(stat) && stat[i+2] == 'Z'
 }
+
+// A crash (SIGKILL of every process, or an immediate shutdown) loses an
+// acknowledged commit whose WAL was still in shared memory
+// (synchronous_commit off, the WAL writer asleep for 10 s), and keeps
+// those whose transaction turned synchronous_commit on: by SET LOCAL in a
+// transaction, or by set_config(..., true) inside a single statement. This
+// is what makes the queue's durability tests mean something on a test
+// server that runs without fsync.
+func TestCrashLosesUnflushedCommits(t *testing.T) {
+	pgtest.Need(t)
+	if os.Getenv("PGTEST_ORPHAN") != "" {
+		t.Skip("child process")
+	}
+	for _, tc := range []struct {
+		name  string
+		crash func(*pgtest.Server) error
+		pause bool // the WAL writer paused (PauseWALWriter) rather than asleep
+	}{
+		{name: "SIGKILL", crash: (*pgtest.Server).Crash},
+		{name: "immediate shutdown", crash: (*pgtest.Server).StopImmediate},
+		{name: "SIGKILL, WAL writer paused", crash: (*pgtest.Server).Crash, pause: true},
+		{name: "immediate shutdown, WAL writer paused", crash: (*pgtest.Server).StopImmediate, pause: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv, err := pgtest.StartWith(map[string]string{"synchronous_commit": "off", "wal_writer_delay": "10s"})
+			require.NoError(t, err)
+			t.Cleanup(srv.Close)
+			ctx := context.Background()
+			pool := srv.Pool(t, 1)
+			tbl := pgtest.Name("crash")
+			_, err = pool.Exec(ctx, "SET synchronous_commit = on; CREATE TABLE "+tbl+" (v text); RESET synchronous_commit")
+			require.NoError(t, err)
+			var setting string
+			require.NoError(t, pool.QueryRow(ctx, "SHOW synchronous_commit").Scan(&setting))
+			require.Equal(t, "off", setting)
+
+			require.NoError(t, srv.WaitWALWriterAsleep(ctx))
+			if tc.pause {
+				require.NoError(t, srv.PauseWALWriter())
+			}
+			tx, err := pool.Begin(ctx)
+			require.NoError(t, err)
+			_, err = tx.Exec(ctx, "SET LOCAL synchronous_commit = on")
+			require.NoError(t, err)
+			_, err = tx.Exec(ctx, "INSERT INTO "+tbl+" VALUES ('set local')")
+			require.NoError(t, err)
+			require.NoError(t, tx.Commit(ctx))
+			_, err = pool.Exec(ctx, "INSERT INTO "+tbl+" SELECT 'set_config' FROM (SELECT set_config('synchronous_commit', 'on', true)) AS s")
+			require.NoError(t, err)
+			_, err = pool.Exec(ctx, "INSERT INTO "+tbl+" VALUES ('async')")
+			require.NoError(t, err)
+			require.NoError(t, pool.QueryRow(ctx, "SELECT string_agg(v, ',' ORDER BY v) FROM "+tbl).Scan(&setting))
+			require.Equal(t, "async,set local,set_config", setting, "all three committed before the crash")
+
+			require.NoError(t, tc.crash(srv))
+			require.NoError(t, srv.Start())
+			var got string
+			require.Eventually(t, func() bool {
+				return pool.QueryRow(ctx, "SELECT string_agg(v, ',' ORDER BY v) FROM "+tbl).Scan(&got) == nil
+			}, 30*time.Second, 20*time.Millisecond)
+			assert.Equal(t, "set local,set_config", got, "the asynchronous commit is lost, the synchronous ones are kept")
+			assert.Contains(t, srv.Log(), "database system was interrupted", "the restart ran crash recovery")
+		})
+	}
+}

@@ -1,0 +1,39 @@
+module github.com/cryptopay/cryptopay-go/scripts/riverbench
+
+go 1.26.0
+
+// Never released or installed: the SDK and pgstore of this tree.
+replace (
+	github.com/cryptopay/cryptopay-go => ../..
+	github.com/cryptopay/cryptopay-go/pgstore => ../../pgstore
+)
+
+require (
+	github.com/cryptopay/cryptopay-go v0.1.0
+	github.com/cryptopay/cryptopay-go/pgstore v0.0.0-00010101000000-000000000000
+	github.com/jackc/pgx/v5 v5.12.0
+	github.com/riverqueue/river v0.51.2
+	github.com/riverqueue/river/riverdriver/riverpgxv5 v0.51.2
+	github.com/shopspring/decimal v1.6.0
+	github.com/stretchr/testify v1.12.1
+)
+
+require (
+	github.com/btcsuite/btcd/btcutil v1.2.0 // indirect
+	github.com/google/uuid v1.6.0 // indirect
+	github.com/jackc/pgpassfile v1.0.0 // indirect
+	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
+	github.com/jackc/puddle/v2 v2.2.3 // indirect
+	github.com/riverqueue/river/riverdriver v0.51.2 // indirect
+	github.com/riverqueue/river/rivershared v0.51.2 // indirect
+	github.com/riverqueue/river/rivertype v0.51.2 // indirect
+	github.com/tidwall/gjson v1.20.0 // indirect
+	github.com/tidwall/match v1.2.0 // indirect
+	github.com/tidwall/pretty v1.2.1 // indirect
+	github.com/tidwall/sjson v1.2.5 // indirect
+	go.yaml.in/yaml/v3 v3.0.5 // indirect
+	golang.org/x/crypto v0.55.0 // indirect
+	golang.org/x/sync v0.24.0 // indirect
+	golang.org/x/sys v0.47.0 // indirect
+	golang.org/x/text v0.43.0 // indirect
+)
