@@ -43,7 +43,9 @@ func (c *tripCounter) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, d pgx.Trac
 		return // a statement of a batch: the batch is counted
 	}
 	switch {
-	case strings.Contains(sql, "FOR UPDATE SKIP LOCKED") && d.CommandTag.RowsAffected() == 0 && d.Err == nil:
+	case strings.Contains(sql, "FOR UPDATE SKIP LOCKED") && (d.CommandTag.RowsAffected() == 0 || d.Err != nil):
+		// Found nothing, or was cut off by the worker's stop (its
+		// context ended while the poll was on the wire): no intent moved.
 		c.idle.Add(1)
 	case strings.Contains(sql, "FOR UPDATE SKIP LOCKED"):
 		c.claims.Add(1)

@@ -62,11 +62,14 @@ func newTRig(t testing.TB, fakeOpts ...cryptopaytest.ServerOption) *trig {
 		r.mu.Lock()
 		h, chaos := r.hooks, r.chaos
 		r.mu.Unlock()
-		if chaos != nil {
+		switch {
+		case h == nil: // no tracker yet (a test's first payment): the sender retries later
+			w.WriteHeader(http.StatusServiceUnavailable)
+		case chaos != nil:
 			chaos(w, req, h)
-			return
+		default:
+			h.ServeHTTP(w, req)
 		}
-		h.ServeHTTP(w, req)
 	}))
 	t.Cleanup(r.shop.Close)
 	return r
