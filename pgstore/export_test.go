@@ -10,7 +10,8 @@ import (
 )
 
 // SetQueueHook makes q call fn at its named points ("attempt-committed",
-// "answer-read"): the crash tests kill the worker there.
+// "answer-read", "follow-read"): the crash tests kill the worker there,
+// and the wake-up test wakes the intent there.
 func SetQueueHook(q *Queue, fn func(point string)) { q.hook = fn }
 
 // Claim claims up to n due intents for q and reports how many it got (the

@@ -3,6 +3,7 @@ package pgstore_test
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -401,4 +402,34 @@ func TestQueueObserverAndHistory(t *testing.T) {
 			assert.Equal(t, "alice: KYC checked", hist[1].Note)
 		}
 	}
+}
+
+// A webhook that arrives while a worker is following the intent is not
+// lost: the worker's record of the status it read (still processing)
+// keeps the intent due instead of putting it off for FollowEvery. Before,
+// the record overwrote the wake-up and the paid payout waited an hour.
+func TestQueueWakeDuringFollow(t *testing.T) {
+	r := newQRig(t)
+	ctx := context.Background()
+	// One slot: the worker cannot claim the woken intent again before it
+	// has recorded what it read, which is when the wake-up was lost.
+	q := r.queue(t, func(c *pgstore.QueueConfig) { c.FollowEvery, c.Concurrency = time.Hour, 1 })
+	var armed, fired atomic.Bool
+	var id string
+	pgstore.SetQueueHook(q, func(point string) {
+		if point != "follow-read" || !armed.Load() || fired.Swap(true) {
+			return
+		}
+		// The worker has read "processing"; now the payout is paid and its
+		// webhook wakes the intent before the worker records what it read.
+		assert.NoError(t, r.fake.SetPayoutStatus(id, cryptopay.PayoutPaid))
+		assert.NoError(t, q.PayoutChanged(ctx, &cryptopay.Payout{ID: id, OrderID: "wd-000001", Status: cryptopay.PayoutPaid}))
+	})
+	p := payoutParams(1)
+	id = r.sendOne(t, q, p)
+	require.NoError(t, r.fake.SetPayoutStatus(id, cryptopay.PayoutProcessing))
+	armed.Store(true)
+	require.NoError(t, q.PayoutChanged(ctx, &cryptopay.Payout{ID: id, OrderID: p.OrderID, Status: cryptopay.PayoutProcessing}))
+	waitIntent(t, q, p.OrderID, "paid", func(in *pgstore.Intent) bool { return in.State == pgstore.StatePaid })
+	assert.True(t, fired.Load(), "the wake-up came during a follow")
 }

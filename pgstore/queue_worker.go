@@ -602,6 +602,7 @@ func (q *Queue) follow(ctx context.Context, c claimed) error {
 		}
 		st = res.Payout.Status
 	}
+	q.at("follow-read")
 	if to, final := finalState(st); final {
 		return q.record(ctx, c, change{to: to, payoutStatus: st})
 	}
