@@ -256,3 +256,55 @@ func TestWebhookBodyLimitsValidation(t *testing.T) {
 		assert.ErrorIs(t, err, cryptopay.ErrInvalidParams)
 	}
 }
+
+// TestWebhookRefusedBeforeTheBodyIsNotWaitedOn: a request refused before
+// its body is read (no token, not POST), that declares a body (a length
+// under the server's 256 KiB post-handler read, or chunked) and sends none
+// of it, is answered and its connection closed at once, behind a server
+// with only ReadHeaderTimeout. Before, net/http read the unread body to
+// reuse the connection, with no deadline: the handler's goroutine and
+// connection were held for as long as the sender kept it open, and the
+// answer never left.
+func TestWebhookRefusedBeforeTheBodyIsNotWaitedOn(t *testing.T) {
+	forged := base64.RawURLEncoding.EncodeToString(make([]byte, 32))
+	cases := []struct {
+		name, head string
+		want       int
+	}{
+		{"no token, a declared length", "POST /hooks/cryptopay HTTP/1.1\r\nHost: h\r\nContent-Length: 65536\r\n\r\n{", http.StatusUnauthorized},
+		{"no token, chunked", "POST /hooks/cryptopay HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n1\r\n{\r\n", http.StatusUnauthorized},
+		{"a repeated token", "POST /hooks/cryptopay?token=" + forged + "&token=" + forged + " HTTP/1.1\r\nHost: h\r\nContent-Length: 100\r\n\r\n", http.StatusUnauthorized},
+		{"not POST", "PUT /hooks/cryptopay?token=" + forged + " HTTP/1.1\r\nHost: h\r\nContent-Length: 65536\r\n\r\n{", http.StatusMethodNotAllowed},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			const n = 50
+			s := startSlowServer(t, slowHandler(t, time.Minute))
+			conns := make([]net.Conn, 0, n)
+			t.Cleanup(func() {
+				for _, c := range conns {
+					_ = c.Close()
+				}
+			})
+			for range n {
+				c, err := net.Dial("tcp", s.addr)
+				require.NoError(t, err)
+				conns = append(conns, c)
+				_, err = io.WriteString(c, tc.head)
+				require.NoError(t, err)
+			}
+			waitFor(t, "the server to close every connection it refused", func() bool { return s.closed.Load() == n })
+			answered := 0
+			for _, c := range conns {
+				_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
+				if resp, err := http.ReadResponse(bufio.NewReader(c), nil); err == nil {
+					if resp.StatusCode == tc.want && resp.Close {
+						answered++
+					}
+					_ = resp.Body.Close()
+				}
+			}
+			assert.Equal(t, n, answered, "every sender was answered %d with Connection: close", tc.want)
+		})
+	}
+}
