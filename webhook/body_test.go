@@ -308,3 +308,47 @@ func TestWebhookRefusedBeforeTheBodyIsNotWaitedOn(t *testing.T) {
 		})
 	}
 }
+
+// TestWebhookBodyDeadlineEndsWithTheBody: the read deadline the handler
+// sets for the body (http.ResponseController deadlines stay on the
+// connection) does not outlive it. A callback that runs past the body
+// deadline keeps its context (the server's background read of the
+// connection, which starts at the body's EOF, is not cut by it), and the
+// next request on the same keep-alive connection is served on it, not
+// closed.
+func TestWebhookBodyDeadlineEndsWithTheBody(t *testing.T) {
+	const timeout = 50 * time.Millisecond
+	var calls, cancelled atomic.Int64
+	h, err := NewHandler(Config{Secret: whSecret, BodyReadTimeout: timeout, MinBodyRate: 1 << 30, // a body earns no time
+		OnPayment: func(ctx context.Context, _ *cryptopay.Payment) error {
+			calls.Add(1)
+			time.Sleep(4 * timeout) // past the body's deadline, whatever the scheduler does
+			if ctx.Err() != nil {
+				cancelled.Add(1)
+			}
+			return nil
+		}})
+	require.NoError(t, err)
+	s := startSlowServer(t, h)
+	c, err := net.Dial("tcp", s.addr)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	target := strings.TrimPrefix(whURL(t, whOrder), "https://shop.example")
+	br := bufio.NewReader(c)
+	for _, status := range []string{"paid", "paid"} { // the second is a duplicate: 200, no callback
+		body := waitPaymentJSON(waitPaymentID, status, whOrder, time.Now())
+		_, err := fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: h\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", target, len(body), body)
+		require.NoError(t, err)
+		require.NoError(t, c.SetReadDeadline(time.Now().Add(30*time.Second)))
+		resp, err := http.ReadResponse(br, nil)
+		require.NoError(t, err)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+		assert.Equal(t, http.StatusOK, resp.StatusCode)
+		assert.False(t, resp.Close, "the connection is kept")
+	}
+	assert.Equal(t, int64(1), calls.Load())
+	assert.Zero(t, cancelled.Load(), "the body deadline did not cancel the callback's context")
+	assert.Equal(t, int64(2), s.bodyReading.Load(), "both bodies read")
+	assert.Zero(t, s.closed.Load(), "one connection, still open")
+}
