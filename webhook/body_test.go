@@ -273,6 +273,7 @@ func TestWebhookRefusedBeforeTheBodyIsNotWaitedOn(t *testing.T) {
 	}{
 		{"no token, a declared length", "POST /hooks/cryptopay HTTP/1.1\r\nHost: h\r\nContent-Length: 65536\r\n\r\n{", http.StatusUnauthorized},
 		{"no token, chunked", "POST /hooks/cryptopay HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n1\r\n{\r\n", http.StatusUnauthorized},
+		{"no token, Expect: 100-continue", "POST /hooks/cryptopay HTTP/1.1\r\nHost: h\r\nExpect: 100-continue\r\nContent-Length: 65536\r\n\r\n", http.StatusUnauthorized},
 		{"a repeated token", "POST /hooks/cryptopay?token=" + forged + "&token=" + forged + " HTTP/1.1\r\nHost: h\r\nContent-Length: 100\r\n\r\n", http.StatusUnauthorized},
 		{"not POST", "PUT /hooks/cryptopay?token=" + forged + " HTTP/1.1\r\nHost: h\r\nContent-Length: 65536\r\n\r\n{", http.StatusMethodNotAllowed},
 	}
