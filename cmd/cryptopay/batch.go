@@ -98,6 +98,12 @@ const (
 	maxBatchRows  = 50_000   // payouts, the header not counted
 	maxFieldBytes = 8 << 10  // any one value, additionalData included
 	maxURLBytes   = 2048     // webhookUrl
+	// maxRecordFields caps the fields of one record, the header's too:
+	// the CSV reader builds a record's slice of fields before any check,
+	// and a line of commas under the file cap would make it millions long
+	// (gigabytes allocated). A record over the columns but under this cap
+	// is one bad row among others.
+	maxRecordFields = 100
 )
 
 // idLimits are the byte limits of the identifier columns: the SDK's bounds
@@ -215,6 +221,10 @@ func (g *csvGuard) Read(p []byte) (int, error) {
 			g.fieldLen++
 		case c == ',' && !g.inQuote:
 			g.field, g.fieldLen = g.field+1, 0
+			if g.field >= maxRecordFields {
+				g.err = &guardError{line: g.recLine, field: -1, msg: fmt.Sprintf("more than %d fields; a payout has at most %d columns", maxRecordFields, len(batchColumns))}
+				return i, g.err
+			}
 		case c == '\n':
 			g.line++
 			if g.inQuote {
@@ -509,7 +519,7 @@ func batchHelp() string {
 		"invisible character; currency and network in their canonical lower-case spelling; each\n" +
 		"walletAddress checked offline for its network (cryptopay.CreatePayoutParams.Validate).\n" +
 		"Caps: " + strconv.Itoa(maxBatchBytes>>20) + " MiB a file, " + strconv.Itoa(maxBatchRows) + " payouts a file, " +
-		strconv.Itoa(maxFieldBytes>>10) + " KiB a value (webhookUrl " + strconv.Itoa(maxURLBytes) + " bytes).\n" +
+		strconv.Itoa(maxRecordFields) + " fields a row, " + strconv.Itoa(maxFieldBytes>>10) + " KiB a value (webhookUrl " + strconv.Itoa(maxURLBytes) + " bytes).\n" +
 		"A row whose orderId is queued already with the same parameters is skipped (a rerun enqueues\n" +
 		"nothing new); with other parameters the file is refused. A bad row names its line and column\n" +
 		"(up to " + strconv.Itoa(maxBadRows) + " are named), and nothing of the file is enqueued. The queue's workers send the payouts.\n" +
