@@ -353,3 +353,34 @@ func TestWebhookBodyDeadlineEndsWithTheBody(t *testing.T) {
 	assert.Equal(t, int64(2), s.bodyReading.Load(), "both bodies read")
 	assert.Zero(t, s.closed.Load(), "one connection, still open")
 }
+
+// TestWebhookSlowBodyOverHTTP2: the body deadline holds on an HTTP/2
+// stream too (http.ResponseController sets the stream's deadline): a body
+// that stalls after its first byte, with a made-up token, is answered 408
+// and the handler returns (a check between reads alone would wait on the
+// stalled read for ever).
+func TestWebhookSlowBodyOverHTTP2(t *testing.T) {
+	var returned atomic.Int64
+	h := slowHandler(t, 200*time.Millisecond)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer returned.Add(1)
+		h.ServeHTTP(w, r)
+	}))
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	forged := base64.RawURLEncoding.EncodeToString(make([]byte, 32))
+	pr, pw := io.Pipe()
+	t.Cleanup(func() { _ = pw.Close() })
+	go func() { _, _ = io.WriteString(pw, "{") }() // one byte, then nothing: only a deadline on the stream ends the read
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second) // a generous bound on the answer
+	t.Cleanup(cancel)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/hooks/cryptopay?token="+forged, pr)
+	require.NoError(t, err)
+	resp, err := srv.Client().Do(req)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = resp.Body.Close() })
+	assert.Equal(t, 2, resp.ProtoMajor)
+	assert.Equal(t, http.StatusRequestTimeout, resp.StatusCode)
+	waitFor(t, "the handler to return", func() bool { return returned.Load() == 1 })
+}
