@@ -372,8 +372,10 @@ func TestWebhookSlowBodyOverHTTP2(t *testing.T) {
 	forged := base64.RawURLEncoding.EncodeToString(make([]byte, 32))
 	pr, pw := io.Pipe()
 	t.Cleanup(func() { _ = pw.Close() })
-	go func() { _, _ = io.WriteString(pw, "{") }() // one byte, then nothing: only a deadline on the stream ends the read
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second) // a generous bound on the answer
+	// One byte, then nothing: only a deadline on the stream ends the read.
+	go func() { _, _ = io.WriteString(pw, "{") }()
+	// A generous bound on the answer.
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	t.Cleanup(cancel)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/hooks/cryptopay?token="+forged, pr)
 	require.NoError(t, err)
