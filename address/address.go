@@ -32,7 +32,9 @@
 // Also refused: segwit versions 2 to 16 and version 1 programs that are
 // not 32 bytes (BIP-350 asks senders to accept them for the future, but
 // today no rule guards such an output: anyone can take the coins), and the
-// all-zero EVM and TRON addresses (funds sent there are burned).
+// all-zero addresses of every built-in network (an all-zero EVM or TRON
+// address, a Bitcoin or Litecoin hash or witness program of zero bytes:
+// funds sent there are burned).
 //
 // A network the Checker does not know is not checked: its addresses pass
 // through as they are (Checker.Checks says whether a network is checked).
@@ -228,6 +230,10 @@ func Litecoin(addr string) error { return litecoinMain.check(addr) }
 // LitecoinTestnet checks a Litecoin testnet address.
 func LitecoinTestnet(addr string) error { return litecoinTest.check(addr) }
 
+// burned is the reason an all-zero hash or witness program is refused: no
+// key or script is known to hash to it.
+const burned = "is the all-zero address (its hash or witness program is all zero bytes): funds sent there are burned"
+
 func (n bitcoinLike) refuse(reason string) error { return &Error{Network: n.name, Reason: reason} }
 
 func (n bitcoinLike) check(addr string) error {
@@ -248,6 +254,8 @@ func (n bitcoinLike) check(addr string) error {
 	switch {
 	case len(payload) != 20:
 		return n.refuse("decodes to " + strconv.Itoa(len(payload)) + " bytes; a P2PKH or P2SH address holds 20")
+	case (version == n.p2pkh || version == n.p2sh) && allZero(payload):
+		return n.refuse(burned)
 	case version == n.p2pkh, version == n.p2sh:
 		return nil
 	case n.foreignP2SH != 0 && version == n.foreignP2SH:
@@ -271,9 +279,12 @@ func (n bitcoinLike) checkSegwit(addr string) error {
 		return n.refuse(reason)
 	}
 	// The caller matched the HRP; the decoder checked the rest of BIP-350.
-	if w.Version == 1 && len(w.Program) != 32 || w.Version > 1 {
+	switch {
+	case w.Version == 1 && len(w.Program) != 32 || w.Version > 1:
 		return n.refuse("is a witness version " + strconv.Itoa(int(w.Version)) + " output of " + strconv.Itoa(len(w.Program)) +
 			" bytes, which no rule guards yet: anyone could take the coins")
+	case allZero(w.Program):
+		return n.refuse(burned)
 	}
 	return nil
 }

@@ -104,6 +104,15 @@ func TestBuiltinRefuses(t *testing.T) {
 		// Burned.
 		{"eth", "0x0000000000000000000000000000000000000000", "zero address"},
 		{"tron", addrcodec.EncodeBase58Check(0x41, make([]byte, 20)), "all-zero"},
+		// Bitcoin's and Litecoin's all-zero hashes and programs: no key or
+		// script hashes to them, so funds sent there are burned too.
+		{"bitcoin", "1111111111111111111114oLvT2", "all-zero"},
+		{"bitcoin", addrcodec.EncodeBase58Check(0x05, make([]byte, 20)), "all-zero"},
+		{"bitcoin", mustSegwit(t, "bc", 0, make([]byte, 20)), "all-zero"},
+		{"bitcoin", mustSegwit(t, "bc", 0, make([]byte, 32)), "all-zero"},
+		{"bitcoin", mustSegwit(t, "bc", 1, make([]byte, 32)), "all-zero"},
+		{"litecoin", addrcodec.EncodeBase58Check(0x30, make([]byte, 20)), "all-zero"},
+		{"bitcoin-testnet", mustSegwit(t, "tb", 0, make([]byte, 20)), "all-zero"},
 		// Wrong version bytes.
 		{"litecoin", "3J98t1WpEZ73CNmQviecrnyiWrnqRhWNLy", "is a Bitcoin address, not a Litecoin one"},
 		{"tron", addrcodec.EncodeBase58Check(0xa0, make([]byte, 20)), "version byte 0xa0"},
@@ -295,4 +304,11 @@ func FuzzEVM(f *testing.F) {
 			assert.True(t, strings.EqualFold(s, addrcodec.EIP55(a)))
 		}
 	})
+}
+
+func mustSegwit(t *testing.T, hrp string, version byte, program []byte) string {
+	t.Helper()
+	s, err := addrcodec.EncodeSegwit(hrp, version, program)
+	require.NoError(t, err)
+	return s
 }

@@ -256,3 +256,133 @@ func TestWebhookBodyLimitsValidation(t *testing.T) {
 		assert.ErrorIs(t, err, cryptopay.ErrInvalidParams)
 	}
 }
+
+// TestWebhookRefusedBeforeTheBodyIsNotWaitedOn: a request refused before
+// its body is read (no token, not POST), that declares a body (a length
+// under the server's 256 KiB post-handler read, or chunked) and sends none
+// of it, is answered and its connection closed at once, behind a server
+// with only ReadHeaderTimeout. Before, net/http read the unread body to
+// reuse the connection, with no deadline: the handler's goroutine and
+// connection were held for as long as the sender kept it open, and the
+// answer never left.
+func TestWebhookRefusedBeforeTheBodyIsNotWaitedOn(t *testing.T) {
+	forged := base64.RawURLEncoding.EncodeToString(make([]byte, 32))
+	cases := []struct {
+		name, head string
+		want       int
+	}{
+		{"no token, a declared length", "POST /hooks/cryptopay HTTP/1.1\r\nHost: h\r\nContent-Length: 65536\r\n\r\n{", http.StatusUnauthorized},
+		{"no token, chunked", "POST /hooks/cryptopay HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n1\r\n{\r\n", http.StatusUnauthorized},
+		{"no token, Expect: 100-continue", "POST /hooks/cryptopay HTTP/1.1\r\nHost: h\r\nExpect: 100-continue\r\nContent-Length: 65536\r\n\r\n", http.StatusUnauthorized},
+		{"a repeated token", "POST /hooks/cryptopay?token=" + forged + "&token=" + forged + " HTTP/1.1\r\nHost: h\r\nContent-Length: 100\r\n\r\n", http.StatusUnauthorized},
+		{"not POST", "PUT /hooks/cryptopay?token=" + forged + " HTTP/1.1\r\nHost: h\r\nContent-Length: 65536\r\n\r\n{", http.StatusMethodNotAllowed},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			const n = 50
+			s := startSlowServer(t, slowHandler(t, time.Minute))
+			conns := make([]net.Conn, 0, n)
+			t.Cleanup(func() {
+				for _, c := range conns {
+					_ = c.Close()
+				}
+			})
+			for range n {
+				c, err := net.Dial("tcp", s.addr)
+				require.NoError(t, err)
+				conns = append(conns, c)
+				_, err = io.WriteString(c, tc.head)
+				require.NoError(t, err)
+			}
+			waitFor(t, "the server to close every connection it refused", func() bool { return s.closed.Load() == n })
+			answered := 0
+			for _, c := range conns {
+				_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
+				if resp, err := http.ReadResponse(bufio.NewReader(c), nil); err == nil {
+					if resp.StatusCode == tc.want && resp.Close {
+						answered++
+					}
+					_ = resp.Body.Close()
+				}
+			}
+			assert.Equal(t, n, answered, "every sender was answered %d with Connection: close", tc.want)
+		})
+	}
+}
+
+// TestWebhookBodyDeadlineEndsWithTheBody: the read deadline the handler
+// sets for the body (http.ResponseController deadlines stay on the
+// connection) does not outlive it. A callback that runs past the body
+// deadline keeps its context (the server's background read of the
+// connection, which starts at the body's EOF, is not cut by it), and the
+// next request on the same keep-alive connection is served on it, not
+// closed.
+func TestWebhookBodyDeadlineEndsWithTheBody(t *testing.T) {
+	const timeout = 50 * time.Millisecond
+	var calls, cancelled atomic.Int64
+	h, err := NewHandler(Config{Secret: whSecret, BodyReadTimeout: timeout, MinBodyRate: 1 << 30, // a body earns no time
+		OnPayment: func(ctx context.Context, _ *cryptopay.Payment) error {
+			calls.Add(1)
+			time.Sleep(4 * timeout) // past the body's deadline, whatever the scheduler does
+			if ctx.Err() != nil {
+				cancelled.Add(1)
+			}
+			return nil
+		}})
+	require.NoError(t, err)
+	s := startSlowServer(t, h)
+	c, err := net.Dial("tcp", s.addr)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	target := strings.TrimPrefix(whURL(t, whOrder), "https://shop.example")
+	br := bufio.NewReader(c)
+	for _, status := range []string{"paid", "paid"} { // the second is a duplicate: 200, no callback
+		body := waitPaymentJSON(waitPaymentID, status, whOrder, time.Now())
+		_, err := fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: h\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", target, len(body), body)
+		require.NoError(t, err)
+		require.NoError(t, c.SetReadDeadline(time.Now().Add(30*time.Second)))
+		resp, err := http.ReadResponse(br, nil)
+		require.NoError(t, err)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+		assert.Equal(t, http.StatusOK, resp.StatusCode)
+		assert.False(t, resp.Close, "the connection is kept")
+	}
+	assert.Equal(t, int64(1), calls.Load())
+	assert.Zero(t, cancelled.Load(), "the body deadline did not cancel the callback's context")
+	assert.Equal(t, int64(2), s.bodyReading.Load(), "both bodies read")
+	assert.Zero(t, s.closed.Load(), "one connection, still open")
+}
+
+// TestWebhookSlowBodyOverHTTP2: the body deadline holds on an HTTP/2
+// stream too (http.ResponseController sets the stream's deadline): a body
+// that stalls after its first byte, with a made-up token, is answered 408
+// and the handler returns (a check between reads alone would wait on the
+// stalled read for ever).
+func TestWebhookSlowBodyOverHTTP2(t *testing.T) {
+	var returned atomic.Int64
+	h := slowHandler(t, 200*time.Millisecond)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer returned.Add(1)
+		h.ServeHTTP(w, r)
+	}))
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	forged := base64.RawURLEncoding.EncodeToString(make([]byte, 32))
+	pr, pw := io.Pipe()
+	t.Cleanup(func() { _ = pw.Close() })
+	// One byte, then nothing: only a deadline on the stream ends the read.
+	go func() { _, _ = io.WriteString(pw, "{") }()
+	// A generous bound on the answer.
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	t.Cleanup(cancel)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/hooks/cryptopay?token="+forged, pr)
+	require.NoError(t, err)
+	resp, err := srv.Client().Do(req)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = resp.Body.Close() })
+	assert.Equal(t, 2, resp.ProtoMajor)
+	assert.Equal(t, http.StatusRequestTimeout, resp.StatusCode)
+	waitFor(t, "the handler to return", func() bool { return returned.Load() == 1 })
+}

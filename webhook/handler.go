@@ -224,6 +224,7 @@ type outcome struct {
 	result     string
 	retryAfter string
 	reason     string
+	close      bool // answer with Connection: close (see closing)
 }
 
 // The Observer's result words (EventInfo.Result).
@@ -287,11 +288,11 @@ func (h *Handler) observe(ctx context.Context, ev *event, out outcome) {
 func (h *Handler) handle(w http.ResponseWriter, r *http.Request, ev *event) outcome {
 	token, out, ok := h.checkRequest(r)
 	if !ok {
-		return out
+		return closing(w, r, out)
 	}
 	body, out, ok := h.readBody(w, r)
 	if !ok {
-		return out
+		return closing(w, r, out)
 	}
 	if out, ok := h.authenticate(token, body, ev); !ok {
 		return out
@@ -315,6 +316,24 @@ func (h *Handler) handle(w http.ResponseWriter, r *http.Request, ev *event) outc
 		return retryLater("api behind event")
 	}
 	return out // delivered, or a duplicate
+}
+
+// closing ends the reading of a refused HTTP/1 request whose body was
+// not read to its end: its connection is closed after the answer, and its
+// read deadline is set to now. Otherwise net/http reads what is left of
+// the body (up to 256 KiB, or a chunked one) before and after it sends the
+// answer, to reuse the connection, under no deadline but the server's
+// ReadTimeout: a sender that declares a body and never sends it would hold
+// the handler's goroutine and connection, unauthenticated, for as long as
+// it likes. (HTTP/2 resets the stream instead.) Where the writer cannot
+// set a deadline (it wraps the server's without Unwrap), only the answer
+// is sure to leave; the server's ReadTimeout bounds the rest.
+func closing(w http.ResponseWriter, r *http.Request, out outcome) outcome {
+	if r.ProtoMajor == 1 && r.ContentLength != 0 {
+		out.close = true
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now())
+	}
+	return out
 }
 
 // checkRequest refuses what can be refused before reading the body: a
@@ -444,6 +463,9 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, out outcome) {
 	}
 	if out.retryAfter != "" {
 		hd.Set("Retry-After", out.retryAfter)
+	}
+	if out.close {
+		hd.Set("Connection", "close")
 	}
 	// One backing array for the three values (they are never appended to).
 	v := []string{"text/plain; charset=utf-8", "nosniff", "no-store"}

@@ -34,7 +34,7 @@ var batchColumns = []struct {
 	{"walletAddress", "WalletAddress", true},
 	{"amount", "Amount", true},
 	{"currency", "Currency", true},
-	{"network", "Network", false},
+	{"network", "Network", true},
 	{"customerId", "CustomerID", true},
 	{"customerIp", "CustomerIP", true},
 	{"networkFeeByUser", "NetworkFeeByUser", false},
@@ -97,9 +97,20 @@ const (
 	maxBatchBytes = 32 << 20 // the whole file
 	maxBatchRows  = 50_000   // payouts, the header not counted
 	maxFieldBytes = 8 << 10  // any one value, additionalData included
-	maxIDBytes    = 256      // orderId, customerId, customerIp, walletAddress
 	maxURLBytes   = 2048     // webhookUrl
+	// maxRecordFields caps the fields of one record, the header's too:
+	// the CSV reader builds a record's slice of fields before any check,
+	// and a line of commas under the file cap would make it millions long
+	// (gigabytes allocated). A record over the columns but under this cap
+	// is one bad row among others.
+	maxRecordFields = 100
 )
+
+// idLimits are the byte limits of the identifier columns: the SDK's bounds
+// on CreatePayoutParams' fields (docs/security.md), checked here first with
+// the other character rules. maxAddressBytes is the SDK's bound on an
+// address of a network it does not check.
+var idLimits = map[string]int{"orderId": 128, "customerId": 128, "customerIp": 64, "walletAddress": 256, "webhookUrl": maxURLBytes}
 
 // readBatch reads the CSV: a header of column names, then one payout per
 // row. It returns every row, or up to maxBadRows errors. A row with the
@@ -210,6 +221,10 @@ func (g *csvGuard) Read(p []byte) (int, error) {
 			g.fieldLen++
 		case c == ',' && !g.inQuote:
 			g.field, g.fieldLen = g.field+1, 0
+			if g.field >= maxRecordFields {
+				g.err = &guardError{line: g.recLine, field: -1, msg: fmt.Sprintf("more than %d fields; a payout has at most %d columns", maxRecordFields, len(batchColumns))}
+				return i, g.err
+			}
 		case c == '\n':
 			g.line++
 			if g.inQuote {
@@ -280,6 +295,16 @@ func readHeader(cr *csv.Reader) (map[string]int, []string, error) {
 	return col, header, nil
 }
 
+func requiredColumns() string {
+	var names []string
+	for _, c := range batchColumns {
+		if c.required {
+			names = append(names, c.name)
+		}
+	}
+	return strings.Join(names, ", ")
+}
+
 func columnNames() string {
 	names := make([]string, len(batchColumns))
 	for i, c := range batchColumns {
@@ -314,11 +339,7 @@ func parseRow(line int, rec []string, col map[string]int) (batchRow, error) {
 			if v == "" {
 				continue // Validate says whether it may be empty
 			}
-			limit := maxIDBytes
-			if c.name == "webhookUrl" {
-				limit = maxURLBytes
-			}
-			if why := ids.Text(v, limit); why != "" {
+			if why := ids.Text(v, idLimits[c.name]); why != "" {
 				return bad(c.name, why)
 			}
 		case "currency":
@@ -490,13 +511,15 @@ func (a *app) readBatchFile(path string) ([]batchRow, error) {
 func batchHelp() string {
 	return "Enqueue every payout of a CSV file in the payout queue, in one transaction: all or nothing.\n" +
 		"Header row: column names, of " + columnNames() + ";\n" +
-		"required: orderId, walletAddress, amount, currency, customerId, customerIp.\n" +
+		"required: " + requiredColumns() + ".\n" +
 		"Amounts are exact plain decimals (10.5): an exponent (1.23457E+11) is refused, since a\n" +
-		"spreadsheet that shows a number that way may have saved it rounded. orderId, customerId,\n" +
-		"customerIp and walletAddress: at most " + strconv.Itoa(maxIDBytes) + " bytes, no surrounding space, no control or\n" +
-		"invisible character; currency and network in their canonical lower-case spelling.\n" +
+		"spreadsheet that shows a number that way may have saved it rounded. orderId and customerId:\n" +
+		"at most " + strconv.Itoa(idLimits["orderId"]) + " bytes, customerIp " + strconv.Itoa(idLimits["customerIp"]) +
+		", walletAddress " + strconv.Itoa(idLimits["walletAddress"]) + "; no surrounding space, no control or\n" +
+		"invisible character; currency and network in their canonical lower-case spelling; each\n" +
+		"walletAddress checked offline for its network (cryptopay.CreatePayoutParams.Validate).\n" +
 		"Caps: " + strconv.Itoa(maxBatchBytes>>20) + " MiB a file, " + strconv.Itoa(maxBatchRows) + " payouts a file, " +
-		strconv.Itoa(maxFieldBytes>>10) + " KiB a value (webhookUrl " + strconv.Itoa(maxURLBytes) + " bytes).\n" +
+		strconv.Itoa(maxRecordFields) + " fields a row, " + strconv.Itoa(maxFieldBytes>>10) + " KiB a value (webhookUrl " + strconv.Itoa(maxURLBytes) + " bytes).\n" +
 		"A row whose orderId is queued already with the same parameters is skipped (a rerun enqueues\n" +
 		"nothing new); with other parameters the file is refused. A bad row names its line and column\n" +
 		"(up to " + strconv.Itoa(maxBadRows) + " are named), and nothing of the file is enqueued. The queue's workers send the payouts.\n" +

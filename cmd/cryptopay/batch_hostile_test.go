@@ -7,14 +7,12 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 
-	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	cryptopay "github.com/cryptopay/cryptopay-go"
 )
 
 // tronAddr is a well-formed TRON address (base58check, 0x41 prefix), so
@@ -138,14 +136,9 @@ func TestReadBatchByteCap(t *testing.T) {
 
 // A wallet address of another network is refused by
 // CreatePayoutParams.Validate (issue 24's offline address checks), named
-// by its line and column. It runs once Validate checks addresses.
+// by its line and column.
 func TestPayoutBatchAddressOfAnotherNetwork(t *testing.T) {
 	const ethAddr = "0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed" // EIP-55's first example
-	p := cryptopay.CreatePayoutParams{OrderID: "a-1", WalletAddress: ethAddr, Amount: decimal.NewFromInt(1), Currency: "usdt",
-		Network: "tron", CustomerID: "c", CustomerIP: "203.0.113.7"}
-	if p.Validate() == nil {
-		t.Skip("CreatePayoutParams.Validate does not check addresses on this branch")
-	}
 	qf := setupQueue(t)
 	r := qf.run("payout", "batch", "--dry-run", csvFile(t, batchHeader, hostileRow("a-0"), hostileRow("a-1", "walletAddress", ethAddr)))
 	assert.Equal(t, exitUsage, r.code, r.stderr)
@@ -193,4 +186,73 @@ func TestReadBatchRowCapCountsBadRows(t *testing.T) {
 	_, errs := readBatch(strings.NewReader(b.String()))
 	require.Len(t, errs, 1)
 	assert.Equal(t, fmt.Sprintf("line %d: more than %d payouts in one file; split it", maxBatchRows+2, maxBatchRows), errs[0].Error())
+}
+
+// The network column is required, as CreatePayoutParams.Validate requires
+// a network (it picks the address check): a file without it is refused at
+// its header, not once per row.
+func TestReadBatchNetworkColumnRequired(t *testing.T) {
+	_, errs := readBatch(strings.NewReader("orderId,walletAddress,amount,currency,customerId,customerIp\nn-1," + tronAddr + ",1,usdt,c,203.0.113.7\nn-2," + tronAddr + ",1,usdt,c,203.0.113.7\n"))
+	require.Len(t, errs, 1)
+	assert.Equal(t, "line 1, column network: missing (required)", errs[0].Error())
+	assert.Contains(t, batchHelp(), "required: orderId, walletAddress, amount, currency, network, customerId, customerIp.")
+}
+
+// Each identifier column's byte limit is the SDK's, and the help states
+// it: a value at the limit passes, one byte more is refused at its column.
+func TestReadBatchIdentifierLimits(t *testing.T) {
+	head := strings.Join(batchHeader, ",") + "\n"
+	tests := []struct {
+		column  string
+		max     int
+		network string // an unchecked network for a made-up address
+		help    string
+	}{
+		{"orderId", 128, "tron", "orderId and customerId:\nat most 128 bytes"},
+		{"customerId", 128, "tron", "orderId and customerId:\nat most 128 bytes"},
+		{"customerIp", 64, "tron", "customerIp 64"},
+		{"walletAddress", 256, "solana", "walletAddress 256"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.column, func(t *testing.T) {
+			assert.Contains(t, batchHelp(), tt.help)
+			for _, n := range []int{tt.max, tt.max + 1} {
+				row := hostileRow("l-1", "network", tt.network, tt.column, strings.Repeat("a", n))
+				rows, errs := readBatch(strings.NewReader(head + strings.Join(row, ",") + "\n"))
+				if n == tt.max {
+					assert.Empty(t, errs)
+					assert.Len(t, rows, 1)
+					continue
+				}
+				require.Len(t, errs, 1)
+				assert.Contains(t, errs[0].Error(), "line 2, column "+tt.column+": ")
+				assert.Contains(t, errs[0].Error(), strconv.Itoa(tt.max)+" bytes")
+			}
+		})
+	}
+}
+
+// A record of millions of empty fields (a 16 MiB line of commas, under
+// the file cap) is refused once it has more than maxRecordFields fields,
+// before the CSV reader builds the record: reading it allocated about
+// 2.9 GiB before (the reader's slices of fields, grown to 16 million).
+func TestReadBatchFieldCountCap(t *testing.T) {
+	for _, tc := range []struct{ name, file string }{
+		{"header", strings.Repeat(",", 16<<20) + "\n"},
+		{"row", strings.Join(batchHeader, ",") + "\n" + strings.Join(hostileRow("f-1"), ",") + strings.Repeat(",", 16<<20) + "\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			_, errs := readBatch(strings.NewReader(tc.file))
+			runtime.ReadMemStats(&after)
+			require.Len(t, errs, 1)
+			assert.Contains(t, errs[0].Error(), fmt.Sprintf("more than %d fields; a payout has at most %d columns", maxRecordFields, len(batchColumns)))
+			alloc := after.TotalAlloc - before.TotalAlloc
+			t.Logf("allocated %d KiB", alloc>>10)
+			assert.Less(t, alloc, uint64(8<<20), "the record is not built")
+			assert.Contains(t, batchHelp(), fmt.Sprintf("%d fields a row", maxRecordFields), "the help states the cap")
+		})
+	}
 }

@@ -100,7 +100,7 @@ func TestPayoutBatchBadRows(t *testing.T) {
 		{"missing required column", batchHeader[:6], [][]string{good(1)[:6]}, "", []string{"line 1, column customerIp: missing (required)"}, ""},
 		{"unknown column", append([]string{"amout"}, batchHeader[1:]...), [][]string{good(1)}, "", []string{"line 1, column amout: unknown column"}, ""},
 		{"wrong field count", batchHeader, [][]string{good(1), good(2)[:4]}, "", []string{"line 3: 4 fields, want 10 as in the header"}, ""},
-		{"broken quote", nil, nil, "orderId,walletAddress,amount,currency,customerId,customerIp\na,b,\"1,usdt,c,d\n", []string{"line 2:"}, ""},
+		{"broken quote", nil, nil, "orderId,walletAddress,amount,currency,network,customerId,customerIp\na,b,\"1,usdt,tron,c,d\n", []string{"line 2:"}, ""},
 		{"empty file", nil, nil, "", []string{"line 1: the file is empty"}, ""},
 		{"header only", batchHeader, nil, "", []string{"line 2: no payouts after the header"}, ""},
 		{"control characters in a value are not echoed", batchHeader, [][]string{with(1, 0, ""), with(2, 2, "\x1b[2J")}, "",

@@ -24,6 +24,10 @@ func TestGroupHelp(t *testing.T) {
 		{[]string{"payment", "help"}, exitOK, []string{"payment wait ID", "payment create"}, []string{"payout"}, false},
 		{[]string{"webhook", "--help"}, exitOK, []string{"webhook url", "webhook send"}, []string{"payment get", "balances"}, false},
 		{[]string{"payout"}, exitUsage, []string{"Usage: cryptopay payout <command>"}, []string{"Exit codes:"}, true},
+		// A payout requires a network (it picks the address check) and an
+		// orderId; a payment requires neither.
+		{[]string{"payout", "create", "--help"}, exitOK, []string{"for example tron (required)", "reconciled) (required)"}, nil, false},
+		{[]string{"payment", "create", "--help"}, exitOK, []string{"for example tron\n", "reconciled)\n"}, []string{"tron (required)", "reconciled) (required)"}, false},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {

@@ -111,13 +111,20 @@ type objectFlags struct {
 	feeByUser                  bool
 }
 
-func (o *objectFlags) register(fs *flag.FlagSet, feeUsage string) {
+// register defines the shared flags; payout marks those a payout requires
+// and a payment does not (CreatePayoutParams.Validate: the network picks
+// the wallet address's check, the orderId reconciles an unknown outcome).
+func (o *objectFlags) register(fs *flag.FlagSet, feeUsage string, payout bool) {
+	payoutRequired := ""
+	if payout {
+		payoutRequired = " (required)"
+	}
 	fs.Var(&decimalValue{d: &o.amount}, "amount", "amount in the currency, an exact `decimal` such as 10.5 (required)")
 	fs.StringVar(&o.currency, "currency", "", "currency `key`, for example usdt (required)")
-	fs.StringVar(&o.network, "network", "", "network `key`, for example tron")
+	fs.StringVar(&o.network, "network", "", "network `key`, for example tron"+payoutRequired)
 	fs.StringVar(&o.customerID, "customer-id", "", "your customer's `id` (required)")
 	fs.StringVar(&o.customerIP, "customer-ip", "", "your customer's IP `address` (required)")
-	fs.StringVar(&o.orderID, "order-id", "", "your order `id`; unique per order (it is how an unknown outcome is reconciled)")
+	fs.StringVar(&o.orderID, "order-id", "", "your order `id`; unique per order (it is how an unknown outcome is reconciled)"+payoutRequired)
 	fs.StringVar(&o.additionalData, "additional-data", "", "free-form `text` stored with the object")
 	fs.StringVar(&o.webhookURL, "webhook-url", "", "where events are sent; build it with 'cryptopay webhook url'")
 	fs.BoolVar(&o.feeByUser, "fee-by-user", false, feeUsage)
@@ -126,7 +133,7 @@ func (o *objectFlags) register(fs *flag.FlagSet, feeUsage string) {
 func (a *app) paymentCreate(args []string) error {
 	fs := a.newFlagSet(command{"payment create", "", "Create a payment link: the answer says where and how much the customer pays."})
 	var o objectFlags
-	o.register(fs.FlagSet, "the customer bears the platform fee (it is added to the amount to pay)")
+	o.register(fs.FlagSet, "the customer bears the platform fee (it is added to the amount to pay)", false)
 	_, asJSON, err := a.parseOutput(fs, args, 0, 0)
 	if err != nil {
 		return err

@@ -21,7 +21,7 @@ func (a *app) payoutCreate(args []string) error {
 		"unless --yes is given; refuses (exit 5) when stdin is not a terminal and --yes is absent.\n" +
 		"A payout is never resent: on an unknown outcome (exit 4) run 'cryptopay payout find'."})
 	var o objectFlags
-	o.register(fs.FlagSet, "the end user bears the network fee")
+	o.register(fs.FlagSet, "the end user bears the network fee", true)
 	wallet := fs.String("wallet", "", "destination wallet `address` (required; checked offline against --network: format, checksum, the right network; an unknown network is not checked, and a wrong address loses the funds)")
 	yes := fs.Bool("yes", false, "create the payout without asking")
 	_, asJSON, err := a.parseOutput(fs, args, 0, 0)
