@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -405,12 +406,30 @@ func TestTrackerRefusesDisallowedMove(t *testing.T) {
 	reads := r.reads.Load()
 	require.NoError(t, tr.PaymentChanged(context.Background(), p))
 	trackWaitFor(t, "a clean read", func() bool { return r.reads.Load() > reads })
-	require.NoError(t, tr.ClearAnomaly(context.Background(), "ord-forge"))
+	anomaly := tp.Anomaly
+	for _, bad := range []string{"", " padded ", "two\nlines", strings.Repeat("x", 1025)} {
+		_, err := tr.ClearAnomaly(context.Background(), "ord-forge", bad)
+		var ve *cryptopay.ValidationError
+		require.ErrorAs(t, err, &ve, "note %q", bad)
+		assert.Equal(t, "note", ve.Field)
+	}
+	tp, err = tr.Get(context.Background(), "ord-forge")
+	require.NoError(t, err)
+	assert.Equal(t, anomaly, tp.Anomaly, "a refused note clears nothing")
+	cleared, err := tr.ClearAnomaly(context.Background(), "ord-forge", "ops: checked the dashboard")
+	require.NoError(t, err)
+	assert.Equal(t, anomaly, cleared)
 	tp, err = tr.Get(context.Background(), "ord-forge")
 	require.NoError(t, err)
 	assert.Empty(t, tp.Anomaly)
 	assert.False(t, tp.NeedsAction)
-	require.ErrorIs(t, tr.ClearAnomaly(context.Background(), "never"), pgstore.ErrNotTracked)
+	assert.Contains(t, tp.Note, "ops: checked the dashboard")
+	assert.Contains(t, tp.Note, "does not allow", "the note keeps the anomaly it cleared")
+	cleared, err = tr.ClearAnomaly(context.Background(), "ord-forge", "again")
+	require.NoError(t, err)
+	assert.Empty(t, cleared, "nothing left to clear")
+	_, err = tr.ClearAnomaly(context.Background(), "never", "n")
+	require.ErrorIs(t, err, pgstore.ErrNotTracked)
 }
 
 // A webhook for another payment of a tracked order (a second payment made
