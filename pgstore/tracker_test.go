@@ -548,3 +548,35 @@ func TestTrackerStaleWorkerDoesNotCreditTwice(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, hist, 1)
 }
+
+// The change's transaction runs with synchronous_commit on although the
+// test server's default is off: a credit the merchant committed is on disk
+// before the tracker (and the Observer) moves on.
+func TestTrackerRecordsWithSynchronousCommit(t *testing.T) {
+	r := newTRig(t)
+	var def string
+	require.NoError(t, r.pool.QueryRow(context.Background(), "SHOW synchronous_commit").Scan(&def))
+	require.Equal(t, "off", def, "the test server's default, so the test can fail")
+	var seen sync.Map
+	tr := r.start(t, 1, func(c *pgstore.TrackerConfig) {
+		c.OnChange = func(ctx context.Context, tx pgx.Tx, ch *pgstore.PaymentChange) error {
+			var sc string
+			if err := tx.QueryRow(ctx, "SHOW synchronous_commit").Scan(&sc); err != nil {
+				return err
+			}
+			seen.Store(ch.Seq, sc)
+			return r.credit(ctx, tx, ch)
+		}
+	})
+	p := r.create(t, "ord-sync", "10")
+	r.track(t, tr, p)
+	require.NoError(t, r.fake.Pay(p.ID, p.PayAmount))
+	r.waitStatus(t, "ord-sync", cryptopay.PaymentPaid)
+	n := 0
+	seen.Range(func(k, v any) bool {
+		n++
+		assert.Equal(t, "on", v, "change %v", k)
+		return true
+	})
+	assert.Positive(t, n)
+}
