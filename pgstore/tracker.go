@@ -426,7 +426,10 @@ func (t *Tracker) TrackOrder(ctx context.Context, tx pgx.Tx, orderID string) (cr
 // through the API): it is read again at once instead of at its next poll.
 // It only wakes the payment; the status is read from the API, never taken
 // from p. A payment tracked by orderId alone (TrackUnmatched) takes p.ID as
-// its id here. A payment with another id than the one tracked for the
+// its id here; if the tracker's read of that id shows another orderId, the
+// id is dropped and the payment flagged (Anomaly) and unmatched again,
+// waiting for its own webhook: nothing is credited from p. A payment with
+// another id than the one tracked for the
 // order is not followed: the tracked payment is flagged (Anomaly,
 // NeedsAction) for a person. An orderId that is not tracked is ignored.
 func (t *Tracker) PaymentChanged(ctx context.Context, p *cryptopay.Payment) error {

@@ -313,6 +313,48 @@ func TestTrackerByOrderIDCompletedByWebhook(t *testing.T) {
 	assert.False(t, r.track(t, tr, p))
 }
 
+// An order tracked by orderId alone is not taken for good by a wrong id:
+// PaymentChanged given another order's payment (a handler without a
+// Client passes the posted body; any caller may pass anything) makes the
+// tracker read that id, see another orderId, flag it, and wait unmatched
+// again, so the order's real payment, when its webhook comes, is followed
+// and credited; the other order's payment is never credited to it.
+func TestTrackerUnmatchedNotTakenByAWrongID(t *testing.T) {
+	r := newTRig(t)
+	tr := r.start(t, 1, func(c *pgstore.TrackerConfig) { c.OpenEvery = time.Hour })
+	other := r.create(t, "ord-someone-else", "10")
+	require.NoError(t, r.fake.Pay(other.ID, other.PayAmount))
+	p := r.create(t, "ord-lost-2", "10") // the answer "never arrived"
+	require.NoError(t, pgx.BeginFunc(context.Background(), r.pool, func(tx pgx.Tx) error {
+		_, err := tr.TrackOrder(context.Background(), tx, "ord-lost-2")
+		return err
+	}))
+
+	require.NoError(t, tr.PaymentChanged(context.Background(), &cryptopay.Payment{ID: other.ID, OrderID: "ord-lost-2",
+		Status: cryptopay.PaymentPaid}))
+	var tp *pgstore.TrackedPayment
+	trackWaitFor(t, "the wrong id flagged", func() bool {
+		var err error
+		tp, err = tr.Get(context.Background(), "ord-lost-2")
+		return err == nil && tp.Anomaly != ""
+	})
+	assert.Contains(t, tp.Anomaly, "another orderId")
+	assert.True(t, tp.NeedsAction)
+	assert.Empty(t, r.credited(t, "ord-lost-2"), "another order's payment is not credited")
+	trackWaitFor(t, "unmatched again", func() bool {
+		var err error
+		tp, err = tr.Get(context.Background(), "ord-lost-2")
+		return err == nil && tp.State == pgstore.TrackUnmatched
+	})
+	assert.Empty(t, tp.PaymentID, "the wrong id is dropped")
+
+	require.NoError(t, r.fake.Pay(p.ID, p.PayAmount))
+	tp = r.waitStatus(t, "ord-lost-2", cryptopay.PaymentPaid)
+	assert.Equal(t, p.ID, tp.PaymentID, "the real payment is followed")
+	assert.Equal(t, []string{"paid"}, r.credited(t, "ord-lost-2"), "credited once")
+	assert.Contains(t, tp.Anomaly, "another orderId", "the flag stays for a person")
+}
+
 // Every webhook is lost for good: the backstop's polls find the payment
 // paid, with a bounded number of reads.
 func TestTrackerLostWebhooksBackstop(t *testing.T) {
