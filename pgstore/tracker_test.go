@@ -63,6 +63,10 @@ func newTRig(t testing.TB, fakeOpts ...cryptopaytest.ServerOption) *trig {
 		r.mu.Lock()
 		h, chaos := r.hooks, r.chaos
 		r.mu.Unlock()
+		if h == nil { // no tracker wired yet: the sender retries
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
 		if chaos != nil {
 			chaos(w, req, h)
 			return
