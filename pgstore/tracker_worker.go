@@ -144,6 +144,10 @@ func (t *Tracker) schedule(now, expiredAt time.Time, st cryptopay.PaymentStatus,
 	}
 	d := t.cfg.LateMin
 	for i := 0; i < latePolls && d < t.cfg.LateMax; i++ {
+		if d > t.cfg.LateMax/2 { // doubling would pass LateMax (or overflow)
+			d = t.cfg.LateMax
+			break
+		}
 		d *= 2
 	}
 	at := now.Add(jitter(min(d, t.cfg.LateMax)))
