@@ -470,7 +470,7 @@ func (t *Tracker) Get(ctx context.Context, orderID string) (*TrackedPayment, err
 // the anomaly it cleared. NeedsAction then follows the status alone. It
 // changes nothing else: no status is recorded and nothing is credited. It
 // returns the anomaly it cleared ("" if there was none: nothing changes).
-// If a worker records a read or another anomaly meanwhile, it clears
+// If a new status or another anomaly is recorded meanwhile, it clears
 // nothing and returns an error: look at the payment again.
 func (t *Tracker) ClearAnomaly(ctx context.Context, orderID, note string) (cleared string, err error) {
 	if r := ids.Text(note, trackMaxText); r != "" || note == "" {
