@@ -12,7 +12,10 @@
 //     received by one replica ends the waits on every other replica at once;
 //   - Queue, a durable payout queue: exactly one payout per intent across
 //     crashes, replicas and unknown outcomes (see "Payout queue" below and
-//     docs/payout-queue.md).
+//     docs/payout-queue.md);
+//   - Tracker, a durable payment tracker: each payment followed to its
+//     final status and each money change credited once (see "Payment
+//     tracker" below and docs/payment-tracker.md).
 //
 // # Table
 //
@@ -112,6 +115,33 @@
 //
 // (never put OrderID or Err in metric attributes: unbounded cardinality;
 // log them instead). Queue.Counts gives a gauge of intents per state.
+//
+// # Payment tracker
+//
+// A Tracker keeps payments in one table and their recorded changes in a
+// second (Tracker.DDL). The merchant tracks a payment in the transaction
+// that records the order (Tracker.Track with their pgx.Tx; TrackOrder by
+// orderId alone when the create answer was lost: it waits, unread, for
+// its first webhook to give the id). Tracker.PaymentChanged, called from
+// the webhook handler's OnPayment, only wakes the payment; Tracker.Run, on
+// any number of replicas, claims due payments (FOR UPDATE SKIP LOCKED, a
+// lease token per claim), reads each through the API and records what the
+// API showed, never what a webhook said. The backstop reads every open
+// payment every OpenEvery before its expiredAt, once just after it, then
+// from LateMin doubling to LateMax until Horizon after expiredAt; a
+// webhook still wakes a payment past its horizon.
+//
+// Its guarantee: each change that matters to money (PaymentChange.Credits)
+// reaches TrackerConfig.OnChange once, in the transaction that records it
+// (synchronous_commit on), only by the lease holder and only from the
+// status and paid amount it read before (compare and set; the history is
+// keyed by (order, seq)). An API answer that breaks the lifecycle table
+// (cryptopay.PaymentStatus.CanMoveTo), names another payment or order, or
+// shows less paid is not recorded but flagged (TrackedPayment.Anomaly)
+// until an operator clears it. The limits: OnChange's effects outside its
+// tx are not covered; an orderId tracked alone whose webhooks are all lost
+// is never found (the API has no payment search); a lost webhook costs up
+// to one poll interval. SECURITY.md lists the tests.
 //
 // # Several replicas
 //

@@ -112,6 +112,9 @@ type TrackedPayment struct {
 	// It stays until an operator clears it (ClearAnomaly). Server text: show
 	// it escaped.
 	Anomaly string
+	// Note is the operator's note of the latest ClearAnomaly, with the
+	// anomaly it cleared ("" if none). Show it escaped.
+	Note string
 	// Changes counts the recorded changes (the history's length).
 	Changes int
 	// NextAt is when it is next read (zero: not polled).
@@ -285,6 +288,7 @@ func (t *Tracker) DDL() string {
     paid_amount  numeric,
     needs_action boolean     NOT NULL DEFAULT false,
     anomaly      text        NOT NULL DEFAULT '',
+    note         text        NOT NULL DEFAULT '',
     final        boolean     NOT NULL DEFAULT false,
     changes      integer     NOT NULL DEFAULT 0,
     late_polls   integer     NOT NULL DEFAULT 0,
@@ -422,7 +426,10 @@ func (t *Tracker) TrackOrder(ctx context.Context, tx pgx.Tx, orderID string) (cr
 // through the API): it is read again at once instead of at its next poll.
 // It only wakes the payment; the status is read from the API, never taken
 // from p. A payment tracked by orderId alone (TrackUnmatched) takes p.ID as
-// its id here. A payment with another id than the one tracked for the
+// its id here; if the tracker's read of that id shows another orderId, the
+// id is dropped and the payment flagged (Anomaly) and unmatched again,
+// waiting for its own webhook: nothing is credited from p. A payment with
+// another id than the one tracked for the
 // order is not followed: the tracked payment is flagged (Anomaly,
 // NeedsAction) for a person. An orderId that is not tracked is ignored.
 func (t *Tracker) PaymentChanged(ctx context.Context, p *cryptopay.Payment) error {
@@ -458,17 +465,33 @@ func (t *Tracker) Get(ctx context.Context, orderID string) (*TrackedPayment, err
 }
 
 // ClearAnomaly clears the tracked payment's Anomaly once an operator has
-// looked into it (NeedsAction then follows the status alone). It changes
-// nothing else: no status is recorded and nothing is credited.
-func (t *Tracker) ClearAnomaly(ctx context.Context, orderID string) error {
+// looked into it, and keeps note (who looked, and what they found:
+// required, one line of at most 1024 bytes) in TrackedPayment.Note with
+// the anomaly it cleared. NeedsAction then follows the status alone. It
+// changes nothing else: no status is recorded and nothing is credited. It
+// returns the anomaly it cleared ("" if there was none: nothing changes).
+// If a new status or another anomaly is recorded meanwhile, it clears
+// nothing and returns an error: look at the payment again.
+func (t *Tracker) ClearAnomaly(ctx context.Context, orderID, note string) (cleared string, err error) {
+	if r := ids.Text(note, trackMaxText); r != "" || note == "" {
+		return "", &cryptopay.ValidationError{Field: "note", Reason: orText(r, "is required: who looked, and what they found")}
+	}
 	tp, err := t.Get(ctx, orderID)
 	if err != nil {
-		return err
+		return "", err
 	}
-	if _, err := t.cfg.Pool.Exec(ctx, t.sql.clear, orderID, tp.Status.NeedsAction(), string(tp.Status)); err != nil {
-		return fmt.Errorf("pgstore: clearing the anomaly of %q: %w", orderID, err)
+	if tp.Anomaly == "" {
+		return "", nil
 	}
-	return nil
+	keep := trackText(fmt.Sprintf("cleared %q: %s", tp.Anomaly, note))
+	tag, err := t.cfg.Pool.Exec(ctx, t.sql.clear, orderID, tp.Status.NeedsAction(), string(tp.Status), tp.Anomaly, keep)
+	if err != nil {
+		return "", fmt.Errorf("pgstore: clearing the anomaly of %q: %w", orderID, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return "", fmt.Errorf("pgstore: the tracked payment %q changed while its anomaly was being cleared; nothing was cleared: look at it again", orderID)
+	}
+	return tp.Anomaly, nil
 }
 
 // TrackFilter selects tracked payments for List.
@@ -575,7 +598,7 @@ func (t *Tracker) poke() {
 
 // trackedCols are the columns every read returns, in scanTracked's order.
 const trackedCols = `order_id, payment_id, state, status, paid_amount::text, pay_amount::text, currency, network,
-expired_at, needs_action, anomaly, changes, next_at, tracked_at, updated_at`
+expired_at, needs_action, anomaly, note, changes, next_at, tracked_at, updated_at`
 
 func scanTracked(row pgx.Row, extra ...any) (*TrackedPayment, error) {
 	var tp TrackedPayment
@@ -583,7 +606,7 @@ func scanTracked(row pgx.Row, extra ...any) (*TrackedPayment, error) {
 	var paid, pay *string
 	var expired, next *time.Time
 	dest := append([]any{&tp.OrderID, &tp.PaymentID, &state, &status, &paid, &pay, &tp.Currency, &tp.Network,
-		&expired, &tp.NeedsAction, &tp.Anomaly, &tp.Changes, &next, &tp.TrackedAt, &tp.UpdatedAt}, extra...)
+		&expired, &tp.NeedsAction, &tp.Anomaly, &tp.Note, &tp.Changes, &next, &tp.TrackedAt, &tp.UpdatedAt}, extra...)
 	if err := row.Scan(dest...); err != nil {
 		return nil, err
 	}

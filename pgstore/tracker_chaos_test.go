@@ -38,6 +38,17 @@ import (
 //	go test -run TestTrackerChaos -tracker.chaos.n=2000 ./pgstore
 var trackerChaosN = flag.Int("tracker.chaos.n", 120, "payments in TestTrackerChaos")
 
+// trackerChaosSeed seeds TestTrackerChaos's plan: how each payment is paid,
+// which create answers are lost, and when each process is killed. 0 draws
+// a new seed; the test prints it. (The moments things meet, across
+// processes and PostgreSQL, are not reproducible; the plan is.)
+var trackerChaosSeed = flag.Uint64("tracker.chaos.seed", 0, "seed of TestTrackerChaos's plan (0: a new one, printed)")
+
+// trackerChaosTimed is the kill "at a random moment": the parent SIGKILLs
+// the process after a random delay, wherever it is (claiming, reading the
+// API, between the read and the record, committing).
+const trackerChaosTimed = "timed"
+
 // The windows a tracker process is killed in: the change's row written,
 // inside the merchant's callback (its credit written), before the commit.
 var trackerChaosPoints = []string{"change-recorded", "in-callback", "before-commit"}
@@ -55,8 +66,10 @@ const (
 	payNever
 )
 
-// Three tracker processes share the payments; each is SIGKILLed (by
-// itself, at a test hook) in every window that matters, and started again.
+// Three tracker processes share the payments; each is SIGKILLed in every
+// window that matters (by itself, at a test hook, at a random hit of it)
+// and up to twice more at random moments (by the test), in a random order
+// drawn from the printed seed, and started again each time.
 // Customers pay in full, partially then in full, after expiry, or never.
 // The merchant's endpoint loses 30% of webhook deliveries for good,
 // processes 10% twice and 20% late and out of order; 5% of create answers
@@ -71,6 +84,12 @@ func TestTrackerChaos(t *testing.T) {
 		return
 	}
 	n := *trackerChaosN
+	seed := *trackerChaosSeed
+	if seed == 0 {
+		seed = rand.Uint64()
+	}
+	t.Logf("tracker chaos: seed %d (again with -tracker.chaos.seed=%d)", seed, seed)
+	plan := rand.New(rand.NewPCG(seed, 0))
 	start := time.Now()
 	r := newTRig(t, cryptopaytest.WithPaymentTTL(4*time.Second), cryptopaytest.WithWebhookRetry(8, 50*time.Millisecond))
 	tr := r.start(t, 0) // the webhook endpoint only; the children run
@@ -106,14 +125,16 @@ func TestTrackerChaos(t *testing.T) {
 	}
 	r.mu.Unlock()
 
-	ps := r.chaosPayments(t, tr, n)
+	ps := r.chaosPayments(t, tr, n, plan)
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	var wg sync.WaitGroup
 	errs := make([]error, trackerChaosWorkers)
 	for slot := range trackerChaosWorkers {
-		wg.Go(func() { errs[slot] = r.trackerChaosSlot(ctx, slot, dir) })
+		kills := trackerChaosKills(rand.New(rand.NewPCG(seed, uint64(slot)+1)))
+		t.Logf("tracker chaos: process %d is killed at %v", slot, kills)
+		wg.Go(func() { errs[slot] = r.trackerChaosSlot(ctx, slot, dir, kills) })
 	}
 	var paying sync.WaitGroup
 	for _, p := range ps {
@@ -159,10 +180,10 @@ type chaosPayment struct {
 
 // chaosPayments creates n payments (5% with their answer lost) and tracks
 // each in a merchant transaction: by id, or by orderId when lost.
-func (r *trig) chaosPayments(t *testing.T, tr *pgstore.Tracker, n int) []*chaosPayment {
+func (r *trig) chaosPayments(t *testing.T, tr *pgstore.Tracker, n int, plan *rand.Rand) []*chaosPayment {
 	ps := make([]*chaosPayment, n)
 	for i := range ps {
-		c := &chaosPayment{orderID: fmt.Sprintf("chaos-%05d", i), how: rand.IntN(4), lost: rand.IntN(100) < 5}
+		c := &chaosPayment{orderID: fmt.Sprintf("chaos-%05d", i), how: plan.IntN(4), lost: plan.IntN(100) < 5}
 		if c.lost {
 			r.fake.InjectFault(cryptopaytest.RouteCreatePayment, cryptopaytest.Fault{Process: true, Drop: true})
 		}
@@ -360,32 +381,87 @@ func crashPostgres(t *testing.T, srv *pgtest.Server) bool {
 	return true
 }
 
-// trackerChaosSlot runs one tracker process slot: its first lives each
-// kill themselves at one window (at a random hit), the last runs until
-// the stop file exists.
-func (r *trig) trackerChaosSlot(ctx context.Context, slot int, dir string) error {
+// trackerChaosKill is one planned kill of a process: at the after-th hit
+// of a test hook point, or (point trackerChaosTimed) after a delay.
+type trackerChaosKill struct {
+	point string
+	after int
+	delay time.Duration
+}
+
+func (k trackerChaosKill) String() string {
+	if k.point == trackerChaosTimed {
+		return fmt.Sprintf("%s(%v)", k.point, k.delay)
+	}
+	return fmt.Sprintf("%s#%d", k.point, k.after)
+}
+
+// trackerChaosKills draws one process's kills: each window once, at its
+// 1st to 6th hit, and 0 to 2 at a random moment (0.2 to 3 s into a life),
+// in a random order. At most 5 kills: the run stays bounded.
+func trackerChaosKills(rng *rand.Rand) []trackerChaosKill {
+	var ks []trackerChaosKill
+	for _, pt := range trackerChaosPoints {
+		ks = append(ks, trackerChaosKill{point: pt, after: 1 + rng.IntN(6)})
+	}
+	for range rng.IntN(3) {
+		ks = append(ks, trackerChaosKill{point: trackerChaosTimed, delay: 200*time.Millisecond + time.Duration(rng.IntN(2800))*time.Millisecond})
+	}
+	rng.Shuffle(len(ks), func(i, j int) { ks[i], ks[j] = ks[j], ks[i] })
+	return ks
+}
+
+// trackerChaosSlot runs one tracker process slot: each of its first lives
+// is killed as kills plans it, the last runs until the stop file exists.
+func (r *trig) trackerChaosSlot(ctx context.Context, slot int, dir string, kills []trackerChaosKill) error {
 	for life := 0; ; life++ {
 		env := append(r.srv.ChildEnv(),
 			trackerChaosEnv+"="+strconv.Itoa(slot),
 			"TRACKER_CHAOS_TABLE="+r.table, "TRACKER_CHAOS_CREDITS="+r.credits,
 			"TRACKER_CHAOS_URL="+r.fake.URL, "TRACKER_CHAOS_KEY="+r.fake.APIKey, "TRACKER_CHAOS_DIR="+dir)
-		if life < len(trackerChaosPoints) {
-			env = append(env, "TRACKER_CHAOS_KILL_AT="+trackerChaosPoints[(slot+life)%len(trackerChaosPoints)],
-				"TRACKER_CHAOS_KILL_AFTER="+strconv.Itoa(1+rand.IntN(6)))
+		var timed time.Duration
+		if life < len(kills) {
+			if k := kills[life]; k.point == trackerChaosTimed {
+				timed = k.delay
+			} else {
+				env = append(env, "TRACKER_CHAOS_KILL_AT="+k.point, "TRACKER_CHAOS_KILL_AFTER="+strconv.Itoa(k.after))
+			}
 		}
 		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestTrackerChaos$", "-test.count=1")
 		cmd.Env = env
 		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-		out, err := cmd.CombinedOutput()
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Start(); err != nil {
+			return fmt.Errorf("slot %d life %d: %w", slot, life, err)
+		}
+		var fired atomic.Bool
+		if timed > 0 {
+			timer := time.AfterFunc(timed, func() { fired.Store(cmd.Process.Kill() == nil) })
+			defer timer.Stop()
+		}
+		err := cmd.Wait()
 		var exit *exec.ExitError
 		switch {
 		case err == nil:
 			return nil // stopped by the stop file
 		case errors.As(err, &exit) && exit.Sys().(syscall.WaitStatus).Signal() == syscall.SIGKILL && ctx.Err() == nil:
+			if fired.Load() {
+				appendKill(dir, strconv.Itoa(slot)+"/"+trackerChaosTimed)
+			}
 			continue
 		default:
-			return fmt.Errorf("slot %d life %d: %v; output:\n%s", slot, life, err, out)
+			return fmt.Errorf("slot %d life %d: %v; output:\n%s", slot, life, err, out.Bytes())
 		}
+	}
+}
+
+// appendKill notes a kill in dir's kills file.
+func appendKill(dir, what string) {
+	f, err := os.OpenFile(filepath.Join(dir, "kills"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err == nil {
+		_, _ = f.WriteString(what + "\n")
+		_ = f.Close()
 	}
 }
 
@@ -407,11 +483,7 @@ func trackerChaosWorker(t *testing.T) {
 		if hits++; hits < killAfter {
 			return
 		}
-		f, err := os.OpenFile(filepath.Join(dir, "kills"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-		if err == nil {
-			_, _ = f.WriteString(slot + "/" + point + "\n")
-			_ = f.Close()
-		}
+		appendKill(dir, slot+"/"+point)
 		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		select {} // the signal is on its way
 	}

@@ -3,6 +3,7 @@ package pgstore_test
 import (
 	"context"
 	"fmt"
+	"math"
 	"runtime"
 	"strings"
 	"sync/atomic"
@@ -84,8 +85,11 @@ func TestTrackerScheduleBounded(t *testing.T) {
 // BenchmarkTrackerAPIReads reports the API reads per payment of the
 // default schedule (30-minute payments, 72 h horizon), from the schedule
 // itself on a simulated clock. Metrics: reads-hooks (paid at a random
-// minute before expiry, webhooks working), reads-lost (the same, every
-// webhook lost), reads-never (never paid, every webhook lost).
+// minute before expiry, webhooks working: the tracker's reads),
+// api-reads-hooks (the same with the webhook handler's re-read of the
+// paid webhook: every API read the payment costs), reads-lost (the same,
+// every webhook lost: no handler read), reads-never (never paid, every
+// webhook lost).
 func BenchmarkTrackerAPIReads(b *testing.B) {
 	tr, err := pgstore.NewTracker(context.Background(), pgstore.TrackerConfig{Pool: &pgxpool.Pool{}})
 	require.NoError(b, err)
@@ -99,6 +103,7 @@ func BenchmarkTrackerAPIReads(b *testing.B) {
 		n++
 	}
 	b.ReportMetric(float64(hooks)/float64(n), "reads-hooks")
+	b.ReportMetric(float64(hooks+n)/float64(n), "api-reads-hooks") // + the handler's re-read of one webhook per payment
 	b.ReportMetric(float64(lost)/float64(n), "reads-lost")
 	b.ReportMetric(float64(never)/float64(n), "reads-never")
 }
@@ -248,6 +253,44 @@ func BenchmarkTrackerOpenPayments(b *testing.B) {
 				b.StartTimer()
 			}
 			b.ReportMetric(float64(heap)/(1<<20), "heap-MB")
+		})
+	}
+}
+
+// The late schedule's doubling cannot overflow, whatever the durations:
+// every late wait stays within [3/4 LateMin, LateMax], so no huge LateMin
+// or LateMax turns into a negative wait (a panic in the jitter) or a zero
+// one (a payment read in a tight loop).
+func TestTrackerScheduleNoOverflow(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name             string
+		lateMin, lateMax time.Duration
+	}{
+		{"defaults", pgstore.DefaultTrackerLateMin, pgstore.DefaultTrackerLateMax},
+		{"huge LateMin", 1 << 62, math.MaxInt64},
+		{"just past half the range", math.MaxInt64/2 + 1, math.MaxInt64},
+		{"min equals max", 1 << 40, 1 << 40},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tr, err := pgstore.NewTracker(context.Background(), pgstore.TrackerConfig{Pool: &pgxpool.Pool{},
+				LateMin: tt.lateMin, LateMax: tt.lateMax, Horizon: math.MaxInt64})
+			require.NoError(t, err)
+			expired := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+			now := expired.Add(time.Hour)
+			for polls := range 70 {
+				var state pgstore.TrackState
+				var at *time.Time
+				require.NotPanics(t, func() {
+					state, at, _ = pgstore.TrackerSchedule(tr, now, expired, cryptopay.PaymentExpired, polls)
+				}, "after %d late polls", polls)
+				require.Equal(t, pgstore.TrackLate, state)
+				require.NotNil(t, at)
+				wait := at.Sub(now)
+				require.GreaterOrEqual(t, wait, tt.lateMin-tt.lateMin/4-1, "after %d late polls", polls)
+				require.LessOrEqual(t, wait, tt.lateMax, "after %d late polls", polls)
+			}
 		})
 	}
 }

@@ -4,8 +4,8 @@ import "fmt"
 
 // trackerSQL holds a Tracker's statements, built once for its tables.
 type trackerSQL struct {
-	insert, insertOrder, getLock, complete, wake, otherPayment, clear string
-	get, list, history, counts, claim, set, record                    string
+	insert, insertOrder, getLock, complete, wake, otherPayment, clear, unmatch string
+	get, list, history, counts, claim, set, record                             string
 }
 
 func buildTrackerSQL(t, h string) trackerSQL {
@@ -30,8 +30,16 @@ WHERE order_id = $1 AND payment_id = ''`, t),
 WHERE order_id = $1 AND (payment_id = '' OR lower(payment_id) = lower($2))`, t),
 		otherPayment: fmt.Sprintf(`UPDATE %s SET anomaly = $3, needs_action = true
 WHERE order_id = $1 AND payment_id <> '' AND lower(payment_id) <> lower($2)`, t),
-		get:     fmt.Sprintf(`SELECT %s FROM %s WHERE order_id = $1`, trackedCols, t),
-		clear:   fmt.Sprintf(`UPDATE %s SET anomaly = '', needs_action = $2 WHERE order_id = $1 AND status = $3`, t),
+		// A payment id from a webhook that the API says is another order's:
+		// dropped, only by the lease holder and only while no read has
+		// confirmed it; the order waits unmatched (unread) again, flagged.
+		unmatch: fmt.Sprintf(`UPDATE %s SET payment_id = '', state = $4, next_at = NULL, woken = false, anomaly = $3,
+    needs_action = true, lease_token = NULL, updated_at = now()
+WHERE order_id = $1 AND lease_token = $2 AND changes = 0 AND pay_amount IS NULL`, t),
+		get: fmt.Sprintf(`SELECT %s FROM %s WHERE order_id = $1`, trackedCols, t),
+		// An operator clears the anomaly they saw, only if no read or other
+		// anomaly was recorded since (compare and set).
+		clear:   fmt.Sprintf(`UPDATE %s SET anomaly = '', needs_action = $2, note = $5 WHERE order_id = $1 AND status = $3 AND anomaly = $4`, t),
 		list:    fmt.Sprintf(`SELECT %s FROM %s WHERE ($1 OR state = ANY($2)) AND (NOT $3 OR needs_action) AND order_id > $4 ORDER BY order_id LIMIT $5`, trackedCols, t),
 		history: fmt.Sprintf(`SELECT order_id, seq, payment_id, from_status, to_status, from_paid::text, to_paid::text, late, at FROM %s WHERE order_id = $1 ORDER BY seq`, h),
 		counts:  fmt.Sprintf(`SELECT state, count(*)::int, (count(*) FILTER (WHERE needs_action))::int FROM %s GROUP BY state`, t),

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -228,6 +229,11 @@ func TestTrackerTrackByID(t *testing.T) {
 	assert.False(t, hist[0].Late)
 	assert.Equal(t, int64(1), observed.Load(), "the Observer saw the change once")
 	assert.Equal(t, int64(1), r.reads.Load(), "one read, woken by the webhook")
+	// The whole cost at the API: the handler's re-read of the one webhook
+	// (which also proves the id belongs to the token's orderId) and the
+	// tracker's own read under its lease. Both are kept on purpose
+	// (docs/payment-tracker.md, "Wake it with webhooks").
+	assert.Equal(t, 2, r.fake.Requests(cryptopaytest.RouteGetPayment), "two API reads per webhook: the handler's and the tracker's")
 }
 
 func TestTrackDedupeAndConflict(t *testing.T) {
@@ -308,6 +314,48 @@ func TestTrackerByOrderIDCompletedByWebhook(t *testing.T) {
 		return err
 	}))
 	assert.False(t, r.track(t, tr, p))
+}
+
+// An order tracked by orderId alone is not taken for good by a wrong id:
+// PaymentChanged given another order's payment (a handler without a
+// Client passes the posted body; any caller may pass anything) makes the
+// tracker read that id, see another orderId, flag it, and wait unmatched
+// again, so the order's real payment, when its webhook comes, is followed
+// and credited; the other order's payment is never credited to it.
+func TestTrackerUnmatchedNotTakenByAWrongID(t *testing.T) {
+	r := newTRig(t)
+	tr := r.start(t, 1, func(c *pgstore.TrackerConfig) { c.OpenEvery = time.Hour })
+	other := r.create(t, "ord-someone-else", "10")
+	require.NoError(t, r.fake.Pay(other.ID, other.PayAmount))
+	p := r.create(t, "ord-lost-2", "10") // the answer "never arrived"
+	require.NoError(t, pgx.BeginFunc(context.Background(), r.pool, func(tx pgx.Tx) error {
+		_, err := tr.TrackOrder(context.Background(), tx, "ord-lost-2")
+		return err
+	}))
+
+	require.NoError(t, tr.PaymentChanged(context.Background(), &cryptopay.Payment{ID: other.ID, OrderID: "ord-lost-2",
+		Status: cryptopay.PaymentPaid}))
+	var tp *pgstore.TrackedPayment
+	trackWaitFor(t, "the wrong id flagged", func() bool {
+		var err error
+		tp, err = tr.Get(context.Background(), "ord-lost-2")
+		return err == nil && tp.Anomaly != ""
+	})
+	assert.Contains(t, tp.Anomaly, "another orderId")
+	assert.True(t, tp.NeedsAction)
+	assert.Empty(t, r.credited(t, "ord-lost-2"), "another order's payment is not credited")
+	trackWaitFor(t, "unmatched again", func() bool {
+		var err error
+		tp, err = tr.Get(context.Background(), "ord-lost-2")
+		return err == nil && tp.State == pgstore.TrackUnmatched
+	})
+	assert.Empty(t, tp.PaymentID, "the wrong id is dropped")
+
+	require.NoError(t, r.fake.Pay(p.ID, p.PayAmount))
+	tp = r.waitStatus(t, "ord-lost-2", cryptopay.PaymentPaid)
+	assert.Equal(t, p.ID, tp.PaymentID, "the real payment is followed")
+	assert.Equal(t, []string{"paid"}, r.credited(t, "ord-lost-2"), "credited once")
+	assert.Contains(t, tp.Anomaly, "another orderId", "the flag stays for a person")
 }
 
 // Every webhook is lost for good: the backstop's polls find the payment
@@ -408,12 +456,30 @@ func TestTrackerRefusesDisallowedMove(t *testing.T) {
 	reads := r.reads.Load()
 	require.NoError(t, tr.PaymentChanged(context.Background(), p))
 	trackWaitFor(t, "a clean read", func() bool { return r.reads.Load() > reads })
-	require.NoError(t, tr.ClearAnomaly(context.Background(), "ord-forge"))
+	anomaly := tp.Anomaly
+	for _, bad := range []string{"", " padded ", "two\nlines", strings.Repeat("x", 1025)} {
+		_, err := tr.ClearAnomaly(context.Background(), "ord-forge", bad)
+		var ve *cryptopay.ValidationError
+		require.ErrorAs(t, err, &ve, "note %q", bad)
+		assert.Equal(t, "note", ve.Field)
+	}
+	tp, err = tr.Get(context.Background(), "ord-forge")
+	require.NoError(t, err)
+	assert.Equal(t, anomaly, tp.Anomaly, "a refused note clears nothing")
+	cleared, err := tr.ClearAnomaly(context.Background(), "ord-forge", "ops: checked the dashboard")
+	require.NoError(t, err)
+	assert.Equal(t, anomaly, cleared)
 	tp, err = tr.Get(context.Background(), "ord-forge")
 	require.NoError(t, err)
 	assert.Empty(t, tp.Anomaly)
 	assert.False(t, tp.NeedsAction)
-	require.ErrorIs(t, tr.ClearAnomaly(context.Background(), "never"), pgstore.ErrNotTracked)
+	assert.Contains(t, tp.Note, "ops: checked the dashboard")
+	assert.Contains(t, tp.Note, "does not allow", "the note keeps the anomaly it cleared")
+	cleared, err = tr.ClearAnomaly(context.Background(), "ord-forge", "again")
+	require.NoError(t, err)
+	assert.Empty(t, cleared, "nothing left to clear")
+	_, err = tr.ClearAnomaly(context.Background(), "never", "n")
+	require.ErrorIs(t, err, pgstore.ErrNotTracked)
 }
 
 // A webhook for another payment of a tracked order (a second payment made
@@ -526,4 +592,36 @@ func TestTrackerStaleWorkerDoesNotCreditTwice(t *testing.T) {
 	hist, err := a.History(context.Background(), "ord-stale")
 	require.NoError(t, err)
 	assert.Len(t, hist, 1)
+}
+
+// The change's transaction runs with synchronous_commit on although the
+// test server's default is off: a credit the merchant committed is on disk
+// before the tracker (and the Observer) moves on.
+func TestTrackerRecordsWithSynchronousCommit(t *testing.T) {
+	r := newTRig(t)
+	var def string
+	require.NoError(t, r.pool.QueryRow(context.Background(), "SHOW synchronous_commit").Scan(&def))
+	require.Equal(t, "off", def, "the test server's default, so the test can fail")
+	var seen sync.Map
+	tr := r.start(t, 1, func(c *pgstore.TrackerConfig) {
+		c.OnChange = func(ctx context.Context, tx pgx.Tx, ch *pgstore.PaymentChange) error {
+			var sc string
+			if err := tx.QueryRow(ctx, "SHOW synchronous_commit").Scan(&sc); err != nil {
+				return err
+			}
+			seen.Store(ch.Seq, sc)
+			return r.credit(ctx, tx, ch)
+		}
+	})
+	p := r.create(t, "ord-sync", "10")
+	r.track(t, tr, p)
+	require.NoError(t, r.fake.Pay(p.ID, p.PayAmount))
+	r.waitStatus(t, "ord-sync", cryptopay.PaymentPaid)
+	n := 0
+	seen.Range(func(k, v any) bool {
+		n++
+		assert.Equal(t, "on", v, "change %v", k)
+		return true
+	})
+	assert.Positive(t, n)
 }

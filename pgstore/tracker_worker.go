@@ -144,6 +144,10 @@ func (t *Tracker) schedule(now, expiredAt time.Time, st cryptopay.PaymentStatus,
 	}
 	d := t.cfg.LateMin
 	for i := 0; i < latePolls && d < t.cfg.LateMax; i++ {
+		if d > t.cfg.LateMax/2 { // doubling would pass LateMax (or overflow)
+			d = t.cfg.LateMax
+			break
+		}
 		d *= 2
 	}
 	at := now.Add(jitter(min(d, t.cfg.LateMax)))
@@ -181,6 +185,10 @@ func (t *Tracker) step(ctx context.Context, h held) {
 	if reason := t.untrusted(h, p); reason != "" {
 		t.log.LogAttrs(ctx, slog.LevelWarn, "pgstore: tracked payment: read not recorded", slog.String("orderId", h.OrderID),
 			slog.String("reason", reason))
+		if unconfirmedID(h) && strings.EqualFold(p.ID, h.PaymentID) && p.OrderID != h.OrderID {
+			t.unmatch(ctx, h, reason)
+			return
+		}
 		t.write(ctx, h, t.schedule(time.Now(), cmpTime(h.ExpiredAt, p.ExpiredAt), h.Status, h.latePolls), reason)
 		return
 	}
@@ -191,6 +199,23 @@ func (t *Tracker) step(ctx context.Context, h held) {
 	}
 	if err := t.record(ctx, h, p, nx); err != nil && !errors.Is(err, errTrackLeaseLost) {
 		t.log.LogAttrs(ctx, slog.LevelWarn, "pgstore: recording a tracked payment's change", slog.String("orderId", h.OrderID),
+			slog.String("error", err.Error()))
+	}
+}
+
+// unconfirmedID says whether h's payment id came from PaymentChanged for
+// an order tracked by orderId alone and no read has confirmed it yet (no
+// change recorded, no amount from Track).
+func unconfirmedID(h held) bool { return h.Changes == 0 && !h.PayAmount.Valid }
+
+// unmatch drops an unconfirmed payment id the API says belongs to another
+// order: the payment waits unmatched again, flagged, for its own webhook,
+// instead of following another order's payment for good.
+func (t *Tracker) unmatch(ctx context.Context, h held, reason string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), trackRecordTimeout)
+	defer cancel()
+	if _, err := t.cfg.Pool.Exec(ctx, t.sql.unmatch, h.OrderID, h.token, trackText(reason), string(TrackUnmatched)); err != nil {
+		t.log.LogAttrs(ctx, slog.LevelWarn, "pgstore: unmatching a tracked payment", slog.String("orderId", h.OrderID),
 			slog.String("error", err.Error()))
 	}
 }

@@ -19,7 +19,8 @@ Commands:
   payment wait ID       follow a payment's status live until it is terminal
   payment create        create a payment
   payment tracked       list the payment tracker's payments (--state late, --needs-action);
-                        also 'payment tracked show ORDER_ID' with its history
+                        also 'payment tracked show ORDER_ID' with its history,
+                        'payment tracked clear-anomaly ORDER_ID --note TEXT'
   payout create         create a payout (asks for confirmation unless --yes)
   payout get ID         show a payout
   payout find           look a payout up by --order-id: exists, not_created or still_unknown

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	cryptopay "github.com/cryptopay/cryptopay-go"
 	"github.com/cryptopay/cryptopay-go/pgstore"
 )
 
@@ -79,6 +80,7 @@ type trackedOut struct {
 	ExpiredAt   string      `json:"expiredAt,omitempty"`
 	NeedsAction bool        `json:"needsAction"`
 	Anomaly     string      `json:"anomaly,omitempty"`
+	Note        string      `json:"note,omitempty"`
 	Changes     int         `json:"changes"`
 	NextAt      string      `json:"nextAt,omitempty"`
 	TrackedAt   string      `json:"trackedAt"`
@@ -101,7 +103,7 @@ func newTrackedOut(tp *pgstore.TrackedPayment) trackedOut {
 	return trackedOut{
 		OrderID: tp.OrderID, PaymentID: tp.PaymentID, State: string(tp.State), Status: string(tp.Status),
 		PaidAmount: nullMoney(tp.PaidAmount), PayAmount: nullMoney(tp.PayAmount), Currency: tp.Currency, Network: tp.Network,
-		ExpiredAt: when(tp.ExpiredAt), NeedsAction: tp.NeedsAction, Anomaly: tp.Anomaly, Changes: tp.Changes,
+		ExpiredAt: when(tp.ExpiredAt), NeedsAction: tp.NeedsAction, Anomaly: tp.Anomaly, Note: tp.Note, Changes: tp.Changes,
 		NextAt: when(tp.NextAt), TrackedAt: when(tp.TrackedAt), UpdatedAt: when(tp.UpdatedAt),
 	}
 }
@@ -121,6 +123,9 @@ func (a *app) paymentTracked(args []string) error {
 	if len(args) > 0 && args[0] == "show" {
 		return a.trackedShow(args[1:])
 	}
+	if len(args) > 0 && args[0] == "clear-anomaly" {
+		return a.trackedClear(args[1:])
+	}
 	if len(args) > 0 && args[0] == "list" {
 		args = args[1:]
 	}
@@ -131,7 +136,8 @@ func (a *app) trackedList(args []string) error {
 	fs := a.newFlagSet(command{"payment tracked", "", "List the payment tracker's payments in orderId order (pgstore.Tracker):\n" +
 		"unmatched (tracked by orderId alone, waiting for its first webhook), open (before expiredAt),\n" +
 		"late (past expiredAt, read less often for late transfers), closed. Also\n" +
-		"'payment tracked show ORDER_ID' for one payment and its history."})
+		"'payment tracked show ORDER_ID' for one payment and its history, and\n" +
+		"'payment tracked clear-anomaly ORDER_ID --note TEXT' once a person has looked into one."})
 	var tf trackerFlags
 	tf.register(fs.FlagSet)
 	states := fs.String("state", "", "keep payments in these `states` (comma-separated; default all)")
@@ -219,6 +225,7 @@ func (a *app) trackedShow(args []string) error {
 		{"Expires", o.ExpiredAt},
 		{"Needs action", strconv.FormatBool(o.NeedsAction)},
 		{"Anomaly", o.Anomaly},
+		{"Operator's note", o.Note},
 		{"Next read", o.NextAt},
 		{"Tracked", o.TrackedAt},
 		{"Updated", o.UpdatedAt},
@@ -234,6 +241,45 @@ func (a *app) trackedShow(args []string) error {
 		rows[i] = []string{strconv.Itoa(c.Seq), c.At, c.From, c.To, c.ToPaid, late}
 	}
 	return a.printTable([]string{"#", "AT", "FROM", "TO", "PAID", "LATE"}, rows)
+}
+
+// trackedClear clears a tracked payment's anomaly with the operator's
+// required note (pgstore.Tracker.ClearAnomaly): nothing is recorded or
+// credited; the payment is only no longer flagged for the anomaly.
+func (a *app) trackedClear(args []string) error {
+	fs := a.newDBFlagSet(command{"payment tracked clear-anomaly", "ORDER_ID", "Clear a tracked payment's anomaly once a person has looked into it (compare with\n" +
+		"the processor's dashboard): it only stops flagging it; no status is recorded and\n" +
+		"nothing is credited. A webhook for another payment of the order means the customer\n" +
+		"may have paid that one: settle it before clearing. --note records who looked and what they found."})
+	var tf trackerFlags
+	tf.register(fs.FlagSet)
+	note := fs.String("note", "", "what is recorded with the payment: who looked, and what they found (required)")
+	pos, err := a.parse(fs, args, 1, 1)
+	if err != nil {
+		return err
+	}
+	if strings.TrimSpace(*note) == "" {
+		return usageErr("payment tracked clear-anomaly: --note is required")
+	}
+	tr, pool, err := a.openTracker(tf)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	cleared, err := tr.ClearAnomaly(a.ctx, pos[0], *note)
+	var ve *cryptopay.ValidationError
+	if errors.As(err, &ve) {
+		return &exitError{exitUsage, err}
+	}
+	if err != nil {
+		return err
+	}
+	if cleared == "" {
+		a.printLine("%s: no anomaly to clear", pos[0])
+		return quietExit(exitNo)
+	}
+	a.printLine("%s: anomaly cleared: %s", pos[0], cleared)
+	return nil
 }
 
 func isTrackState(s pgstore.TrackState) bool {

@@ -105,6 +105,37 @@ func TestPaymentTracked(t *testing.T) {
 	assert.Contains(t, r.stdout, "paid_partial")
 	assert.Contains(t, r.stdout, "4 of 10")
 
+	// An anomaly (a webhook for another payment of the order) is listed as
+	// needing action and cleared by an operator with a required note.
+	other := f.createPayment("o-tr-other", "10", "")
+	require.NoError(t, tr.PaymentChanged(context.Background(), &cryptopay.Payment{ID: other.ID, OrderID: "o-tr-waiting"}))
+	r = cli("payment", "tracked", "--needs-action", "--output", "json")
+	require.Equal(t, 0, r.code, r.stderr)
+	var flagged []trackedOut
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &flagged))
+	require.Len(t, flagged, 2)
+	assert.Equal(t, "o-tr-waiting", flagged[1].OrderID)
+	assert.Contains(t, flagged[1].Anomaly, other.ID)
+	r = cli("payment", "tracked", "clear-anomaly", "o-tr-waiting")
+	assert.Equal(t, exitUsage, r.code, "--note is required")
+	r = cli("payment", "tracked", "clear-anomaly", "o-tr-waiting", "--note", "bad\x1b[2Jnote")
+	assert.Equal(t, exitUsage, r.code, "a note with control characters is refused")
+	r = cli("payment", "tracked", "clear-anomaly", "o-tr-waiting", "--note", "ana: second payment refunded")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "anomaly cleared")
+	r = cli("payment", "tracked", "show", "o-tr-waiting", "--output", "json")
+	require.Equal(t, 0, r.code, r.stderr)
+	o = trackedOut{}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &o))
+	assert.Empty(t, o.Anomaly)
+	assert.False(t, o.NeedsAction)
+	assert.Contains(t, o.Note, "ana: second payment refunded")
+	r = cli("payment", "tracked", "clear-anomaly", "o-tr-waiting", "--note", "again")
+	assert.Equal(t, exitNo, r.code, "nothing left to clear")
+	assert.Contains(t, r.stdout, "no anomaly")
+	r = cli("payment", "tracked", "clear-anomaly", "nope", "--note", "n")
+	assert.Equal(t, exitFailed, r.code)
+
 	// Refusals: a bad state, an unknown order, a password on the command line.
 	r = cli("payment", "tracked", "--state", "paid")
 	assert.Equal(t, exitUsage, r.code)
