@@ -282,11 +282,15 @@ type QueueConfig struct {
 	// Observer, if set, is called once for each state change, after it
 	// is committed, on the goroutine that made it: keep it quick and never
 	// block. A look that changes no state (a poll of a payout still
-	// processing, a parked intent still undecided) is none. One exception:
-	// Enqueue's transitions (From "") are reported when Enqueue returns,
-	// before the caller's transaction commits; if it rolls back, nothing
-	// was enqueued (count enqueues after your own commit, or from History,
-	// if that matters). Entering
+	// processing, a parked intent still undecided) is none. The enqueue
+	// (From "") commits with the caller's transaction, which the queue
+	// cannot see commit: it is reported by the process that first changes
+	// the committed intent, just before that change's own transition (a
+	// worker's first attempt or record, an operator's Approve or Reject,
+	// the callback of an intent blocked at enqueue, which only a Run with
+	// OnFinal makes); never for a transaction that rolled back. Observers
+	// are per process: one that dies between a commit and its call loses
+	// that call (History has every change). Entering
 	// StateParked needs a person's attention. See the package
 	// documentation for wiring it to OpenTelemetry.
 	Observer func(Transition)
@@ -550,8 +554,7 @@ func (q *Queue) EnqueueMany(ctx context.Context, tx pgx.Tx, ps []cryptopay.Creat
 // new and the indexes of those whose orderId was queued already.
 func (q *Queue) insertIntents(ctx context.Context, tx pgx.Tx, ps []cryptopay.CreatePayoutParams) (created int, existing []int, err error) {
 	b := &pgx.Batch{}
-	states := make([]Transition, len(ps))
-	for i, p := range ps {
+	for _, p := range ps {
 		state, why := StateQueued, ""
 		if g := q.cfg.Guardrails.verdict(ctx, p, false); g != nil {
 			state, why = StateBlocked, errText(g)
@@ -561,7 +564,6 @@ func (q *Queue) insertIntents(ctx context.Context, tx pgx.Tx, ps []cryptopay.Cre
 		}
 		b.Queue(q.sql.insert, p.OrderID, p.WalletAddress, p.NetworkFeeByUser, p.Amount.String(), p.Currency, p.Network,
 			p.CustomerID, p.CustomerIP, p.AdditionalData, p.WebhookURL, string(state), why, state.IsFinal())
-		states[i] = Transition{OrderID: p.OrderID, To: state, Err: why}
 	}
 	br := tx.SendBatch(ctx, b)
 	for i := range ps {
@@ -569,7 +571,6 @@ func (q *Queue) insertIntents(ctx context.Context, tx pgx.Tx, ps []cryptopay.Cre
 		switch err := br.QueryRow().Scan(&inserted); {
 		case err == nil:
 			created++
-			states[i].Attempts = -1 // new: reported below
 		case errors.Is(err, pgx.ErrNoRows):
 			existing = append(existing, i)
 		default:
@@ -580,12 +581,8 @@ func (q *Queue) insertIntents(ctx context.Context, tx pgx.Tx, ps []cryptopay.Cre
 	if err := br.Close(); err != nil {
 		return 0, nil, fmt.Errorf("pgstore: enqueue: %w", err)
 	}
-	for _, t := range states {
-		if t.Attempts == -1 {
-			t.Attempts = 0
-			q.observe(t)
-		}
-	}
+	// No Transition here: tx may still roll back. The enqueue is reported
+	// by the first process that changes the committed intent (enqueued).
 	return created, existing, nil
 }
 
@@ -818,11 +815,12 @@ func (q *Queue) operate(ctx context.Context, orderID, note string, from, to Inte
 		return fmt.Errorf("pgstore: no operator's transition %s -> %s", from, to)
 	}
 	var in *Intent
+	var fresh bool
 	err := pgx.BeginFunc(ctx, q.cfg.Pool, func(tx pgx.Tx) error {
 		var err error
 		approve := from == StateNeedsApproval && to == StateQueued
 		due := to.IsFinal() && q.cfg.OnFinal == nil
-		in, err = scanIntent(tx.QueryRow(ctx, q.sql.operate, orderID, string(from), string(to), scrubText(note), approve, due))
+		in, err = scanIntent(tx.QueryRow(ctx, q.sql.operate, orderID, string(from), string(to), scrubText(note), approve, due), &fresh)
 		if errors.Is(err, pgx.ErrNoRows) {
 			if _, gerr := scanIntent(tx.QueryRow(ctx, q.sql.get, orderID)); errors.Is(gerr, pgx.ErrNoRows) {
 				return fmt.Errorf("%w: %q", ErrIntentNotFound, orderID)
@@ -842,6 +840,9 @@ func (q *Queue) operate(ctx context.Context, orderID, note string, from, to Inte
 			return err
 		}
 		return fmt.Errorf("pgstore: %s -> %s for %q: %w", from, to, orderID, err)
+	}
+	if fresh { // its first change: the enqueue is reported here (see enqueued)
+		q.observe(Transition{OrderID: orderID, To: from})
 	}
 	q.observe(Transition{OrderID: orderID, From: from, To: to, Attempts: in.Attempts, PayoutID: in.PayoutID})
 	q.poke()

@@ -34,10 +34,13 @@ FROM %s WHERE order_id = $1 ORDER BY id`, h),
 		// An operator's move; $5 records an approval (Approve), which the
 		// worker checks before sending; $6 leaves the final callback due
 		// (a final state recorded by a process without OnFinal). A move
-		// clears the hold (Retry is the operator's answer to it).
+		// clears the hold (Retry is the operator's answer to it). fresh:
+		// the row had not changed since its enqueue (read in the
+		// statement's snapshot, before this change).
 		operate: fmt.Sprintf(`WITH u AS (UPDATE %[1]s SET state = $3, note = $4, next_at = now(), lease_token = NULL, tries = 0, updated_at = now(),
     approved_at = CASE WHEN $5 THEN now() ELSE approved_at END, hold = '', callback_due = $6
-WHERE order_id = $1 AND state = $2 RETURNING %[2]s),
+WHERE order_id = $1 AND state = $2 RETURNING %[2]s,
+    (SELECT o.updated_at = o.created_at FROM %[1]s o WHERE o.order_id = $1) AS fresh),
 h AS (INSERT INTO %[3]s %[4]s SELECT order_id, 'operator', $2, $3, attempts, '', '', $4, payout_id, '' FROM u)
 SELECT * FROM u`, t, intentCols, h, histCols),
 		// Wakes a followed intent, and says whether the intent (created,
