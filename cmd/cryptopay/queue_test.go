@@ -208,7 +208,7 @@ func TestPayoutQueueOutputIsSafe(t *testing.T) {
 	// A hostile guardrail key is refused (not a canonical key), its text shown clean.
 	r = qf.cli(terms{stdout: true}, "payout", "batch", "--dry-run", csvFile(t, batchHeader, rec), "--max-amount", "usdt"+hostile+"=1")
 	assert.Equal(t, exitUsage, r.code, r.stderr)
-	assert.Contains(t, r.stderr, "Guardrails.MaxAmount")
+	assert.Contains(t, r.stderr, "for flag -max-amount")
 }
 
 // The database password is never printed: a password on the command line
