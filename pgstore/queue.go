@@ -13,6 +13,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/cryptopay/cryptopay-go"
+	"github.com/cryptopay/cryptopay-go/internal/ids"
 )
 
 // DefaultQueueTable is the table a Queue uses without QueueConfig.Table.
@@ -224,7 +225,8 @@ type QueueConfig struct {
 	// Client sends the payouts. Give it the API key of the account the
 	// intents are paid from; every replica must use the same account.
 	// Without it the queue can enqueue, read and move intents (Approve,
-	// Reject, Retry: an operator's tool needs no API key) but not Run.
+	// Reject, Retry: an operator's tool needs no API key) but not Run or
+	// Resolve.
 	Client *cryptopay.Client
 	// Table is the table ("name" or "schema.name"); default
 	// DefaultQueueTable.
@@ -804,6 +806,78 @@ func (q *Queue) Retry(ctx context.Context, orderID, note string) error {
 // OnFinal runs it, exactly once. note is recorded.
 func (q *Queue) Reject(ctx context.Context, orderID, note string) error {
 	return q.operate(ctx, orderID, note, StateNeedsApproval, StateRejected)
+}
+
+// Resolve records, for a parked intent, the payout an operator found at
+// the processor (its dashboard, by orderId), for a parked intent the
+// queue could not decide: a 2xx it could not match (HoldServerActed), a
+// list it could not read or prove. Nothing is sent. The queue's own read
+// of payoutID through the API (QueueConfig.Client) must name the intent's
+// orderId, amount, currency, network and wallet address, and no other
+// intent may hold that payout id; then the intent moves to StateCreated
+// with it, and the workers follow it to its final status (OnFinal runs
+// there). note is recorded (who checked, how). Errors: ErrInvalidOption
+// without a Client, ErrIntentNotFound, ErrIntentState (not parked), a
+// *cryptopay.ValidationError (Field "payoutID") when the payout does not
+// match. A payout created under another orderId (a server that altered
+// it) is refused: the intent cannot be tied to it by this check.
+func (q *Queue) Resolve(ctx context.Context, orderID, payoutID, note string) error {
+	if q.api == nil {
+		return fmt.Errorf("%w: Resolve needs QueueConfig.Client (the payout is read through the API)", ErrInvalidOption)
+	}
+	if why := ids.Text(payoutID, 128); why != "" || payoutID == "" {
+		return &cryptopay.ValidationError{Field: "payoutID", Reason: cmpOr(why, "is empty")}
+	}
+	in, err := q.Get(ctx, orderID)
+	if err != nil {
+		return err
+	}
+	if in.State != StateParked {
+		return fmt.Errorf("%w: %q is not %s", ErrIntentState, orderID, StateParked)
+	}
+	got, err := q.api.get(ctx, payoutID)
+	if err != nil {
+		return fmt.Errorf("pgstore: reading payout %q for intent %q: %w", payoutID, orderID, err)
+	}
+	if why := payoutMismatch(got, payoutID, in.Params); why != "" {
+		return &cryptopay.ValidationError{Field: "payoutID", Reason: why}
+	}
+	var holder string
+	switch err := q.cfg.Pool.QueryRow(ctx, q.sql.payoutHolder, got.ID, orderID).Scan(&holder); {
+	case err == nil:
+		return &cryptopay.ValidationError{Field: "payoutID", Reason: fmt.Sprintf("is the payout of intent %q already", holder)}
+	case !errors.Is(err, pgx.ErrNoRows):
+		return fmt.Errorf("pgstore: resolving %q: %w", orderID, err)
+	}
+	var attempts int
+	err = q.cfg.Pool.QueryRow(ctx, q.sql.resolve, orderID, noNUL(got.ID), noNUL(string(got.Status)), scrubText(note)).Scan(&attempts)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("%w: %q is no longer %s, or its payout id was taken meanwhile", ErrIntentState, orderID, StateParked)
+	}
+	if err != nil {
+		return fmt.Errorf("pgstore: resolving %q: %w", orderID, err)
+	}
+	q.observe(Transition{OrderID: orderID, From: StateParked, To: StateCreated, Attempts: attempts, PayoutID: got.ID})
+	q.poke()
+	return nil
+}
+
+// payoutMismatch says how the payout the API returned differs from the
+// intent's parameters ("" if it is the intent's).
+func payoutMismatch(got *cryptopay.Payout, id string, p cryptopay.CreatePayoutParams) string {
+	switch {
+	case got.ID != id:
+		return "the API answered with another payout"
+	case got.OrderID != p.OrderID:
+		return fmt.Sprintf("names orderId %q, not the intent's", scrubText(got.OrderID))
+	case !got.Amount.Equal(p.Amount):
+		return fmt.Sprintf("is for %s, not the intent's %s", got.Amount, p.Amount)
+	case !strings.EqualFold(got.Currency, p.Currency) || !strings.EqualFold(got.Network, p.Network):
+		return fmt.Sprintf("is in %s on %s, not the intent's %s on %s", scrubText(got.Currency), scrubText(got.Network), p.Currency, p.Network)
+	case got.WalletAddress != p.WalletAddress:
+		return "pays another wallet address than the intent's"
+	}
+	return ""
 }
 
 // operate is an operator's move from one state to another: under the row

@@ -107,3 +107,63 @@ attempted_at = now() - interval '1 minute', reserved_at = now(), updated_at = no
 	require.NoError(t, err)
 	assert.Equal(t, 4, in.Attempts, "MaxAttempts, then the one an operator's Retry allows")
 }
+
+// An operator's way out of a parked intent whose payout exists: Resolve
+// binds it to the payout only once the API's read of that id names the
+// intent's orderId, amount, currency, network and wallet, and no other
+// intent holds it; the workers then follow it to paid and OnFinal runs
+// once. Nothing is sent. Another order's payout, an intent not parked,
+// and a payout another intent holds are refused and change nothing.
+func TestQueueResolve(t *testing.T) {
+	r := newQRig(t)
+	ctx := context.Background()
+	q := r.queue(t)
+	// The list cannot be read: the dropped create's intent parks undecided.
+	r.fake.InjectFault(cryptopaytest.RouteListPayouts, cryptopaytest.Fault{Status: 500, Times: 1 << 20})
+	r.fake.InjectFault(cryptopaytest.RouteCreatePayout, cryptopaytest.Fault{Process: true, Drop: true, Times: 1})
+	p, other := payoutParams(1), payoutParams(2)
+	r.enqueue(t, q, p)
+	stop := run(t, q)
+	waitIntent(t, q, p.OrderID, "parked", func(in *pgstore.Intent) bool { return in.State == pgstore.StateParked })
+	r.enqueue(t, q, other)
+	waitIntent(t, q, other.OrderID, "other created", func(in *pgstore.Intent) bool { return in.State == pgstore.StateCreated })
+	stop()
+	mine := r.fake.PayoutIDsWithOrderID(p.OrderID)
+	require.Len(t, mine, 1)
+	theirs := r.fake.PayoutIDsWithOrderID(other.OrderID)
+	require.Len(t, theirs, 1)
+
+	err := q.Resolve(ctx, p.OrderID, theirs[0], "ops: wrong row")
+	assert.ErrorIs(t, err, cryptopay.ErrInvalidParams, "another order's payout")
+	assert.ErrorIs(t, q.Resolve(ctx, other.OrderID, theirs[0], "ops"), pgstore.ErrIntentState, "not parked")
+	assert.ErrorIs(t, q.Resolve(ctx, "wd-none", mine[0], "ops"), pgstore.ErrIntentNotFound)
+	noClient := r.queue(t, func(c *pgstore.QueueConfig) { c.Client = nil })
+	assert.ErrorIs(t, noClient.Resolve(ctx, p.OrderID, mine[0], "ops"), pgstore.ErrInvalidOption)
+	// An intent bound to p's payout already (as a replayed answer once
+	// bound one to another order's payout): refused.
+	_, err = r.pool.Exec(ctx, "UPDATE "+r.table+" SET payout_id = $1 WHERE order_id = $2", mine[0], other.OrderID)
+	require.NoError(t, err)
+	assert.ErrorContains(t, q.Resolve(ctx, p.OrderID, mine[0], "ops"), "already")
+	_, err = r.pool.Exec(ctx, "UPDATE "+r.table+" SET payout_id = $1 WHERE order_id = $2", theirs[0], other.OrderID)
+	require.NoError(t, err)
+	in, err := q.Get(ctx, p.OrderID)
+	require.NoError(t, err)
+	assert.Equal(t, pgstore.StateParked, in.State, "a refused Resolve changes nothing")
+	assert.Empty(t, in.PayoutID)
+
+	require.NoError(t, q.Resolve(ctx, p.OrderID, mine[0], "ops: dashboard shows it"))
+	r.payAll(t)
+	run(t, q)
+	in = waitIntent(t, q, p.OrderID, "paid", func(in *pgstore.Intent) bool { return in.State == pgstore.StatePaid })
+	assert.Equal(t, mine[0], in.PayoutID)
+	assert.Equal(t, 1, r.fake.Requests(cryptopaytest.RouteCreatePayout)-1, "one create for p (one for other): nothing sent by Resolve")
+	assert.Equal(t, 1, len(r.fake.PayoutIDsWithOrderID(p.OrderID)))
+	assert.Equal(t, 1, r.effectCounts(t)[p.OrderID], "OnFinal ran once")
+	hist, err := q.History(ctx, p.OrderID)
+	require.NoError(t, err)
+	var resolved bool
+	for _, e := range hist {
+		resolved = resolved || e.Actor == "operator" && e.From == pgstore.StateParked && e.To == pgstore.StateCreated && e.Note == "ops: dashboard shows it"
+	}
+	assert.True(t, resolved, "the operator's Resolve is in the history")
+}

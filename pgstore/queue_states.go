@@ -65,6 +65,7 @@ var moveDefs = []moveDef{
 	{"approve", byOperator, []IntentState{StateNeedsApproval}, StateQueued},
 	{"reject", byOperator, []IntentState{StateNeedsApproval}, StateRejected},
 	{"retry", byOperator, []IntentState{StateParked}, StateQueued},
+	{"resolve: the payout was found", byOperator, []IntentState{StateParked}, StateCreated},
 	{"hold for approval", byWorker, beforeSend, StateNeedsApproval},
 	{"block", byWorker, beforeSend, StateBlocked},
 	{"hold by velocity", byWorker, beforeSend[1:], StateQueued},
