@@ -58,8 +58,7 @@ attempted_at = now() - interval '1 minute', reserved_at = now(), updated_at = no
 	}
 	r.fake.InjectFault(cryptopaytest.RouteCreatePayout, cryptopaytest.Fault{Drop: true, Times: 1})
 	r.payAll(t)
-	run(t, q1)
-	run(t, q2)
+	stop1, stop2 := run(t, q1), run(t, q2)
 
 	waitIntent(t, q1, parked.OrderID, "parked at MaxAttempts", func(in *pgstore.Intent) bool { return in.Hold == pgstore.HoldMaxAttempts })
 	require.NoError(t, q2.Retry(ctx, parked.OrderID, "ops: the processor has no payout for it"))
@@ -73,6 +72,8 @@ attempted_at = now() - interval '1 minute', reserved_at = now(), updated_at = no
 		}
 		waitIntent(t, q1, p.OrderID, string(want), func(in *pgstore.Intent) bool { return in.State == want && !in.CallbackDue })
 	}
+	stop1() // every Observer call made: a worker reports just after its commit
+	stop2()
 
 	obs.mu.Lock()
 	defer obs.mu.Unlock()
