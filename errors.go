@@ -263,7 +263,8 @@ type OutcomeUnknownError struct {
 	// StatusCode is the status of the answer that was read; 0 if none was
 	// (no answer, a broken connection, a timeout). A 2xx means the server
 	// acted on the request even though its answer could not be matched to
-	// it (unreadable, naming another orderId, or none): something was
+	// it (unreadable, its body cut off, naming another orderId, or none):
+	// something was
 	// created, perhaps under an altered orderId that a search of the
 	// payout list by this orderId will never find. Do not resend after a
 	// 2xx on a list search's "not created"; have a person look.

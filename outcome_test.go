@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -193,6 +194,37 @@ func TestReadAnswerForAnotherID(t *testing.T) {
 			}
 			assert.ErrorIs(t, oerr, ErrUnexpectedResponse)
 			assert.Nil(t, o)
+		})
+	}
+}
+
+// TestCreateAnswerCutOff: a 2xx to a create whose body breaks off (the
+// connection closes before Content-Length bytes) is still an answer: the
+// outcome is unknown, and ServerActed says the server acted, so a caller
+// never resends it on a list's "not created" (the server may have stored
+// another orderId). Before, a broken 2xx body was reported like no answer
+// at all (StatusCode 0).
+func TestCreateAnswerCutOff(t *testing.T) {
+	for _, status := range []int{200, 201} {
+		t.Run(strconv.Itoa(status), func(t *testing.T) {
+			c, mux := setup(t)
+			var hits atomic.Int32
+			mux.HandleFunc("POST /v1/payout", func(w http.ResponseWriter, r *http.Request) {
+				hits.Add(1)
+				w.Header().Set("Content-Type", "application/json")
+				w.Header().Set("Content-Length", "4096")
+				w.WriteHeader(status)
+				_, _ = w.Write([]byte(`{"payoutId": "po_77", "orderId": "wd-1", "sta`))
+				w.(http.Flusher).Flush()
+				panic(http.ErrAbortHandler) // the connection closes mid-body
+			})
+			_, err := c.CreatePayout(context.Background(), validPayoutParams())
+			assert.Equal(t, int32(1), hits.Load(), "sent once")
+			assert.ErrorIs(t, err, ErrOutcomeUnknown)
+			var ou *OutcomeUnknownError
+			require.ErrorAs(t, err, &ou)
+			assert.Equal(t, status, ou.StatusCode)
+			assert.True(t, ou.ServerActed(), "a 2xx was read, though not its whole body")
 		})
 	}
 }

@@ -450,6 +450,11 @@ func (cl *call) transportError(err error) error {
 	r := cl.r
 	notSent := cl.traced.Load() && !cl.wrote.Load()
 	if r.method != http.MethodGet && createOutcomeUnknown(0, err, notSent) {
+		// A 2xx whose body broke off is still an answer: the server acted.
+		// (A response with an error is one whose body could not be read.)
+		if cl.resp != nil && cl.err != nil && cl.resp.StatusCode >= 200 && cl.resp.StatusCode <= 299 {
+			return cl.answeredUnknown(err, cl.resp.StatusCode, nil)
+		}
 		return cl.outcomeUnknown(err)
 	}
 	if cl.ctx.Err() != nil && cl.lastFail != "" {

@@ -102,7 +102,10 @@
 // SECURITY.md lists the tests.
 //
 // QueueConfig.Observer receives one Transition per committed state change
-// (a poll that changes nothing is none; Queue.History keeps every change
+// (a poll that changes nothing is none; an enqueue is reported by the
+// first process that changes the committed intent, never when Enqueue
+// returns, since the caller's transaction may roll back; Queue.History
+// keeps every change
 // and operator action, written in the same transaction); to export it
 // with OpenTelemetry, count transitions by target state and alert on
 // parked:

@@ -13,6 +13,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/cryptopay/cryptopay-go"
+	"github.com/cryptopay/cryptopay-go/internal/ids"
 )
 
 // DefaultQueueTable is the table a Queue uses without QueueConfig.Table.
@@ -224,7 +225,8 @@ type QueueConfig struct {
 	// Client sends the payouts. Give it the API key of the account the
 	// intents are paid from; every replica must use the same account.
 	// Without it the queue can enqueue, read and move intents (Approve,
-	// Reject, Retry: an operator's tool needs no API key) but not Run.
+	// Reject, Retry: an operator's tool needs no API key) but not Run or
+	// Resolve.
 	Client *cryptopay.Client
 	// Table is the table ("name" or "schema.name"); default
 	// DefaultQueueTable.
@@ -282,11 +284,15 @@ type QueueConfig struct {
 	// Observer, if set, is called once for each state change, after it
 	// is committed, on the goroutine that made it: keep it quick and never
 	// block. A look that changes no state (a poll of a payout still
-	// processing, a parked intent still undecided) is none. One exception:
-	// Enqueue's transitions (From "") are reported when Enqueue returns,
-	// before the caller's transaction commits; if it rolls back, nothing
-	// was enqueued (count enqueues after your own commit, or from History,
-	// if that matters). Entering
+	// processing, a parked intent still undecided) is none. The enqueue
+	// (From "") commits with the caller's transaction, which the queue
+	// cannot see commit: it is reported by the process that first changes
+	// the committed intent, just before that change's own transition (a
+	// worker's first attempt or record, an operator's Approve or Reject,
+	// the callback of an intent blocked at enqueue, which only a Run with
+	// OnFinal makes); never for a transaction that rolled back. Observers
+	// are per process: one that dies between a commit and its call loses
+	// that call (History has every change). Entering
 	// StateParked needs a person's attention. See the package
 	// documentation for wiring it to OpenTelemetry.
 	Observer func(Transition)
@@ -550,8 +556,7 @@ func (q *Queue) EnqueueMany(ctx context.Context, tx pgx.Tx, ps []cryptopay.Creat
 // new and the indexes of those whose orderId was queued already.
 func (q *Queue) insertIntents(ctx context.Context, tx pgx.Tx, ps []cryptopay.CreatePayoutParams) (created int, existing []int, err error) {
 	b := &pgx.Batch{}
-	states := make([]Transition, len(ps))
-	for i, p := range ps {
+	for _, p := range ps {
 		state, why := StateQueued, ""
 		if g := q.cfg.Guardrails.verdict(ctx, p, false); g != nil {
 			state, why = StateBlocked, errText(g)
@@ -561,7 +566,6 @@ func (q *Queue) insertIntents(ctx context.Context, tx pgx.Tx, ps []cryptopay.Cre
 		}
 		b.Queue(q.sql.insert, p.OrderID, p.WalletAddress, p.NetworkFeeByUser, p.Amount.String(), p.Currency, p.Network,
 			p.CustomerID, p.CustomerIP, p.AdditionalData, p.WebhookURL, string(state), why, state.IsFinal())
-		states[i] = Transition{OrderID: p.OrderID, To: state, Err: why}
 	}
 	br := tx.SendBatch(ctx, b)
 	for i := range ps {
@@ -569,7 +573,6 @@ func (q *Queue) insertIntents(ctx context.Context, tx pgx.Tx, ps []cryptopay.Cre
 		switch err := br.QueryRow().Scan(&inserted); {
 		case err == nil:
 			created++
-			states[i].Attempts = -1 // new: reported below
 		case errors.Is(err, pgx.ErrNoRows):
 			existing = append(existing, i)
 		default:
@@ -580,12 +583,8 @@ func (q *Queue) insertIntents(ctx context.Context, tx pgx.Tx, ps []cryptopay.Cre
 	if err := br.Close(); err != nil {
 		return 0, nil, fmt.Errorf("pgstore: enqueue: %w", err)
 	}
-	for _, t := range states {
-		if t.Attempts == -1 {
-			t.Attempts = 0
-			q.observe(t)
-		}
-	}
+	// No Transition here: tx may still roll back. The enqueue is reported
+	// by the first process that changes the committed intent (enqueued).
 	return created, existing, nil
 }
 
@@ -809,6 +808,78 @@ func (q *Queue) Reject(ctx context.Context, orderID, note string) error {
 	return q.operate(ctx, orderID, note, StateNeedsApproval, StateRejected)
 }
 
+// Resolve records, for a parked intent, the payout an operator found at
+// the processor (its dashboard, by orderId), for a parked intent the
+// queue could not decide: a 2xx it could not match (HoldServerActed), a
+// list it could not read or prove. Nothing is sent. The queue's own read
+// of payoutID through the API (QueueConfig.Client) must name the intent's
+// orderId, amount, currency, network and wallet address, and no other
+// intent may hold that payout id; then the intent moves to StateCreated
+// with it, and the workers follow it to its final status (OnFinal runs
+// there). note is recorded (who checked, how). Errors: ErrInvalidOption
+// without a Client, ErrIntentNotFound, ErrIntentState (not parked), a
+// *cryptopay.ValidationError (Field "payoutID") when the payout does not
+// match. A payout created under another orderId (a server that altered
+// it) is refused: the intent cannot be tied to it by this check.
+func (q *Queue) Resolve(ctx context.Context, orderID, payoutID, note string) error {
+	if q.api == nil {
+		return fmt.Errorf("%w: Resolve needs QueueConfig.Client (the payout is read through the API)", ErrInvalidOption)
+	}
+	if why := ids.Text(payoutID, 128); why != "" || payoutID == "" {
+		return &cryptopay.ValidationError{Field: "payoutID", Reason: cmpOr(why, "is empty")}
+	}
+	in, err := q.Get(ctx, orderID)
+	if err != nil {
+		return err
+	}
+	if in.State != StateParked {
+		return fmt.Errorf("%w: %q is not %s", ErrIntentState, orderID, StateParked)
+	}
+	got, err := q.api.get(ctx, payoutID)
+	if err != nil {
+		return fmt.Errorf("pgstore: reading payout %q for intent %q: %w", payoutID, orderID, err)
+	}
+	if why := payoutMismatch(got, payoutID, in.Params); why != "" {
+		return &cryptopay.ValidationError{Field: "payoutID", Reason: why}
+	}
+	var holder string
+	switch err := q.cfg.Pool.QueryRow(ctx, q.sql.payoutHolder, got.ID, orderID).Scan(&holder); {
+	case err == nil:
+		return &cryptopay.ValidationError{Field: "payoutID", Reason: fmt.Sprintf("is the payout of intent %q already", holder)}
+	case !errors.Is(err, pgx.ErrNoRows):
+		return fmt.Errorf("pgstore: resolving %q: %w", orderID, err)
+	}
+	var attempts int
+	err = q.cfg.Pool.QueryRow(ctx, q.sql.resolve, orderID, noNUL(got.ID), noNUL(string(got.Status)), scrubText(note)).Scan(&attempts)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("%w: %q is no longer %s, or its payout id was taken meanwhile", ErrIntentState, orderID, StateParked)
+	}
+	if err != nil {
+		return fmt.Errorf("pgstore: resolving %q: %w", orderID, err)
+	}
+	q.observe(Transition{OrderID: orderID, From: StateParked, To: StateCreated, Attempts: attempts, PayoutID: got.ID})
+	q.poke()
+	return nil
+}
+
+// payoutMismatch says how the payout the API returned differs from the
+// intent's parameters ("" if it is the intent's).
+func payoutMismatch(got *cryptopay.Payout, id string, p cryptopay.CreatePayoutParams) string {
+	switch {
+	case got.ID != id:
+		return "the API answered with another payout"
+	case got.OrderID != p.OrderID:
+		return fmt.Sprintf("names orderId %q, not the intent's", scrubText(got.OrderID))
+	case !got.Amount.Equal(p.Amount):
+		return fmt.Sprintf("is for %s, not the intent's %s", got.Amount, p.Amount)
+	case !strings.EqualFold(got.Currency, p.Currency) || !strings.EqualFold(got.Network, p.Network):
+		return fmt.Sprintf("is in %s on %s, not the intent's %s on %s", scrubText(got.Currency), scrubText(got.Network), p.Currency, p.Network)
+	case got.WalletAddress != p.WalletAddress:
+		return "pays another wallet address than the intent's"
+	}
+	return ""
+}
+
 // operate is an operator's move from one state to another: under the row
 // lock, in one transaction with OnFinal when the new state is final. It
 // clears the lease, so a worker that holds the intent cannot record
@@ -818,11 +889,12 @@ func (q *Queue) operate(ctx context.Context, orderID, note string, from, to Inte
 		return fmt.Errorf("pgstore: no operator's transition %s -> %s", from, to)
 	}
 	var in *Intent
+	var fresh bool
 	err := pgx.BeginFunc(ctx, q.cfg.Pool, func(tx pgx.Tx) error {
 		var err error
 		approve := from == StateNeedsApproval && to == StateQueued
 		due := to.IsFinal() && q.cfg.OnFinal == nil
-		in, err = scanIntent(tx.QueryRow(ctx, q.sql.operate, orderID, string(from), string(to), scrubText(note), approve, due))
+		in, err = scanIntent(tx.QueryRow(ctx, q.sql.operate, orderID, string(from), string(to), scrubText(note), approve, due), &fresh)
 		if errors.Is(err, pgx.ErrNoRows) {
 			if _, gerr := scanIntent(tx.QueryRow(ctx, q.sql.get, orderID)); errors.Is(gerr, pgx.ErrNoRows) {
 				return fmt.Errorf("%w: %q", ErrIntentNotFound, orderID)
@@ -842,6 +914,9 @@ func (q *Queue) operate(ctx context.Context, orderID, note string, from, to Inte
 			return err
 		}
 		return fmt.Errorf("pgstore: %s -> %s for %q: %w", from, to, orderID, err)
+	}
+	if fresh { // its first change: the enqueue is reported here (see enqueued)
+		q.observe(Transition{OrderID: orderID, To: from})
 	}
 	q.observe(Transition{OrderID: orderID, From: from, To: to, Attempts: in.Attempts, PayoutID: in.PayoutID})
 	q.poke()

@@ -182,8 +182,9 @@ func (g *Guardrails) stop(ctx context.Context, p cryptopay.CreatePayoutParams) *
 }
 
 // velocityCheck reads, in tx and under the currency's advisory lock (held
-// until tx ends), what the currency has reserved within the window apart
-// from orderID, and says whether amount still fits under the cap.
+// until tx ends), what the currency has reserved within the window (every
+// attempt, this intent's earlier ones included), and says whether one more
+// attempt of p's amount still fits under the cap.
 func (q *Queue) velocityCheck(ctx context.Context, tx pgx.Tx, p cryptopay.CreatePayoutParams, limit decimal.Decimal) (*GuardrailError, error) {
 	g := &q.cfg.Guardrails
 	if _, err := tx.Exec(ctx, q.sql.velocityLock, q.Table(), p.Currency); err != nil {

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -31,6 +32,7 @@ type gateway struct {
 	creates, lists atomic.Int64
 	edit           func(body map[string]any)
 	answer         func(w http.ResponseWriter) bool
+	cutAnswer      bool // forward a create, then cut its answer's body off after the status
 	mu             sync.Mutex
 	cached         []byte // the first create answer, its orderId removed
 }
@@ -54,6 +56,16 @@ func (r *qrig) gateway(t *testing.T, g *gateway) *cryptopay.Client {
 				g.edit(body)
 				b, _ = json.Marshal(body)
 				req.Body, req.ContentLength = io.NopCloser(bytes.NewReader(b)), int64(len(b))
+			}
+			if g.cutAnswer {
+				rec := httptest.NewRecorder()
+				proxy.ServeHTTP(rec, req)
+				body := rec.Body.Bytes()
+				w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+				w.WriteHeader(rec.Code)
+				_, _ = w.Write(body[:len(body)/2])
+				w.(http.Flusher).Flush()
+				panic(http.ErrAbortHandler) // the connection closes mid-body
 			}
 		case req.URL.Path == "/v1/payout/list":
 			g.lists.Add(1)
@@ -175,4 +187,31 @@ func TestQueueReplayedAnswerIsNotMatched(t *testing.T) {
 	assert.Contains(t, in.LastError, ids[0], "the id the answer named is on record")
 	assert.True(t, strings.Contains(in.LastError, "names no orderId"), in.LastError)
 	assert.Equal(t, map[string]int{a.OrderID: 1}, r.effectCounts(t), "no effect for b")
+}
+
+// A 2xx whose body breaks off is evidence too. A gateway that truncates
+// the orderId (so the list never shows the one sent) and whose answer is
+// cut mid-body: the intent is parked with HoldServerActed after one
+// create request. Before, the SDK reported the cut 2xx like no answer at
+// all, the list said "not created", and the queue sent again until
+// MaxAttempts: three payouts for one intent.
+func TestQueueCutAnswerIsEvidence(t *testing.T) {
+	r := newQRig(t)
+	g := &gateway{cutAnswer: true, edit: func(body map[string]any) {
+		if id, _ := body["orderId"].(string); len(id) > 32 {
+			body["orderId"] = id[:32]
+		}
+	}}
+	client := r.gateway(t, g)
+	q := r.queue(t, func(c *pgstore.QueueConfig) { c.Client = client })
+	p := payoutParams(1)
+	p.OrderID = "withdrawal-2026-11-25-customer-000001-a"
+	r.enqueue(t, q, p)
+	run(t, q)
+	in := waitIntent(t, q, p.OrderID, "parked", func(in *pgstore.Intent) bool { return in.State == pgstore.StateParked && in.Hold != "" })
+	lists := g.lists.Load()
+	waitCount(t, "more reconciliations", int(lists)+3, func() int { return int(g.lists.Load()) })
+	assert.Equal(t, pgstore.HoldServerActed, in.Hold, in.LastError)
+	assert.Equal(t, int64(1), g.creates.Load(), "one create request")
+	assert.Len(t, r.fake.Payouts(), 1, "one payout at the server")
 }

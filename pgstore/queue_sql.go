@@ -6,6 +6,7 @@ import "fmt"
 // built from a value: every value travels as a parameter.
 type queueSQL struct {
 	insert, get, getMany, list, counts, operate, wakeOne, learnID, history string
+	resolve, payoutHolder                                                  string
 	claim, attempt, attemptMany, set, velocityLock, velocitySum            string
 	// begin opens the final transaction (value-free: it is sent as a
 	// simple query); final and callbackDone close it, in one batch with
@@ -55,13 +56,27 @@ FROM %s WHERE order_id = $1 ORDER BY id`, h),
 		// An operator's move; $5 records an approval (Approve), which the
 		// worker checks before sending; $6 leaves the final callback due
 		// (a final state recorded by a process without OnFinal). A move
-		// clears the hold (Retry is the operator's answer to it).
+		// clears the hold (Retry is the operator's answer to it). fresh:
+		// the row had not changed since its enqueue (read in the
+		// statement's snapshot, before this change).
 		operate: fmt.Sprintf(`WITH u AS (UPDATE %[1]s SET state = $3, note = $4, next_at = now(), lease_token = NULL, tries = 0, updated_at = now(),
     approved_at = CASE WHEN $5 THEN now() ELSE approved_at END, hold = '', callback_due = $6
 FROM `+durable+`
-WHERE order_id = $1 AND state = $2 RETURNING %[2]s),
+WHERE order_id = $1 AND state = $2 RETURNING %[2]s,
+    (SELECT o.updated_at = o.created_at FROM %[1]s o WHERE o.order_id = $1) AS fresh),
 h AS (INSERT INTO %[3]s %[4]s SELECT order_id, 'operator', $2, $3, attempts, '', '', $4, payout_id, '' FROM u)
 SELECT * FROM u`, t, intentCols, h, histCols),
+		// An operator's Resolve: a parked intent bound to the payout the
+		// API confirmed, unless another intent holds that payout id; then
+		// followed by the workers like any created payout.
+		resolve: fmt.Sprintf(`WITH u AS (UPDATE %[1]s SET state = 'created', payout_id = $2, payout_status = $3, note = $4,
+    last_error = '', hold = '', next_at = now(), lease_token = NULL, tries = 0, updated_at = now()
+FROM `+durable+`
+WHERE order_id = $1 AND state = 'parked'
+    AND NOT EXISTS (SELECT 1 FROM %[1]s o WHERE o.payout_id = $2 AND o.order_id <> $1) RETURNING order_id, attempts, payout_id),
+h AS (INSERT INTO %[2]s %[3]s SELECT order_id, 'operator', 'parked', 'created', attempts, '', '', $4, payout_id, '' FROM u)
+SELECT attempts FROM u`, t, h, histCols),
+		payoutHolder: fmt.Sprintf(`SELECT order_id FROM %s WHERE payout_id = $1 AND order_id <> $2 LIMIT 1`, t),
 		// Wakes a followed intent, and says whether the intent (created,
 		// or final from it) lacks its payout id: one found by the list.
 		wakeOne: fmt.Sprintf(`WITH w AS (UPDATE %[1]s SET next_at = now() WHERE order_id = $1 AND state = 'created' AND next_at > now())

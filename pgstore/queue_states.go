@@ -51,8 +51,10 @@ type moveDef struct {
 }
 
 // beforeSend are the states from which a worker may commit an attempt:
-// queued, and an attempt reconciled as "not created".
-var beforeSend = []IntentState{StateQueued, StateSending, StateReconciling, StateParked}
+// queued, and an attempt reconciled as "not created". Not sending: an
+// intent found in sending is first recorded reconciling (taken over), so
+// every attempt is a change of state.
+var beforeSend = []IntentState{StateQueued, StateReconciling, StateParked}
 
 // moveDefs lists every transition. A record that keeps the state (a poll,
 // a backoff) is no transition.
@@ -63,6 +65,7 @@ var moveDefs = []moveDef{
 	{"approve", byOperator, []IntentState{StateNeedsApproval}, StateQueued},
 	{"reject", byOperator, []IntentState{StateNeedsApproval}, StateRejected},
 	{"retry", byOperator, []IntentState{StateParked}, StateQueued},
+	{"resolve: the payout was found", byOperator, []IntentState{StateParked}, StateCreated},
 	{"hold for approval", byWorker, beforeSend, StateNeedsApproval},
 	{"block", byWorker, beforeSend, StateBlocked},
 	{"hold by velocity", byWorker, beforeSend[1:], StateQueued},
@@ -70,11 +73,12 @@ var moveDefs = []moveDef{
 	{"answered: created", byWorker, []IntentState{StateSending}, StateCreated},
 	{"answered: refused", byWorker, []IntentState{StateSending}, StateRefused},
 	{"no answer", byWorker, []IntentState{StateSending}, StateReconciling},
+	{"taken over", byWorker, []IntentState{StateSending}, StateReconciling},
 	{"answered 2xx, not matched", byWorker, []IntentState{StateSending}, StateParked},
 	{"answered or found: final", byWorker, []IntentState{StateSending, StateReconciling, StateParked}, StatePaid},
 	{"answered or found: final", byWorker, []IntentState{StateSending, StateReconciling, StateParked}, StateFailed},
-	{"found by the list", byWorker, []IntentState{StateSending, StateReconciling, StateParked}, StateCreated},
-	{"undecided, held or at MaxAttempts", byWorker, []IntentState{StateSending, StateReconciling}, StateParked},
+	{"found by the list", byWorker, []IntentState{StateReconciling, StateParked}, StateCreated},
+	{"undecided, held or at MaxAttempts", byWorker, []IntentState{StateReconciling}, StateParked},
 	{"followed to the end", byWorker, []IntentState{StateCreated}, StatePaid},
 	{"followed to the end", byWorker, []IntentState{StateCreated}, StateFailed},
 }

@@ -160,7 +160,7 @@ func (q *Queue) handle(ctx context.Context, c claimed) {
 			err = q.post(ctx, c)
 			break
 		}
-		err = q.reconcile(ctx, c)
+		err = q.takeOver(ctx, c)
 	case c.State == StateQueued:
 		err = q.send(ctx, c)
 	case c.State == StateReconciling, c.State == StateParked:
@@ -223,7 +223,25 @@ func (q *Queue) set(ctx context.Context, c claimed, ch change, due bool) error {
 	if err != nil {
 		return fmt.Errorf("recording %s: %w", ch.to, err)
 	}
+	q.enqueued(c)
 	return nil
+}
+
+// enqueued reports the intent's enqueue (From "") once this process has
+// committed the first change to it: Enqueue runs in the caller's
+// transaction, which may still roll back when Enqueue returns, so the
+// enqueue is reported by the first process that changes the committed row
+// (a worker's first record or attempt, an operator's move, the callback of
+// an intent blocked at enqueue). The claim does not count as a change; a
+// row no change has touched since its insert has UpdatedAt equal to
+// CreatedAt (both the insert's now()). Call it before c.State changes, and
+// only after a committed write.
+func (q *Queue) enqueued(c claimed) {
+	if c.Intent == nil || !c.UpdatedAt.Equal(c.CreatedAt) {
+		return
+	}
+	c.UpdatedAt = time.Now() // changed: reported once (the Intent is shared by c's copies)
+	q.observe(Transition{OrderID: c.Params.OrderID, To: c.State, Err: c.LastError})
 }
 
 // finish records a final state. With OnFinal, OnFinal runs in the
@@ -251,6 +269,7 @@ func (q *Queue) finish(ctx context.Context, c claimed, ch change) error {
 			}
 			return err
 		}
+		q.enqueued(c)
 	}
 	q.observe(Transition{OrderID: c.Params.OrderID, From: c.State, To: ch.to, Attempts: c.Attempts,
 		PayoutID: cmpOr(ch.payoutID, c.PayoutID), Verdict: ch.verdict, Err: ch.errText})
@@ -266,6 +285,9 @@ func (q *Queue) callback(ctx context.Context, c claimed) error {
 		return nil // not claimed by such a worker; nothing to do
 	}
 	err := q.inFinalTx(ctx, c.Intent, q.sql.callbackDone, c.Params.OrderID, c.token)
+	if err == nil {
+		q.enqueued(c) // blocked at enqueue: its first change
+	}
 	if err != nil && !errors.Is(err, errLostLease) {
 		back := change{to: c.State, errText: errText(err), tries: c.tries + 1, after: q.backoff(c.tries)}
 		if rerr := q.set(ctx, c, back, false); rerr != nil {
@@ -351,9 +373,35 @@ func (q *Queue) backoff(tries int) time.Duration {
 	return d
 }
 
-// send checks the guardrails, commits an attempt and sends the create
-// request once.
+// takeOver reconciles an intent found in sending that this worker did not
+// just commit (its worker ended, or lost its lease, before recording the
+// answer): it records sending -> reconciling first, keeping the lease, so
+// that a new attempt after a "not created" verdict is a change of state
+// like any other (reconciling -> sending), bounded by MaxAttempts in send.
+func (q *Queue) takeOver(ctx context.Context, c claimed) error {
+	why := "the attempt's worker ended before recording its answer"
+	if err := q.record(ctx, c, change{to: StateReconciling, errText: why, tries: c.tries, after: q.cfg.Lease}); err != nil {
+		return err
+	}
+	c.State, c.LastError = StateReconciling, why
+	return q.reconcile(ctx, c)
+}
+
+// send checks the attempt bound and the guardrails, commits an attempt
+// and sends the create request once.
 func (q *Queue) send(ctx context.Context, c claimed) error {
+	if !canMove(c.State, StateSending, byWorker) {
+		return fmt.Errorf("pgstore: no worker's transition %s -> %s (nothing sent)", c.State, StateSending)
+	}
+	// The bound holds on every path that sends: only a queued intent
+	// (new, or moved back by an operator's Retry, which allows one more)
+	// may go past MaxAttempts.
+	if c.State != StateQueued && c.Attempts >= q.cfg.MaxAttempts {
+		why := fmt.Sprintf("%d create requests sent and the payout list still shows none with this orderId; "+
+			"not sent again without an operator's Retry (QueueConfig.MaxAttempts)", c.Attempts)
+		return q.record(ctx, c, change{to: StateParked, verdict: c.Verdict, errText: why, hold: HoldMaxAttempts,
+			tries: c.tries + 1, after: q.backoff(c.tries)})
+	}
 	// The same check as Enqueue's and CheckGuardrails': approval holds
 	// whatever process enqueued the intent (this worker's threshold is
 	// checked against the approval on record), and a cap lowered since
@@ -377,6 +425,7 @@ func (q *Queue) send(ctx context.Context, c claimed) error {
 		}
 		return err // not committed (or not known to be): nothing is sent
 	}
+	q.enqueued(c)
 	q.observe(Transition{OrderID: c.Params.OrderID, From: c.State, To: StateSending, Attempts: c.Attempts + 1,
 		PayoutID: c.PayoutID, Verdict: c.Verdict})
 	c.State, c.AttemptedAt, c.Attempts = StateSending, attemptedAt, c.Attempts+1
@@ -418,10 +467,10 @@ func (q *Queue) post(ctx context.Context, c claimed) error {
 // (those of a currency without a velocity cap, passing the other checks;
 // a blocked one, or one held for approval, is recorded by its own handler). It marks them committed;
 // the others go through send. After an error this worker cannot know
-// which attempts committed, so it sends none of them: those left queued
-// by the error go through send (whose own commit finds an intent no longer
-// queued if the batch did commit it, and sends nothing), and those it saw
-// committed are reconciled first, like any intent found in sending.
+// which attempts committed, so it sends none of them: each goes through
+// send, whose own commit finds an intent no longer queued if the batch did
+// commit it, and sends nothing; that intent is taken over (reconciled)
+// when its lease ends, like any intent found in sending.
 func (q *Queue) commitBatch(ctx context.Context, batch []claimed) {
 	var ids []string
 	idx := make(map[string]int)
@@ -448,8 +497,7 @@ func (q *Queue) commitBatch(ctx context.Context, batch []claimed) {
 	var id string
 	_, err = pgx.ForEachRow(rows, []any{&id}, func() error {
 		if i, ok := idx[id]; ok {
-			c := &batch[i]
-			c.State, c.AttemptedAt, c.Attempts, c.committed = StateSending, at, c.Attempts+1, true
+			batch[i].committed = true
 		}
 		return nil
 	})
@@ -463,6 +511,8 @@ func (q *Queue) commitBatch(ctx context.Context, batch []claimed) {
 	}
 	for i := range batch {
 		if c := &batch[i]; c.committed {
+			q.enqueued(*c)
+			c.State, c.AttemptedAt, c.Attempts = StateSending, at, c.Attempts+1
 			q.observe(Transition{OrderID: c.Params.OrderID, From: StateQueued, To: StateSending, Attempts: c.Attempts})
 		}
 	}
@@ -562,13 +612,8 @@ func (q *Queue) reconcile(ctx context.Context, c claimed) error {
 		// (LastError) is kept for the person who decides.
 		return q.record(ctx, c, change{to: StateParked, verdict: res.Verdict.String(), errText: c.LastError,
 			tries: c.tries + 1, after: q.backoff(c.tries)})
-	case err == nil && res.Verdict == cryptopay.PayoutNotCreated && c.Attempts >= q.cfg.MaxAttempts:
-		why := fmt.Sprintf("%d create requests sent and the payout list still shows none with this orderId; "+
-			"not sent again without an operator's Retry (QueueConfig.MaxAttempts)", c.Attempts)
-		return q.record(ctx, c, change{to: StateParked, verdict: res.Verdict.String(), errText: why, hold: HoldMaxAttempts,
-			tries: c.tries + 1, after: q.backoff(c.tries)})
 	case err == nil && res.Verdict == cryptopay.PayoutNotCreated:
-		c.Verdict = res.Verdict.String()
+		c.Verdict = res.Verdict.String() // send parks it at MaxAttempts
 		return q.send(ctx, c)
 	}
 	if err == nil {

@@ -411,7 +411,16 @@ func (c capsValue) Set(s string) error {
 	if d.IsNegative() {
 		return errors.New("the amount after = is not a decimal of 0 or more")
 	}
-	c[strings.ToLower(cur)] = d
+	// The same keys as the workers' Guardrails: canonical, refused (with
+	// the canonical spelling named) rather than rewritten, and one cap per
+	// currency, so the dry run checks what a worker with these caps would.
+	if why := ids.Key(cur); why != "" {
+		return fmt.Errorf("the currency before = %s", why)
+	}
+	if prev, dup := c[cur]; dup {
+		return fmt.Errorf("a second cap for %s (%s, then %s): give one", cur, prev, d)
+	}
+	c[cur] = d
 	return nil
 }
 
@@ -528,7 +537,8 @@ func batchHelp() string {
 		"Guardrails: --max-amount, --velocity, --allow-address-file and --approval-above apply to\n" +
 		"--dry-run only: the workers check their own pgstore.Guardrails before sending (approval\n" +
 		"included: an intent above their threshold waits for 'payout queue approve'), so pass the\n" +
-		"same values to see what they would stop or hold."
+		"same values to see what they would stop or hold. A cap's currency is a canonical key\n" +
+		"(usdt=1000, not USDT=1000), one cap per currency and flag."
 }
 
 func (a *app) payoutBatch(args []string) error {

@@ -208,3 +208,34 @@ func TestPayoutBatchDryRun(t *testing.T) {
 	}
 	assert.Equal(t, 1, qf.count(t))
 }
+
+// The dry run's caps are keyed as the workers' Guardrails are: a
+// non-canonical currency key is refused with the canonical spelling named
+// (never rewritten), and a second cap for one currency is refused (never
+// the last one silently winning), so a dry run checks what a worker with
+// these caps checks. Before, "USDT=1" was lower-cased and a second cap
+// replaced the first.
+func TestPayoutBatchCapFlags(t *testing.T) {
+	qf := setupQueue(t)
+	file := csvFile(t, batchHeader, []string{"k-1", "TCL3eTB75W5qNJEmseEmVMkNJ5pNBciXj4", "5", "usdt", "tron", "c1", "203.0.113.7", "false", "", ""})
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"upper case", []string{"--max-amount", "USDT=1"}, `use "usdt"`},
+		{"space", []string{"--velocity", "usdt =1"}, `"usdt "`},
+		{"two caps", []string{"--max-amount", "usdt=1", "--max-amount", "usdt=10"}, "a second cap for usdt"},
+		{"two spellings", []string{"--approval-above", "usdt=1", "--approval-above", "Usdt=10"}, `use "usdt"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := qf.run(append([]string{"payout", "batch", "--dry-run", file}, tt.args...)...)
+			assert.Equal(t, exitUsage, r.code, r.stdout+r.stderr)
+			assert.Contains(t, r.stderr, tt.want)
+		})
+	}
+	r := qf.run("payout", "batch", "--dry-run", file, "--max-amount", "usdt=1")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "max_amount")
+}

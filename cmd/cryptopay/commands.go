@@ -26,7 +26,7 @@ Commands:
   payout find           look a payout up by --order-id: exists, not_created or still_unknown
   payout export         write every payout to stdout (--format csv|jsonl)
   payout queue          list the payout queue's intents (--state parked,...); also
-                        'payout queue show|approve|reject|retry ORDER_ID'
+                        'payout queue show|approve|reject|retry|resolve ORDER_ID'
   payout batch FILE     enqueue a CSV of payouts in the payout queue (--dry-run first)
   balances              show the balances
   currencies            list the supported currency/network pairs

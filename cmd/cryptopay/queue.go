@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/cryptopay/cryptopay-go"
 	"github.com/cryptopay/cryptopay-go/pgstore"
 )
 
@@ -30,10 +31,10 @@ func (f *queueFlags) register(fs *flag.FlagSet) {
 }
 
 // openQueue connects to the queue's database and returns the queue (with
-// no API client: the operator's commands never call the API) and its
+// no API client unless one is given: only resolve calls the API) and its
 // pool, for the caller to close. The connection string and its password
 // are kept among the secrets: no error prints them.
-func (a *app) openQueue(f queueFlags, g pgstore.Guardrails) (*pgstore.Queue, *pgxpool.Pool, error) {
+func (a *app) openQueue(f queueFlags, g pgstore.Guardrails, client ...*cryptopay.Client) (*pgstore.Queue, *pgxpool.Pool, error) {
 	dsn := f.databaseURL
 	if dsn != "" && hasPassword(dsn) {
 		return nil, nil, usageErr("--database-url: the connection string carries a password, and ps shows flags; " +
@@ -60,7 +61,11 @@ func (a *app) openQueue(f queueFlags, g pgstore.Guardrails) (*pgstore.Queue, *pg
 	if err != nil {
 		return nil, nil, fmt.Errorf("database: %w", err)
 	}
-	q, err := pgstore.NewQueue(a.ctx, pgstore.QueueConfig{Pool: pool, Table: f.table, Guardrails: g})
+	qcfg := pgstore.QueueConfig{Pool: pool, Table: f.table, Guardrails: g}
+	if len(client) > 0 {
+		qcfg.Client = client[0]
+	}
+	q, err := pgstore.NewQueue(a.ctx, qcfg)
 	if err != nil {
 		pool.Close()
 		if errors.Is(err, pgstore.ErrInvalidOption) {
@@ -140,7 +145,7 @@ type intentDetail struct {
 var holdAdvice = map[string]string{
 	pgstore.HoldServerActed: "the create request was answered 2xx but the answer could not be matched to it: the server acted. " +
 		"Look for the payout under the ids in the last error (perhaps under an altered order id) before anything else; " +
-		"the queue will not send it again by itself",
+		"the queue will not send it again by itself; if the dashboard shows the payout under this order id, 'payout queue resolve --payout-id'",
 	pgstore.HoldMaxAttempts: "the queue sent its maximum of attempts and the payout list still shows none: ask the processor why " +
 		"before a retry; the queue will not send it again by itself",
 }
@@ -157,6 +162,7 @@ func (a *app) payoutQueue(args []string) error {
 	subs := map[string]func([]string) error{
 		"list": a.queueList, "show": a.queueShow,
 		"approve": a.queueApprove, "reject": a.queueReject, "retry": a.queueRetry,
+		"resolve": a.queueResolve,
 	}
 	if len(args) > 0 {
 		if run, ok := subs[args[0]]; ok {
@@ -311,6 +317,46 @@ func (a *app) queueRetry(args []string) error {
 		"(its dashboard, by order id) that NO payout exists for it: the queue could not tell,\n" +
 		"and retrying a payout that exists pays it twice. --note records who checked and how."}, "note", true, args,
 		(*pgstore.Queue).Retry, "queued for a new attempt")
+}
+
+// queueResolve binds a parked intent to the payout the operator found at
+// the processor (Queue.Resolve): the one queue command that calls the API,
+// to read that payout and check it is the intent's.
+func (a *app) queueResolve(args []string) error {
+	cmd := command{"payout queue resolve", "ORDER_ID", "Record, for a parked intent, the payout you found in the processor's dashboard: its\n" +
+		"payout id is read through the API (--base-url, $CRYPTOPAY_API_KEY), and accepted only if it\n" +
+		"names this order id, amount, currency, network and wallet address and no other intent holds\n" +
+		"it. The intent becomes created; the application's workers follow it to its final status and\n" +
+		"run its callback. Nothing is sent. --note records who checked and how."}
+	fs := a.newFlagSet(cmd)
+	var qf queueFlags
+	qf.register(fs.FlagSet)
+	payoutID := fs.String("payout-id", "", "the payout's `id` in the processor's dashboard (required)")
+	note := fs.String("note", "", "what is recorded with the intent: who, and why (required)")
+	pos, err := a.parse(fs, args, 1, 1)
+	if err != nil {
+		return err
+	}
+	if *payoutID == "" || strings.TrimSpace(*note) == "" {
+		return usageErr("%s: --payout-id and --note are required", cmd.name)
+	}
+	client, err := a.client()
+	if err != nil {
+		return err
+	}
+	q, pool, err := a.openQueue(qf, pgstore.Guardrails{}, client)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	if err := q.Resolve(a.ctx, pos[0], *payoutID, *note); err != nil {
+		if errors.Is(err, pgstore.ErrIntentState) || errors.Is(err, cryptopay.ErrInvalidParams) {
+			return &exitError{exitNo, err}
+		}
+		return err
+	}
+	a.printLine("%s: created, payout %s: the workers follow it to its end", pos[0], *payoutID)
+	return nil
 }
 
 // queueOperate runs an operator's move (approve, reject, retry) with its
