@@ -77,6 +77,14 @@ type app struct {
 	global globalFlags
 }
 
+// safeText is server or database text (an answer's fields, an error built
+// from one) made safe to print: no part of a secret the CLI read, no
+// database password, no control character. Every table cell, status line
+// and error line goes through it.
+func (a *app) safeText(s string) string {
+	return termSafe(redactSecrets(dbErrorText(s, a.dbSecrets), a.secrets...))
+}
+
 // exitError carries an exit code other than exitFailed.
 type exitError struct {
 	code int
