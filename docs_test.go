@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cryptopay/cryptopay-go/internal/toolnotice"
+	"github.com/cryptopay/cryptopay-go/internal/testkit/toolnotice"
 )
 
 // The Go snippets of README.md, docs/*.md and doc.go are checked here, so a renamed
@@ -422,15 +422,20 @@ var mdCode = regexp.MustCompile("`([^`\n]+)`")
 
 // fileMapped are the directories docs/project.md maps file by file; every
 // other package of the root module is mapped as a whole, by its directory.
-var fileMapped = []string{".", "webhook", "cryptopaytest"}
+var fileMapped = []string{".", "webhook", "cryptopaytest", "pgstore", "cmd/cryptopay"}
+
+// mappedRoots are the trees whose source files the map must name: the root
+// module, and the companion modules' packages it maps file by file (with
+// their subpackages, by directory).
+var mappedRoots = []string{".", "pgstore", "cmd/cryptopay"}
 
 // TestProjectMapListsEverySourceFile checks that the map of the code in
 // docs/project.md ("How the code is laid out") names every Go source file
-// of the root module: a file of the root package in the SDK's table, a
-// file of webhook by its path, a file of cryptopaytest in that directory's
-// row; any other package by its directory, or by its name in its parent
-// directory's row. A new or moved file is then caught until the map says
-// where it is.
+// of the root module, pgstore and the CLI: a file of the root package in
+// the SDK's table, a file of webhook, pgstore or cmd/cryptopay by its path,
+// a file of cryptopaytest in that directory's row; any other package by
+// its directory, or by its name in its parent directory's row. A new or
+// moved file is then caught until the map says where it is.
 func TestProjectMapListsEverySourceFile(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join("docs", "project.md"))
 	require.NoError(t, err)
@@ -469,27 +474,29 @@ func TestProjectMapListsEverySourceFile(t *testing.T) {
 		return anywhere[dir] || anywhere[dir+"/"] || row(filepath.ToSlash(filepath.Dir(dir)))[filepath.Base(dir)]
 	}
 	var missing []string
-	err = filepath.WalkDir(".", func(path string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if path != "." && (d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".")) {
-				return filepath.SkipDir
+	for _, root := range mappedRoots {
+		err = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+			if err != nil {
+				return err
 			}
-			if _, err := os.Stat(filepath.Join(path, "go.mod")); err == nil && path != "." {
-				return filepath.SkipDir // a companion module, mapped in its own docs
+			if d.IsDir() {
+				if path != root && (d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".")) {
+					return filepath.SkipDir
+				}
+				if _, err := os.Stat(filepath.Join(path, "go.mod")); err == nil && path != root {
+					return filepath.SkipDir // a companion module: walked from mappedRoots, or not mapped file by file
+				}
+				return nil
+			}
+			if filepath.Ext(path) != ".go" || strings.HasSuffix(path, "_test.go") {
+				return nil
+			}
+			if dir := filepath.ToSlash(filepath.Dir(path)); !listed(dir, d.Name()) {
+				missing = append(missing, filepath.ToSlash(path))
 			}
 			return nil
-		}
-		if filepath.Ext(path) != ".go" || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		if dir := filepath.ToSlash(filepath.Dir(path)); !listed(dir, d.Name()) {
-			missing = append(missing, filepath.ToSlash(path))
-		}
-		return nil
-	})
-	require.NoError(t, err)
+		})
+		require.NoError(t, err)
+	}
 	assert.Empty(t, missing, "source files docs/project.md's map of the code does not list")
 }

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/cryptopay/cryptopay-go/internal/testkit/testfix"
-	"github.com/cryptopay/cryptopay-go/internal/toolnotice"
+	"github.com/cryptopay/cryptopay-go/internal/testkit/toolnotice"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )

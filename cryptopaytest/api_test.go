@@ -268,28 +268,6 @@ func TestBalanceAndCurrenciesWire(t *testing.T) {
 	assert.JSONEq(t, `[{"currency":"usdt","network":"tron"},{"currency":"btc","network":"bitcoin"}]`, string(r.Body))
 }
 
-func TestDefaultCurrencies(t *testing.T) {
-	s := newServer(t)
-	list := call(t, s, "GET", "/v1/currencies", "").arr(t)
-	require.Len(t, list, len(cryptopaytest.DefaultCurrencies()))
-	for i, c := range cryptopaytest.DefaultCurrencies() {
-		assert.Equal(t, map[string]any{"currency": c.Currency, "network": c.Network}, list[i])
-		assert.True(t, s.Balance(c.Currency, c.Network).Equal(cryptopaytest.DefaultBalance()))
-	}
-}
-
-func TestDefaultsAreCopies(t *testing.T) {
-	// Changing what the defaults return changes neither the next call nor
-	// a server started afterwards.
-	d := cryptopaytest.DefaultCurrencies()
-	d[0] = cryptopaytest.Currency{Currency: "xxx", Network: "yyy"}
-	assert.Equal(t, cryptopaytest.Currency{Currency: "btc", Network: "bitcoin"}, cryptopaytest.DefaultCurrencies()[0])
-	s := newServer(t)
-	list := call(t, s, "GET", "/v1/currencies", "").arr(t)
-	assert.Equal(t, "btc", list[0]["currency"])
-	assert.True(t, cryptopaytest.DefaultBalance().Equal(dec("1000")))
-}
-
 func TestAuth(t *testing.T) {
 	s := newServer(t, cryptopaytest.WithAPIKey("sk_test_right"))
 	pid := createPayment(t, s, paymentBody)
@@ -452,46 +430,6 @@ func TestHandlerInProcess(t *testing.T) {
 	h.ServeHTTP(rec, req)
 	assert.Equal(t, http.StatusOK, rec.code)
 	assert.Equal(t, 1, s.Requests(cryptopaytest.RouteCurrencies))
-}
-
-func TestOptionsRefused(t *testing.T) {
-	tests := map[string]cryptopaytest.ServerOption{
-		"empty key":      cryptopaytest.WithAPIKey(" "),
-		"negative fee":   cryptopaytest.WithFeePercent(dec("-1")),
-		"negative nfee":  cryptopaytest.WithNetworkFeePercent(dec("-1")),
-		"zero ttl":       cryptopaytest.WithPaymentTTL(0),
-		"bad pair":       cryptopaytest.WithCurrencies(cryptopaytest.Currency{Currency: "x"}),
-		"retry attempts": cryptopaytest.WithWebhookRetry(0, time.Millisecond),
-		"nil client":     cryptopaytest.WithWebhookClient(nil),
-		"mode":           cryptopaytest.WithUnpaidFields(9),
-		"body":           cryptopaytest.WithMaxBodyBytes(0),
-		"balance":        cryptopaytest.WithBalance("usdt", "tron", dec("-1")),
-		"public addr":    cryptopaytest.WithAddr("0.0.0.0:0"),
-		"empty host":     cryptopaytest.WithAddr(":0"),
-		"no port":        cryptopaytest.WithAddr("127.0.0.1"),
-	}
-	for name, opt := range tests {
-		t.Run(name, func(t *testing.T) {
-			s, err := cryptopaytest.StartServer(opt)
-			require.Error(t, err)
-			assert.Nil(t, s)
-			assert.ErrorIs(t, err, cryptopaytest.ErrInvalid)
-			assert.Panics(t, func() { cryptopaytest.NewServer(opt) })
-		})
-	}
-	s, err := cryptopaytest.StartServer(cryptopaytest.WithAddr("localhost:0"))
-	require.NoError(t, err)
-	s.Close()
-}
-
-func TestParseUnpaidFields(t *testing.T) {
-	for _, m := range []cryptopaytest.UnpaidFields{cryptopaytest.UnpaidNull, cryptopaytest.UnpaidOmit, cryptopaytest.UnpaidZero} {
-		got, err := cryptopaytest.ParseUnpaidFields(m.String())
-		require.NoError(t, err)
-		assert.Equal(t, m, got)
-	}
-	_, err := cryptopaytest.ParseUnpaidFields("nil")
-	assert.ErrorIs(t, err, cryptopaytest.ErrInvalid)
 }
 
 // recorder is a minimal ResponseWriter (httptest's is not needed here).

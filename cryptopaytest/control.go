@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"time"
 
@@ -147,14 +146,6 @@ func noRoute(w http.ResponseWriter, r *http.Request, h http.Handler) {
 		return
 	}
 	writeError(w, http.StatusNotFound, codeNotFound, "no such control endpoint: "+r.Method+" "+r.URL.Path)
-}
-
-// hostOnly strips the port from a Host header value.
-func hostOnly(hostport string) string {
-	if h, _, err := net.SplitHostPort(hostport); err == nil {
-		return h
-	}
-	return hostport
 }
 
 // decodeControl reads a strict JSON body (unknown keys are refused, so a

@@ -264,15 +264,3 @@ func TestInsufficientFundsExactEdge(t *testing.T) {
 	assert.Len(t, s.PayoutIDsWithOrderID("po-1"), 2)
 	assert.Equal(t, 0, s.PayoutsWithOrderID("other"))
 }
-
-func TestBalanceUnknownPair(t *testing.T) {
-	s := newServer(t, cryptopaytest.WithBalance("xmr", "monero", dec("3")))
-	assert.True(t, s.Balance("xmr", "monero").Equal(dec("3")))
-	assert.True(t, s.Balance("nope", "nope").IsZero())
-	s.SetBalance("doge", "doge", dec("7"))
-	list := call(t, s, "GET", "/v1/balance", "").arr(t)
-	n := len(cryptopaytest.DefaultCurrencies())
-	require.Len(t, list, n+2)
-	assert.Equal(t, "xmr", list[n]["currency"])
-	assert.Equal(t, "doge", list[n+1]["currency"])
-}

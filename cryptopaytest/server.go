@@ -21,19 +21,6 @@ import (
 	cryptopay "github.com/cryptopay/cryptopay-go"
 )
 
-// Errors returned by the methods that drive the server's state. They are
-// wrapped with details; match them with errors.Is.
-var (
-	// ErrNotFound: no payment or payout has that id.
-	ErrNotFound = errors.New("cryptopaytest: no such object")
-	// ErrTransition: the object cannot move to the requested status (or
-	// receive a payment) from the status it is in.
-	ErrTransition = errors.New("cryptopaytest: status change not allowed")
-	// ErrInvalid: an argument is not acceptable (for example an amount that
-	// is not positive, or a status the API does not define).
-	ErrInvalid = errors.New("cryptopaytest: invalid argument")
-)
-
 // Server is a running fake of the API on a loopback address. Its methods
 // are safe for concurrent use, also while requests are being served. Close
 // it when done (t.Cleanup(srv.Close)).
@@ -197,6 +184,14 @@ func isLoopbackHost(host string) bool {
 	}
 	ip := net.ParseIP(strings.Trim(host, "[]"))
 	return ip != nil && ip.IsLoopback()
+}
+
+// hostOnly strips the port from a Host header value.
+func hostOnly(hostport string) string {
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		return h
+	}
+	return hostport
 }
 
 // Client returns a *cryptopay.Client for s.URL and s.APIKey with a fast

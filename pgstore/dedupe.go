@@ -23,53 +23,6 @@ const (
 	maxBackoff     = 500 * time.Millisecond
 )
 
-// buildSQL renders the statements for the store's table. All times are
-// the server's clock (clock_timestamp), so replicas with skewed clocks
-// agree on when a lease ends.
-func (s *DedupeStore) buildSQL() {
-	t := s.Table()
-	const micros = "$3::bigint * interval '1 microsecond'"
-	// One round trip for a new key or a duplicate. The CTE inserts the key
-	// if it is free; it neither writes nor waits for a key that exists (a
-	// transactional delivery may hold its row lock). The outer SELECT reads
-	// the existing row from the statement's snapshot: a row committed
-	// concurrently reads as missing, which Claim answers as in progress.
-	s.sqlClaim = `WITH ins AS (
-  INSERT INTO ` + t + ` (key, token, done, expires_at)
-  VALUES ($1, $2, false, clock_timestamp() + ` + micros + `)
-  ON CONFLICT (key) DO NOTHING
-  RETURNING 1
-)
-SELECT EXISTS (SELECT FROM ins), d.done, d.expires_at <= clock_timestamp(), d.token = $2
-FROM (SELECT) AS one LEFT JOIN ` + t + ` AS d ON d.key = $1`
-	// Takes over an expired row (a lease whose holder died, or a done key
-	// past its TTL); a second round trip, only for such keys. The token
-	// test makes a repeated attempt find its own take-over.
-	s.sqlTakeOver = `WITH upd AS (
-  UPDATE ` + t + ` SET token = $2, done = false, expires_at = clock_timestamp() + ` + micros + `
-  WHERE key = $1 AND (expires_at <= clock_timestamp() OR token = $2)
-  RETURNING 1
-)
-SELECT EXISTS (SELECT FROM upd), (SELECT done FROM ` + t + ` WHERE key = $1)`
-	// Marks the key done if the caller's token still holds it. The token
-	// stays, so a repeated attempt matches again. No row at all (a cleanup
-	// deleted the expired lease, nobody else claimed it): record it done.
-	s.sqlComplete = `INSERT INTO ` + t + ` AS d (key, token, done, expires_at)
-VALUES ($1, $2, true, clock_timestamp() + ` + micros + `)
-ON CONFLICT (key) DO UPDATE SET done = true, expires_at = excluded.expires_at
- WHERE d.token = excluded.token`
-	s.sqlRelease = `DELETE FROM ` + t + ` WHERE key = $1 AND token = $2 AND NOT done`
-	s.sqlCleanup = `DELETE FROM ` + t + ` WHERE key IN (
-  SELECT key FROM ` + t + ` WHERE expires_at < clock_timestamp()
-  ORDER BY expires_at LIMIT $1 FOR UPDATE SKIP LOCKED)`
-	// Transactional delivery (tx.go).
-	s.beginTx = fmt.Sprintf("BEGIN ISOLATION LEVEL READ COMMITTED READ WRITE; SET LOCAL idle_in_transaction_session_timeout = %d", max(s.lease.Milliseconds(), 1))
-	s.sqlLock = `SELECT done AND expires_at > clock_timestamp() FROM ` + t + ` WHERE key = $1 FOR UPDATE`
-	s.sqlInsertBusy = `INSERT INTO ` + t + ` (key, token, done, expires_at)
-VALUES ($1, $2, false, clock_timestamp() + ` + micros + `) ON CONFLICT (key) DO NOTHING`
-	s.sqlMarkDone = `UPDATE ` + t + ` SET done = true, expires_at = clock_timestamp() + $2::bigint * interval '1 microsecond' WHERE key = $1`
-}
-
 // Claim implements webhook.DedupeStore: it takes key for this store's
 // lease length unless another delivery holds an unexpired lease on it
 // (DedupeInProgress) or it was completed within the done TTL (DedupeSeen).

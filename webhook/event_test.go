@@ -118,33 +118,3 @@ func TestJSONString(t *testing.T) {
 		}
 	}
 }
-
-func TestQueryToken(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		query string
-		want  string
-		ok    bool
-	}{
-		{"token=abc", "abc", true},
-		{"shop=7&token=abc&x=1", "abc", true},
-		{"token=a%2Db", "a-b", true},
-		{"tok%65n=abc", "abc", true},
-		{"token=abc&token=abc", "", false},
-		{"token=abc&tok%65n=abc", "", false},
-		{"token=", "", false},
-		{"token", "", false},
-		{"", "", false},
-		{"token=%zz", "", false},
-		{"token=abc;x=1", "", false},
-		{"x=1;token=abc", "", false},
-		{"Token=abc", "", false},
-	}
-	for _, tt := range tests {
-		got, ok := queryToken(tt.query)
-		assert.Equal(t, tt.ok, ok, tt.query)
-		if ok {
-			assert.Equal(t, tt.want, got, tt.query)
-		}
-	}
-}

@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -23,14 +25,6 @@ const (
 
 // maxSecretFile caps a key or secret file: a key is a short line.
 const maxSecretFile = 4 << 10
-
-// globalFlags are accepted before the command and after it.
-type globalFlags struct {
-	baseURL        string
-	apiKeyFile     string
-	output         string
-	requestTimeout time.Duration
-}
 
 func (g *globalFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&g.baseURL, "base-url", g.baseURL, "API base `URL` (default $"+envBaseURL+")")
@@ -252,4 +246,57 @@ func (v *decimalValue) Set(s string) error {
 	}
 	*v.d, v.set = d, true
 	return nil
+}
+
+// keyOnArgv refuses an API key or webhook secret given as a flag value:
+// ps and shell history would show it. The value is never echoed.
+func keyOnArgv(args []string) string {
+	for _, arg := range args {
+		if arg == "--" {
+			return ""
+		}
+		name := strings.TrimLeft(arg, "-")
+		if name == arg {
+			continue
+		}
+		name, _, _ = strings.Cut(name, "=")
+		switch name {
+		case "api-key", "apikey", "key":
+			return "the API key is not accepted on the command line (ps shows it); set CRYPTOPAY_API_KEY or use --api-key-file"
+		case "secret", "webhook-secret":
+			return "the webhook secret is not accepted on the command line (ps shows it); set CRYPTOPAY_WEBHOOK_SECRET or use --secret-file"
+		}
+	}
+	return ""
+}
+
+// checkBaseURL refuses a plain http base URL to a host that is not
+// loopback, which would send the API key in clear, in words a CLI user can
+// act on (the SDK's own message names a Go option).
+func checkBaseURL(base string) error {
+	u, err := url.Parse(base)
+	if err != nil || u.Scheme != "http" || isLoopback(u.Hostname()) {
+		return nil // NewClient judges everything else
+	}
+	return usageErr("base URL %q: plain http to a host that is not loopback would send the API key in clear; use its https:// URL (the CLI does not send the key over plain http)", u.Redacted())
+}
+
+// isLoopback reports whether host (without port) is localhost or a
+// loopback address.
+func isLoopback(host string) bool {
+	ip := net.ParseIP(host)
+	return strings.EqualFold(host, "localhost") || (ip != nil && ip.IsLoopback())
+}
+
+// looksLikeKey reports whether a file argument may be a key (or a base64
+// secret) pasted in its place: 16 or more characters of the key and base64
+// alphabets, at least one a digit, and no dot. Such an argument is never
+// printed; a path it hides by mistake costs a less helpful message only.
+func looksLikeKey(arg string) bool {
+	if len(arg) < 16 || !strings.ContainsAny(arg, "0123456789") {
+		return false
+	}
+	return !strings.ContainsFunc(arg, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("_-+/=", r))
+	})
 }

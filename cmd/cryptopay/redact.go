@@ -107,14 +107,6 @@ func distinct(s string) int {
 	return n
 }
 
-// safeText is server or database text (an answer's fields, an error built
-// from one) made safe to print: no part of a secret the CLI read, no
-// database password, no control character. Every table cell, status line
-// and error line goes through it.
-func (a *app) safeText(s string) string {
-	return termSafe(redactSecrets(dbErrorText(s, a.dbSecrets), a.secrets...))
-}
-
 // dbErrorText removes the database connection string and its password
 // from text an error brings to the terminal. pgx errors can quote a
 // connection string; a password of any length is removed where it

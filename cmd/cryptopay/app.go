@@ -1,0 +1,40 @@
+package main
+
+import (
+	"context"
+	"io"
+	"time"
+
+	cryptopay "github.com/cryptopay/cryptopay-go"
+)
+
+// app is one invocation: its streams, environment and global settings.
+type app struct {
+	ctx            context.Context
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	getenv         func(string) string
+	isTerminal     func(any) bool
+	now            func() time.Time
+	clientOpts     []cryptopay.Option // added to the Client's options (tests: a fast retry policy)
+	secrets        []string           // the API key and webhook secret once read: never printed
+	dbSecrets      []string           // the database connection string and its password: never printed
+
+	global globalFlags
+}
+
+// safeText is server or database text (an answer's fields, an error built
+// from one) made safe to print: no part of a secret the CLI read, no
+// database password, no control character. Every table cell, status line
+// and error line goes through it.
+func (a *app) safeText(s string) string {
+	return termSafe(redactSecrets(dbErrorText(s, a.dbSecrets), a.secrets...))
+}
+
+// globalFlags are accepted before the command and after it.
+type globalFlags struct {
+	baseURL        string
+	apiKeyFile     string
+	output         string
+	requestTimeout time.Duration
+}
