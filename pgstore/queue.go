@@ -13,6 +13,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/cryptopay/cryptopay-go"
+	"github.com/cryptopay/cryptopay-go/address"
 	"github.com/cryptopay/cryptopay-go/internal/ids"
 )
 
@@ -228,6 +229,12 @@ type QueueConfig struct {
 	// Reject, Retry: an operator's tool needs no API key) but not Run or
 	// Resolve.
 	Client *cryptopay.Client
+	// Addresses checks each intent's wallet address at Enqueue and
+	// EnqueueMany (CreatePayoutParams.ValidateWith); the zero value has the
+	// built-in checks. Give it the Checker the Client has
+	// (cryptopay.WithAddressChecker), so that an address the workers would
+	// refuse is refused in the merchant's transaction instead.
+	Addresses address.Checker
 	// Table is the table ("name" or "schema.name"); default
 	// DefaultQueueTable.
 	Table string
@@ -501,7 +508,7 @@ func scanIntent(row pgx.Row, extra ...any) (*Intent, error) {
 // unique per withdrawal: it is the only handle for reconciling an unknown
 // outcome. Enqueuing an orderId again with identical parameters is a no-op
 // (created false); with other parameters it is an *IntentConflictError and
-// the existing intent is unchanged. p must pass p.Validate(), and its
+// the existing intent is unchanged. p must pass p.ValidateWith(Addresses), and its
 // Currency and Network must be canonical keys ("usdt", not "USDT" or
 // "usdt "): anything else is a *cryptopay.ValidationError naming the
 // canonical spelling. The guardrails are checked as the worker checks
@@ -534,7 +541,7 @@ func (q *Queue) EnqueueMany(ctx context.Context, tx pgx.Tx, ps []cryptopay.Creat
 		return 0, fmt.Errorf("%w: Enqueue needs the caller's transaction", ErrInvalidOption)
 	}
 	for i, p := range ps {
-		err := p.Validate()
+		err := p.ValidateWith(q.cfg.Addresses)
 		if err == nil {
 			err = keyError(p)
 		}

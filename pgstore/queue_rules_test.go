@@ -2,6 +2,7 @@ package pgstore_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cryptopay/cryptopay-go"
+	"github.com/cryptopay/cryptopay-go/address"
 	"github.com/cryptopay/cryptopay-go/cryptopaytest"
 	"github.com/cryptopay/cryptopay-go/pgstore"
 )
@@ -432,4 +434,51 @@ func TestQueueWakeDuringFollow(t *testing.T) {
 	require.NoError(t, q.PayoutChanged(ctx, &cryptopay.Payout{ID: id, OrderID: p.OrderID, Status: cryptopay.PayoutProcessing}))
 	waitIntent(t, q, p.OrderID, "paid", func(in *pgstore.Intent) bool { return in.State == pgstore.StatePaid })
 	assert.True(t, fired.Load(), "the wake-up came during a follow")
+}
+
+// QueueConfig.Addresses reaches Enqueue: a Checker that refuses an address
+// the built-ins accept (or a network they do not check) refuses it in the
+// merchant's transaction, with ErrInvalidParams naming WalletAddress, and
+// nothing is queued; the zero value checks with the built-ins.
+func TestQueueAddressChecker(t *testing.T) {
+	r := newQRig(t)
+	blocked := errors.New("on the merchant's block list")
+	checker := address.Checker{}.
+		With("tron", func(a string) error {
+			if a == "TMGN4ZGYBvvqVAX3BXXHwrxtzreXVDLJ2G" {
+				return blocked
+			}
+			return address.Tron(a)
+		}).
+		With("solana", func(a string) error { return errors.New("not a solana address") })
+	custom := r.queue(t, func(c *pgstore.QueueConfig) { c.Addresses = checker })
+	builtin := r.queue(t)
+	solana := payoutParams(3)
+	solana.Network, solana.WalletAddress = "solana", "anything"
+	tests := []struct {
+		name    string
+		q       *pgstore.Queue
+		p       cryptopay.CreatePayoutParams
+		refused bool
+	}{
+		{"custom refuses a valid tron address", custom, payoutParams(1), true},
+		{"built-ins accept it", builtin, payoutParams(2), false},
+		{"custom checks a network the built-ins do not know", custom, solana, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tx, err := r.pool.Begin(context.Background())
+			require.NoError(t, err)
+			defer func() { _ = tx.Rollback(context.Background()) }()
+			_, err = tt.q.Enqueue(context.Background(), tx, tt.p)
+			if !tt.refused {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorIs(t, err, cryptopay.ErrInvalidParams)
+			var ve *cryptopay.ValidationError
+			require.ErrorAs(t, err, &ve)
+			assert.Equal(t, "WalletAddress", ve.Field)
+		})
+	}
 }
