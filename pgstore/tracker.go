@@ -233,18 +233,18 @@ func NewTracker(ctx context.Context, cfg TrackerConfig) (*Tracker, error) {
 	if cfg.Pool == nil {
 		return nil, fmt.Errorf("%w: TrackerConfig.Pool is nil", ErrInvalidOption)
 	}
-	table, err := parseTable(orText(cfg.Table, DefaultTrackerTable))
+	table, err := parseTable(cmpOr(cfg.Table, DefaultTrackerTable))
 	if err != nil {
 		return nil, err
 	}
 	history := append(pgx.Identifier{}, table...)
 	history[len(history)-1] += "_history"
-	trackDefault(&cfg.OpenEvery, DefaultTrackerOpenEvery)
-	trackDefault(&cfg.LateMin, DefaultTrackerLateMin)
-	trackDefault(&cfg.LateMax, DefaultTrackerLateMax)
-	trackDefault(&cfg.Horizon, DefaultTrackerHorizon)
-	trackDefault(&cfg.Lease, time.Minute)
-	trackDefault(&cfg.PollInterval, time.Second)
+	setDefault(&cfg.OpenEvery, DefaultTrackerOpenEvery)
+	setDefault(&cfg.LateMin, DefaultTrackerLateMin)
+	setDefault(&cfg.LateMax, DefaultTrackerLateMax)
+	setDefault(&cfg.Horizon, DefaultTrackerHorizon)
+	setDefault(&cfg.Lease, time.Minute)
+	setDefault(&cfg.PollInterval, time.Second)
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = 16
 	}
@@ -341,7 +341,7 @@ func (t *Tracker) Track(ctx context.Context, tx pgx.Tx, p *cryptopay.Payment) (c
 		return false, &cryptopay.ValidationError{Field: "ID", Reason: r}
 	}
 	if r := ids.Text(p.OrderID, 256); r != "" || p.OrderID == "" {
-		return false, &cryptopay.ValidationError{Field: "OrderID", Reason: orText(r, "is empty")}
+		return false, &cryptopay.ValidationError{Field: "OrderID", Reason: cmpOr(r, "is empty")}
 	}
 	if !p.PayAmount.IsPositive() {
 		return false, &cryptopay.ValidationError{Field: "PayAmount", Reason: "must be greater than 0"}
@@ -408,7 +408,7 @@ func (t *Tracker) TrackOrder(ctx context.Context, tx pgx.Tx, orderID string) (cr
 		return false, fmt.Errorf("%w: TrackOrder needs the caller's transaction", ErrInvalidOption)
 	}
 	if r := ids.Text(orderID, 256); r != "" || orderID == "" {
-		return false, &cryptopay.ValidationError{Field: "OrderID", Reason: orText(r, "is empty")}
+		return false, &cryptopay.ValidationError{Field: "OrderID", Reason: cmpOr(r, "is empty")}
 	}
 	var inserted bool
 	err = tx.QueryRow(ctx, t.sql.insertOrder, orderID, string(TrackUnmatched)).Scan(&inserted)
@@ -441,7 +441,7 @@ func (t *Tracker) PaymentChanged(ctx context.Context, p *cryptopay.Payment) erro
 		return fmt.Errorf("pgstore: waking tracked payment %q: %w", p.OrderID, err)
 	}
 	if tag.RowsAffected() == 0 {
-		anomaly := trackText("a webhook named payment " + p.ID + " for this order; the tracked payment has another id")
+		anomaly := scrubText("a webhook named payment " + p.ID + " for this order; the tracked payment has another id")
 		if _, err := t.cfg.Pool.Exec(ctx, t.sql.otherPayment, p.OrderID, p.ID, anomaly); err != nil {
 			return fmt.Errorf("pgstore: flagging tracked payment %q: %w", p.OrderID, err)
 		}
@@ -473,8 +473,8 @@ func (t *Tracker) Get(ctx context.Context, orderID string) (*TrackedPayment, err
 // If a new status or another anomaly is recorded meanwhile, it clears
 // nothing and returns an error: look at the payment again.
 func (t *Tracker) ClearAnomaly(ctx context.Context, orderID, note string) (cleared string, err error) {
-	if r := ids.Text(note, trackMaxText); r != "" || note == "" {
-		return "", &cryptopay.ValidationError{Field: "note", Reason: orText(r, "is required: who looked, and what they found")}
+	if r := ids.Text(note, maxErrorText); r != "" || note == "" {
+		return "", &cryptopay.ValidationError{Field: "note", Reason: cmpOr(r, "is required: who looked, and what they found")}
 	}
 	tp, err := t.Get(ctx, orderID)
 	if err != nil {
@@ -483,7 +483,7 @@ func (t *Tracker) ClearAnomaly(ctx context.Context, orderID, note string) (clear
 	if tp.Anomaly == "" {
 		return "", nil
 	}
-	keep := trackText(fmt.Sprintf("cleared %q: %s", tp.Anomaly, note))
+	keep := scrubText(fmt.Sprintf("cleared %q: %s", tp.Anomaly, note))
 	tag, err := t.cfg.Pool.Exec(ctx, t.sql.clear, orderID, tp.Status.NeedsAction(), string(tp.Status), tp.Anomaly, keep)
 	if err != nil {
 		return "", fmt.Errorf("pgstore: clearing the anomaly of %q: %w", orderID, err)
@@ -646,3 +646,8 @@ func nullText(d decimal.NullDecimal) *string {
 	s := d.Decimal.String()
 	return &s
 }
+
+// errTrackLeaseLost: the payment's lease passed to another worker, which
+// records instead; this one records nothing. (The tracker shares the
+// payout queue's small helpers: setDefault, cmpOr, scrubText.)
+var errTrackLeaseLost = errors.New("pgstore: tracked payment's lease lost")

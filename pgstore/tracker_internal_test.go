@@ -47,7 +47,7 @@ func FuzzTrackerUntrusted(f *testing.F) {
 			}
 			return
 		}
-		if len(reason) > trackMaxText+len("…") {
+		if len(reason) > maxErrorText+len("…") {
 			t.Fatalf("reason of %d bytes", len(reason))
 		}
 		if strings.ContainsFunc(reason, func(r rune) bool { return r < 0x20 || r == 0x7f }) {

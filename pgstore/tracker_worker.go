@@ -212,9 +212,9 @@ func unconfirmedID(h held) bool { return h.Changes == 0 && !h.PayAmount.Valid }
 // order: the payment waits unmatched again, flagged, for its own webhook,
 // instead of following another order's payment for good.
 func (t *Tracker) unmatch(ctx context.Context, h held, reason string) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), trackRecordTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
-	if _, err := t.cfg.Pool.Exec(ctx, t.sql.unmatch, h.OrderID, h.token, trackText(reason), string(TrackUnmatched)); err != nil {
+	if _, err := t.cfg.Pool.Exec(ctx, t.sql.unmatch, h.OrderID, h.token, scrubText(reason), string(TrackUnmatched)); err != nil {
 		t.log.LogAttrs(ctx, slog.LevelWarn, "pgstore: unmatching a tracked payment", slog.String("orderId", h.OrderID),
 			slog.String("error", err.Error()))
 	}
@@ -227,13 +227,13 @@ func (t *Tracker) unmatch(ctx context.Context, h held, reason string) {
 func (t *Tracker) untrusted(h held, p *cryptopay.Payment) string {
 	switch {
 	case !strings.EqualFold(p.ID, h.PaymentID):
-		return trackText("the API answered for another payment id: " + p.ID)
+		return scrubText("the API answered for another payment id: " + p.ID)
 	case p.OrderID != h.OrderID:
-		return trackText("the API answered with another orderId: " + p.OrderID)
+		return scrubText("the API answered with another orderId: " + p.OrderID)
 	case !p.Status.IsKnown():
-		return trackText("the API reported an unknown status: " + string(p.Status))
+		return scrubText("the API reported an unknown status: " + string(p.Status))
 	case h.Status != "" && p.Status != h.Status && !h.Status.CanMoveTo(p.Status):
-		return trackText(fmt.Sprintf("the API reported %s after %s, a move the lifecycle table does not allow", p.Status, h.Status))
+		return scrubText(fmt.Sprintf("the API reported %s after %s, a move the lifecycle table does not allow", p.Status, h.Status))
 	case h.PaidAmount.Valid && (!p.PaidAmount.Valid || p.PaidAmount.Decimal.LessThan(h.PaidAmount.Decimal)):
 		return "the API reported less paid than already recorded"
 	}
@@ -253,7 +253,7 @@ func cmpTime(a, b time.Time) time.Time {
 
 // write records a read without a change: the next read and the anomaly.
 func (t *Tracker) write(ctx context.Context, h held, nx next, anomaly string) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), trackRecordTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
 	var expired *time.Time
 	if !h.ExpiredAt.IsZero() {
@@ -261,10 +261,10 @@ func (t *Tracker) write(ctx context.Context, h held, nx next, anomaly string) {
 	}
 	// An anomaly stays until an operator clears it (ClearAnomaly): a clean
 	// read does not make a refused one, or a payment of another id, go away.
-	anomaly = orText(anomaly, h.Anomaly)
+	anomaly = cmpOr(anomaly, h.Anomaly)
 	action := anomaly != "" || h.Status.NeedsAction()
 	if _, err := t.cfg.Pool.Exec(ctx, t.sql.set, h.OrderID, h.token, string(nx.state), nx.at, nx.latePolls,
-		trackText(anomaly), action, expired); err != nil {
+		scrubText(anomaly), action, expired); err != nil {
 		t.log.LogAttrs(ctx, slog.LevelWarn, "pgstore: scheduling a tracked payment", slog.String("orderId", h.OrderID),
 			slog.String("error", err.Error()))
 	}
@@ -274,7 +274,7 @@ func (t *Tracker) write(ctx context.Context, h held, nx next, anomaly string) {
 // change that matters to money), under the lease and only from the state
 // h was read in; then reports it to the Observer.
 func (t *Tracker) record(ctx context.Context, h held, p *cryptopay.Payment, nx next) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), trackRecordTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
 	c := &PaymentChange{OrderID: h.OrderID, PaymentID: h.PaymentID, From: h.Status, To: p.Status,
 		FromPaid: h.PaidAmount, ToPaid: p.PaidAmount, Payment: p}
