@@ -1,9 +1,12 @@
 package main
 
 import (
+	"fmt"
 	"net/url"
 	"regexp"
 	"strings"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // passwordInConnString matches a password setting of a key/value
@@ -42,4 +45,40 @@ func hasPassword(dsn string) bool {
 		}
 	}
 	return false
+}
+
+// openPool connects to the database named by databaseURL (a --database-url
+// flag) or, when it is empty, $CRYPTOPAY_DATABASE_URL, with at most
+// maxConns connections. A flag carrying a password is refused (ps shows
+// flags). The connection string and its password join the app's secrets
+// first, so no later error or output prints them, and a string pgx cannot
+// parse is not echoed either.
+func (a *app) openPool(databaseURL string, maxConns int32) (*pgxpool.Pool, error) {
+	dsn := databaseURL
+	if dsn != "" && hasPassword(dsn) {
+		return nil, usageErr("--database-url: the connection string carries a password, and ps shows flags; " +
+			"set " + envDatabaseURL + ", or keep the password in $PGPASSWORD or ~/.pgpass")
+	}
+	if dsn == "" {
+		dsn = strings.TrimSpace(a.getenv(envDatabaseURL))
+	}
+	if dsn == "" {
+		return nil, usageErr("no database: set %s or pass --database-url", envDatabaseURL)
+	}
+	a.dbSecrets = append(a.dbSecrets, dsn)
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		// pgx quotes the string with its password removed as well as it
+		// can; say nothing of it instead.
+		return nil, usageErr("the database connection string (--database-url or $%s) cannot be parsed; it is not shown because it may hold a password", envDatabaseURL)
+	}
+	if pw := cfg.ConnConfig.Password; pw != "" {
+		a.dbSecrets = append(a.dbSecrets, pw, url.QueryEscape(pw), url.PathEscape(pw))
+	}
+	cfg.MaxConns = maxConns
+	pool, err := pgxpool.NewWithConfig(a.ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("database: %w", err)
+	}
+	return pool, nil
 }

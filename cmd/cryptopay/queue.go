@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"flag"
-	"fmt"
-	"net/url"
 	"strconv"
 	"strings"
 
@@ -35,31 +33,9 @@ func (f *queueFlags) register(fs *flag.FlagSet) {
 // pool, for the caller to close. The connection string and its password
 // are kept among the secrets: no error prints them.
 func (a *app) openQueue(f queueFlags, g pgstore.Guardrails, client ...*cryptopay.Client) (*pgstore.Queue, *pgxpool.Pool, error) {
-	dsn := f.databaseURL
-	if dsn != "" && hasPassword(dsn) {
-		return nil, nil, usageErr("--database-url: the connection string carries a password, and ps shows flags; " +
-			"set " + envDatabaseURL + ", or keep the password in $PGPASSWORD or ~/.pgpass")
-	}
-	if dsn == "" {
-		dsn = strings.TrimSpace(a.getenv(envDatabaseURL))
-	}
-	if dsn == "" {
-		return nil, nil, usageErr("no database: set %s or pass --database-url", envDatabaseURL)
-	}
-	a.dbSecrets = append(a.dbSecrets, dsn)
-	cfg, err := pgxpool.ParseConfig(dsn)
+	pool, err := a.openPool(f.databaseURL, 4)
 	if err != nil {
-		// pgx quotes the string with its password removed as well as it
-		// can; say nothing of it instead.
-		return nil, nil, usageErr("the database connection string (--database-url or $%s) cannot be parsed; it is not shown because it may hold a password", envDatabaseURL)
-	}
-	if pw := cfg.ConnConfig.Password; pw != "" {
-		a.dbSecrets = append(a.dbSecrets, pw, url.QueryEscape(pw), url.PathEscape(pw))
-	}
-	cfg.MaxConns = 4
-	pool, err := pgxpool.NewWithConfig(a.ctx, cfg)
-	if err != nil {
-		return nil, nil, fmt.Errorf("database: %w", err)
+		return nil, nil, err
 	}
 	qcfg := pgstore.QueueConfig{Pool: pool, Table: f.table, Guardrails: g}
 	if len(client) > 0 {

@@ -3,8 +3,6 @@ package main
 import (
 	"errors"
 	"flag"
-	"fmt"
-	"net/url"
 	"strconv"
 	"strings"
 
@@ -31,29 +29,9 @@ func (f *trackerFlags) register(fs *flag.FlagSet) {
 // pool, for the caller to close. The connection string and its password
 // are kept among the secrets: no error prints them.
 func (a *app) openTracker(f trackerFlags) (*pgstore.Tracker, *pgxpool.Pool, error) {
-	dsn := f.databaseURL
-	if dsn != "" && hasPassword(dsn) {
-		return nil, nil, usageErr("--database-url: the connection string carries a password, and ps shows flags; " +
-			"set " + envDatabaseURL + ", or keep the password in $PGPASSWORD or ~/.pgpass")
-	}
-	if dsn == "" {
-		dsn = strings.TrimSpace(a.getenv(envDatabaseURL))
-	}
-	if dsn == "" {
-		return nil, nil, usageErr("no database: set %s or pass --database-url", envDatabaseURL)
-	}
-	a.dbSecrets = append(a.dbSecrets, dsn)
-	cfg, err := pgxpool.ParseConfig(dsn)
+	pool, err := a.openPool(f.databaseURL, 2)
 	if err != nil {
-		return nil, nil, usageErr("the database connection string (--database-url or $%s) cannot be parsed; it is not shown because it may hold a password", envDatabaseURL)
-	}
-	if pw := cfg.ConnConfig.Password; pw != "" {
-		a.dbSecrets = append(a.dbSecrets, pw, url.QueryEscape(pw), url.PathEscape(pw))
-	}
-	cfg.MaxConns = 2
-	pool, err := pgxpool.NewWithConfig(a.ctx, cfg)
-	if err != nil {
-		return nil, nil, fmt.Errorf("database: %w", err)
+		return nil, nil, err
 	}
 	tr, err := pgstore.NewTracker(a.ctx, pgstore.TrackerConfig{Pool: pool, Table: f.table})
 	if err != nil {
