@@ -11,10 +11,14 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"sync/atomic"
+
 	"github.com/cryptopay/cryptopay-go"
 	"github.com/cryptopay/cryptopay-go/cryptopaytest"
 	"github.com/cryptopay/cryptopay-go/pgstore"
 	"github.com/cryptopay/cryptopay-go/webhook"
+
+	"github.com/shopspring/decimal"
 )
 
 // Every way a create request can end: the intent ends paid with exactly
@@ -203,4 +207,114 @@ func TestQueueWebhookWakes(t *testing.T) {
 	require.NoError(t, r.fake.SetPayoutStatus(id, cryptopay.PayoutPaid))
 	waitFor(t, q, "paid after the webhook", func(c map[pgstore.IntentState]int) bool { return c[pgstore.StatePaid] == 1 })
 	assert.Equal(t, map[string]int{p.OrderID: 1}, r.effectCounts(t))
+}
+
+// Callbacks are never skipped: a final state recorded by a process
+// without OnFinal (an operator's CLI rejecting, a worker without it)
+// leaves the callback due, and a Run with OnFinal runs it exactly once, in
+// the transaction that clears it. Before, the CLI's reject never reached
+// the application's OnFinal.
+func TestQueueCallbackDue(t *testing.T) {
+	r := newQRig(t)
+	ctx := context.Background()
+	noCallback := func(c *pgstore.QueueConfig) { c.OnFinal = nil }
+	cli := r.queue(t, noCallback, func(c *pgstore.QueueConfig) {
+		c.Client = nil
+		c.Guardrails = pgstore.Guardrails{ApprovalAbove: map[string]decimal.Decimal{"usdt": decimal.NewFromInt(50)}}
+	})
+	rejected, paid := withAmount(payoutParams(1), "60"), payoutParams(2)
+	r.enqueue(t, cli, rejected)
+	require.NoError(t, cli.Reject(ctx, rejected.OrderID, "ops: not this customer"))
+	in, err := cli.Get(ctx, rejected.OrderID)
+	require.NoError(t, err)
+	assert.Equal(t, pgstore.StateRejected, in.State)
+	assert.True(t, in.CallbackDue)
+
+	// A worker without OnFinal pays the other: final, callback due.
+	plain := r.queue(t, noCallback)
+	r.enqueue(t, plain, paid)
+	r.payAll(t)
+	stop := run(t, plain)
+	waitIntent(t, plain, paid.OrderID, "paid without a callback", func(in *pgstore.Intent) bool { return in.State == pgstore.StatePaid })
+	stop()
+	in, err = plain.Get(ctx, paid.OrderID)
+	require.NoError(t, err)
+	assert.True(t, in.CallbackDue)
+	assert.Empty(t, r.effectCounts(t))
+
+	// Two workers with OnFinal: each callback runs once.
+	q1, q2 := r.queue(t), r.queue(t)
+	run(t, q1)
+	run(t, q2)
+	for _, id := range []string{rejected.OrderID, paid.OrderID} {
+		waitIntent(t, q1, id, "callback run", func(in *pgstore.Intent) bool { return !in.CallbackDue })
+	}
+	n, err := pgstore.Claim(ctx, r.queue(t), 10)
+	require.NoError(t, err)
+	assert.Zero(t, n, "nothing left to claim")
+	assert.Equal(t, map[string]int{rejected.OrderID: 1, paid.OrderID: 1}, r.effectCounts(t))
+	in, err = q1.Get(ctx, rejected.OrderID)
+	require.NoError(t, err)
+	assert.Equal(t, pgstore.StateRejected, in.State, "the callback saw the state, and it stays")
+}
+
+// The payout id is learned: an intent whose payout only the list found
+// (the create's answer was lost) records the id from the payout's
+// webhook, once the queue's own API read confirms the orderId; a webhook
+// naming another order's payout teaches nothing. Before, PayoutChanged
+// only woke the intent, which ended paid with an empty PayoutID.
+func TestQueuePayoutIDLearned(t *testing.T) {
+	r := newQRig(t)
+	ctx := context.Background()
+	q := r.queue(t, func(c *pgstore.QueueConfig) { c.FollowEvery = time.Hour })
+	other := r.sendOne(t, q, payoutParams(2))
+	r.fake.InjectFault(cryptopaytest.RouteCreatePayout, cryptopaytest.Fault{Process: true, Drop: true})
+	p := payoutParams(1)
+	r.enqueue(t, q, p)
+	in := waitIntent(t, q, p.OrderID, "found by the list", func(in *pgstore.Intent) bool { return in.State == pgstore.StateCreated })
+	require.Empty(t, in.PayoutID, "the list carries no id")
+	ids := r.fake.PayoutIDsWithOrderID(p.OrderID)
+	require.Len(t, ids, 1)
+
+	// A forged event: another order's payout under this orderId.
+	require.NoError(t, q.PayoutChanged(ctx, &cryptopay.Payout{ID: other, OrderID: p.OrderID}))
+	in, err := q.Get(ctx, p.OrderID)
+	require.NoError(t, err)
+	assert.Empty(t, in.PayoutID, "not confirmed by the API")
+
+	require.NoError(t, r.fake.SetPayoutStatus(ids[0], cryptopay.PayoutProcessing))
+	require.NoError(t, r.fake.SetPayoutStatus(ids[0], cryptopay.PayoutPaid))
+	require.NoError(t, q.PayoutChanged(ctx, &cryptopay.Payout{ID: ids[0], OrderID: p.OrderID, Status: cryptopay.PayoutPaid}))
+	in = waitIntent(t, q, p.OrderID, "paid", func(in *pgstore.Intent) bool { return in.State == pgstore.StatePaid })
+	assert.Equal(t, ids[0], in.PayoutID)
+}
+
+// A webhook that arrives while a worker is following the intent is not
+// lost: the worker's record of the status it read (still processing)
+// keeps the intent due instead of putting it off for FollowEvery. Before,
+// the record overwrote the wake-up and the paid payout waited an hour.
+func TestQueueWakeDuringFollow(t *testing.T) {
+	r := newQRig(t)
+	ctx := context.Background()
+	// One slot: the worker cannot claim the woken intent again before it
+	// has recorded what it read, which is when the wake-up was lost.
+	q := r.queue(t, func(c *pgstore.QueueConfig) { c.FollowEvery, c.Concurrency = time.Hour, 1 })
+	var armed, fired atomic.Bool
+	var id string
+	pgstore.SetQueueHook(q, func(point string) {
+		if point != "follow-read" || !armed.Load() || fired.Swap(true) {
+			return
+		}
+		// The worker has read "processing"; now the payout is paid and its
+		// webhook wakes the intent before the worker records what it read.
+		assert.NoError(t, r.fake.SetPayoutStatus(id, cryptopay.PayoutPaid))
+		assert.NoError(t, q.PayoutChanged(ctx, &cryptopay.Payout{ID: id, OrderID: "wd-000001", Status: cryptopay.PayoutPaid}))
+	})
+	p := payoutParams(1)
+	id = r.sendOne(t, q, p)
+	require.NoError(t, r.fake.SetPayoutStatus(id, cryptopay.PayoutProcessing))
+	armed.Store(true)
+	require.NoError(t, q.PayoutChanged(ctx, &cryptopay.Payout{ID: id, OrderID: p.OrderID, Status: cryptopay.PayoutProcessing}))
+	waitIntent(t, q, p.OrderID, "paid", func(in *pgstore.Intent) bool { return in.State == pgstore.StatePaid })
+	assert.True(t, fired.Load(), "the wake-up came during a follow")
 }
