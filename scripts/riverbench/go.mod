@@ -10,7 +10,7 @@ replace (
 
 require (
 	github.com/cryptopay/cryptopay-go v0.1.0
-	github.com/cryptopay/cryptopay-go/pgstore v0.0.0-00010101000000-000000000000
+	github.com/cryptopay/cryptopay-go/pgstore v0.1.0
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/riverqueue/river v0.51.2
 	github.com/riverqueue/river/riverdriver/riverpgxv5 v0.51.2
