@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -49,44 +48,19 @@ func (q *Queue) Run(ctx context.Context) error {
 	if q.api == nil {
 		return fmt.Errorf("%w: Run needs QueueConfig.Client", ErrInvalidOption)
 	}
-	slots := make(chan struct{}, q.cfg.Concurrency)
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	for {
-		// Wait for a free slot, then gather more.
-		select {
-		case slots <- struct{}{}:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-		n := q.gather(ctx, slots)
-		batch, err := q.claim(ctx, n)
-		if err != nil && ctx.Err() == nil {
-			q.log.LogAttrs(ctx, slog.LevelWarn, "pgstore: claiming payout intents", slog.String("error", err.Error()))
-		}
-		q.commitBatch(ctx, batch)
-		for range n - len(batch) {
-			<-slots
-		}
-		for _, c := range batch {
-			wg.Go(func() {
-				defer func() { <-slots }()
-				q.handle(ctx, c)
-			})
-		}
-		if len(batch) == n {
-			continue // there may be more due
-		}
-		t := time.NewTimer(q.cfg.PollInterval)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-q.wake:
-		case <-t.C:
-		}
-		t.Stop()
+	return claimLoop(ctx, q.cfg.Concurrency, q.cfg.PollInterval, q.wake, q.gather, q.claimForRun, q.handle)
+}
+
+// claimForRun claims up to n due intents and commits the attempts of
+// those about to be sent, in one round trip each (see commitBatch). A
+// failed claim is logged and hands out nothing.
+func (q *Queue) claimForRun(ctx context.Context, n int) []claimed {
+	batch, err := q.claim(ctx, n)
+	if err != nil && ctx.Err() == nil {
+		q.log.LogAttrs(ctx, slog.LevelWarn, "pgstore: claiming payout intents", slog.String("error", err.Error()))
 	}
+	q.commitBatch(ctx, batch)
+	return batch
 }
 
 // gather takes the free slots after the first one and returns how many

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -16,10 +15,11 @@ import (
 	"github.com/cryptopay/cryptopay-go"
 )
 
-// trackBegin starts a change's transaction with synchronous_commit on,
-// whatever the server's default: a change the merchant credited must be on
-// disk before the tracker moves on.
-const trackBegin = "BEGIN ISOLATION LEVEL READ COMMITTED READ WRITE; SET LOCAL synchronous_commit = on"
+// trackBegin starts a change's transaction with synchronous_commit at
+// least on (remote_apply is kept), whatever the server's default, as the
+// payout queue's commits do (syncCommit): a change the merchant credited
+// must be on disk before the tracker moves on.
+const trackBegin = "BEGIN ISOLATION LEVEL READ COMMITTED READ WRITE; SELECT " + syncCommit
 
 // Run follows the tracked payments until ctx ends: it claims due payments
 // (any number of replicas may Run on the same table; each payment is held
@@ -32,51 +32,17 @@ func (t *Tracker) Run(ctx context.Context) error {
 	if t.api == nil {
 		return fmt.Errorf("%w: Run needs TrackerConfig.Client", ErrInvalidOption)
 	}
-	slots := make(chan struct{}, t.cfg.Concurrency)
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	for {
-		select {
-		case slots <- struct{}{}:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-		n := 1
-	take:
-		for n < cap(slots) {
-			select {
-			case slots <- struct{}{}:
-				n++
-			default:
-				break take
-			}
-		}
-		batch, err := t.claim(ctx, n)
-		if err != nil && ctx.Err() == nil {
-			t.log.LogAttrs(ctx, slog.LevelWarn, "pgstore: claiming tracked payments", slog.String("error", err.Error()))
-		}
-		for range n - len(batch) {
-			<-slots
-		}
-		for _, c := range batch {
-			wg.Go(func() {
-				defer func() { <-slots }()
-				t.step(ctx, c)
-			})
-		}
-		if len(batch) == n {
-			continue // there may be more due
-		}
-		timer := time.NewTimer(t.cfg.PollInterval)
-		select {
-		case <-ctx.Done():
-			timer.Stop()
-			return ctx.Err()
-		case <-t.wake:
-		case <-timer.C:
-		}
-		timer.Stop()
+	return claimLoop(ctx, t.cfg.Concurrency, t.cfg.PollInterval, t.wake, takeFree, t.claimForRun, t.step)
+}
+
+// claimForRun claims up to n due payments; a failed claim is logged and
+// hands out nothing.
+func (t *Tracker) claimForRun(ctx context.Context, n int) []held {
+	batch, err := t.claim(ctx, n)
+	if err != nil && ctx.Err() == nil {
+		t.log.LogAttrs(ctx, slog.LevelWarn, "pgstore: claiming tracked payments", slog.String("error", err.Error()))
 	}
+	return batch
 }
 
 // held is a tracked payment a worker holds under its lease token until
