@@ -301,13 +301,7 @@ func (s *Server) Stop() error {
 		s.paused = 0
 	}
 	_ = s.cmd.Process.Signal(syscall.SIGINT)
-	select {
-	case <-s.done:
-	case <-time.After(20 * time.Second):
-		_ = s.cmd.Process.Kill()
-		<-s.done
-	}
-	s.cmd, s.done = nil, nil
+	s.awaitExit()
 	return nil
 }
 
@@ -332,13 +326,7 @@ func (s *Server) StopImmediate() error {
 		_ = syscall.Kill(s.paused, syscall.SIGCONT)
 		s.paused = 0
 	}
-	select {
-	case <-s.done:
-	case <-time.After(20 * time.Second):
-		_ = s.cmd.Process.Kill()
-		<-s.done
-	}
-	s.cmd, s.done = nil, nil
+	s.awaitExit()
 	return nil
 }
 
@@ -680,3 +668,15 @@ func (s *Server) PID() int {
 
 // Dir returns the server's temporary directory.
 func (s *Server) Dir() string { return s.dir }
+
+// awaitExit waits for the signalled server to exit (killing it after 20
+// s) and forgets it; s.mu is held.
+func (s *Server) awaitExit() {
+	select {
+	case <-s.done:
+	case <-time.After(20 * time.Second):
+		_ = s.cmd.Process.Kill()
+		<-s.done
+	}
+	s.cmd, s.done = nil, nil
+}
