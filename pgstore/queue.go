@@ -541,11 +541,9 @@ func (q *Queue) EnqueueMany(ctx context.Context, tx pgx.Tx, ps []cryptopay.Creat
 		return 0, fmt.Errorf("%w: Enqueue needs the caller's transaction", ErrInvalidOption)
 	}
 	for i, p := range ps {
-		err := p.ValidateWith(q.cfg.Addresses)
-		if err == nil {
-			err = keyError(p)
-		}
-		if err != nil {
+		// Validate refuses a non-canonical currency or network key too
+		// (the "key" rule), so the guardrails' keys hold.
+		if err := p.ValidateWith(q.cfg.Addresses); err != nil {
 			return 0, &indexedError{i: i, n: len(ps), orderID: p.OrderID, err: err}
 		}
 	}
