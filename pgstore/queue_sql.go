@@ -118,14 +118,18 @@ SELECT 1 FROM u`, t, h, histCols),
 		// state recorded without OnFinal: committed durably).
 		// A wake-up (PayoutChanged) that came while the holder was
 		// following moved next_at before the lease's end: the intent stays
-		// due, or the event would wait for the next FollowEvery.
+		// due, or the event would wait for the next FollowEvery. It is
+		// compared with clock_timestamp(), not now(): now() is this
+		// statement's start, and a wake-up that began after it but
+		// committed before this statement reached the row carries a later
+		// now() of its own (issue 29).
 		// $13 is the state the holder saw; $14 says whether the change is
 		// worth a history row (a new state, a verdict, an error), $15 is
 		// the request id of the answer that led to it.
 		set: fmt.Sprintf(`WITH u AS (UPDATE %s SET state = $3,
     verdict = CASE WHEN $4::text = '' THEN verdict ELSE $4::text END,
     last_error = $5, tries = $6,
-    next_at = CASE WHEN $3::text = 'created' AND next_at <= now() THEN now() ELSE now() + $7 * interval '1 microsecond' END,
+    next_at = CASE WHEN $3::text = 'created' AND next_at <= clock_timestamp() THEN now() ELSE now() + $7 * interval '1 microsecond' END,
     payout_id = CASE WHEN $8::text = '' THEN payout_id ELSE $8::text END,
     payout_status = CASE WHEN $9::text = '' THEN payout_status ELSE $9::text END,
     lease_token = CASE WHEN $10 THEN NULL ELSE lease_token END,
