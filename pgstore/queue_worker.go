@@ -142,7 +142,7 @@ func (q *Queue) handle(ctx context.Context, c claimed) {
 	case c.State == StateCreated:
 		err = q.follow(ctx, c)
 	}
-	if err != nil && !errors.Is(err, errLostLease) {
+	if err != nil && !errors.Is(err, errLostLease) && !isCallback(err) { // a callback's was reported
 		q.log.LogAttrs(ctx, slog.LevelWarn, "pgstore: payout intent step", slog.String("orderId", c.Params.OrderID),
 			slog.String("state", string(c.State)), slog.String("error", err.Error()))
 	}
@@ -156,8 +156,9 @@ type change struct {
 	after            time.Duration // next look, from now
 	payoutID         string
 	payoutStatus     cryptopay.PayoutStatus
-	hold             string // sets Intent.Hold (never clears it)
-	requestID        string // the API's request id of the answer that led here
+	hold             string  // sets Intent.Hold (never clears it)
+	requestID        string  // the API's request id of the answer that led here
+	fail             Failure // the read's, send's or callback's failure (none: the count is reset)
 }
 
 // record writes ch for a held intent (a final state through finish).
@@ -190,7 +191,7 @@ func (q *Queue) set(ctx context.Context, c claimed, ch change, due bool) error {
 	var attempts int
 	err := q.cfg.Pool.QueryRow(ctx, q.sql.set, c.Params.OrderID, c.token, string(ch.to), ch.verdict, ch.errText, ch.tries,
 		ch.after.Microseconds(), noNUL(ch.payoutID), noNUL(string(ch.payoutStatus)), release, ch.hold, due,
-		string(c.State), logged, noNUL(ch.requestID)).Scan(&attempts)
+		string(c.State), logged, noNUL(ch.requestID), string(ch.fail.Class), ch.fail.Text).Scan(&attempts)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return errLostLease
 	}
@@ -237,7 +238,8 @@ func (q *Queue) finish(ctx context.Context, c claimed, ch change) error {
 				return err
 			}
 			// Keep the state; look again later, with the error on record.
-			back := change{to: c.State, errText: errText(err), tries: c.tries + 1, after: q.backoff(c.tries)}
+			back := change{to: c.State, errText: errText(err), tries: c.tries + 1, after: q.backoff(c.tries),
+				fail: q.watch.report(ctx, "recording a payout intent's final state", c.Params.OrderID, err)}
 			if rerr := q.record(ctx, c, back); rerr != nil {
 				return errors.Join(err, rerr)
 			}
@@ -263,7 +265,8 @@ func (q *Queue) callback(ctx context.Context, c claimed) error {
 		q.enqueued(c) // blocked at enqueue: its first change
 	}
 	if err != nil && !errors.Is(err, errLostLease) {
-		back := change{to: c.State, errText: errText(err), tries: c.tries + 1, after: q.backoff(c.tries)}
+		back := change{to: c.State, errText: errText(err), tries: c.tries + 1, after: q.backoff(c.tries),
+			fail: q.watch.report(ctx, "running a payout intent's due OnFinal", c.Params.OrderID, err)}
 		if rerr := q.set(ctx, c, back, false); rerr != nil {
 			return errors.Join(err, rerr)
 		}
@@ -290,9 +293,9 @@ func (q *Queue) inFinalTx(ctx context.Context, in *Intent, stmt string, args ...
 	if err != nil {
 		return err
 	}
-	if err := q.cfg.OnFinal(ctx, tx, in); err != nil {
+	if err := guard("OnFinal", func() error { return q.cfg.OnFinal(ctx, tx, in) }); err != nil {
 		_ = tx.Rollback(ctx)
-		return fmt.Errorf("OnFinal: %w", err)
+		return err
 	}
 	b := &pgx.Batch{}
 	b.Queue(stmt, args...)
@@ -337,14 +340,7 @@ func noNUL(s string) string { return strings.ReplaceAll(s, "\x00", "\uFFFD") }
 // backoff is the wait after the tries-th failed look: BackoffMin doubling
 // up to BackoffMax.
 func (q *Queue) backoff(tries int) time.Duration {
-	d := q.cfg.BackoffMin
-	for range min(tries, 30) {
-		d *= 2
-		if d >= q.cfg.BackoffMax {
-			return q.cfg.BackoffMax
-		}
-	}
-	return d
+	return doubling(q.cfg.BackoffMin, q.cfg.BackoffMax, tries)
 }
 
 // takeOver reconciles an intent found in sending that this worker did not
@@ -419,7 +415,8 @@ func (q *Queue) post(ctx context.Context, c claimed) error {
 	case err == nil:
 		return q.createdBy(ctx, c, pay.ID, pay.Status, "", reqID)
 	case definiteRefusal(err):
-		return q.record(ctx, c, change{to: StateRefused, errText: errText(err), requestID: reqID})
+		return q.record(ctx, c, change{to: StateRefused, errText: errText(err), requestID: reqID,
+			fail: q.watch.report(ctx, "sending a payout", c.Params.OrderID, err)})
 	case errors.As(err, &ou) && ou.ServerActed():
 		// A 2xx that could not be matched to the request: the server
 		// acted. Never resent on a list verdict; a person looks, with the
@@ -432,7 +429,8 @@ func (q *Queue) post(ctx context.Context, c claimed) error {
 	default:
 		// No answer, a 5xx, a timeout ...: the payout may exist. Reconcile
 		// once the list has had time to show it.
-		return q.record(ctx, c, change{to: StateReconciling, errText: errText(err), after: q.settle(), requestID: reqID})
+		return q.record(ctx, c, change{to: StateReconciling, errText: errText(err), after: q.settle(), requestID: reqID,
+			fail: q.watch.report(ctx, "sending a payout", c.Params.OrderID, err)})
 	}
 }
 
@@ -590,15 +588,18 @@ func (q *Queue) reconcile(ctx context.Context, c claimed) error {
 		c.Verdict = res.Verdict.String() // send parks it at MaxAttempts
 		return q.send(ctx, c)
 	}
+	var fail Failure
 	if err == nil {
 		err = errors.New(res.Reason)
+	} else {
+		fail = q.watch.report(ctx, "reconciling a payout intent", c.Params.OrderID, err)
 	}
 	why := errText(err)
 	if c.Hold != "" {
 		why = c.LastError
 	}
 	return q.record(ctx, c, change{to: StateParked, verdict: cryptopay.PayoutStillUnknown.String(), errText: why,
-		tries: c.tries + 1, after: q.backoff(c.tries)})
+		tries: c.tries + 1, after: q.backoff(c.tries), fail: fail})
 }
 
 // follow reads a created payout's status: by id when known, else from the
@@ -608,7 +609,8 @@ func (q *Queue) follow(ctx context.Context, c claimed) error {
 	if c.PayoutID != "" {
 		p, err := q.api.get(ctx, c.PayoutID)
 		if err != nil {
-			return q.record(ctx, c, change{to: StateCreated, errText: errText(err), tries: c.tries + 1, after: q.backoff(c.tries)})
+			return q.record(ctx, c, change{to: StateCreated, errText: errText(err), tries: c.tries + 1, after: q.backoff(c.tries),
+				fail: q.watch.report(ctx, "following a payout", c.Params.OrderID, err)})
 		}
 		st = p.Status
 	} else {
@@ -617,7 +619,8 @@ func (q *Queue) follow(ctx context.Context, c claimed) error {
 			err = fmt.Errorf("the payout list no longer shows it: %s", res.Reason)
 		}
 		if err != nil {
-			return q.record(ctx, c, change{to: StateCreated, errText: errText(err), tries: c.tries + 1, after: q.backoff(c.tries)})
+			return q.record(ctx, c, change{to: StateCreated, errText: errText(err), tries: c.tries + 1, after: q.backoff(c.tries),
+				fail: q.watch.report(ctx, "following a payout", c.Params.OrderID, err)})
 		}
 		st = res.Payout.Status
 	}

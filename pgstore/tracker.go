@@ -119,6 +119,10 @@ type TrackedPayment struct {
 	Changes int
 	// NextAt is when it is next read (zero: not polled).
 	NextAt time.Time
+	// LastFailure is the latest failed read or OnChange of the payment
+	// (a wrong API key, the API down, a callback that failed or
+	// panicked); its Count is reset by the next read that succeeds.
+	LastFailure Failure
 	// TrackedAt and UpdatedAt are the database's times of Track and of the
 	// latest change.
 	TrackedAt, UpdatedAt time.Time
@@ -194,8 +198,12 @@ type TrackerConfig struct {
 	// Observer, if set, is called after each committed change (every
 	// change, money or not), on the worker's goroutine: keep it quick.
 	Observer func(PaymentChange)
-	// Logger receives one line per read or write a worker could not make;
-	// default none.
+	// Logger receives the workers' failures: a read or write they could
+	// not make, a callback that failed or panicked; one line per class of
+	// failure, then at most one per window (1 minute, doubling to an
+	// hour) saying how many were not logged. Default: warnings and errors
+	// as text to standard error; pass slog.New(slog.DiscardHandler) for
+	// none.
 	Logger *slog.Logger
 
 	api trackerAPI // tests replace the SDK
@@ -221,6 +229,7 @@ type Tracker struct {
 	wake    chan struct{}
 	log     *slog.Logger
 	sql     trackerSQL
+	watch   watch
 
 	// hook is called at named points of the worker; tests use it to kill
 	// the process there.
@@ -256,8 +265,9 @@ func NewTracker(ctx context.Context, cfg TrackerConfig) (*Tracker, error) {
 		t.api = cfg.Client
 	}
 	if t.log == nil {
-		t.log = slog.New(slog.DiscardHandler)
+		t.log = defaultLogger()
 	}
+	t.watch.log = t.log
 	t.sql = buildTrackerSQL(table.Sanitize(), history.Sanitize())
 	if cfg.CreateTable {
 		if err := t.CreateTable(ctx); err != nil {
@@ -311,7 +321,8 @@ CREATE TABLE IF NOT EXISTS %[2]s (
     late        boolean     NOT NULL,
     at          timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (order_id, seq)
-);`, t.Table(), t.history.Sanitize(), due, state)
+);
+`+failDDL(t.Table()), t.Table(), t.history.Sanitize(), due, state)
 }
 
 // CreateTable creates the tracker's tables and indexes if they do not
@@ -588,6 +599,13 @@ func (t *Tracker) Counts(ctx context.Context) (map[TrackState]int, int, error) {
 	return out, total, nil
 }
 
+// Health summarizes the tracked payments not closed: due, overdue (due
+// for longer than a Lease), failing, needing action (closed ones too), and
+// the commonest failure; one query.
+func (t *Tracker) Health(ctx context.Context) (Health, error) {
+	return t.watch.health(ctx, t.cfg.Pool, "payments", t.sql.health, t.cfg.Lease)
+}
+
 // poke wakes this process's idle workers.
 func (t *Tracker) poke() {
 	select {
@@ -598,18 +616,20 @@ func (t *Tracker) poke() {
 
 // trackedCols are the columns every read returns, in scanTracked's order.
 const trackedCols = `order_id, payment_id, state, status, paid_amount::text, pay_amount::text, currency, network,
-expired_at, needs_action, anomaly, note, changes, next_at, tracked_at, updated_at`
+expired_at, needs_action, anomaly, note, changes, next_at, tracked_at, updated_at, ` + failCols
 
 func scanTracked(row pgx.Row, extra ...any) (*TrackedPayment, error) {
 	var tp TrackedPayment
 	var state, status string
 	var paid, pay *string
 	var expired, next *time.Time
+	var fs failScan
 	dest := append([]any{&tp.OrderID, &tp.PaymentID, &state, &status, &paid, &pay, &tp.Currency, &tp.Network,
-		&expired, &tp.NeedsAction, &tp.Anomaly, &tp.Note, &tp.Changes, &next, &tp.TrackedAt, &tp.UpdatedAt}, extra...)
-	if err := row.Scan(dest...); err != nil {
+		&expired, &tp.NeedsAction, &tp.Anomaly, &tp.Note, &tp.Changes, &next, &tp.TrackedAt, &tp.UpdatedAt}, fs.dest(&tp.LastFailure)...)
+	if err := row.Scan(append(dest, extra...)...); err != nil {
 		return nil, err
 	}
+	fs.done()
 	tp.State, tp.Status = TrackState(state), cryptopay.PaymentStatus(status)
 	var err error
 	if tp.PaidAmount, err = nullDecimal(paid); err != nil {

@@ -1,0 +1,221 @@
+package pgstore_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cryptopay/cryptopay-go"
+	"github.com/cryptopay/cryptopay-go/pgstore"
+)
+
+// logLines is a logger's output, safe for the workers' goroutines.
+type logLines struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *logLines) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+// count returns how many lines contain s.
+func (l *logLines) count(s string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for line := range strings.Lines(l.buf.String()) {
+		if strings.Contains(line, s) {
+			n++
+		}
+	}
+	return n
+}
+
+func (l *logLines) logger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(l, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+// A failure's class, and whether a retry can fix it, from the error.
+func TestFailureClass(t *testing.T) {
+	tests := []struct {
+		err       error
+		want      pgstore.FailureClass
+		permanent bool
+	}{
+		{&cryptopay.APIError{StatusCode: http.StatusUnauthorized}, pgstore.FailUnauthorized, true},
+		{fmt.Errorf("reading: %w", &cryptopay.APIError{StatusCode: http.StatusForbidden}), pgstore.FailForbidden, true},
+		{&cryptopay.APIError{StatusCode: http.StatusTooManyRequests}, pgstore.FailRateLimited, false},
+		{&cryptopay.APIError{StatusCode: http.StatusNotFound}, pgstore.FailNotFound, false},
+		{&cryptopay.APIError{StatusCode: http.StatusConflict}, pgstore.FailRefused, false},
+		{&cryptopay.APIError{StatusCode: http.StatusBadGateway}, pgstore.FailServer, false},
+		{&cryptopay.OutcomeUnknownError{Err: errors.New("reset")}, pgstore.FailUnreachable, false},
+		{context.DeadlineExceeded, pgstore.FailUnreachable, false},
+		{&pgstore.CallbackPanicError{Callback: "OnChange", Value: "boom"}, pgstore.FailPanic, false},
+		{errors.New("odd"), pgstore.FailOther, false},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.want), func(t *testing.T) {
+			f := pgstore.FailureOf(tt.err)
+			assert.Equal(t, tt.want, f.Class)
+			assert.Equal(t, tt.permanent, f.Class.Permanent())
+			assert.Equal(t, tt.permanent, strings.Contains(f.Class.Hint(), "no retry fixes this"))
+		})
+	}
+}
+
+// A panicking OnChange or tracker Observer does not take the process
+// down. OnChange's panic rolls its change back (the row is not advanced:
+// the second call finds the status unrecorded and the first panic on
+// record), the payment is read again after a backoff, and once OnChange
+// stops panicking the change is recorded and credited exactly once. An
+// Observer is told after the commit: its panic is recovered and counted,
+// and the change, committed with OnChange's effects, stays. Each panic is
+// counted in Health and logged once, with the orderId. Before, the
+// panic killed the process (and this test binary).
+func TestTrackerCallbackPanics(t *testing.T) {
+	for _, where := range []string{"OnChange", "Observer"} {
+		t.Run(where, func(t *testing.T) {
+			r := newTRig(t)
+			var logs logLines
+			var calls int
+			var mu sync.Mutex
+			var tr *pgstore.Tracker
+			const panics = 2
+			tr = r.start(t, 0, func(c *pgstore.TrackerConfig) {
+				c.Logger = logs.logger()
+				onChange := c.OnChange
+				c.OnChange = func(ctx context.Context, tx pgx.Tx, ch *pgstore.PaymentChange) error {
+					if where == "OnChange" && r.panicNow(t, &mu, &calls, panics, func() {
+						tp, err := tr.Get(ctx, ch.OrderID)
+						require.NoError(t, err)
+						assert.Empty(t, tp.Status, "rolled back: not advanced")
+						assert.Equal(t, pgstore.FailPanic, tp.LastFailure.Class)
+						assert.Equal(t, 1, tp.LastFailure.Count)
+						assert.Contains(t, tp.LastFailure.Text, "OnChange panicked: ledger bug")
+					}) {
+						panic("ledger bug")
+					}
+					return onChange(ctx, tx, ch)
+				}
+				c.Observer = func(pgstore.PaymentChange) {
+					if where == "Observer" && r.panicNow(t, &mu, &calls, 1, nil) {
+						panic("metrics bug")
+					}
+				}
+			})
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			go func() { defer close(done); _ = tr.Run(ctx) }()
+			t.Cleanup(func() { cancel(); <-done })
+			p := r.create(t, "ord-panic", "10")
+			require.True(t, r.track(t, tr, p))
+			require.NoError(t, r.fake.Pay(p.ID, p.PayAmount))
+			tp := r.waitStatus(t, "ord-panic", cryptopay.PaymentPaid)
+			assert.Equal(t, []string{"paid"}, r.credited(t, "ord-panic"), "credited once")
+			hist, err := tr.History(ctx, "ord-panic")
+			require.NoError(t, err)
+			assert.Len(t, hist, 1, "recorded once")
+			assert.Equal(t, 0, tp.LastFailure.Count, "reset by the change that succeeded")
+			h, err := tr.Health(ctx)
+			require.NoError(t, err)
+			want := map[string]int64{"OnChange": panics, "Observer": 1}[where]
+			assert.Equal(t, want, h.CallbackPanics)
+			mu.Lock()
+			assert.Equal(t, int(want)+map[string]int{"OnChange": 1, "Observer": 0}[where], calls, "retried until it stopped panicking")
+			mu.Unlock()
+			assert.Equal(t, 1, logs.count(where+" panicked"), "one line for the class")
+			assert.Equal(t, 1, logs.count("orderId=ord-panic"))
+		})
+	}
+}
+
+// panicNow counts a call and reports whether it must panic (the first n
+// calls); before the second panic it runs check.
+func (r *trig) panicNow(t *testing.T, mu *sync.Mutex, calls *int, n int, check func()) bool {
+	mu.Lock()
+	*calls++
+	k := *calls
+	mu.Unlock()
+	if k == 2 && check != nil {
+		check()
+	}
+	return k <= n
+}
+
+// A panicking OnFinal or queue Observer does not take the process down.
+// OnFinal's panic rolls the final state back (the intent stays created,
+// the first panic on record), the intent is looked at again after a
+// backoff, and once OnFinal stops panicking the final state and its effect
+// are recorded exactly once. The Observer is told after the commit: its
+// panic is recovered and counted, and the change stays. Before, the panic
+// killed the process (and this test binary).
+func TestQueueCallbackPanics(t *testing.T) {
+	for _, where := range []string{"OnFinal", "Observer"} {
+		t.Run(where, func(t *testing.T) {
+			r := newQRig(t)
+			var logs logLines
+			var calls int
+			var mu sync.Mutex
+			var q *pgstore.Queue
+			const panics = 2
+			count := func() int {
+				mu.Lock()
+				defer mu.Unlock()
+				calls++
+				return calls
+			}
+			q = r.queue(t, func(c *pgstore.QueueConfig) {
+				c.Logger = logs.logger()
+				c.OnFinal = func(ctx context.Context, tx pgx.Tx, in *pgstore.Intent) error {
+					if k := 0; where == "OnFinal" {
+						if k = count(); k > panics {
+							return r.onFinal(ctx, tx, in)
+						}
+						got, err := q.Get(ctx, in.Params.OrderID)
+						require.NoError(t, err)
+						assert.Equal(t, pgstore.StateCreated, got.State, "rolled back: not advanced")
+						if k == 2 {
+							assert.Equal(t, pgstore.FailPanic, got.LastFailure.Class)
+							assert.Equal(t, 1, got.LastFailure.Count)
+						}
+						panic("ledger bug")
+					}
+					return r.onFinal(ctx, tx, in)
+				}
+				c.Observer = func(tr pgstore.Transition) {
+					if where == "Observer" && tr.To == pgstore.StatePaid && count() <= 1 {
+						panic("metrics bug")
+					}
+				}
+			})
+			p := payoutParams(1)
+			id := r.sendOne(t, q, p)
+			require.NoError(t, r.fake.SetPayoutStatus(id, cryptopay.PayoutProcessing))
+			require.NoError(t, r.fake.SetPayoutStatus(id, cryptopay.PayoutPaid))
+			in := waitIntent(t, q, p.OrderID, "paid", func(in *pgstore.Intent) bool { return in.State == pgstore.StatePaid })
+			assert.Equal(t, map[string]int{p.OrderID: 1}, r.effectCounts(t), "the effect once")
+			assert.Equal(t, 0, in.LastFailure.Count, "reset by the final state")
+			h, err := q.Health(context.Background())
+			require.NoError(t, err)
+			want := map[string]int64{"OnFinal": panics, "Observer": 1}[where]
+			assert.Equal(t, want, h.CallbackPanics)
+			mu.Lock()
+			assert.Equal(t, int(want)+map[string]int{"OnFinal": 1, "Observer": 0}[where], calls, "retried until it stopped panicking")
+			mu.Unlock()
+			assert.Equal(t, 1, logs.count(where+" panicked"), "one line for the class")
+		})
+	}
+}
