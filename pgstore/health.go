@@ -132,6 +132,8 @@ func classOfStatus(s int) FailureClass {
 		return FailForbidden
 	case s == http.StatusTooManyRequests:
 		return FailRateLimited
+	case s == http.StatusRequestTimeout:
+		return FailUnreachable
 	case s == http.StatusNotFound:
 		return FailNotFound
 	case s >= 500:
@@ -209,6 +211,19 @@ func (w *watch) failed(ctx context.Context, what, orderID string, f Failure) {
 		attrs = append(attrs, slog.Int("similar_not_logged", held))
 	}
 	w.log.LogAttrs(ctx, level, "pgstore: "+what, attrs...)
+}
+
+// warn logs a worker's error that has no row to go to (the database
+// unreachable ...), at most once per msg and window (see logGate).
+func (w *watch) warn(ctx context.Context, msg string, attrs ...slog.Attr) {
+	held, ok := w.gate.allow(msg)
+	if !ok {
+		return
+	}
+	if held > 0 {
+		attrs = append(attrs, slog.Int("similar_not_logged", held))
+	}
+	w.log.LogAttrs(ctx, slog.LevelWarn, msg, attrs...)
 }
 
 // recovered counts and logs a callback's recovered panic, with its stack.

@@ -327,14 +327,15 @@ type QueueConfig struct {
 // outcome before sending again, and follow each payout to its final status.
 // Build it with NewQueue; safe for concurrent use.
 type Queue struct {
-	cfg   QueueConfig
-	api   payoutAPI
-	table pgx.Identifier
-	hist  pgx.Identifier // the history table: the queue table's name + "_history"
-	wake  chan struct{}
-	log   *slog.Logger
-	sql   queueSQL
-	watch watch
+	cfg    QueueConfig
+	api    payoutAPI
+	table  pgx.Identifier
+	hist   pgx.Identifier // the history table: the queue table's name + "_history"
+	wake   chan struct{}
+	log    *slog.Logger
+	sql    queueSQL
+	watch  watch
+	schema schema
 
 	// hook is called at named points of the worker; tests use it to kill
 	// the process there.
@@ -342,7 +343,12 @@ type Queue struct {
 }
 
 // NewQueue checks cfg, fills in the defaults and returns a Queue; with
-// CreateTable it creates the table first.
+// CreateTable it creates the table first (or adds the columns an older
+// version's table lacks). Without it NewQueue does not touch the
+// database, so calling the CreateTable method next works too: the first
+// Run, Enqueue, EnqueueMany, PayoutChanged, Get, List, Counts or Health
+// checks the tables and columns (CheckSchema, one query, once) and returns
+// a *SchemaError naming the table, the database and both fixes.
 func NewQueue(ctx context.Context, cfg QueueConfig) (*Queue, error) {
 	if cfg.Pool == nil {
 		return nil, fmt.Errorf("%w: QueueConfig.Pool is nil", ErrInvalidOption)
@@ -383,6 +389,7 @@ func NewQueue(ctx context.Context, cfg QueueConfig) (*Queue, error) {
 		q.log = defaultLogger()
 	}
 	q.watch.log = q.log
+	q.schema = schema{pool: cfg.Pool, config: "QueueConfig", ddl: q.DDL}
 	q.hist = append(pgx.Identifier{}, table...)
 	q.hist[len(q.hist)-1] += "_history"
 	q.sql = buildQueueSQL(table.Sanitize(), q.hist.Sanitize(), cfg.Lease.Milliseconds()/2)
@@ -480,8 +487,14 @@ func (q *Queue) CreateTable(ctx context.Context) error {
 	if _, err := q.cfg.Pool.Exec(ctx, q.DDL()); err != nil {
 		return fmt.Errorf("pgstore: creating %s: %w", q.Table(), err)
 	}
+	q.schema.ok.Store(true)
 	return nil
 }
+
+// CheckSchema checks, in one query, that the queue's tables exist with
+// every column this version needs; it returns a *SchemaError (matching
+// ErrSchema) if not. Once it succeeds it is free.
+func (q *Queue) CheckSchema(ctx context.Context) error { return q.schema.check(ctx, q.cfg.Pool) }
 
 // intentCols are the columns every read returns, in scanIntent's order.
 const intentCols = `order_id, wallet_address, network_fee_by_user, amount::text, currency, network, customer_id, customer_ip,
@@ -553,6 +566,9 @@ func (q *Queue) Enqueue(ctx context.Context, tx pgx.Tx, p cryptopay.CreatePayout
 func (q *Queue) EnqueueMany(ctx context.Context, tx pgx.Tx, ps []cryptopay.CreatePayoutParams) (created int, err error) {
 	if tx == nil {
 		return 0, fmt.Errorf("%w: Enqueue needs the caller's transaction", ErrInvalidOption)
+	}
+	if err := q.schema.check(ctx, tx); err != nil {
+		return 0, err
 	}
 	for i, p := range ps {
 		// Validate refuses a non-canonical currency or network key too
@@ -682,6 +698,9 @@ func differingField(a, b cryptopay.CreatePayoutParams) string {
 // Get returns the intent with orderID, or an error matching
 // ErrIntentNotFound.
 func (q *Queue) Get(ctx context.Context, orderID string) (*Intent, error) {
+	if err := q.CheckSchema(ctx); err != nil {
+		return nil, err
+	}
 	in, err := scanIntent(q.cfg.Pool.QueryRow(ctx, q.sql.get, orderID))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("%w: %q", ErrIntentNotFound, orderID)
@@ -705,6 +724,9 @@ type ListFilter struct {
 
 // List returns intents in orderId order, filtered by f.
 func (q *Queue) List(ctx context.Context, f ListFilter) ([]Intent, error) {
+	if err := q.CheckSchema(ctx); err != nil {
+		return nil, err
+	}
 	limit := f.Limit
 	if limit <= 0 {
 		limit = 100
@@ -736,6 +758,9 @@ func (q *Queue) List(ctx context.Context, f ListFilter) ([]Intent, error) {
 // Counts returns how many intents are in each state (states with none are
 // absent).
 func (q *Queue) Counts(ctx context.Context) (map[IntentState]int, error) {
+	if err := q.CheckSchema(ctx); err != nil {
+		return nil, err
+	}
 	rows, err := q.cfg.Pool.Query(ctx, q.sql.counts)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: counting intents: %w", err)
@@ -954,6 +979,9 @@ func (q *Queue) PayoutChanged(ctx context.Context, p *cryptopay.Payout) error {
 	if p == nil || p.OrderID == "" {
 		return nil
 	}
+	if err := q.CheckSchema(ctx); err != nil {
+		return err
+	}
 	var noID bool
 	err := q.cfg.Pool.QueryRow(ctx, q.sql.wakeOne, p.OrderID).Scan(&noID)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
@@ -997,6 +1025,9 @@ func (q *Queue) observe(t Transition) {
 // than a Lease), failing, waiting for a person (parked or needing
 // approval), and the commonest failure; one query.
 func (q *Queue) Health(ctx context.Context) (Health, error) {
+	if err := q.CheckSchema(ctx); err != nil {
+		return Health{}, err
+	}
 	return q.watch.health(ctx, q.cfg.Pool, "payouts", q.sql.health, q.cfg.Lease)
 }
 

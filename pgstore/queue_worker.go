@@ -43,10 +43,14 @@ var errLostLease = errors.New("pgstore: lease lost")
 // in hand are done with. Database and API errors are retried, never
 // returned: an intent whose worker cannot record its progress is taken
 // over when the lease ends, and reconciled. A queue without
-// QueueConfig.Client returns ErrInvalidOption at once.
+// QueueConfig.Client returns ErrInvalidOption at once, and one whose
+// tables are missing or out of date a *SchemaError (CheckSchema).
 func (q *Queue) Run(ctx context.Context) error {
 	if q.api == nil {
 		return fmt.Errorf("%w: Run needs QueueConfig.Client", ErrInvalidOption)
+	}
+	if err := q.CheckSchema(ctx); err != nil {
+		return err
 	}
 	return claimLoop(ctx, q.cfg.Concurrency, q.cfg.PollInterval, q.wake, q.gather, q.claimForRun, q.handle)
 }
@@ -57,7 +61,7 @@ func (q *Queue) Run(ctx context.Context) error {
 func (q *Queue) claimForRun(ctx context.Context, n int) []claimed {
 	batch, err := q.claim(ctx, n)
 	if err != nil && ctx.Err() == nil {
-		q.log.LogAttrs(ctx, slog.LevelWarn, "pgstore: claiming payout intents", slog.String("error", err.Error()))
+		q.watch.warn(ctx, "pgstore: claiming payout intents", slog.String("error", err.Error()))
 	}
 	q.commitBatch(ctx, batch)
 	return batch
@@ -143,7 +147,7 @@ func (q *Queue) handle(ctx context.Context, c claimed) {
 		err = q.follow(ctx, c)
 	}
 	if err != nil && !errors.Is(err, errLostLease) && !isCallback(err) { // a callback's was reported
-		q.log.LogAttrs(ctx, slog.LevelWarn, "pgstore: payout intent step", slog.String("orderId", c.Params.OrderID),
+		q.watch.warn(ctx, "pgstore: payout intent step", slog.String("orderId", c.Params.OrderID),
 			slog.String("state", string(c.State)), slog.String("error", err.Error()))
 	}
 }

@@ -230,6 +230,7 @@ type Tracker struct {
 	log     *slog.Logger
 	sql     trackerSQL
 	watch   watch
+	schema  schema
 
 	// hook is called at named points of the worker; tests use it to kill
 	// the process there.
@@ -237,7 +238,12 @@ type Tracker struct {
 }
 
 // NewTracker checks cfg, fills in the defaults and returns a Tracker; with
-// CreateTable it creates the tables first.
+// CreateTable it creates the tables first (or adds the columns an older
+// version's tables lack). Without it NewTracker does not touch the
+// database, so calling the CreateTable method next works too: the first
+// Run, Track, TrackOrder, PaymentChanged, Get, List, Counts or Health
+// checks the tables and columns (CheckSchema, one query, once) and returns
+// a *SchemaError naming the table, the database and both fixes.
 func NewTracker(ctx context.Context, cfg TrackerConfig) (*Tracker, error) {
 	if cfg.Pool == nil {
 		return nil, fmt.Errorf("%w: TrackerConfig.Pool is nil", ErrInvalidOption)
@@ -268,6 +274,7 @@ func NewTracker(ctx context.Context, cfg TrackerConfig) (*Tracker, error) {
 		t.log = defaultLogger()
 	}
 	t.watch.log = t.log
+	t.schema = schema{pool: cfg.Pool, config: "TrackerConfig", ddl: t.DDL}
 	t.sql = buildTrackerSQL(table.Sanitize(), history.Sanitize())
 	if cfg.CreateTable {
 		if err := t.CreateTable(ctx); err != nil {
@@ -331,8 +338,14 @@ func (t *Tracker) CreateTable(ctx context.Context) error {
 	if _, err := t.cfg.Pool.Exec(ctx, t.DDL()); err != nil {
 		return fmt.Errorf("pgstore: creating %s: %w", t.Table(), err)
 	}
+	t.schema.ok.Store(true)
 	return nil
 }
+
+// CheckSchema checks, in one query, that the tracker's tables exist with
+// every column this version needs; it returns a *SchemaError (matching
+// ErrSchema) if not. Once it succeeds it is free.
+func (t *Tracker) CheckSchema(ctx context.Context) error { return t.schema.check(ctx, t.cfg.Pool) }
 
 // Track starts tracking the payment p (CreatePayment's answer) in tx, the
 // merchant's own transaction: record the order and its payment in one
@@ -356,6 +369,9 @@ func (t *Tracker) Track(ctx context.Context, tx pgx.Tx, p *cryptopay.Payment) (c
 	}
 	if !p.PayAmount.IsPositive() {
 		return false, &cryptopay.ValidationError{Field: "PayAmount", Reason: "must be greater than 0"}
+	}
+	if err := t.schema.check(ctx, tx); err != nil {
+		return false, err
 	}
 	var expired *time.Time
 	if !p.ExpiredAt.IsZero() {
@@ -421,6 +437,9 @@ func (t *Tracker) TrackOrder(ctx context.Context, tx pgx.Tx, orderID string) (cr
 	if r := ids.Text(orderID, 256); r != "" || orderID == "" {
 		return false, &cryptopay.ValidationError{Field: "OrderID", Reason: cmpOr(r, "is empty")}
 	}
+	if err := t.schema.check(ctx, tx); err != nil {
+		return false, err
+	}
 	var inserted bool
 	err = tx.QueryRow(ctx, t.sql.insertOrder, orderID, string(TrackUnmatched)).Scan(&inserted)
 	switch {
@@ -447,6 +466,9 @@ func (t *Tracker) PaymentChanged(ctx context.Context, p *cryptopay.Payment) erro
 	if p == nil || p.OrderID == "" || ids.Payment(p.ID) != "" {
 		return nil
 	}
+	if err := t.CheckSchema(ctx); err != nil {
+		return err
+	}
 	tag, err := t.cfg.Pool.Exec(ctx, t.sql.wake, p.OrderID, p.ID, string(TrackOpen), string(TrackUnmatched))
 	if err != nil {
 		return fmt.Errorf("pgstore: waking tracked payment %q: %w", p.OrderID, err)
@@ -465,6 +487,9 @@ func (t *Tracker) PaymentChanged(ctx context.Context, p *cryptopay.Payment) erro
 // Get returns the tracked payment of orderID, or an error matching
 // ErrNotTracked.
 func (t *Tracker) Get(ctx context.Context, orderID string) (*TrackedPayment, error) {
+	if err := t.CheckSchema(ctx); err != nil {
+		return nil, err
+	}
 	tp, err := scanTracked(t.cfg.Pool.QueryRow(ctx, t.sql.get, orderID))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("%w: %q", ErrNotTracked, orderID)
@@ -519,6 +544,9 @@ type TrackFilter struct {
 
 // List returns tracked payments in orderId order, filtered by f.
 func (t *Tracker) List(ctx context.Context, f TrackFilter) ([]TrackedPayment, error) {
+	if err := t.CheckSchema(ctx); err != nil {
+		return nil, err
+	}
 	limit := f.Limit
 	if limit <= 0 {
 		limit = 100
@@ -581,6 +609,9 @@ func (t *Tracker) History(ctx context.Context, orderID string) ([]PaymentChange,
 // Counts returns how many tracked payments are in each state (states with
 // none are absent) and how many need action.
 func (t *Tracker) Counts(ctx context.Context) (map[TrackState]int, int, error) {
+	if err := t.CheckSchema(ctx); err != nil {
+		return nil, 0, err
+	}
 	rows, err := t.cfg.Pool.Query(ctx, t.sql.counts)
 	if err != nil {
 		return nil, 0, fmt.Errorf("pgstore: counting tracked payments: %w", err)
@@ -603,6 +634,9 @@ func (t *Tracker) Counts(ctx context.Context) (map[TrackState]int, int, error) {
 // for longer than a Lease), failing, needing action (closed ones too), and
 // the commonest failure; one query.
 func (t *Tracker) Health(ctx context.Context) (Health, error) {
+	if err := t.CheckSchema(ctx); err != nil {
+		return Health{}, err
+	}
 	return t.watch.health(ctx, t.cfg.Pool, "payments", t.sql.health, t.cfg.Lease)
 }
 

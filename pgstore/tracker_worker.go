@@ -27,10 +27,14 @@ const trackBegin = "BEGIN ISOLATION LEVEL READ COMMITTED READ WRITE; SELECT " + 
 // what changed, at most TrackerConfig.Concurrency at once. It returns
 // ctx's error once the payments in hand are done with. Database and API
 // errors are retried on the schedule, never returned. A tracker without
-// TrackerConfig.Client returns ErrInvalidOption at once.
+// TrackerConfig.Client returns ErrInvalidOption at once, and one whose
+// tables are missing or out of date a *SchemaError (CheckSchema).
 func (t *Tracker) Run(ctx context.Context) error {
 	if t.api == nil {
 		return fmt.Errorf("%w: Run needs TrackerConfig.Client", ErrInvalidOption)
+	}
+	if err := t.CheckSchema(ctx); err != nil {
+		return err
 	}
 	return claimLoop(ctx, t.cfg.Concurrency, t.cfg.PollInterval, t.wake, takeFree, t.claimForRun, t.step)
 }
@@ -40,7 +44,7 @@ func (t *Tracker) Run(ctx context.Context) error {
 func (t *Tracker) claimForRun(ctx context.Context, n int) []held {
 	batch, err := t.claim(ctx, n)
 	if err != nil && ctx.Err() == nil {
-		t.log.LogAttrs(ctx, slog.LevelWarn, "pgstore: claiming tracked payments", slog.String("error", err.Error()))
+		t.watch.warn(ctx, "pgstore: claiming tracked payments", slog.String("error", err.Error()))
 	}
 	return batch
 }
@@ -174,7 +178,7 @@ func (t *Tracker) step(ctx context.Context, h held) {
 		t.write(ctx, h, next{state: h.State, at: &at, latePolls: h.latePolls,
 			fail: t.watch.report(ctx, "recording a tracked payment's change", h.OrderID, err)}, "")
 	default:
-		t.log.LogAttrs(ctx, slog.LevelWarn, "pgstore: recording a tracked payment's change", slog.String("orderId", h.OrderID),
+		t.watch.warn(ctx, "pgstore: recording a tracked payment's change", slog.String("orderId", h.OrderID),
 			slog.String("error", err.Error()))
 	}
 }
@@ -241,7 +245,7 @@ func (t *Tracker) write(ctx context.Context, h held, nx next, anomaly string) {
 	action := anomaly != "" || h.Status.NeedsAction()
 	if _, err := t.cfg.Pool.Exec(ctx, t.sql.set, h.OrderID, h.token, string(nx.state), nx.at, nx.latePolls,
 		scrubText(anomaly), action, expired, string(nx.fail.Class), nx.fail.Text); err != nil {
-		t.log.LogAttrs(ctx, slog.LevelWarn, "pgstore: scheduling a tracked payment", slog.String("orderId", h.OrderID),
+		t.watch.warn(ctx, "pgstore: scheduling a tracked payment", slog.String("orderId", h.OrderID),
 			slog.String("error", err.Error()))
 	}
 }
