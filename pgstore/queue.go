@@ -487,7 +487,6 @@ func (q *Queue) CreateTable(ctx context.Context) error {
 	if _, err := q.cfg.Pool.Exec(ctx, q.DDL()); err != nil {
 		return fmt.Errorf("pgstore: creating %s: %w", q.Table(), err)
 	}
-	q.schema.ok.Store(true)
 	return nil
 }
 

@@ -338,7 +338,6 @@ func (t *Tracker) CreateTable(ctx context.Context) error {
 	if _, err := t.cfg.Pool.Exec(ctx, t.DDL()); err != nil {
 		return fmt.Errorf("pgstore: creating %s: %w", t.Table(), err)
 	}
-	t.schema.ok.Store(true)
 	return nil
 }
 
