@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -339,15 +340,23 @@ func (h Health) OK() bool {
 func (h Health) String() string {
 	var s string
 	if h.Failing > 0 {
-		s = fmt.Sprintf("%d %s failing: %s (%d of them; latest: %q)\n", h.Failing, h.Noun, h.Commonest.Class.Hint(),
+		s = fmt.Sprintf("%d %s failing: %s (%d of them; latest: %q)\n", h.Failing, h.noun(h.Failing), h.Commonest.Class.Hint(),
 			h.CommonestCount, h.Commonest.Text)
 	}
-	s += fmt.Sprintf("%d %s open, %d due, %d overdue, %d failing, %d need action", h.Open, h.Noun, h.Due, h.Overdue,
+	s += fmt.Sprintf("%d %s open, %d due, %d overdue, %d failing, %d need action", h.Open, h.noun(h.Open), h.Due, h.Overdue,
 		h.Failing, h.NeedsAction)
 	if h.CallbackPanics > 0 {
 		s += fmt.Sprintf(", %d callback panics recovered in this process", h.CallbackPanics)
 	}
 	return s
+}
+
+// noun is Noun for n of them ("1 payout", "2 payouts").
+func (h Health) noun(n int) string {
+	if n == 1 {
+		return strings.TrimSuffix(h.Noun, "s")
+	}
+	return h.Noun
 }
 
 // healthSQL is a health statement: open, due, overdue, failing, needing

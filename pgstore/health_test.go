@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
@@ -218,4 +219,127 @@ func TestQueueCallbackPanics(t *testing.T) {
 			assert.Equal(t, 1, logs.count(where+" panicked"), "one line for the class")
 		})
 	}
+}
+
+// A rotated API key is loud: every read fails 401, and each payment shows
+// the failure (class, scrubbed text, how many in a row), the health
+// summary says what to do, and the log has one line for the class, not
+// one per read. A read with the right key resets the count. Before, the
+// payments showed state=open status="" with nothing recorded, and
+// nothing was logged.
+func TestTrackerWrongKeyIsLoud(t *testing.T) {
+	r := newTRig(t)
+	const rotated = "sk_rotated_key_0123456789abcdef"
+	wrong, err := cryptopay.NewClient(r.fake.URL, rotated)
+	require.NoError(t, err)
+	var logs logLines
+	tr := r.start(t, 0, func(c *pgstore.TrackerConfig) {
+		c.Logger = logs.logger()
+		c.OpenEvery = 50 * time.Millisecond
+		pgstore.WithTrackerAPI(c, wrong)
+	})
+	orders := []string{"ord-key-1", "ord-key-2", "ord-key-3"}
+	for _, id := range orders {
+		require.True(t, r.track(t, tr, r.create(t, id, "10")))
+	}
+	stop := runTracker(t, tr)
+	failing := func(min int) func() bool {
+		return func() bool {
+			ps, err := tr.List(context.Background(), pgstore.TrackFilter{})
+			require.NoError(t, err)
+			for _, p := range ps {
+				if p.LastFailure.Count < min {
+					return false
+				}
+			}
+			return len(ps) == len(orders)
+		}
+	}
+	trackWaitFor(t, "three failed reads of each", failing(3))
+	stop()
+	for _, id := range orders {
+		tp, err := tr.Get(context.Background(), id)
+		require.NoError(t, err)
+		assert.Equal(t, pgstore.FailUnauthorized, tp.LastFailure.Class)
+		assert.True(t, tp.LastFailure.Class.Permanent())
+		assert.Contains(t, tp.LastFailure.Text, "401")
+		assert.NotContains(t, tp.LastFailure.Text, rotated)
+		assert.False(t, tp.LastFailure.At.IsZero())
+		assert.Empty(t, tp.Status, "nothing recorded")
+	}
+	h, err := tr.Health(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, 3, h.Failing)
+	assert.Equal(t, 3, h.CommonestCount)
+	assert.Equal(t, pgstore.FailUnauthorized, h.Commonest.Class)
+	assert.Contains(t, h.String(), "3 payments failing: 401 unauthorized: no retry fixes this: check the API key")
+	assert.False(t, h.OK())
+	assert.Equal(t, 1, logs.count("class=unauthorized"), "one line for the class, not one per read:\n%s", logs.buf.String())
+	assert.Equal(t, 1, logs.count("level=ERROR"), "a failure no retry fixes is an error")
+
+	// The key is fixed: the next read resets the count.
+	right := r.start(t, 0, func(c *pgstore.TrackerConfig) { c.Logger = logs.logger(); c.OpenEvery = 50 * time.Millisecond })
+	runTracker(t, right)
+	trackWaitFor(t, "reads with the right key", func() bool {
+		h, err := right.Health(context.Background())
+		require.NoError(t, err)
+		return h.Failing == 0
+	})
+	tp, err := right.Get(context.Background(), orders[0])
+	require.NoError(t, err)
+	assert.Equal(t, 0, tp.LastFailure.Count)
+	assert.Equal(t, pgstore.FailUnauthorized, tp.LastFailure.Class, "what failed last is kept")
+}
+
+// runTracker runs tr until the test ends or stop is called.
+func runTracker(t *testing.T, tr *pgstore.Tracker) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = tr.Run(ctx) })
+	stop = sync.OnceFunc(func() { cancel(); wg.Wait() })
+	t.Cleanup(stop)
+	return stop
+}
+
+// The queue's follow-up reads with a rotated key: the intent shows the
+// failure, the health summary says it, one log line for the class.
+func TestQueueWrongKeyIsLoud(t *testing.T) {
+	r := newQRig(t)
+	const rotated = "sk_rotated_key_0123456789abcdef"
+	q := r.queue(t)
+	p := payoutParams(1)
+	r.enqueue(t, q, p)
+	stop := run(t, q)
+	waitIntent(t, q, p.OrderID, "created", func(in *pgstore.Intent) bool { return in.State == pgstore.StateCreated })
+	stop()
+	var logs logLines
+	wrong, err := cryptopay.NewClient(r.fake.URL, rotated)
+	require.NoError(t, err)
+	q2, err := pgstore.NewQueue(context.Background(), func() pgstore.QueueConfig {
+		c := r.config(wrong)
+		c.Logger = logs.logger()
+		return c
+	}())
+	require.NoError(t, err)
+	stop = run(t, q2)
+	in := waitIntent(t, q2, p.OrderID, "three failed reads", func(in *pgstore.Intent) bool { return in.LastFailure.Count >= 3 })
+	stop()
+	assert.Equal(t, pgstore.StateCreated, in.State)
+	assert.Equal(t, pgstore.FailUnauthorized, in.LastFailure.Class)
+	assert.NotContains(t, in.LastFailure.Text, rotated)
+	h, err := q2.Health(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, 1, h.Failing)
+	assert.Contains(t, h.String(), "1 payout failing: 401 unauthorized: no retry fixes this: check the API key")
+	assert.Equal(t, 1, logs.count("class=unauthorized"), "one line for the class:\n%s", logs.buf.String())
+}
+
+// Health reads as a summary an operator can act on.
+func ExampleHealth_String() {
+	h := pgstore.Health{Noun: "payments", Open: 40, Due: 12, Failing: 12, CommonestCount: 12,
+		Commonest: pgstore.Failure{Class: pgstore.FailUnauthorized, Text: "cryptopay: GET /v1/payment/…: 401 unauthorized", Count: 4}}
+	fmt.Println(h)
+	// Output:
+	// 12 payments failing: 401 unauthorized: no retry fixes this: check the API key (12 of them; latest: "cryptopay: GET /v1/payment/…: 401 unauthorized")
+	// 40 payments open, 12 due, 0 overdue, 12 failing, 0 need action
 }
