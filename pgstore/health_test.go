@@ -117,10 +117,8 @@ func TestTrackerCallbackPanics(t *testing.T) {
 					}
 				}
 			})
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan struct{})
-			go func() { defer close(done); _ = tr.Run(ctx) }()
-			t.Cleanup(func() { cancel(); <-done })
+			ctx := context.Background()
+			run(t, tr)
 			p := r.create(t, "ord-panic", "10")
 			require.True(t, r.track(t, tr, p))
 			require.NoError(t, r.fake.Pay(p.ID, p.PayAmount))
@@ -242,7 +240,7 @@ func TestTrackerWrongKeyIsLoud(t *testing.T) {
 	for _, id := range orders {
 		require.True(t, r.track(t, tr, r.create(t, id, "10")))
 	}
-	stop := runTracker(t, tr)
+	stop := run(t, tr)
 	failing := func(min int) func() bool {
 		return func() bool {
 			ps, err := tr.List(context.Background(), pgstore.TrackFilter{})
@@ -279,7 +277,7 @@ func TestTrackerWrongKeyIsLoud(t *testing.T) {
 
 	// The key is fixed: the next read resets the count.
 	right := r.start(t, 0, func(c *pgstore.TrackerConfig) { c.Logger = logs.logger(); c.OpenEvery = 50 * time.Millisecond })
-	runTracker(t, right)
+	run(t, right)
 	trackWaitFor(t, "reads with the right key", func() bool {
 		h, err := right.Health(context.Background())
 		require.NoError(t, err)
@@ -289,16 +287,6 @@ func TestTrackerWrongKeyIsLoud(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 0, tp.LastFailure.Count)
 	assert.Equal(t, pgstore.FailUnauthorized, tp.LastFailure.Class, "what failed last is kept")
-}
-
-// runTracker runs tr until the test ends or stop is called.
-func runTracker(t *testing.T, tr *pgstore.Tracker) (stop func()) {
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() { _ = tr.Run(ctx) })
-	stop = sync.OnceFunc(func() { cancel(); wg.Wait() })
-	t.Cleanup(stop)
-	return stop
 }
 
 // The queue's follow-up reads with a rotated key: the intent shows the

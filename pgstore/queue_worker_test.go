@@ -312,13 +312,21 @@ func TestQueueWakeDuringFollow(t *testing.T) {
 		assert.NoError(t, r.fake.SetPayoutStatus(id, cryptopay.PayoutPaid))
 		assert.NoError(t, q.PayoutChanged(ctx, &cryptopay.Payout{ID: id, OrderID: "wd-000001", Status: cryptopay.PayoutPaid}))
 	})
-	p := payoutParams(1)
-	id = r.sendOne(t, q, p)
-	require.NoError(t, r.fake.SetPayoutStatus(id, cryptopay.PayoutProcessing))
-	armed.Store(true)
-	require.NoError(t, q.PayoutChanged(ctx, &cryptopay.Payout{ID: id, OrderID: p.OrderID, Status: cryptopay.PayoutProcessing}))
-	waitIntent(t, q, p.OrderID, "paid", func(in *pgstore.Intent) bool { return in.State == pgstore.StatePaid })
+	r.wakeFollowUntilPaid(t, q, &id, &armed)
 	assert.True(t, fired.Load(), "the wake-up came during a follow")
+}
+
+// wakeFollowUntilPaid sends wd-000001's payout (its id in *id), marks it
+// processing, arms the test's hook and wakes the intent, so that a worker
+// follows it through the hook; then waits for the intent to be paid.
+func (r *qrig) wakeFollowUntilPaid(t *testing.T, q *pgstore.Queue, id *string, armed *atomic.Bool) {
+	t.Helper()
+	p := payoutParams(1)
+	*id = r.sendOne(t, q, p)
+	require.NoError(t, r.fake.SetPayoutStatus(*id, cryptopay.PayoutProcessing))
+	armed.Store(true)
+	require.NoError(t, q.PayoutChanged(context.Background(), &cryptopay.Payout{ID: *id, OrderID: p.OrderID, Status: cryptopay.PayoutProcessing}))
+	waitIntent(t, q, p.OrderID, "paid", func(in *pgstore.Intent) bool { return in.State == pgstore.StatePaid })
 }
 
 // A wake-up that commits after the worker's record of a follow has
@@ -375,12 +383,7 @@ func TestQueueWakeBetweenRecordStartAndRow(t *testing.T) {
 			assert.NoError(t, q.PayoutChanged(ctx, &cryptopay.Payout{ID: id, OrderID: "wd-000001", Status: cryptopay.PayoutPaid}))
 		}()
 	})
-	p := payoutParams(1)
-	id = r.sendOne(t, q, p)
-	require.NoError(t, r.fake.SetPayoutStatus(id, cryptopay.PayoutProcessing))
-	armed.Store(true)
-	require.NoError(t, q.PayoutChanged(ctx, &cryptopay.Payout{ID: id, OrderID: p.OrderID, Status: cryptopay.PayoutProcessing}))
-	waitIntent(t, q, p.OrderID, "paid", func(in *pgstore.Intent) bool { return in.State == pgstore.StatePaid })
+	r.wakeFollowUntilPaid(t, q, &id, &armed)
 	<-done
 	assert.True(t, fired.Load(), "the wake-up came between the record's start and its row")
 }

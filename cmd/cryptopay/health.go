@@ -3,9 +3,12 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/cryptopay/cryptopay-go/pgstore"
 )
@@ -80,8 +83,29 @@ func healthHelp(noun, open string) string {
 		"Exit 1 when anything is overdue, failing or needs a person."
 }
 
+// healthFunc is Queue.Health or Tracker.Health.
+type healthFunc func(context.Context) (pgstore.Health, error)
+
+// healthCommand runs a health command: its flags (register adds the
+// store's), then open's Health, printed; exit 1 when it is not OK.
+func (a *app) healthCommand(cmd command, args []string, register func(*flag.FlagSet),
+	open func() (healthFunc, *pgxpool.Pool, error)) error {
+	fs := a.newDBFlagSet(cmd)
+	register(fs.FlagSet)
+	_, asJSON, err := a.parseOutput(fs, args, 0, 0)
+	if err != nil {
+		return err
+	}
+	health, pool, err := open()
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	return a.printHealth(health, asJSON)
+}
+
 // printHealth prints a health summary; exit 1 when it is not OK.
-func (a *app) printHealth(health func(context.Context) (pgstore.Health, error), asJSON bool) error {
+func (a *app) printHealth(health healthFunc, asJSON bool) error {
 	h, err := health(a.ctx)
 	if err != nil {
 		return err

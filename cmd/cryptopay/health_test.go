@@ -3,9 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
@@ -13,16 +11,13 @@ import (
 
 	cryptopay "github.com/cryptopay/cryptopay-go"
 	"github.com/cryptopay/cryptopay-go/pgstore"
-	"github.com/cryptopay/cryptopay-go/pgstore/pgstoretest"
 )
 
 // A table that does not exist is said as such, with both fixes, exit 64,
 // for the tracker's and the queue's commands; never the raw
 // `relation "..." does not exist`, never the password.
 func TestStoreTableMissing(t *testing.T) {
-	srv := pgstoretest.Need(t)
-	f := setup(t)
-	f.env[envDatabaseURL] = fmt.Sprintf("postgres://postgres:%s@127.0.0.1:%d/postgres?sslmode=disable", dbPassword, srv.Port)
+	f, _, _ := setupTracked(t)
 	for _, args := range [][]string{
 		{"payment", "tracked", "--tracker-table", "no_such_tracker"},
 		{"payment", "tracked", "health", "--tracker-table", "no_such_tracker"},
@@ -44,18 +39,10 @@ func TestStoreTableMissing(t *testing.T) {
 // failing payments, 'show' says what failed and what to do, and 'health'
 // sums it up in one line, exit 1.
 func TestTrackedFailureAndHealth(t *testing.T) {
-	srv := pgstoretest.Need(t)
-	f := setup(t)
-	f.env[envDatabaseURL] = fmt.Sprintf("postgres://postgres:%s@127.0.0.1:%d/postgres?sslmode=disable", dbPassword, srv.Port)
-	pool := srv.Pool(t, 8)
-	table := pgstoretest.Name("tracked")
+	f, pool, table := setupTracked(t)
 	wrong, err := cryptopay.NewClient(f.srv.URL, "sk_rotated_key_0123456789abcdef")
 	require.NoError(t, err)
-	tr, err := pgstore.NewTracker(context.Background(), pgstore.TrackerConfig{
-		Pool: pool, Client: wrong, Table: table, CreateTable: true,
-		OpenEvery: 50 * time.Millisecond, PollInterval: 10 * time.Millisecond,
-	})
-	require.NoError(t, err)
+	tr := trackerOn(t, pool, table, wrong)
 	cli := func(args ...string) result {
 		r := f.run(append(args, "--tracker-table", table)...)
 		assertClean(t, r)
@@ -70,21 +57,7 @@ func TestTrackedFailureAndHealth(t *testing.T) {
 		_, err := tr.Track(context.Background(), tx, p)
 		return err
 	}))
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { _ = tr.Run(ctx); close(done) }()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		tp, err := tr.Get(context.Background(), "o-tr-key")
-		require.NoError(t, err)
-		if tp.LastFailure.Count >= 2 {
-			break
-		}
-		require.True(t, time.Now().Before(deadline), "no failed reads within 30 s")
-		time.Sleep(10 * time.Millisecond)
-	}
-	cancel()
-	<-done
+	runTrackerUntil(t, tr, "o-tr-key", "two failed reads", func(tp *pgstore.TrackedPayment) bool { return tp.LastFailure.Count >= 2 })
 
 	r = cli("payment", "tracked", "--output", "json")
 	require.Equal(t, 0, r.code, r.stderr)

@@ -374,19 +374,15 @@ func (a *app) queueOperate(cmd command, noteFlag string, noteRequired bool, args
 
 // queueHealth prints the queue's health summary (Queue.Health).
 func (a *app) queueHealth(args []string) error {
-	fs := a.newDBFlagSet(command{"payout queue health", "", healthHelp("payouts", "intents not final")})
 	var qf queueFlags
-	qf.register(fs.FlagSet)
-	_, asJSON, err := a.parseOutput(fs, args, 0, 0)
-	if err != nil {
-		return err
-	}
-	q, pool, err := a.openQueue(qf, pgstore.Guardrails{})
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
-	return a.printHealth(q.Health, asJSON)
+	return a.healthCommand(command{"payout queue health", "", healthHelp("payouts", "intents not final")}, args, qf.register,
+		func() (healthFunc, *pgxpool.Pool, error) {
+			q, pool, err := a.openQueue(qf, pgstore.Guardrails{})
+			if err != nil {
+				return nil, nil, err
+			}
+			return q.Health, pool, nil
+		})
 }
 
 func stateNames() []string {

@@ -269,19 +269,15 @@ func (a *app) trackedClear(args []string) error {
 
 // trackedHealth prints the tracker's health summary (Tracker.Health).
 func (a *app) trackedHealth(args []string) error {
-	fs := a.newDBFlagSet(command{"payment tracked health", "", healthHelp("payments", "tracked payments not closed")})
 	var tf trackerFlags
-	tf.register(fs.FlagSet)
-	_, asJSON, err := a.parseOutput(fs, args, 0, 0)
-	if err != nil {
-		return err
-	}
-	tr, pool, err := a.openTracker(tf)
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
-	return a.printHealth(tr.Health, asJSON)
+	return a.healthCommand(command{"payment tracked health", "", healthHelp("payments", "tracked payments not closed")}, args, tf.register,
+		func() (healthFunc, *pgxpool.Pool, error) {
+			tr, pool, err := a.openTracker(tf)
+			if err != nil {
+				return nil, nil, err
+			}
+			return tr.Health, pool, nil
+		})
 }
 
 func isTrackState(s pgstore.TrackState) bool {
