@@ -91,28 +91,31 @@ func TestTrackerCallbackPanics(t *testing.T) {
 		t.Run(where, func(t *testing.T) {
 			r := newTRig(t)
 			var logs logLines
-			var calls int
-			var mu sync.Mutex
+			var calls counter
 			var tr *pgstore.Tracker
 			const panics = 2
 			tr = r.start(t, 0, func(c *pgstore.TrackerConfig) {
 				c.Logger = logs.logger()
 				onChange := c.OnChange
 				c.OnChange = func(ctx context.Context, tx pgx.Tx, ch *pgstore.PaymentChange) error {
-					if where == "OnChange" && r.panicNow(t, &mu, &calls, panics, func() {
+					if k := 0; where == "OnChange" {
+						if k = calls.next(); k > panics {
+							return onChange(ctx, tx, ch)
+						}
 						tp, err := tr.Get(ctx, ch.OrderID)
 						require.NoError(t, err)
 						assert.Empty(t, tp.Status, "rolled back: not advanced")
-						assert.Equal(t, pgstore.FailPanic, tp.LastFailure.Class)
-						assert.Equal(t, 1, tp.LastFailure.Count)
-						assert.Contains(t, tp.LastFailure.Text, "OnChange panicked: ledger bug")
-					}) {
+						if k == 2 {
+							assert.Equal(t, pgstore.FailPanic, tp.LastFailure.Class)
+							assert.Equal(t, 1, tp.LastFailure.Count)
+							assert.Contains(t, tp.LastFailure.Text, "OnChange panicked: ledger bug")
+						}
 						panic("ledger bug")
 					}
 					return onChange(ctx, tx, ch)
 				}
 				c.Observer = func(pgstore.PaymentChange) {
-					if where == "Observer" && r.panicNow(t, &mu, &calls, 1, nil) {
+					if where == "Observer" && calls.next() <= 1 {
 						panic("metrics bug")
 					}
 				}
@@ -132,26 +135,25 @@ func TestTrackerCallbackPanics(t *testing.T) {
 			require.NoError(t, err)
 			want := map[string]int64{"OnChange": panics, "Observer": 1}[where]
 			assert.Equal(t, want, h.CallbackPanics)
-			mu.Lock()
-			assert.Equal(t, int(want)+map[string]int{"OnChange": 1, "Observer": 0}[where], calls, "retried until it stopped panicking")
-			mu.Unlock()
+			assert.Equal(t, int(want)+map[string]int{"OnChange": 1, "Observer": 0}[where], calls.next()-1, "retried until it stopped panicking")
 			assert.Equal(t, 1, logs.count(where+" panicked"), "one line for the class")
 			assert.Equal(t, 1, logs.count("orderId=ord-panic"))
 		})
 	}
 }
 
-// panicNow counts a call and reports whether it must panic (the first n
-// calls); before the second panic it runs check.
-func (r *trig) panicNow(t *testing.T, mu *sync.Mutex, calls *int, n int, check func()) bool {
-	mu.Lock()
-	*calls++
-	k := *calls
-	mu.Unlock()
-	if k == 2 && check != nil {
-		check()
-	}
-	return k <= n
+// counter counts a callback's calls, from any goroutine.
+type counter struct {
+	mu sync.Mutex
+	n  int
+}
+
+// next counts a call and returns its number (1 first).
+func (c *counter) next() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.n++
+	return c.n
 }
 
 // A panicking OnFinal or queue Observer does not take the process down.
@@ -166,21 +168,14 @@ func TestQueueCallbackPanics(t *testing.T) {
 		t.Run(where, func(t *testing.T) {
 			r := newQRig(t)
 			var logs logLines
-			var calls int
-			var mu sync.Mutex
+			var calls counter
 			var q *pgstore.Queue
 			const panics = 2
-			count := func() int {
-				mu.Lock()
-				defer mu.Unlock()
-				calls++
-				return calls
-			}
 			q = r.queue(t, func(c *pgstore.QueueConfig) {
 				c.Logger = logs.logger()
 				c.OnFinal = func(ctx context.Context, tx pgx.Tx, in *pgstore.Intent) error {
 					if k := 0; where == "OnFinal" {
-						if k = count(); k > panics {
+						if k = calls.next(); k > panics {
 							return r.onFinal(ctx, tx, in)
 						}
 						got, err := q.Get(ctx, in.Params.OrderID)
@@ -195,7 +190,7 @@ func TestQueueCallbackPanics(t *testing.T) {
 					return r.onFinal(ctx, tx, in)
 				}
 				c.Observer = func(tr pgstore.Transition) {
-					if where == "Observer" && tr.To == pgstore.StatePaid && count() <= 1 {
+					if where == "Observer" && tr.To == pgstore.StatePaid && calls.next() <= 1 {
 						panic("metrics bug")
 					}
 				}
@@ -211,9 +206,7 @@ func TestQueueCallbackPanics(t *testing.T) {
 			require.NoError(t, err)
 			want := map[string]int64{"OnFinal": panics, "Observer": 1}[where]
 			assert.Equal(t, want, h.CallbackPanics)
-			mu.Lock()
-			assert.Equal(t, int(want)+map[string]int{"OnFinal": 1, "Observer": 0}[where], calls, "retried until it stopped panicking")
-			mu.Unlock()
+			assert.Equal(t, int(want)+map[string]int{"OnFinal": 1, "Observer": 0}[where], calls.next()-1, "retried until it stopped panicking")
 			assert.Equal(t, 1, logs.count(where+" panicked"), "one line for the class")
 		})
 	}
