@@ -185,6 +185,7 @@ type watch struct {
 	log    *slog.Logger
 	panics atomic.Int64
 	gate   logGate
+	key    keyGate
 }
 
 // defaultLogger is the logger of a Queue or Tracker built without one:
@@ -289,6 +290,9 @@ func (g *logGate) allow(key string) (held int, ok bool) {
 // its stack, counted), and returns it sorted for the row.
 func (w *watch) report(ctx context.Context, what, orderID string, err error) Failure {
 	f := failureOf(err)
+	if f.Class.Permanent() {
+		w.key.refused()
+	}
 	if f.Class == FailPanic {
 		w.recovered(ctx, what, orderID, err)
 	} else {
@@ -439,4 +443,58 @@ func doubling(base, ceiling time.Duration, n int) time.Duration {
 		}
 	}
 	return d
+}
+
+// keyMaxWait bounds the wait between two probes of a refused API key.
+const keyMaxWait = 5 * time.Minute
+
+// keyGate holds a Run's claims back while the API refuses its key (401,
+// 403): no retry fixes that, so instead of every due item failing in
+// turn, one item at a time probes the key, once per window (PollInterval
+// doubling to keyMaxWait), until the API answers anything else.
+type keyGate struct {
+	mu    sync.Mutex
+	until time.Time     // no claim before this
+	every time.Duration // the current window (0: the key is not refused)
+	base  time.Duration // the first window (the engine's PollInterval)
+}
+
+// claims returns how many of n items a claim may take now: n while the
+// key is not refused, else 1 once per window (the probe) and 0 meanwhile.
+func (g *keyGate) claims(n int) int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	now := time.Now()
+	switch {
+	case g.every == 0:
+		return n
+	case now.Before(g.until):
+		return 0
+	}
+	g.every = min(2*g.every, keyMaxWait)
+	g.until = now.Add(g.every)
+	return 1
+}
+
+// refused records a 401 or 403.
+func (g *keyGate) refused() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.every == 0 {
+		g.every = max(g.base, time.Millisecond)
+	}
+	if until := time.Now().Add(g.every); until.After(g.until) {
+		g.until = until
+	}
+}
+
+// answered records an API call's outcome: anything but a 401 or 403 (an
+// answer, or an error that is not the key's) lets the claims go on.
+func (w *watch) answered(err error) {
+	if err != nil && classify(err).Permanent() {
+		return
+	}
+	w.key.mu.Lock()
+	defer w.key.mu.Unlock()
+	w.key.every, w.key.until = 0, time.Time{}
 }

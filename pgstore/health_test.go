@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -323,4 +324,57 @@ func ExampleHealth_String() {
 	// Output:
 	// 12 payments failing: 401 unauthorized: no retry fixes this: check the API key (12 of them; latest: "cryptopay: GET /v1/payment/…: 401 unauthorized")
 	// 40 payments open, 12 due, 0 overdue, 12 failing, 0 need action
+}
+
+// inflight is a tracker API that counts its reads and the most it had in
+// flight at once.
+type inflight struct {
+	api              pgstore.TrackerAPI
+	reads, now, most atomic.Int64
+}
+
+func (a *inflight) GetPayment(ctx context.Context, id string, opts ...cryptopay.Option) (*cryptopay.Payment, error) {
+	a.reads.Add(1)
+	n := a.now.Add(1)
+	defer a.now.Add(-1)
+	for m := a.most.Load(); n > m && !a.most.CompareAndSwap(m, n); m = a.most.Load() {
+	}
+	return a.api.GetPayment(ctx, id, opts...)
+}
+
+// While the API refuses the key, the workers do not spend a read on every
+// due payment: one payment at a time probes the key, once per window, and
+// the others wait. Nine payments fall due at once after the first 401:
+// they are read one by one, never two at once. Before, every due payment
+// was read (and refused) on every claim, Concurrency at a time.
+func TestTrackerRefusedKeyProbesOneAtATime(t *testing.T) {
+	r := newTRig(t)
+	wrong, err := cryptopay.NewClient(r.fake.URL, "sk_rotated_key_0123456789abcdef")
+	require.NoError(t, err)
+	api := &inflight{api: wrong}
+	var logs logLines
+	tr := r.start(t, 0, func(c *pgstore.TrackerConfig) {
+		c.Logger = logs.logger()
+		c.OpenEvery = time.Hour // read when the test makes it due
+		pgstore.WithTrackerAPI(c, api)
+	})
+	due := func() {
+		_, err := r.pool.Exec(context.Background(), "UPDATE "+r.table+" SET next_at = now() WHERE changes = 0 AND fail_count = 0")
+		require.NoError(t, err)
+	}
+	require.True(t, r.track(t, tr, r.create(t, "ord-probe-0", "10")))
+	due()
+	run(t, tr)
+	trackWaitFor(t, "the first 401", func() bool { return api.reads.Load() == 1 })
+	trackWaitFor(t, "the failure on record", func() bool {
+		tp, err := tr.Get(context.Background(), "ord-probe-0")
+		return err == nil && tp.LastFailure.Count == 1
+	})
+	for i := 1; i <= 9; i++ {
+		require.True(t, r.track(t, tr, r.create(t, fmt.Sprintf("ord-probe-%d", i), "10")))
+	}
+	due()
+	trackWaitFor(t, "three probes", func() bool { return api.reads.Load() >= 4 })
+	assert.Equal(t, int64(1), api.most.Load(), "one read at a time while the key is refused")
+	assert.Equal(t, 1, logs.count("class=unauthorized"))
 }

@@ -388,7 +388,7 @@ func NewQueue(ctx context.Context, cfg QueueConfig) (*Queue, error) {
 	if q.log == nil {
 		q.log = defaultLogger()
 	}
-	q.watch.log = q.log
+	q.watch.log, q.watch.key.base = q.log, cfg.PollInterval
 	q.schema = schema{pool: cfg.Pool, config: "QueueConfig", ddl: q.DDL}
 	q.hist = append(pgx.Identifier{}, table...)
 	q.hist[len(q.hist)-1] += "_history"

@@ -57,8 +57,12 @@ func (q *Queue) Run(ctx context.Context) error {
 
 // claimForRun claims up to n due intents and commits the attempts of
 // those about to be sent, in one round trip each (see commitBatch). A
-// failed claim is logged and hands out nothing.
+// failed claim is logged and hands out nothing. While the API refuses the
+// key, one intent is claimed per window (see keyGate).
 func (q *Queue) claimForRun(ctx context.Context, n int) []claimed {
+	if n = q.watch.key.claims(n); n == 0 {
+		return nil // the API refuses the key: wait for the next probe
+	}
 	batch, err := q.claim(ctx, n)
 	if err != nil && ctx.Err() == nil {
 		q.watch.warn(ctx, "pgstore: claiming payout intents", slog.String("error", err.Error()))
@@ -413,6 +417,7 @@ func (q *Queue) post(ctx context.Context, c claimed) error {
 	sctx, cancel := context.WithTimeout(ctx, q.cfg.SendTimeout)
 	pay, reqID, err := q.api.create(sctx, c.Params)
 	cancel()
+	q.watch.answered(err)
 	q.at("answer-read")
 	var ou *cryptopay.OutcomeUnknownError
 	switch {
@@ -580,6 +585,7 @@ func finalState(st cryptopay.PayoutStatus) (IntentState, bool) {
 // it, and look again after a backoff).
 func (q *Queue) reconcile(ctx context.Context, c claimed) error {
 	res, err := q.api.lookup(ctx, c.Params.OrderID, c.AttemptedAt)
+	q.watch.answered(err)
 	switch {
 	case err == nil && res.Verdict == cryptopay.PayoutExists:
 		return q.created(ctx, c, res.Payout.ID, res.Payout.Status, res.Verdict.String())
@@ -612,6 +618,7 @@ func (q *Queue) follow(ctx context.Context, c claimed) error {
 	var st cryptopay.PayoutStatus
 	if c.PayoutID != "" {
 		p, err := q.api.get(ctx, c.PayoutID)
+		q.watch.answered(err)
 		if err != nil {
 			return q.record(ctx, c, change{to: StateCreated, errText: errText(err), tries: c.tries + 1, after: q.backoff(c.tries),
 				fail: q.watch.report(ctx, "following a payout", c.Params.OrderID, err)})
@@ -619,6 +626,7 @@ func (q *Queue) follow(ctx context.Context, c claimed) error {
 		st = p.Status
 	} else {
 		res, err := q.api.lookup(ctx, c.Params.OrderID, c.AttemptedAt)
+		q.watch.answered(err)
 		if err == nil && res.Verdict != cryptopay.PayoutExists {
 			err = fmt.Errorf("the payout list no longer shows it: %s", res.Reason)
 		}

@@ -273,7 +273,7 @@ func NewTracker(ctx context.Context, cfg TrackerConfig) (*Tracker, error) {
 	if t.log == nil {
 		t.log = defaultLogger()
 	}
-	t.watch.log = t.log
+	t.watch.log, t.watch.key.base = t.log, cfg.PollInterval
 	t.schema = schema{pool: cfg.Pool, config: "TrackerConfig", ddl: t.DDL}
 	t.sql = buildTrackerSQL(table.Sanitize(), history.Sanitize())
 	if cfg.CreateTable {

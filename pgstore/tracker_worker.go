@@ -39,9 +39,13 @@ func (t *Tracker) Run(ctx context.Context) error {
 	return claimLoop(ctx, t.cfg.Concurrency, t.cfg.PollInterval, t.wake, takeFree, t.claimForRun, t.step)
 }
 
-// claimForRun claims up to n due payments; a failed claim is logged and
-// hands out nothing.
+// claimForRun claims up to n due payments (one per window while the API
+// refuses the key: see keyGate); a failed claim is logged and hands out
+// nothing.
 func (t *Tracker) claimForRun(ctx context.Context, n int) []held {
+	if n = t.watch.key.claims(n); n == 0 {
+		return nil // the API refuses the key: wait for the next probe
+	}
 	batch, err := t.claim(ctx, n)
 	if err != nil && ctx.Err() == nil {
 		t.watch.warn(ctx, "pgstore: claiming tracked payments", slog.String("error", err.Error()))
@@ -140,6 +144,7 @@ func (t *Tracker) step(ctx context.Context, h held) {
 		return
 	}
 	p, err := t.api.GetPayment(ctx, h.PaymentID)
+	t.watch.answered(err)
 	if err != nil {
 		if ctx.Err() != nil {
 			return // the lease runs out; another read follows
