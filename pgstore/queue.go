@@ -335,6 +335,7 @@ type Queue struct {
 	log    *slog.Logger
 	sql    queueSQL
 	watch  watch
+	rec    recorder // batches the workers' records
 	schema schema
 
 	// hook is called at named points of the worker; tests use it to kill
@@ -381,7 +382,7 @@ func NewQueue(ctx context.Context, cfg QueueConfig) (*Queue, error) {
 	if err := cfg.Guardrails.check(); err != nil {
 		return nil, err
 	}
-	q := &Queue{cfg: cfg, api: cfg.api, table: table, wake: make(chan struct{}, 1), log: cfg.Logger}
+	q := &Queue{cfg: cfg, api: cfg.api, table: table, wake: make(chan struct{}, 1), log: cfg.Logger, rec: newRecorder()}
 	if q.api == nil && cfg.Client != nil {
 		q.api = sdkAPI{c: cfg.Client, settle: cfg.ReconcileSettleTime, skew: cfg.ReconcileClockSkew}
 	}

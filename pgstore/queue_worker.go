@@ -187,21 +187,22 @@ func (q *Queue) record(ctx context.Context, c claimed, ch change) error {
 	return nil
 }
 
-// set writes ch for a held intent in one statement; due leaves the final
+// set writes ch for a held intent, in the next batch of records (see
+// recorder: one statement for the changes that waited); due leaves the final
 // callback due (a final state recorded without OnFinal). An intent held
 // for approval, or final, leaves the workers' hands (the claim skips its
 // state) until an operator moves it or its callback runs.
 func (q *Queue) set(ctx context.Context, c claimed, ch change, due bool) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
-	release := ch.to == StateNeedsApproval || ch.to.IsFinal()
-	logged := ch.to != c.State || ch.verdict != "" || ch.errText != ""
-	var attempts int
-	err := q.cfg.Pool.QueryRow(ctx, q.sql.set, c.Params.OrderID, c.token, string(ch.to), ch.verdict, ch.errText, ch.tries,
-		ch.after.Microseconds(), noNUL(ch.payoutID), noNUL(string(ch.payoutStatus)), release, ch.hold, due,
-		string(c.State), logged, noNUL(ch.requestID), string(ch.fail.Class), ch.fail.Text).Scan(&attempts)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return errLostLease
+	r := &setRow{orderID: c.Params.OrderID, token: c.token, to: string(ch.to), verdict: ch.verdict, errText: ch.errText,
+		tries: ch.tries, afterMicros: ch.after.Microseconds(), payoutID: noNUL(ch.payoutID), payoutStatus: noNUL(string(ch.payoutStatus)),
+		release: ch.to == StateNeedsApproval || ch.to.IsFinal(), hold: ch.hold, due: due, from: string(c.State),
+		logged: ch.to != c.State || ch.verdict != "" || ch.errText != "", requestID: noNUL(ch.requestID),
+		failClass: string(ch.fail.Class), failText: ch.fail.Text, done: make(chan error, 1)}
+	err := q.rec.record(ctx, r, q.sendSets)
+	if errors.Is(err, errLostLease) {
+		return err
 	}
 	if err != nil {
 		return fmt.Errorf("recording %s: %w", ch.to, err)
