@@ -424,6 +424,13 @@ func (q *Queue) post(ctx context.Context, c claimed) error {
 	switch {
 	case err == nil:
 		return q.createdBy(ctx, c, pay.ID, pay.Status, "", reqID)
+	case keyRefused(err):
+		// Authentication failed before the API processed anything: nothing
+		// was created, and no answer about the payout was given. Queued
+		// again with the failure on record, backing off while the key gate
+		// probes the key; sent once the key works.
+		return q.record(ctx, c, change{to: StateQueued, errText: errText(err), tries: c.tries + 1, after: q.backoff(c.tries),
+			requestID: reqID, fail: q.watch.report(ctx, "sending a payout", c.Params.OrderID, err)})
 	case definiteRefusal(err):
 		return q.record(ctx, c, change{to: StateRefused, errText: errText(err), requestID: reqID,
 			fail: q.watch.report(ctx, "sending a payout", c.Params.OrderID, err)})
@@ -538,7 +545,8 @@ func (q *Queue) settle() time.Duration {
 // payout was not created and never will be from this attempt: the SDK
 // refused the params before sending, or the API answered a 4xx other than
 // 408 (the request may have been processed) and 429 (a rate limit, not a
-// refusal of the payout; it is reconciled and sent again). Everything else
+// refusal of the payout; it is reconciled and sent again); a 401 or 403
+// (keyRefused) is checked first. Everything else
 // (an unknown outcome, a context that ended, a transport error) is
 // reconciled before anything is sent again.
 func definiteRefusal(err error) bool {
@@ -554,6 +562,14 @@ func definiteRefusal(err error) bool {
 	}
 	s := apiErr.StatusCode
 	return s >= 400 && s < 500 && s != http.StatusRequestTimeout && s != http.StatusTooManyRequests
+}
+
+// keyRefused reports whether a create request was answered 401 or 403:
+// the API refused the key (wrong, rotated, revoked, or without the right),
+// which it checks before it processes the request, so nothing was created.
+func keyRefused(err error) bool {
+	var apiErr *cryptopay.APIError
+	return !errors.Is(err, cryptopay.ErrOutcomeUnknown) && errors.As(err, &apiErr) && classOfStatus(apiErr.StatusCode).Permanent()
 }
 
 // created records a payout that exists, finishing at once if its status is
