@@ -24,7 +24,7 @@ import (
 type setCounter struct{ sets atomic.Int64 }
 
 func (c *setCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
-	if strings.Contains(d.SQL, "v_order_id") {
+	if strings.Contains(d.SQL, "v_token") {
 		c.sets.Add(1)
 	}
 	return ctx

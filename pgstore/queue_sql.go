@@ -42,12 +42,20 @@ const histCols = `(order_id, actor, from_state, to_state, attempts, verdict, err
 
 func buildQueueSQL(t, h string, idleTimeoutMillis int64) queueSQL {
 	return queueSQL{
-		insert: fmt.Sprintf(`WITH i AS (INSERT INTO %s (order_id, wallet_address, network_fee_by_user, amount, currency, network,
+		// The enqueue of a batch, in one statement: a row per intent (in
+		// the batch's order; a repeated orderId, or one queued already, is
+		// left alone) and its history row.
+		insert: fmt.Sprintf(`WITH v AS (SELECT * FROM unnest(@order_id::text[], @wallet_address::text[], @fee_by_user::bool[],
+    @amount::text[], @currency::text[], @network::text[], @customer_id::text[], @customer_ip::text[], @additional_data::text[],
+    @webhook_url::text[], @state::text[], @why::text[], @due::bool[]) WITH ORDINALITY AS v(v_order_id, v_wallet_address,
+    v_fee_by_user, v_amount, v_currency, v_network, v_customer_id, v_customer_ip, v_additional_data, v_webhook_url, v_state, v_why, v_due, n)),
+i AS (INSERT INTO %s (order_id, wallet_address, network_fee_by_user, amount, currency, network,
 customer_id, customer_ip, additional_data, webhook_url, state, last_error, callback_due)
-VALUES ($1, $2, $3, $4::numeric, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+SELECT v_order_id, v_wallet_address, v_fee_by_user, v_amount::numeric, v_currency, v_network, v_customer_id, v_customer_ip,
+    v_additional_data, v_webhook_url, v_state, v_why, v_due FROM v ORDER BY n
 ON CONFLICT (order_id) DO NOTHING RETURNING order_id, state, last_error),
 h AS (INSERT INTO %s %s SELECT order_id, 'enqueue', '', state, 0, '', last_error, '', '', '' FROM i)
-SELECT true FROM i`, t, h, histCols),
+SELECT order_id FROM i`, t, h, histCols),
 		history: fmt.Sprintf(`SELECT at, actor, from_state, to_state, attempts, verdict, error, note, payout_id, request_id
 FROM %s WHERE order_id = $1 ORDER BY id`, h),
 		get:     fmt.Sprintf(`SELECT %s FROM %s WHERE order_id = $1`, intentCols, t),
