@@ -31,11 +31,6 @@ const syncCommit = `set_config('synchronous_commit', CASE current_setting('synch
 // never pulled up or skipped).
 const durable = `(SELECT ` + syncCommit + `) AS durable`
 
-// durableIf is durable when the boolean SQL expression cond holds.
-func durableIf(cond string) string {
-	return `(SELECT CASE WHEN ` + cond + ` THEN ` + syncCommit + ` END) AS durable`
-}
-
 // Every change appends a row to the history table (h) in the statement
 // that makes it: the same transaction, no extra round trip.
 const histCols = `(order_id, actor, from_state, to_state, attempts, verdict, error, note, payout_id, request_id)`

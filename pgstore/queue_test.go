@@ -196,6 +196,17 @@ func TestQueueHappyPath(t *testing.T) {
 // Enqueue is keyed by orderId: identical again is a no-op, different is a
 // typed error that changes nothing, and a rolled-back transaction queues
 // nothing.
+// inTx runs f in a transaction on pool, committed if f succeeds.
+func inTx[T any](pool *pgxpool.Pool, f func(tx pgx.Tx) (T, error)) (T, error) {
+	var out T
+	err := pgx.BeginFunc(context.Background(), pool, func(tx pgx.Tx) error {
+		var err error
+		out, err = f(tx)
+		return err
+	})
+	return out, err
+}
+
 // EnqueueMany inserts a batch in one statement: each intent once with its
 // history row, an orderId repeated in the batch counts as a second
 // Enqueue (a no-op when equal, a conflict naming its index when not), and
@@ -205,13 +216,7 @@ func TestQueueEnqueueManyRepeats(t *testing.T) {
 	q := r.queue(t)
 	ctx := context.Background()
 	enqMany := func(ps ...cryptopay.CreatePayoutParams) (int, error) {
-		var n int
-		err := pgx.BeginFunc(ctx, r.pool, func(tx pgx.Tx) error {
-			var err error
-			n, err = q.EnqueueMany(ctx, tx, ps)
-			return err
-		})
-		return n, err
+		return inTx(r.pool, func(tx pgx.Tx) (int, error) { return q.EnqueueMany(ctx, tx, ps) })
 	}
 	p1, p2 := payoutParams(1), payoutParams(2)
 	p2.Amount = decimal.RequireFromString("0.000001")
@@ -248,13 +253,7 @@ func TestQueueEnqueue(t *testing.T) {
 	q := r.queue(t)
 	ctx := context.Background()
 	enq := func(p cryptopay.CreatePayoutParams) (bool, error) {
-		var created bool
-		err := pgx.BeginFunc(ctx, r.pool, func(tx pgx.Tx) error {
-			var err error
-			created, err = q.Enqueue(ctx, tx, p)
-			return err
-		})
-		return created, err
+		return inTx(r.pool, func(tx pgx.Tx) (bool, error) { return q.Enqueue(ctx, tx, p) })
 	}
 	p := payoutParams(1)
 	created, err := enq(p)

@@ -395,11 +395,8 @@ func TestQueueWakeBetweenRecordStartAndRow(t *testing.T) {
 // exactly once. Before, each probe refused one payout for good.
 func TestQueueRefusedKeyKeepsPayoutsQueued(t *testing.T) {
 	r := newQRig(t)
-	const rotated = "sk_rotated_key_0123456789abcdef"
-	wrong, err := cryptopay.NewClient(r.fake.URL, rotated)
-	require.NoError(t, err)
 	var seen transitions
-	q := r.queue(t, func(c *pgstore.QueueConfig) { c.Client, c.Observer = wrong, seen.observe })
+	q := r.queue(t, func(c *pgstore.QueueConfig) { c.Client, c.Observer = rotatedClient(t, r.fake), seen.observe })
 	ps := []cryptopay.CreatePayoutParams{payoutParams(1), payoutParams(2), payoutParams(3)}
 	r.enqueue(t, q, ps...)
 	stop := run(t, q)
@@ -415,7 +412,7 @@ func TestQueueRefusedKeyKeepsPayoutsQueued(t *testing.T) {
 		assert.Equal(t, pgstore.StateQueued, in.State, p.OrderID)
 		assert.Equal(t, pgstore.FailUnauthorized, in.LastFailure.Class, p.OrderID)
 		assert.Contains(t, in.LastError, "401")
-		assert.NotContains(t, in.LastError+in.LastFailure.Text, rotated)
+		assert.NotContains(t, in.LastError+in.LastFailure.Text, rotatedKey)
 	}
 	for _, st := range []pgstore.IntentState{pgstore.StatePaid, pgstore.StateFailed, pgstore.StateRefused} {
 		assert.Zero(t, seen.count(st), "no final transition: %s", st)
