@@ -97,6 +97,10 @@ type TrackedPayment struct {
 	Status cryptopay.PaymentStatus
 	// PaidAmount is the latest paid amount recorded (invalid: none).
 	PaidAmount decimal.NullDecimal
+	// MerchantAmount is the provider's merchantAmount (what the payment
+	// brought to the balance) at the latest recorded change (invalid:
+	// none, or recorded before the tracker kept it).
+	MerchantAmount decimal.NullDecimal
 	// PayAmount, Currency and Network are the payment's, as tracked.
 	PayAmount         decimal.NullDecimal
 	Currency, Network string
@@ -138,6 +142,10 @@ type PaymentChange struct {
 	// FromPaid and ToPaid are the paid amounts before and after (invalid:
 	// none). The merchant's ledger moves by ToPaid - FromPaid.
 	FromPaid, ToPaid decimal.NullDecimal
+	// MerchantAmount is the provider's merchantAmount after the change
+	// (invalid: the answer had none). The books check's balance rolls
+	// forward by its moves.
+	MerchantAmount decimal.NullDecimal
 	// Late is true when the change came after the payment's expiredAt (a
 	// late transfer: expired -> paid, or a payment reached after expiry).
 	Late bool
@@ -311,7 +319,9 @@ CREATE TABLE IF NOT EXISTS %[2]s (
     late        boolean     NOT NULL,
     at          timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (order_id, seq)
-);`, t.Table(), t.history.Sanitize(), due, state)
+);
+ALTER TABLE %[1]s ADD COLUMN IF NOT EXISTS merchant_amount numeric;
+ALTER TABLE %[2]s ADD COLUMN IF NOT EXISTS merchant_amount numeric;`, t.Table(), t.history.Sanitize(), due, state)
 }
 
 // CreateTable creates the tracker's tables and indexes if they do not
@@ -548,13 +558,16 @@ func (t *Tracker) History(ctx context.Context, orderID string) ([]PaymentChange,
 	for rows.Next() {
 		var c PaymentChange
 		var from, to string
-		var fromPaid, toPaid *string
-		if err := rows.Scan(&c.OrderID, &c.Seq, &c.PaymentID, &from, &to, &fromPaid, &toPaid, &c.Late, &c.At); err != nil {
+		var fromPaid, toPaid, merchant *string
+		if err := rows.Scan(&c.OrderID, &c.Seq, &c.PaymentID, &from, &to, &fromPaid, &toPaid, &c.Late, &c.At, &merchant); err != nil {
 			return nil, fmt.Errorf("pgstore: reading the history of %q: %w", orderID, err)
 		}
 		c.From, c.To = cryptopay.PaymentStatus(from), cryptopay.PaymentStatus(to)
 		if c.FromPaid, err = nullDecimal(fromPaid); err == nil {
 			c.ToPaid, err = nullDecimal(toPaid)
+		}
+		if err == nil {
+			c.MerchantAmount, err = nullDecimal(merchant)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("pgstore: reading the history of %q: %w", orderID, err)
@@ -598,15 +611,15 @@ func (t *Tracker) poke() {
 
 // trackedCols are the columns every read returns, in scanTracked's order.
 const trackedCols = `order_id, payment_id, state, status, paid_amount::text, pay_amount::text, currency, network,
-expired_at, needs_action, anomaly, note, changes, next_at, tracked_at, updated_at`
+expired_at, needs_action, anomaly, note, changes, next_at, tracked_at, updated_at, merchant_amount::text`
 
 func scanTracked(row pgx.Row, extra ...any) (*TrackedPayment, error) {
 	var tp TrackedPayment
 	var state, status string
-	var paid, pay *string
+	var paid, pay, merchant *string
 	var expired, next *time.Time
 	dest := append([]any{&tp.OrderID, &tp.PaymentID, &state, &status, &paid, &pay, &tp.Currency, &tp.Network,
-		&expired, &tp.NeedsAction, &tp.Anomaly, &tp.Note, &tp.Changes, &next, &tp.TrackedAt, &tp.UpdatedAt}, extra...)
+		&expired, &tp.NeedsAction, &tp.Anomaly, &tp.Note, &tp.Changes, &next, &tp.TrackedAt, &tp.UpdatedAt, &merchant}, extra...)
 	if err := row.Scan(dest...); err != nil {
 		return nil, err
 	}
@@ -616,6 +629,9 @@ func scanTracked(row pgx.Row, extra ...any) (*TrackedPayment, error) {
 		return nil, err
 	}
 	if tp.PayAmount, err = nullDecimal(pay); err != nil {
+		return nil, err
+	}
+	if tp.MerchantAmount, err = nullDecimal(merchant); err != nil {
 		return nil, err
 	}
 	if expired != nil {
