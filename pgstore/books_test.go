@@ -1,0 +1,197 @@
+package pgstore_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/shopspring/decimal"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cryptopay/cryptopay-go"
+	"github.com/cryptopay/cryptopay-go/cryptopaytest"
+	"github.com/cryptopay/cryptopay-go/pgstore"
+)
+
+// booksRun is one books check's output: the items in report order, by
+// orderId, and the summary.
+type booksRun struct {
+	items []pgstore.BooksItem
+	by    map[string]pgstore.BooksItem
+	sum   *pgstore.BooksSummary
+}
+
+func runBooks(t testing.TB, cfg pgstore.BooksConfig) booksRun {
+	t.Helper()
+	b, err := pgstore.NewBooks(cfg)
+	require.NoError(t, err)
+	out := booksRun{by: make(map[string]pgstore.BooksItem)}
+	out.sum, err = b.Check(context.Background(), func(it pgstore.BooksItem) error {
+		out.items = append(out.items, it)
+		out.by[it.Section+":"+it.OrderID] = it
+		return nil
+	})
+	require.NoError(t, err)
+	return out
+}
+
+// drifts returns the drift items.
+func (r booksRun) drifts() []pgstore.BooksItem {
+	var out []pgstore.BooksItem
+	for _, it := range r.items {
+		if it.Class.IsDrift() {
+			out = append(out, it)
+		}
+	}
+	return out
+}
+
+// settled waits until every intent's next look is in the past (the
+// workers are stopped): past it, a status the queue has not recorded is
+// drift.
+func (r *qrig) settled(t *testing.T) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var due bool
+		require.NoError(t, r.pool.QueryRow(context.Background(),
+			"SELECT bool_and(next_at < now() - interval '10 milliseconds' AND updated_at < now() - interval '10 milliseconds') FROM "+r.table).Scan(&due))
+		if due {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("intents not settled within 30 s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestBooksPayoutDrifts: each payout drift the fake can make is found,
+// in its class, with its exact delta; the double payment is the first
+// line; what is matched or not sent yet is listed too.
+func TestBooksPayoutDrifts(t *testing.T) {
+	r := newQRig(t)
+	q := r.queue(t)
+	var ps []cryptopay.CreatePayoutParams
+	for i := range 6 {
+		ps = append(ps, payoutParams(i))
+	}
+	r.enqueue(t, q, ps[:5]...)
+	stop := run(t, q)
+	waitFor(t, q, "5 created", func(c map[pgstore.IntentState]int) bool { return c[pgstore.StateCreated] == 5 })
+	stop()
+	for _, id := range []int{0, 1, 2, 4} { // paid at the provider; 3 stays created
+		pid := r.fake.PayoutIDsWithOrderID(ps[id].OrderID)[0]
+		require.NoError(t, r.fake.SetPayoutStatus(pid, cryptopay.PayoutProcessing))
+		require.NoError(t, r.fake.SetPayoutStatus(pid, cryptopay.PayoutPaid))
+	}
+	stop = run(t, q)
+	waitFor(t, q, "4 paid", func(c map[pgstore.IntentState]int) bool { return c[pgstore.StatePaid] == 4 })
+	stop()
+	r.enqueue(t, q, ps[5]) // queued, never sent
+
+	_, err := r.fake.DuplicatePayout(r.fake.PayoutIDsWithOrderID("wd-000000")[0])
+	require.NoError(t, err)
+	require.NoError(t, r.fake.SetPayoutAmount(r.fake.PayoutIDsWithOrderID("wd-000001")[0], decimal.RequireFromString("10.2501")))
+	require.NoError(t, r.fake.LosePayout(r.fake.PayoutIDsWithOrderID("wd-000002")[0]))
+	pid3 := r.fake.PayoutIDsWithOrderID("wd-000003")[0]
+	require.NoError(t, r.fake.SetPayoutStatus(pid3, cryptopay.PayoutProcessing))
+	require.NoError(t, r.fake.SetPayoutStatus(pid3, cryptopay.PayoutPaid))
+	outside := payoutParams(99)
+	outside.OrderID, outside.Amount = "outside-1", decimal.RequireFromString("3.3")
+	_, err = r.fake.Client().CreatePayout(context.Background(), outside)
+	require.NoError(t, err)
+	r.settled(t)
+
+	res := runBooks(t, pgstore.BooksConfig{Client: r.fake.Client(), Queue: q, SettleTime: time.Millisecond})
+	tests := []struct {
+		order string
+		class pgstore.BooksClass
+		delta string
+	}{
+		{"wd-000000", pgstore.BooksDoublePayment, "10.25"},
+		{"wd-000001", pgstore.BooksPayoutDiffers, "0.0001"},
+		{"wd-000002", pgstore.BooksMissing, "-10.25"},
+		{"wd-000003", pgstore.BooksStatusDiffers, "0"},
+		{"wd-000004", pgstore.BooksMatched, "0"},
+		{"wd-000005", pgstore.BooksInFlight, "-10.25"},
+		{"outside-1", pgstore.BooksProviderOnly, "3.3"},
+	}
+	for _, tt := range tests {
+		it, ok := res.by["payouts:"+tt.order]
+		require.True(t, ok, "%s not in the report", tt.order)
+		assert.Equal(t, tt.class, it.Class, "%s: %s", tt.order, it.Detail)
+		assert.Equal(t, tt.delta, it.Delta.String(), tt.order)
+	}
+	require.Len(t, res.items, len(tests), "every orderId once")
+	assert.Equal(t, pgstore.BooksDoublePayment, res.items[0].Class, "the double payment is the first line")
+	assert.Equal(t, 2, res.items[0].Payouts)
+	assert.Equal(t, "20.5", res.items[0].Theirs.Decimal.String())
+	assert.Equal(t, 5, res.sum.Drift)
+	assert.Equal(t, "3.3001", res.sum.DriftAmount["usdt/tron"].String(), "10.25 + 0.0001 - 10.25 + 0 + 3.3")
+	assert.Empty(t, res.sum.Unfinished)
+	assert.False(t, res.sum.Clean())
+}
+
+// TestBooksPayoutsCleanAndCounted: a queue whose payouts all went
+// through ties exactly, at the cost of the list's pages alone.
+func TestBooksPayoutsCleanAndCounted(t *testing.T) {
+	r := newQRig(t)
+	q := r.queue(t)
+	var ps []cryptopay.CreatePayoutParams
+	for i := range 250 {
+		ps = append(ps, payoutParams(i))
+	}
+	r.enqueue(t, q, ps...)
+	r.payAll(t)
+	stop := run(t, q)
+	waitFor(t, q, "250 paid", func(c map[pgstore.IntentState]int) bool { return c[pgstore.StatePaid] == 250 })
+	stop()
+	lists, reads := r.fake.Requests(cryptopaytest.RouteListPayouts), r.fake.Requests(cryptopaytest.RouteGetPayment)
+	var progress int
+	res := runBooks(t, pgstore.BooksConfig{Client: r.fake.Client(), Queue: q,
+		Progress: func(_ string, done, _ int) { progress = done }})
+	assert.Equal(t, 3, r.fake.Requests(cryptopaytest.RouteListPayouts)-lists, "the first page, the far end, the middle")
+	assert.Equal(t, reads, r.fake.Requests(cryptopaytest.RouteGetPayment), "no payment read")
+	assert.Equal(t, 250, progress)
+	assert.Len(t, res.items, 250)
+	assert.Equal(t, map[pgstore.BooksClass]int{pgstore.BooksMatched: 250}, res.sum.Counts["payouts"])
+	assert.True(t, res.sum.Clean())
+}
+
+// TestBooksListChangedUnderUs: a list that cannot be evidence leaves the
+// payouts unfinished, with no item (a part proves nothing), and the
+// payments are still checked.
+func TestBooksListChangedUnderUs(t *testing.T) {
+	r := newQRig(t)
+	q := r.queue(t)
+	r.enqueue(t, q, payoutParams(1))
+	stop := run(t, q)
+	waitFor(t, q, "created", func(c map[pgstore.IntentState]int) bool { return c[pgstore.StateCreated] == 1 })
+	stop()
+	r.fake.InjectFault(cryptopaytest.RouteListPayouts, cryptopaytest.Fault{Status: 200, Body: `{"payout":[],"count":7}`, Times: 10})
+	res := runBooks(t, pgstore.BooksConfig{Client: r.fake.Client(), Queue: q})
+	assert.Empty(t, res.items)
+	assert.Contains(t, res.sum.Unfinished["payouts"], "the payout list")
+	assert.False(t, res.sum.Clean())
+	assert.Zero(t, res.sum.Drift)
+}
+
+// TestNewBooksRefuses: a configuration that cannot work is refused.
+func TestNewBooksRefuses(t *testing.T) {
+	c := cryptopaytest.NewServer()
+	t.Cleanup(c.Close)
+	ledger := func(context.Context, pgx.Tx, string) (decimal.Decimal, bool, error) { return decimal.Zero, false, nil }
+	for name, cfg := range map[string]pgstore.BooksConfig{
+		"no client":           {},
+		"no section":          {Client: c.Client()},
+		"two ledgers":         {Client: c.Client(), Tracker: &pgstore.Tracker{}, LedgerSQL: "SELECT 1", LedgerFunc: ledger},
+		"ledger, no payments": {Client: c.Client(), Queue: &pgstore.Queue{}, LedgerSQL: "SELECT 1"},
+		"negative settle":     {Client: c.Client(), Queue: &pgstore.Queue{}, SettleTime: -1},
+	} {
+		_, err := pgstore.NewBooks(cfg)
+		assert.ErrorIs(t, err, pgstore.ErrInvalidOption, name)
+	}
+}
