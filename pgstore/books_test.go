@@ -2,6 +2,7 @@ package pgstore_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/cryptopay/cryptopay-go"
 	"github.com/cryptopay/cryptopay-go/cryptopaytest"
 	"github.com/cryptopay/cryptopay-go/pgstore"
+	"github.com/cryptopay/cryptopay-go/pgstore/internal/pgtest"
 )
 
 // booksRun is one books check's output: the items in report order, by
@@ -193,5 +195,103 @@ func TestNewBooksRefuses(t *testing.T) {
 	} {
 		_, err := pgstore.NewBooks(cfg)
 		assert.ErrorIs(t, err, pgstore.ErrInvalidOption, name)
+	}
+}
+
+// tracker runs a tracker on the rig's database and fake, reading by polls
+// alone (no webhooks), until stop.
+func (r *qrig) tracker(t *testing.T) (*pgstore.Tracker, func()) {
+	t.Helper()
+	tr, err := pgstore.NewTracker(context.Background(), pgstore.TrackerConfig{Pool: r.pool, Client: r.fake.Client(),
+		Table: pgtest.Name("tracked"), CreateTable: true, OpenEvery: 40 * time.Millisecond, LateMin: 40 * time.Millisecond,
+		LateMax: 100 * time.Millisecond, Lease: 5 * time.Second, PollInterval: 10 * time.Millisecond})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = tr.Run(ctx) }()
+	stop := sync.OnceFunc(func() { cancel(); <-done })
+	t.Cleanup(stop)
+	return tr, stop
+}
+
+// pay creates a payment of amount for orderID, tracks it and pays paid
+// of it at the fake (nothing when paid is "").
+func (r *qrig) pay(t *testing.T, tr *pgstore.Tracker, orderID, amount, paid string) *cryptopay.Payment {
+	t.Helper()
+	ctx := context.Background()
+	p, err := r.fake.Client().CreatePayment(ctx, cryptopay.CreatePaymentParams{Amount: decimal.RequireFromString(amount),
+		Currency: "usdt", Network: "tron", CustomerID: "cust-1", CustomerIP: "203.0.113.7", OrderID: orderID})
+	require.NoError(t, err)
+	require.NoError(t, pgx.BeginFunc(ctx, r.pool, func(tx pgx.Tx) error { _, err := tr.Track(ctx, tx, p); return err }))
+	if paid != "" {
+		require.NoError(t, r.fake.Pay(p.ID, decimal.RequireFromString(paid)))
+	}
+	return p
+}
+
+// recorded waits until the tracker has recorded status st for orderID.
+func recorded(t *testing.T, tr *pgstore.Tracker, orderID string, st cryptopay.PaymentStatus) {
+	t.Helper()
+	trackWaitFor(t, orderID+" "+string(st), func() bool {
+		tp, err := tr.Get(context.Background(), orderID)
+		return err == nil && tp.Status == st
+	})
+}
+
+// TestBooksPaymentDrifts: a paid amount that differs from the credit and
+// a payment credited twice by the merchant's ledger (as SQL and as Go)
+// are found with their exact deltas; one read per tracked payment.
+func TestBooksPaymentDrifts(t *testing.T) {
+	r := newQRig(t)
+	tr, stop := r.tracker(t)
+	r.pay(t, tr, "pay-ok", "10", "10")
+	lower := r.pay(t, tr, "pay-lower", "10", "10")
+	r.pay(t, tr, "pay-twice", "5", "5")
+	r.pay(t, tr, "pay-open", "7", "")
+	for _, o := range []string{"pay-ok", "pay-lower", "pay-twice"} {
+		recorded(t, tr, o, cryptopay.PaymentPaid)
+	}
+	recorded(t, tr, "pay-open", cryptopay.PaymentWaiting)
+	stop()
+	require.NoError(t, r.fake.SetPaidAmount(lower.ID, decimal.RequireFromString("7.5")))
+	ledger := pgtest.Name("ledger")
+	_, err := r.pool.Exec(context.Background(), "CREATE TABLE "+ledger+" (order_id text, amount numeric);"+
+		"INSERT INTO "+ledger+" VALUES ('pay-ok', 10), ('pay-lower', 10), ('pay-twice', 5), ('pay-twice', 5)")
+	require.NoError(t, err)
+	time.Sleep(2 * time.Millisecond) // the settle time (1 ms) passes after the last change at the fake
+
+	sql := "SELECT order_id, sum(amount) FROM " + ledger + " GROUP BY order_id"
+	fn := func(ctx context.Context, tx pgx.Tx, orderID string) (decimal.Decimal, bool, error) {
+		var s *string
+		if err := tx.QueryRow(ctx, "SELECT sum(amount)::text FROM "+ledger+" WHERE order_id = $1", orderID).Scan(&s); err != nil || s == nil {
+			return decimal.Zero, false, err
+		}
+		return decimal.RequireFromString(*s), true, nil
+	}
+	for name, cfg := range map[string]pgstore.BooksConfig{"sql": {LedgerSQL: sql}, "func": {LedgerFunc: fn}} {
+		t.Run(name, func(t *testing.T) {
+			reads := r.fake.Requests(cryptopaytest.RouteGetPayment)
+			cfg.Client, cfg.Tracker, cfg.SettleTime = r.fake.Client(), tr, time.Millisecond
+			res := runBooks(t, cfg)
+			assert.Equal(t, 4, r.fake.Requests(cryptopaytest.RouteGetPayment)-reads, "one read per tracked payment")
+			tests := []struct {
+				order string
+				class pgstore.BooksClass
+				delta string
+			}{
+				{"pay-ok", pgstore.BooksMatched, "0"},
+				{"pay-lower", pgstore.BooksCreditDiffers, "-2.5"},
+				{"pay-twice", pgstore.BooksLedgerDiffers, "5"},
+				{"pay-open", pgstore.BooksMatched, "0"},
+			}
+			for _, tt := range tests {
+				it, ok := res.by["payments:"+tt.order]
+				require.True(t, ok, "%s not in the report", tt.order)
+				assert.Equal(t, tt.class, it.Class, "%s: %s", tt.order, it.Detail)
+				assert.Equal(t, tt.delta, it.Delta.String(), tt.order)
+			}
+			assert.Len(t, res.items, 4)
+			assert.Equal(t, 2, res.sum.Drift)
+		})
 	}
 }
