@@ -2,7 +2,11 @@ package pgstore_test
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -294,4 +298,107 @@ func TestBooksPaymentDrifts(t *testing.T) {
 			assert.Equal(t, 2, res.sum.Drift)
 		})
 	}
+}
+
+// booksOps is how many operations TestBooksNoFalsePositives makes while
+// the check runs: BOOKS_OPS (the figure in BENCHMARKS.md is 10,000), else
+// 400.
+func booksOps(t *testing.T) int {
+	if s := os.Getenv("BOOKS_OPS"); s != "" {
+		n, err := strconv.Atoi(s)
+		require.NoError(t, err)
+		return n
+	}
+	return 400
+}
+
+// killingWorkers runs the queue's workers, stopping them abruptly (their
+// context canceled mid-work) and starting new ones every 50 operations,
+// until stop; it returns how many times they were killed.
+func killingWorkers(q *pgstore.Queue, ops *atomic.Int64) (stop func() int) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var kills int
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			wctx, wcancel := context.WithCancel(ctx)
+			exited := make(chan struct{})
+			go func() { defer close(exited); _ = q.Run(wctx) }()
+			from := ops.Load()
+			for ctx.Err() == nil && ops.Load() < from+50 {
+				time.Sleep(5 * time.Millisecond)
+			}
+			wcancel()
+			<-exited
+			kills++
+		}
+	}()
+	return func() int { cancel(); <-done; return kills }
+}
+
+// TestBooksNoFalsePositives: the check runs again and again while payouts
+// are sent and paid, payments are paid and the queue's workers are
+// killed, and never reports drift or an undecided item: what is merely in
+// flight is in flight. Once everything has settled, every item is matched.
+func TestBooksNoFalsePositives(t *testing.T) {
+	n := booksOps(t)
+	r := newQRig(t)
+	q := r.queue(t)
+	tr, _ := r.tracker(t)
+	r.payAll(t)
+	var ops atomic.Int64
+	stopWorkers := killingWorkers(q, &ops)
+	cfg := pgstore.BooksConfig{Client: r.fake.Client(), Queue: q, Tracker: tr, SettleTime: 2 * time.Second}
+	b, err := pgstore.NewBooks(cfg)
+	require.NoError(t, err)
+	var checks []*pgstore.BooksSummary
+	var drifts []pgstore.BooksItem
+	producing := make(chan struct{})
+	checked := make(chan error, 1)
+	go func() {
+		for {
+			sum, err := b.Check(context.Background(), func(it pgstore.BooksItem) error {
+				if it.Class.IsDrift() || it.Class == pgstore.BooksUndecided {
+					drifts = append(drifts, it)
+				}
+				return nil
+			})
+			checks = append(checks, sum)
+			select {
+			case <-producing:
+				checked <- err
+				return
+			default:
+			}
+		}
+	}()
+	for i := range n {
+		if i%2 == 0 {
+			r.enqueue(t, q, payoutParams(i))
+		} else {
+			r.pay(t, tr, fmt.Sprintf("pay-%06d", i), "10", "10")
+		}
+		ops.Add(1)
+	}
+	close(producing)
+	require.NoError(t, <-checked)
+	kills := stopWorkers()
+	assert.Empty(t, drifts, "reported while in flight")
+	for _, s := range checks {
+		assert.Empty(t, s.Unfinished)
+	}
+	t.Logf("%d operations, %d checks during them, queue workers killed %d times", n, len(checks), kills)
+	assert.GreaterOrEqual(t, kills, n/50-1)
+
+	run(t, q)
+	waitFor(t, q, "all paid", func(c map[pgstore.IntentState]int) bool { return c[pgstore.StatePaid] == (n+1)/2 })
+	for i := 1; i < n; i += 2 {
+		recorded(t, tr, fmt.Sprintf("pay-%06d", i), cryptopay.PaymentPaid)
+	}
+	cfg.SettleTime = time.Millisecond
+	res := runBooks(t, cfg)
+	assert.Equal(t, map[pgstore.BooksClass]int{pgstore.BooksMatched: (n + 1) / 2}, res.sum.Counts["payouts"])
+	assert.Equal(t, map[pgstore.BooksClass]int{pgstore.BooksMatched: n / 2}, res.sum.Counts["payments"])
+	assert.True(t, res.sum.Clean())
 }
