@@ -60,6 +60,13 @@ const (
 	// or LedgerFunc) holds another sum than the tracker credited: an
 	// OnChange that booked twice, or missed a change.
 	BooksLedgerDiffers BooksClass = "ledger_differs"
+	// BooksBalanceDrift: the provider's balance of a currency and network
+	// is not the last check's snapshot + what payments brought in (their
+	// merchantAmount) - what payouts took out, beyond what is in flight.
+	BooksBalanceDrift BooksClass = "balance_drift"
+	// BooksOpening: the first check of a currency and network: the
+	// provider's balance is recorded as the opening balance. Not drift.
+	BooksOpening BooksClass = "opening_balance"
 	// BooksUndecided: the check could not decide (the payment could not be
 	// read, its id is not known yet, a status the SDK does not know).
 	BooksUndecided BooksClass = "undecided"
@@ -74,7 +81,7 @@ const (
 // matched, in flight or undecided).
 func (c BooksClass) IsDrift() bool {
 	switch c {
-	case BooksMatched, BooksInFlight, BooksUndecided:
+	case BooksMatched, BooksInFlight, BooksUndecided, BooksOpening:
 		return false
 	}
 	return true
@@ -84,17 +91,17 @@ func (c BooksClass) IsDrift() bool {
 // both sides' values and the class. Amounts are exact. Status, wallet and
 // Detail text come partly from the provider: show it escaped.
 type BooksItem struct {
-	// Section is "payouts" or "payments".
+	// Section is "payouts", "payments" or "balances".
 	Section string
 	// OrderID is the merchant's orderId ("" for a provider payout
-	// without one).
+	// without one, and for a balance: see Currency and Network).
 	OrderID string
 	// Class is what the check concluded.
 	Class BooksClass
 	// Ours and Theirs are the amounts on each side (invalid: that side
 	// has none): the intent's amount and the provider's payout amount (the
 	// sum, for a double payment); the credited sum and the provider's
-	// paid amount.
+	// paid amount; the expected balance and the provider's.
 	Ours, Theirs decimal.NullDecimal
 	// Delta is Theirs - Ours (a missing side counts 0); for
 	// BooksLedgerDiffers, the ledger's sum - the credited sum.
@@ -148,6 +155,20 @@ type BooksConfig struct {
 	// Concurrency is how many payments are read at once (0:
 	// DefaultBooksConcurrency).
 	Concurrency int
+	// Balances adds the balance section: each currency and network rolled
+	// forward from the last check's snapshot, stored in BalanceTable.
+	// Needs Queue and Tracker, and PayoutDebit and PayoutFees set (else
+	// each pair is undecided, never guessed).
+	Balances bool
+	// BalanceTable is the check's own table of snapshots ("name" or
+	// "schema.name"; default DefaultBooksBalanceTable); CreateTable
+	// creates it if missing (see BooksBalanceDDL).
+	BalanceTable string
+	CreateTable  bool
+	// PayoutDebit and PayoutFees say when a payout takes from the balance
+	// and whether a fee comes on top (the API does not say).
+	PayoutDebit PayoutDebit
+	PayoutFees  PayoutFees
 	// Progress, if set, is told how far each section is: done of total
 	// (total 0: not known yet).
 	Progress func(section string, done, total int)
@@ -170,8 +191,13 @@ func NewBooks(cfg BooksConfig) (*Books, error) {
 		return nil, fmt.Errorf("%w: BooksConfig takes LedgerSQL or LedgerFunc, not both", ErrInvalidOption)
 	case (cfg.LedgerSQL != "" || cfg.LedgerFunc != nil) && cfg.Tracker == nil:
 		return nil, fmt.Errorf("%w: a ledger is compared with the tracker's payments: set BooksConfig.Tracker", ErrInvalidOption)
+	case cfg.Balances && (cfg.Queue == nil || cfg.Tracker == nil):
+		return nil, fmt.Errorf("%w: the balance section needs both BooksConfig.Queue and Tracker", ErrInvalidOption)
 	case cfg.SettleTime < 0 || cfg.PageSize < 0 || cfg.Concurrency < 0:
 		return nil, fmt.Errorf("%w: BooksConfig.SettleTime, PageSize and Concurrency must not be negative", ErrInvalidOption)
+	}
+	if _, err := parseTable(cmpOr(cfg.BalanceTable, DefaultBooksBalanceTable)); err != nil {
+		return nil, err
 	}
 	setDefault(&cfg.SettleTime, DefaultBooksSettleTime)
 	if cfg.Concurrency == 0 {
@@ -223,7 +249,8 @@ func (s *BooksSummary) add(it *BooksItem) {
 
 // Check compares the books and hands every item to emit as it is found,
 // the payouts first (the double payments first among them), then the
-// payments; an error from emit stops the check and is returned. A section
+// payments, then the balances (with BooksConfig.Balances; their snapshot
+// is stored at the end); an error from emit stops the check and is returned. A section
 // that cannot be finished is named in the summary's Unfinished, and the
 // check goes on with the next. It returns ctx's error if ctx ends.
 //
@@ -239,10 +266,29 @@ func (b *Books) Check(ctx context.Context, emit func(BooksItem) error) (*BooksSu
 		sum.add(&it)
 		return emit(it)
 	}
+	var bal *balanceRun
+	if b.cfg.Balances {
+		var err error
+		if bal, err = b.balanceStart(ctx); err != nil {
+			sum.Unfinished["balances"] = scrubText(err.Error())
+			bal = nil
+		}
+	}
 	sections := []struct {
 		name string
 		run  func(context.Context, func(BooksItem) error) (string, error)
-	}{{"payouts", b.checkPayouts}, {"payments", b.checkPayments}}
+	}{
+		{"payouts", b.checkPayouts},
+		{"payments", func(ctx context.Context, out func(BooksItem) error) (string, error) {
+			return b.checkPayments(ctx, out, bal)
+		}},
+		{"balances", func(ctx context.Context, out func(BooksItem) error) (string, error) {
+			if bal == nil {
+				return "", nil
+			}
+			return b.balanceFinish(ctx, bal, out)
+		}},
+	}
 	for _, s := range sections {
 		why, err := s.run(ctx, out)
 		if err != nil {

@@ -23,6 +23,8 @@ const booksWindow = `($1::timestamptz IS NULL OR t.tracked_at >= $1 OR t.updated
 // booksPaymentsSQL reads a page of tracked payments in the window after
 // orderId $2, $3 at most, each with the sum its history credited and, with
 // a ledger query, the merchant's sum for it.
+// The last column is the merchantAmount recorded as of $4 (the balance
+// section's start less booksClockMargin; NULL: none).
 func booksPaymentsSQL(tracked, history, ledger string) string {
 	join, col := "", "NULL::text"
 	if ledger != "" {
@@ -31,7 +33,8 @@ func booksPaymentsSQL(tracked, history, ledger string) string {
 	}
 	return fmt.Sprintf(`SELECT t.order_id, t.payment_id, t.status, t.paid_amount::text, t.currency, t.network, t.tracked_at,
     (SELECT sum(COALESCE(h.to_paid, 0) - COALESCE(h.from_paid, 0))::text FROM %[2]s h WHERE h.order_id = t.order_id),
-    %[4]s
+    %[4]s,
+    (SELECT h.merchant_amount::text FROM %[2]s h WHERE h.order_id = t.order_id AND h.at <= $4 ORDER BY h.seq DESC LIMIT 1)
 FROM %[1]s t %[3]s
 WHERE t.order_id > $2 AND %[5]s
 ORDER BY t.order_id LIMIT $3`, tracked, history, join, col, booksWindow)
@@ -46,6 +49,7 @@ type paymentRow struct {
 	currency, network          string
 	trackedAt                  time.Time
 	credited, ledger           *string
+	merchantAtStart            *string
 	p                          *cryptopay.Payment
 	err                        error
 	readAt                     time.Time
@@ -54,7 +58,7 @@ type paymentRow struct {
 // checkPayments reads the tracked payments of the window a page at a
 // time, in one read-only snapshot per page, reads each again at the API
 // and emits one item per payment.
-func (b *Books) checkPayments(ctx context.Context, out func(BooksItem) error) (why string, err error) {
+func (b *Books) checkPayments(ctx context.Context, out func(BooksItem) error, bal *balanceRun) (why string, err error) {
 	t := b.cfg.Tracker
 	if t == nil {
 		return "", nil
@@ -66,7 +70,7 @@ func (b *Books) checkPayments(ctx context.Context, out func(BooksItem) error) (w
 	}
 	after, done := "", 0
 	for {
-		page, err := b.paymentPage(ctx, since, after)
+		page, err := b.paymentPage(ctx, since, after, bal)
 		if err != nil {
 			return "the database: " + err.Error(), ctx.Err()
 		}
@@ -75,6 +79,7 @@ func (b *Books) checkPayments(ctx context.Context, out func(BooksItem) error) (w
 		}
 		b.readPayments(ctx, page)
 		for i := range page {
+			bal.paymentMoved(&page[i])
 			if err := out(page[i].item(b.cfg.SettleTime, b.hasLedger())); err != nil {
 				return "", err
 			}
@@ -97,17 +102,22 @@ func (b *Books) hasLedger() bool { return b.cfg.LedgerSQL != "" || b.cfg.LedgerF
 // paymentPage reads the next page in a read-only snapshot: the tracker's
 // rows, their history's credits and the merchant's ledger agree with one
 // another as of one moment.
-func (b *Books) paymentPage(ctx context.Context, since *time.Time, after string) ([]paymentRow, error) {
+func (b *Books) paymentPage(ctx context.Context, since *time.Time, after string, bal *balanceRun) ([]paymentRow, error) {
 	t := b.cfg.Tracker
+	var start *time.Time
+	if bal != nil {
+		s := bal.start.Add(-booksClockMargin)
+		start = &s
+	}
 	var page []paymentRow
 	err := pgx.BeginTxFunc(ctx, t.cfg.Pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, booksPaymentsSQL(t.Table(), t.history.Sanitize(), b.cfg.LedgerSQL), since, after, booksPageSize)
+		rows, err := tx.Query(ctx, booksPaymentsSQL(t.Table(), t.history.Sanitize(), b.cfg.LedgerSQL), since, after, booksPageSize, start)
 		if err != nil {
 			return err
 		}
 		page, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (paymentRow, error) {
 			var r paymentRow
-			err := row.Scan(&r.orderID, &r.paymentID, &r.status, &r.paid, &r.currency, &r.network, &r.trackedAt, &r.credited, &r.ledger)
+			err := row.Scan(&r.orderID, &r.paymentID, &r.status, &r.paid, &r.currency, &r.network, &r.trackedAt, &r.credited, &r.ledger, &r.merchantAtStart)
 			return r, err
 		})
 		if err != nil || b.cfg.LedgerFunc == nil {

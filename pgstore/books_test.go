@@ -36,7 +36,11 @@ func runBooks(t testing.TB, cfg pgstore.BooksConfig) booksRun {
 	out := booksRun{by: make(map[string]pgstore.BooksItem)}
 	out.sum, err = b.Check(context.Background(), func(it pgstore.BooksItem) error {
 		out.items = append(out.items, it)
-		out.by[it.Section+":"+it.OrderID] = it
+		key := it.OrderID
+		if it.Section == "balances" {
+			key = it.Currency + "/" + it.Network
+		}
+		out.by[it.Section+":"+key] = it
 		return nil
 	})
 	require.NoError(t, err)
@@ -350,7 +354,10 @@ func TestBooksNoFalsePositives(t *testing.T) {
 	r.payAll(t)
 	var ops atomic.Int64
 	stopWorkers := killingWorkers(q, &ops)
-	cfg := pgstore.BooksConfig{Client: r.fake.Client(), Queue: q, Tracker: tr, SettleTime: 2 * time.Second}
+	cfg := pgstore.BooksConfig{Client: r.fake.Client(), Queue: q, Tracker: tr, SettleTime: 2 * time.Second,
+		Balances: true, CreateTable: true, BalanceTable: pgtest.Name("books"), PayoutDebit: pgstore.DebitAtCreate,
+		PayoutFees: pgstore.FeesExcluded}
+	require.True(t, runBooks(t, cfg).sum.Clean(), "the opening balances")
 	b, err := pgstore.NewBooks(cfg)
 	require.NoError(t, err)
 	var checks []*pgstore.BooksSummary
@@ -376,7 +383,9 @@ func TestBooksNoFalsePositives(t *testing.T) {
 	}()
 	for i := range n {
 		if i%2 == 0 {
-			r.enqueue(t, q, payoutParams(i))
+			p := payoutParams(i)
+			p.NetworkFeeByUser = true // the fake takes the amount alone: FeesExcluded
+			r.enqueue(t, q, p)
 		} else {
 			r.pay(t, tr, fmt.Sprintf("pay-%06d", i), "10", "10")
 		}
@@ -401,5 +410,60 @@ func TestBooksNoFalsePositives(t *testing.T) {
 	res := runBooks(t, cfg)
 	assert.Equal(t, map[pgstore.BooksClass]int{pgstore.BooksMatched: (n + 1) / 2}, res.sum.Counts["payouts"])
 	assert.Equal(t, map[pgstore.BooksClass]int{pgstore.BooksMatched: n / 2}, res.sum.Counts["payments"])
+	assert.Equal(t, pgstore.BooksMatched, res.by["balances:usdt/tron"].Class, res.by["balances:usdt/tron"].Detail)
+	assert.True(t, res.sum.Clean(), "%+v", res.sum)
+}
+
+// TestBooksBalances: the first check records the opening balance; a
+// payout and a payment later, the balance ties exactly (the payment's
+// merchantAmount in, the payout's amount out); a balance debited by hand
+// is drift of exactly that much; with the debit rule unset, the balance is
+// undecided and no snapshot is stored.
+func TestBooksBalances(t *testing.T) {
+	r := newQRig(t)
+	q := r.queue(t)
+	tr, stop := r.tracker(t)
+	cfg := pgstore.BooksConfig{Client: r.fake.Client(), Queue: q, Tracker: tr, Balances: true, CreateTable: true,
+		BalanceTable: pgtest.Name("books"), PayoutDebit: pgstore.DebitAtCreate, PayoutFees: pgstore.FeesExcluded,
+		SettleTime: time.Millisecond}
+	res := runBooks(t, cfg)
+	it := res.by["balances:usdt/tron"]
+	assert.Equal(t, pgstore.BooksOpening, it.Class)
+	assert.Equal(t, "1000000000", it.Theirs.Decimal.String())
 	assert.True(t, res.sum.Clean())
+
+	p := payoutParams(1)
+	p.NetworkFeeByUser = true // the fake then takes the amount alone: FeesExcluded
+	r.enqueue(t, q, p)
+	r.payAll(t)
+	stopWorkers := run(t, q)
+	r.pay(t, tr, "pay-bal", "10", "10") // merchantAmount 9.9
+	waitFor(t, q, "paid", func(c map[pgstore.IntentState]int) bool { return c[pgstore.StatePaid] == 1 })
+	recorded(t, tr, "pay-bal", cryptopay.PaymentPaid)
+	stopWorkers()
+	stop()
+	res = runBooks(t, cfg)
+	it = res.by["balances:usdt/tron"]
+	assert.Equal(t, pgstore.BooksMatched, it.Class, it.Detail)
+	assert.Equal(t, "999999999.65", it.Ours.Decimal.String(), "opening + 9.9 - 10.25")
+	assert.True(t, res.sum.Clean(), "%+v", res.sum)
+
+	// A minute on, the payout no longer counts as moving (an intent changed
+	// within booksClockMargin of a check bounds what is in flight).
+	_, err := r.pool.Exec(context.Background(), "UPDATE "+q.Table()+" SET updated_at = updated_at - interval '2 minutes'")
+	require.NoError(t, err)
+	r.fake.DebitBalance("usdt", "tron", decimal.RequireFromString("0.0007"))
+	res = runBooks(t, cfg)
+	it = res.by["balances:usdt/tron"]
+	assert.Equal(t, pgstore.BooksBalanceDrift, it.Class)
+	assert.Equal(t, "-0.0007", it.Delta.String())
+	assert.Equal(t, "999999999.65", it.Ours.Decimal.String())
+
+	undecided := cfg
+	undecided.PayoutDebit = pgstore.DebitUndecided
+	res = runBooks(t, undecided)
+	assert.Equal(t, pgstore.BooksUndecided, res.by["balances:usdt/tron"].Class)
+	assert.False(t, res.sum.Clean())
+	res = runBooks(t, cfg)
+	assert.Equal(t, "-0.0007", res.by["balances:usdt/tron"].Delta.String(), "the drift stays until it is booked")
 }
