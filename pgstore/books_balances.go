@@ -1,8 +1,11 @@
 package pgstore
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -247,8 +250,11 @@ func (b *Books) balanceFinish(ctx context.Context, run *balanceRun, out func(Boo
 			func(a *balanceAcc, v []decimal.Decimal) { a.move = a.move.Add(v[0]) }); err != nil {
 			return err
 		}
-		for p, a := range run.pairs {
-			it, snap := b.balanceItem(p, a)
+		keys := slices.SortedFunc(maps.Keys(run.pairs), func(x, y balancePair) int {
+			return cmp.Or(cmp.Compare(x.currency, y.currency), cmp.Compare(x.network, y.network))
+		})
+		for _, p := range keys {
+			it, snap := b.balanceItem(p, run.pairs[p])
 			if snap != nil {
 				if _, err := tx.Exec(ctx, `INSERT INTO `+b.balanceTable()+` (run_at, currency, network, balance, credited, debited)
 VALUES ($1, $2, $3, $4::numeric, $5::numeric, $6::numeric)`, run.start, p.currency, p.network,

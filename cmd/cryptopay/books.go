@@ -87,6 +87,7 @@ type booksWriter interface {
 // booksFlags are the books command's own flags.
 type booksFlags struct {
 	db, queueTable, trackerTable, sections, since, ledgerSQL string
+	balanceTable, debit, fees                                string
 	settle                                                   time.Duration
 	pageSize                                                 int
 	asJSON, asCSV, safe                                      bool
@@ -97,7 +98,14 @@ func (f *booksFlags) register(fs *cmdFlags) {
 		"(default $"+envDatabaseURL+"); without a password (ps shows flags)")
 	fs.StringVar(&f.queueTable, "queue-table", pgstore.DefaultQueueTable, "the payout queue's `table`")
 	fs.StringVar(&f.trackerTable, "tracker-table", pgstore.DefaultTrackerTable, "the payment tracker's `table`")
-	fs.StringVar(&f.sections, "sections", "payouts,payments", "the `sections` to check (comma-separated)")
+	fs.StringVar(&f.sections, "sections", "payouts,payments", "the `sections` to check (comma-separated): payouts, payments,\n"+
+		"balances (which needs the other two and stores a snapshot in --balance-table)")
+	fs.StringVar(&f.balanceTable, "balance-table", pgstore.DefaultBooksBalanceTable, "the books check's own `table` of balance snapshots\n"+
+		"(created if missing)")
+	fs.StringVar(&f.debit, "payout-debit", "", "`when` the provider takes a payout from the balance: created or paid\n"+
+		"(the API does not say; unset: balances are undecided)")
+	fs.StringVar(&f.fees, "payout-fees", "", "whether a payout takes a fee on top of its amount: `excluded` or included\n"+
+		"(unset: balances are undecided)")
 	fs.StringVar(&f.since, "since", "", "check the payments tracked or changed at or after this `time` (RFC 3339; default all)")
 	fs.StringVar(&f.ledgerSQL, "ledger-sql", "", "your ledger: a `query` returning (order_id, credited) per orderId, compared\n"+
 		"with what the tracker credited")
@@ -109,6 +117,13 @@ func (f *booksFlags) register(fs *cmdFlags) {
 	fs.BoolVar(&f.safe, "spreadsheet-safe", false, "CSV only: prefix a ' to cells starting with = + - @")
 }
 
+// payoutDebits and payoutFees are the values of --payout-debit and
+// --payout-fees ("": unset).
+var (
+	payoutDebits = map[string]pgstore.PayoutDebit{"": pgstore.DebitUndecided, "created": pgstore.DebitAtCreate, "paid": pgstore.DebitAtPaid}
+	payoutFees   = map[string]pgstore.PayoutFees{"": pgstore.FeesUndecided, "excluded": pgstore.FeesExcluded, "included": pgstore.FeesIncluded}
+)
+
 // check refuses flags that cannot work together.
 func (f *booksFlags) check() (since time.Time, err error) {
 	switch {
@@ -117,12 +132,22 @@ func (f *booksFlags) check() (since time.Time, err error) {
 	case f.settle <= 0 || f.pageSize <= 0:
 		return since, usageErr("books: --settle and --page-size must be positive")
 	}
-	for s := range strings.SplitSeq(f.sections, ",") {
-		if s != "payouts" && s != "payments" {
-			return since, usageErr("books: --sections %q: want payouts, payments or both", s)
+	sections := strings.Split(f.sections, ",")
+	for _, s := range sections {
+		if s != "payouts" && s != "payments" && s != "balances" {
+			return since, usageErr("books: --sections %q: want payouts, payments, balances", s)
 		}
 	}
-	if f.ledgerSQL != "" && !slices.Contains(strings.Split(f.sections, ","), "payments") {
+	if slices.Contains(sections, "balances") && (!slices.Contains(sections, "payouts") || !slices.Contains(sections, "payments")) {
+		return since, usageErr("books: --sections balances needs payouts and payments too")
+	}
+	if _, ok := payoutDebits[f.debit]; !ok {
+		return since, usageErr("books: --payout-debit %q: want created or paid", f.debit)
+	}
+	if _, ok := payoutFees[f.fees]; !ok {
+		return since, usageErr("books: --payout-fees %q: want excluded or included", f.fees)
+	}
+	if f.ledgerSQL != "" && !slices.Contains(sections, "payments") {
 		return since, usageErr("books: --ledger-sql is compared with the payments: add payments to --sections")
 	}
 	if f.since != "" {
@@ -135,8 +160,9 @@ func (f *booksFlags) check() (since time.Time, err error) {
 
 func (a *app) books(args []string) error {
 	fs := a.newFlagSet(command{"books", "", "Prove the books: compare the payout queue and the payment tracker with the\n" +
-		"provider (the whole payout list, each tracked payment read again) and name every\n" +
-		"difference with its exact amount; double payments first. See docs/books.md.\n" +
+		"provider (the whole payout list, each tracked payment read again, with --sections\n" +
+		"...,balances the balances rolled forward) and name every difference with its exact\n" +
+		"amount; double payments first. See docs/books.md.\n" +
 		"Exit 0: the books tie; 1: drift found; 2: no drift, but something undecided or\n" +
 		"the check could not finish."})
 	var f booksFlags
@@ -162,6 +188,7 @@ func (a *app) books(args []string) error {
 	}
 	defer closeDB()
 	cfg.Client, cfg.Since, cfg.SettleTime, cfg.PageSize, cfg.LedgerSQL = c, since, f.settle, f.pageSize, f.ledgerSQL
+	cfg.BalanceTable, cfg.CreateTable, cfg.PayoutDebit, cfg.PayoutFees = f.balanceTable, true, payoutDebits[f.debit], payoutFees[f.fees]
 	return a.runBooks(cfg, a.booksWriter(&f, asJSON || f.asJSON))
 }
 
@@ -180,11 +207,15 @@ func (a *app) booksConfig(f *booksFlags) (pgstore.BooksConfig, func(), error) {
 		return cfg, nil, err
 	}
 	for s := range strings.SplitSeq(f.sections, ",") {
-		if s == "payouts" {
-			if cfg.Queue, err = pgstore.NewQueue(a.ctx, pgstore.QueueConfig{Pool: pool, Table: f.queueTable}); err != nil {
-				return fail(err)
-			}
-		} else if cfg.Tracker, err = pgstore.NewTracker(a.ctx, pgstore.TrackerConfig{Pool: pool, Table: f.trackerTable}); err != nil {
+		switch s {
+		case "payouts":
+			cfg.Queue, err = pgstore.NewQueue(a.ctx, pgstore.QueueConfig{Pool: pool, Table: f.queueTable})
+		case "payments":
+			cfg.Tracker, err = pgstore.NewTracker(a.ctx, pgstore.TrackerConfig{Pool: pool, Table: f.trackerTable})
+		case "balances":
+			cfg.Balances = true
+		}
+		if err != nil {
 			return fail(err)
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	cryptopay "github.com/cryptopay/cryptopay-go"
 	"github.com/cryptopay/cryptopay-go/cryptopaytest"
 	"github.com/cryptopay/cryptopay-go/pgstore"
+	"github.com/cryptopay/cryptopay-go/pgstore/pgstoretest"
 )
 
 // booksJSONOut is what 'books --json' writes.
@@ -122,5 +123,41 @@ func TestBooksCommandExitCodes(t *testing.T) {
 		assert.Contains(t, strings.ToUpper(r.stdout), "PROVIDER", format)
 	}
 	r = qf.run("books", "--json", "--csv")
+	assert.Equal(t, exitUsage, r.code)
+}
+
+// TestBooksCommandBalances: the first run records the opening balances
+// (exit 0), a balance debited by hand is drift to the digit (exit 1), and
+// without the debit rule the balances are undecided (exit 2).
+func TestBooksCommandBalances(t *testing.T) {
+	qf := setupQueue(t)
+	tracked := pgstoretest.Name("tracked")
+	_, err := pgstore.NewTracker(context.Background(), pgstore.TrackerConfig{Pool: qf.pool, Table: tracked, CreateTable: true})
+	require.NoError(t, err)
+	args := []string{"books", "--sections", "payouts,payments,balances", "--tracker-table", tracked,
+		"--balance-table", pgstoretest.Name("books"), "--json"}
+	rules := []string{"--payout-debit", "created", "--payout-fees", "excluded"}
+	r := qf.run(append(args, rules...)...)
+	require.Equal(t, exitOK, r.code, "%s %s", r.stdout, r.stderr)
+	assert.Contains(t, r.stdout, `"class":"opening_balance"`)
+
+	qf.srv.DebitBalance("usdt", "tron", decimal.RequireFromString("0.000000000000000001"))
+	r = qf.run(append(args, rules...)...)
+	require.Equal(t, exitNo, r.code, "%s %s", r.stdout, r.stderr)
+	var out booksJSONOut
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &out), r.stdout)
+	var found bool
+	for _, it := range out.Items {
+		if it.Section == "balances" && it.Currency == "usdt" && it.Network == "tron" {
+			found = true
+			assert.Equal(t, "balance_drift", it.Class)
+			assert.Equal(t, "-0.000000000000000001", it.Delta)
+		}
+	}
+	assert.True(t, found, r.stdout)
+
+	r = qf.run(args...)
+	assert.Equal(t, exitNotYet, r.code, "no debit rule: the balances are undecided, not compared")
+	r = qf.run(append(args[:len(args)-1], "--sections", "balances")...)
 	assert.Equal(t, exitUsage, r.code)
 }
