@@ -40,27 +40,22 @@ func TestListSearchRefusesInconsistentLists(t *testing.T) {
 		{"empty first page with a count", 0, func(l *synthList) { l.countDelta = 40 }},
 	}
 	for _, tt := range tests {
-		for name, newestFirst := range orders() {
-			t.Run(tt.name+"/"+name, func(t *testing.T) {
-				l := newSynthList(tt.total, newestFirst)
-				tt.adjust(l)
-				c := listClient(t, l)
-				it, found, err := findPayout(c, context.Background(), "never-sent")
-				assert.ErrorIs(t, err, ErrUnexpectedResponse, "offsets %v", l.seen())
-				var re *ResponseError
-				require.ErrorAs(t, err, &re)
-				assert.Contains(t, re.Reason, "payout list inconsistent")
-				assert.False(t, found)
-				assert.Nil(t, it)
+		inBothOrders(t, tt.name, tt.total, tt.adjust, func(t *testing.T, l *synthList, c *Client) {
+			it, found, err := findPayout(c, context.Background(), "never-sent")
+			assert.ErrorIs(t, err, ErrUnexpectedResponse, "offsets %v", l.seen())
+			var re *ResponseError
+			require.ErrorAs(t, err, &re)
+			assert.Contains(t, re.Reason, "payout list inconsistent")
+			assert.False(t, found)
+			assert.Nil(t, it)
 
-				res, err := c.ReconcilePayout(context.Background(), ReconcileParams{OrderID: "never-sent", AttemptedAt: time.Now().Add(-time.Minute), ClockSkew: time.Duration(1<<62 - 1)})
-				assert.ErrorIs(t, err, ErrUnexpectedResponse)
-				require.NotNil(t, res)
-				assert.Equal(t, PayoutStillUnknown, res.Verdict)
-				assert.Positive(t, res.Requests)
-				assert.Contains(t, res.Reason, "inconsistent")
-			})
-		}
+			res, err := c.ReconcilePayout(context.Background(), ReconcileParams{OrderID: "never-sent", AttemptedAt: time.Now().Add(-time.Minute), ClockSkew: time.Duration(1<<62 - 1)})
+			assert.ErrorIs(t, err, ErrUnexpectedResponse)
+			require.NotNil(t, res)
+			assert.Equal(t, PayoutStillUnknown, res.Verdict)
+			assert.Positive(t, res.Requests)
+			assert.Contains(t, res.Reason, "inconsistent")
+		})
 	}
 }
 
@@ -872,31 +867,26 @@ func TestScanPayoutsYieldsEachOnce(t *testing.T) {
 		{"count goes down", 250, func(l *synthList) { l.shrinkAfter = 2 }, 0, true},
 	}
 	for _, tt := range tests {
-		for name, newestFirst := range orders() {
-			t.Run(tt.name+"/"+name, func(t *testing.T) {
-				l := newSynthList(tt.total, newestFirst)
-				tt.adjust(l)
-				c := listClient(t, l)
-				var last, count int
-				seen, err := scanAll(c, ScanPayoutsParams{Progress: func(n, cnt int) { last, count = n, cnt }})
-				if tt.err {
-					require.ErrorIs(t, err, ErrUnexpectedResponse)
-					return
-				}
-				require.NoError(t, err)
-				for id, n := range seen {
-					assert.Equal(t, 1, n, "orderId %s yielded %d times", id, n)
-				}
-				for i := range tt.total {
-					assert.Contains(t, seen, "o"+strconv.Itoa(i))
-				}
-				assert.Equal(t, len(seen), last)
-				if tt.requests > 0 {
-					assert.Equal(t, int64(tt.requests), l.requests.Load(), "offsets %v", l.seen())
-					assert.Equal(t, tt.total, count)
-				}
-			})
-		}
+		inBothOrders(t, tt.name, tt.total, tt.adjust, func(t *testing.T, l *synthList, c *Client) {
+			var last, count int
+			seen, err := scanAll(c, ScanPayoutsParams{Progress: func(n, cnt int) { last, count = n, cnt }})
+			if tt.err {
+				require.ErrorIs(t, err, ErrUnexpectedResponse)
+				return
+			}
+			require.NoError(t, err)
+			for id, n := range seen {
+				assert.Equal(t, 1, n, "orderId %s yielded %d times", id, n)
+			}
+			for i := range tt.total {
+				assert.Contains(t, seen, "o"+strconv.Itoa(i))
+			}
+			assert.Equal(t, len(seen), last)
+			if tt.requests > 0 {
+				assert.Equal(t, int64(tt.requests), l.requests.Load(), "offsets %v", l.seen())
+				assert.Equal(t, tt.total, count)
+			}
+		})
 	}
 }
 
@@ -912,4 +902,16 @@ func TestScanPayoutsStops(t *testing.T) {
 	_, err := scanAll(c, ScanPayoutsParams{PageSize: -1})
 	require.ErrorIs(t, err, ErrInvalidParams)
 	assert.Equal(t, int64(1), l.requests.Load())
+}
+
+// inBothOrders runs f as a subtest on a synthetic list of total payouts
+// (edited by adjust), newest first and oldest first.
+func inBothOrders(t *testing.T, name string, total int, adjust func(*synthList), f func(t *testing.T, l *synthList, c *Client)) {
+	for order, newestFirst := range orders() {
+		t.Run(name+"/"+order, func(t *testing.T) {
+			l := newSynthList(total, newestFirst)
+			adjust(l)
+			f(t, l, listClient(t, l))
+		})
+	}
 }

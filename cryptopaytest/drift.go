@@ -50,13 +50,19 @@ func (s *Server) SetPayoutAmount(id string, amount decimal.Decimal) error {
 	if !amount.IsPositive() {
 		return fmt.Errorf("%w: payout amount must be greater than 0, got %s", ErrInvalid, amount)
 	}
+	return editLocked(s, s.payouts, "payout", id, func(p *payout) { p.amount = amount })
+}
+
+// editLocked runs f on the object of id in m with s.mu held; an unknown id
+// is ErrNotFound naming kind.
+func editLocked[T any](s *Server, m map[string]*T, kind, id string, f func(*T)) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	p, ok := s.payouts[id]
+	v, ok := m[id]
 	if !ok {
-		return fmt.Errorf("%w: payout %s", ErrNotFound, id)
+		return fmt.Errorf("%w: %s %s", ErrNotFound, kind, id)
 	}
-	p.amount = amount
+	f(v)
 	return nil
 }
 
@@ -64,15 +70,10 @@ func (s *Server) SetPayoutAmount(id string, amount decimal.Decimal) error {
 // its status reads 404, while what it took from the balance stays taken.
 // An unknown id is ErrNotFound.
 func (s *Server) LosePayout(id string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	p, ok := s.payouts[id]
-	if !ok {
-		return fmt.Errorf("%w: payout %s", ErrNotFound, id)
-	}
-	delete(s.payouts, id)
-	s.payoutList = slices.DeleteFunc(s.payoutList, func(q *payout) bool { return q == p })
-	return nil
+	return editLocked(s, s.payouts, "payout", id, func(p *payout) {
+		delete(s.payouts, id)
+		s.payoutList = slices.DeleteFunc(s.payoutList, func(q *payout) bool { return q == p })
+	})
 }
 
 // DebitBalance takes amount from the balance of a currency and network
@@ -93,12 +94,5 @@ func (s *Server) SetPaidAmount(paymentID string, paid decimal.Decimal) error {
 	if paid.IsNegative() {
 		return fmt.Errorf("%w: paid amount must not be negative, got %s", ErrInvalid, paid)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	p, ok := s.payments[paymentID]
-	if !ok {
-		return fmt.Errorf("%w: payment %s", ErrNotFound, paymentID)
-	}
-	s.addPaidLocked(p, paid.Sub(p.paid))
-	return nil
+	return editLocked(s, s.payments, "payment", paymentID, func(p *payment) { s.addPaidLocked(p, paid.Sub(p.paid)) })
 }

@@ -47,6 +47,26 @@ func runBooks(t testing.TB, cfg pgstore.BooksConfig) booksRun {
 	return out
 }
 
+// booksWant is an orderId's expected class and delta.
+type booksWant struct {
+	order string
+	class pgstore.BooksClass
+	delta string
+}
+
+// assertClasses checks each wanted orderId of the section: in the report,
+// in its class, with its exact delta.
+func (r booksRun) assertClasses(t *testing.T, section string, want []booksWant) {
+	t.Helper()
+	for _, w := range want {
+		it, ok := r.by[section+":"+w.order]
+		if assert.True(t, ok, "%s not in the report", w.order) {
+			assert.Equal(t, w.class, it.Class, "%s: %s", w.order, it.Detail)
+			assert.Equal(t, w.delta, it.Delta.String(), w.order)
+		}
+	}
+}
+
 // drifts returns the drift items.
 func (r booksRun) drifts() []pgstore.BooksItem {
 	var out []pgstore.BooksItem
@@ -116,11 +136,7 @@ func TestBooksPayoutDrifts(t *testing.T) {
 	r.settled(t)
 
 	res := runBooks(t, pgstore.BooksConfig{Client: r.fake.Client(), Queue: q, SettleTime: time.Millisecond})
-	tests := []struct {
-		order string
-		class pgstore.BooksClass
-		delta string
-	}{
+	tests := []booksWant{
 		{"wd-000000", pgstore.BooksDoublePayment, "10.25"},
 		{"wd-000001", pgstore.BooksPayoutDiffers, "0.0001"},
 		{"wd-000002", pgstore.BooksMissing, "-10.25"},
@@ -129,12 +145,7 @@ func TestBooksPayoutDrifts(t *testing.T) {
 		{"wd-000005", pgstore.BooksInFlight, "-10.25"},
 		{"outside-1", pgstore.BooksProviderOnly, "3.3"},
 	}
-	for _, tt := range tests {
-		it, ok := res.by["payouts:"+tt.order]
-		require.True(t, ok, "%s not in the report", tt.order)
-		assert.Equal(t, tt.class, it.Class, "%s: %s", tt.order, it.Detail)
-		assert.Equal(t, tt.delta, it.Delta.String(), tt.order)
-	}
+	res.assertClasses(t, "payouts", tests)
 	require.Len(t, res.items, len(tests), "every orderId once")
 	assert.Equal(t, pgstore.BooksDoublePayment, res.items[0].Class, "the double payment is the first line")
 	assert.Equal(t, 2, res.items[0].Payouts)
@@ -282,22 +293,12 @@ func TestBooksPaymentDrifts(t *testing.T) {
 			cfg.Client, cfg.Tracker, cfg.SettleTime = r.fake.Client(), tr, time.Millisecond
 			res := runBooks(t, cfg)
 			assert.Equal(t, 4, r.fake.Requests(cryptopaytest.RouteGetPayment)-reads, "one read per tracked payment")
-			tests := []struct {
-				order string
-				class pgstore.BooksClass
-				delta string
-			}{
+			res.assertClasses(t, "payments", []booksWant{
 				{"pay-ok", pgstore.BooksMatched, "0"},
 				{"pay-lower", pgstore.BooksCreditDiffers, "-2.5"},
 				{"pay-twice", pgstore.BooksLedgerDiffers, "5"},
 				{"pay-open", pgstore.BooksMatched, "0"},
-			}
-			for _, tt := range tests {
-				it, ok := res.by["payments:"+tt.order]
-				require.True(t, ok, "%s not in the report", tt.order)
-				assert.Equal(t, tt.class, it.Class, "%s: %s", tt.order, it.Detail)
-				assert.Equal(t, tt.delta, it.Delta.String(), tt.order)
-			}
+			})
 			assert.Len(t, res.items, 4)
 			assert.Equal(t, 2, res.sum.Drift)
 		})
