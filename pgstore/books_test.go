@@ -67,16 +67,6 @@ func (r booksRun) assertClasses(t *testing.T, section string, want []booksWant) 
 	}
 }
 
-// drifts returns the drift items.
-func (r booksRun) drifts() []pgstore.BooksItem {
-	var out []pgstore.BooksItem
-	for _, it := range r.items {
-		if it.Class.IsDrift() {
-			out = append(out, it)
-		}
-	}
-	return out
-}
 
 // settled waits until every intent's next look is in the past (the
 // workers are stopped): past it, a status the queue has not recorded is
