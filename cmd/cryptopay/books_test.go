@@ -121,6 +121,7 @@ func TestBooksCommandExitCodes(t *testing.T) {
 		r = qf.cli(terms{stdout: true, stderr: true}, "books", "--sections", "payouts", format)
 		assert.Equal(t, exitNo, r.code, "%s: %s %s", format, r.stdout, r.stderr)
 		assert.Contains(t, strings.ToUpper(r.stdout), "PROVIDER", format)
+		assert.Contains(t, r.stderr, "1/1 payouts", "%s: the progress bar on a terminal's stderr", format)
 	}
 	r = qf.run("books", "--json", "--csv")
 	assert.Equal(t, exitUsage, r.code)
