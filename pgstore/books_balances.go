@@ -129,7 +129,7 @@ func (b *Books) balanceStart(ctx context.Context) (*balanceRun, error) {
 			args []any
 			add  func(a *balanceAcc, v []decimal.Decimal)
 		}{
-			{`SELECT currency, network, COALESCE(sum(merchant_amount), 0)::text FROM ` + b.cfg.Tracker.Table() + ` GROUP BY 1, 2`, nil,
+			{`SELECT currency, network, COALESCE(sum(merchant_amount), 0)::text FROM ` + b.cfg.Tracker.Table() + ` WHERE currency <> '' GROUP BY 1, 2`, nil,
 				func(a *balanceAcc, v []decimal.Decimal) { a.credited = a.credited.Add(v[0]) }},
 			{`SELECT currency, network, COALESCE(sum(amount) FILTER (WHERE state = ANY($1)), 0)::text,
     COALESCE(sum(amount) FILTER (WHERE state = ANY($2)), 0)::text, COALESCE(sum(amount) FILTER (WHERE state = ANY($3)), 0)::text

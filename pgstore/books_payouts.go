@@ -191,7 +191,7 @@ func (r *payoutRow) absent() (BooksClass, string) {
 	case StateQueued, StateNeedsApproval, StateSending, StateReconciling, StateParked:
 		return BooksInFlight, "not sent yet, or the queue is still deciding whether it was"
 	}
-	return BooksMatched, "nothing sent, nothing listed"
+	return BooksMatched, "nothing paid on either side"
 }
 
 // differs names the fields of the payout that differ from the intent's.

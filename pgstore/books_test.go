@@ -67,7 +67,6 @@ func (r booksRun) assertClasses(t *testing.T, section string, want []booksWant) 
 	}
 }
 
-
 // settled waits until every intent's next look is in the past (the
 // workers are stopped): past it, a status the queue has not recorded is
 // drift.
