@@ -70,3 +70,36 @@ func TestDrifts(t *testing.T) {
 	_, err = s.DuplicatePayout("nope")
 	assert.ErrorIs(t, err, cryptopaytest.ErrNotFound)
 }
+
+// TestDriftControlAPI: each drift through the control API, as a program
+// driving cmd/cryptopay-fakeserver makes it.
+func TestDriftControlAPI(t *testing.T) {
+	s := newServer(t, cryptopaytest.WithControlAPI(), cryptopaytest.WithBalance("usdt", "tron", dec("1000")))
+	po, err := s.Client().CreatePayout(ctx(t), payoutParams("po-ctl-drift"))
+	require.NoError(t, err)
+
+	r := ctl(t, s, "POST", "/payouts/"+po.ID+"/duplicate", "")
+	require.Equal(t, 200, r.Status, "%s", r.Body)
+	dup, _ := r.obj(t)["payoutId"].(string)
+	assert.Equal(t, []string{po.ID, dup}, s.PayoutIDsWithOrderID("po-ctl-drift"))
+
+	r = ctl(t, s, "POST", "/payouts/"+dup+"/amount", `{"amount":"20.01"}`)
+	require.Equal(t, 200, r.Status, "%s", r.Body)
+	assert.Equal(t, "20.01", num(t, r.obj(t), "amount").String())
+	assert.Equal(t, 400, ctl(t, s, "POST", "/payouts/"+dup+"/amount", `{"amount":"-1"}`).Status)
+
+	assert.Equal(t, 204, ctl(t, s, "POST", "/payouts/"+dup+"/lose", "").Status)
+	assert.Equal(t, 404, ctl(t, s, "POST", "/payouts/"+dup+"/lose", "").Status)
+
+	r = ctl(t, s, "POST", "/balances/debit", `{"currency":"usdt","network":"tron","amount":"0.8"}`)
+	require.Equal(t, 200, r.Status, "%s", r.Body)
+	assert.Equal(t, "959", s.Balance("usdt", "tron").String(), "1000 - 2 x 20.1 - 0.8")
+
+	pay, err := s.Client().CreatePayment(ctx(t), cryptopay.CreatePaymentParams{Amount: dec("10"), Currency: "usdt", Network: "tron",
+		CustomerID: "c", CustomerIP: "203.0.113.7", OrderID: "pay-ctl-drift"})
+	require.NoError(t, err)
+	r = ctl(t, s, "POST", "/payments/"+pay.ID+"/paid-amount", `{"amount":"3"}`)
+	require.Equal(t, 200, r.Status, "%s", r.Body)
+	assert.Equal(t, "3", num(t, r.obj(t), "paidAmount").String())
+	assert.Equal(t, "waiting", r.obj(t)["status"], "no status change")
+}
