@@ -87,16 +87,22 @@ func (r *qrig) settled(t *testing.T) {
 	}
 }
 
+// payoutsUpTo returns payoutParams(0) to payoutParams(n-1).
+func payoutsUpTo(n int) []cryptopay.CreatePayoutParams {
+	ps := make([]cryptopay.CreatePayoutParams, n)
+	for i := range ps {
+		ps[i] = payoutParams(i)
+	}
+	return ps
+}
+
 // TestBooksPayoutDrifts: each payout drift the fake can make is found,
 // in its class, with its exact delta; the double payment is the first
 // line; what is matched or not sent yet is listed too.
 func TestBooksPayoutDrifts(t *testing.T) {
 	r := newQRig(t)
 	q := r.queue(t)
-	var ps []cryptopay.CreatePayoutParams
-	for i := range 6 {
-		ps = append(ps, payoutParams(i))
-	}
+	ps := payoutsUpTo(6)
 	r.enqueue(t, q, ps[:5]...)
 	stop := run(t, q)
 	waitFor(t, q, "5 created", func(c map[pgstore.IntentState]int) bool { return c[pgstore.StateCreated] == 5 })
@@ -150,11 +156,7 @@ func TestBooksPayoutDrifts(t *testing.T) {
 func TestBooksPayoutsCleanAndCounted(t *testing.T) {
 	r := newQRig(t)
 	q := r.queue(t)
-	var ps []cryptopay.CreatePayoutParams
-	for i := range 250 {
-		ps = append(ps, payoutParams(i))
-	}
-	r.enqueue(t, q, ps...)
+	r.enqueue(t, q, payoutsUpTo(250)...)
 	r.payAll(t)
 	stop := run(t, q)
 	waitFor(t, q, "250 paid", func(c map[pgstore.IntentState]int) bool { return c[pgstore.StatePaid] == 250 })
