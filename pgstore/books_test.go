@@ -248,9 +248,11 @@ func recorded(t *testing.T, tr *pgstore.Tracker, orderID string, st cryptopay.Pa
 	})
 }
 
-// TestBooksPaymentDrifts: a paid amount that differs from the credit and
-// a payment credited twice by the merchant's ledger (as SQL and as Go)
-// are found with their exact deltas; one read per tracked payment.
+// TestBooksPaymentDrifts: a paid amount that differs from the credit, a
+// payment credited twice by the merchant's ledger (as SQL and as Go) and a
+// status the stopped tracker never recorded are found with their exact
+// deltas; a payment whose id is unknown is undecided; one read per
+// tracked payment with an id.
 func TestBooksPaymentDrifts(t *testing.T) {
 	r := newQRig(t)
 	tr, stop := r.tracker(t)
@@ -258,12 +260,19 @@ func TestBooksPaymentDrifts(t *testing.T) {
 	lower := r.pay(t, tr, "pay-lower", "10", "10")
 	r.pay(t, tr, "pay-twice", "5", "5")
 	r.pay(t, tr, "pay-open", "7", "")
+	expiring := r.pay(t, tr, "pay-expired", "7", "")
+	require.NoError(t, pgx.BeginFunc(context.Background(), r.pool, func(tx pgx.Tx) error {
+		_, err := tr.TrackOrder(context.Background(), tx, "pay-lost") // its create answer lost: no id
+		return err
+	}))
 	for _, o := range []string{"pay-ok", "pay-lower", "pay-twice"} {
 		recorded(t, tr, o, cryptopay.PaymentPaid)
 	}
 	recorded(t, tr, "pay-open", cryptopay.PaymentWaiting)
+	recorded(t, tr, "pay-expired", cryptopay.PaymentWaiting)
 	stop()
 	require.NoError(t, r.fake.SetPaidAmount(lower.ID, decimal.RequireFromString("7.5")))
+	require.NoError(t, r.fake.SetPaymentStatus(expiring.ID, cryptopay.PaymentExpired)) // the tracker is stopped
 	ledger := pgtest.Name("ledger")
 	_, err := r.pool.Exec(context.Background(), "CREATE TABLE "+ledger+" (order_id text, amount numeric);"+
 		"INSERT INTO "+ledger+" VALUES ('pay-ok', 10), ('pay-lower', 10), ('pay-twice', 5), ('pay-twice', 5)")
@@ -283,15 +292,18 @@ func TestBooksPaymentDrifts(t *testing.T) {
 			reads := r.fake.Requests(cryptopaytest.RouteGetPayment)
 			cfg.Client, cfg.Tracker, cfg.SettleTime = r.fake.Client(), tr, time.Millisecond
 			res := runBooks(t, cfg)
-			assert.Equal(t, 4, r.fake.Requests(cryptopaytest.RouteGetPayment)-reads, "one read per tracked payment")
+			assert.Equal(t, 5, r.fake.Requests(cryptopaytest.RouteGetPayment)-reads, "one read per tracked payment with an id")
 			res.assertClasses(t, "payments", []booksWant{
 				{"pay-ok", pgstore.BooksMatched, "0"},
 				{"pay-lower", pgstore.BooksCreditDiffers, "-2.5"},
 				{"pay-twice", pgstore.BooksLedgerDiffers, "5"},
 				{"pay-open", pgstore.BooksMatched, "0"},
+				{"pay-expired", pgstore.BooksTrackerDiffers, "0"},
+				{"pay-lost", pgstore.BooksUndecided, "0"},
 			})
-			assert.Len(t, res.items, 4)
-			assert.Equal(t, 2, res.sum.Drift)
+			assert.Len(t, res.items, 6)
+			assert.Equal(t, 3, res.sum.Drift)
+			assert.Equal(t, 1, res.sum.Undecided)
 		})
 	}
 }
