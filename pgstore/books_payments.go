@@ -63,6 +63,9 @@ func (b *Books) checkPayments(ctx context.Context, out func(BooksItem) error, ba
 	if t == nil {
 		return "", nil
 	}
+	if err := t.CheckSchema(ctx); err != nil {
+		return err.Error(), ctx.Err()
+	}
 	since := b.since()
 	var total int
 	if err := t.cfg.Pool.QueryRow(ctx, `SELECT count(*) FROM `+t.Table()+` t WHERE `+booksWindow, since).Scan(&total); err != nil {

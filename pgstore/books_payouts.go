@@ -50,6 +50,9 @@ func (b *Books) checkPayouts(ctx context.Context, out func(BooksItem) error) (wh
 	if q == nil {
 		return "", nil
 	}
+	if err := q.CheckSchema(ctx); err != nil {
+		return err.Error(), ctx.Err()
+	}
 	tx, err := q.cfg.Pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
 	if err != nil {
 		return "the database: " + err.Error(), ctx.Err()

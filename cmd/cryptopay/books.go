@@ -183,6 +183,10 @@ func (a *app) books(args []string) error {
 		return err
 	}
 	cfg, closeDB, err := a.booksConfig(&f)
+	var ee *exitError
+	if err != nil && !errors.As(err, &ee) {
+		return &exitError{exitNotYet, fmt.Errorf("books: the check could not start: %w", err)} // the database is down: not finished
+	}
 	if err != nil {
 		return err
 	}
@@ -201,17 +205,18 @@ func (a *app) booksConfig(f *booksFlags) (pgstore.BooksConfig, func(), error) {
 	}
 	fail := func(err error) (pgstore.BooksConfig, func(), error) {
 		pool.Close()
-		if errors.Is(err, pgstore.ErrInvalidOption) {
-			return cfg, nil, &exitError{exitUsage, err}
-		}
-		return cfg, nil, err
+		return cfg, nil, storeErr(err)
 	}
 	for s := range strings.SplitSeq(f.sections, ",") {
 		switch s {
 		case "payouts":
-			cfg.Queue, err = pgstore.NewQueue(a.ctx, pgstore.QueueConfig{Pool: pool, Table: f.queueTable})
+			if cfg.Queue, err = pgstore.NewQueue(a.ctx, pgstore.QueueConfig{Pool: pool, Table: f.queueTable}); err == nil {
+				err = cfg.Queue.CheckSchema(a.ctx)
+			}
 		case "payments":
-			cfg.Tracker, err = pgstore.NewTracker(a.ctx, pgstore.TrackerConfig{Pool: pool, Table: f.trackerTable})
+			if cfg.Tracker, err = pgstore.NewTracker(a.ctx, pgstore.TrackerConfig{Pool: pool, Table: f.trackerTable}); err == nil {
+				err = cfg.Tracker.CheckSchema(a.ctx)
+			}
 		case "balances":
 			cfg.Balances = true
 		}

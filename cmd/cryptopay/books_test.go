@@ -162,3 +162,16 @@ func TestBooksCommandBalances(t *testing.T) {
 	r = qf.run(append(args[:len(args)-1], "--sections", "balances")...)
 	assert.Equal(t, exitUsage, r.code)
 }
+
+// TestBooksCommandNoDatabase: a database that cannot be reached means the
+// check could not finish (exit 2); a missing table is configuration (64).
+func TestBooksCommandNoDatabase(t *testing.T) {
+	qf := setupQueue(t)
+	r := qf.fixture.run("books", "--sections", "payouts", "--queue-table", "no_such_table")
+	assert.Equal(t, exitUsage, r.code, "%s", r.stderr)
+	f := setup(t)
+	f.env[envDatabaseURL] = "postgres://postgres@127.0.0.1:1/postgres?sslmode=disable&connect_timeout=2"
+	r = f.run("books", "--sections", "payouts")
+	assert.Equal(t, exitNotYet, r.code, "%s", r.stderr)
+	assert.Contains(t, r.stderr, "could not start")
+}
