@@ -323,6 +323,7 @@ func (t *Tracker) DDL() string {
     tracked_at   timestamptz NOT NULL DEFAULT now(),
     updated_at   timestamptz NOT NULL DEFAULT now()
 );
+ALTER TABLE %[1]s ADD COLUMN IF NOT EXISTS merchant_amount numeric;
 CREATE INDEX IF NOT EXISTS %[3]s ON %[1]s (next_at) WHERE next_at IS NOT NULL;
 CREATE INDEX IF NOT EXISTS %[4]s ON %[1]s (state, order_id);
 CREATE TABLE IF NOT EXISTS %[2]s (
@@ -337,7 +338,6 @@ CREATE TABLE IF NOT EXISTS %[2]s (
     at          timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (order_id, seq)
 );
-ALTER TABLE %[1]s ADD COLUMN IF NOT EXISTS merchant_amount numeric;
 ALTER TABLE %[2]s ADD COLUMN IF NOT EXISTS merchant_amount numeric;
 `+failDDL(t.Table()), t.Table(), t.history.Sanitize(), due, state)
 }
