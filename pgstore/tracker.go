@@ -97,6 +97,10 @@ type TrackedPayment struct {
 	Status cryptopay.PaymentStatus
 	// PaidAmount is the latest paid amount recorded (invalid: none).
 	PaidAmount decimal.NullDecimal
+	// MerchantAmount is the provider's merchantAmount (what the payment
+	// brought to the balance) at the latest recorded change (invalid:
+	// none, or recorded before the tracker kept it).
+	MerchantAmount decimal.NullDecimal
 	// PayAmount, Currency and Network are the payment's, as tracked.
 	PayAmount         decimal.NullDecimal
 	Currency, Network string
@@ -142,6 +146,10 @@ type PaymentChange struct {
 	// FromPaid and ToPaid are the paid amounts before and after (invalid:
 	// none). The merchant's ledger moves by ToPaid - FromPaid.
 	FromPaid, ToPaid decimal.NullDecimal
+	// MerchantAmount is the provider's merchantAmount after the change
+	// (invalid: the answer had none). The books check's balance rolls
+	// forward by its moves.
+	MerchantAmount decimal.NullDecimal
 	// Late is true when the change came after the payment's expiredAt (a
 	// late transfer: expired -> paid, or a payment reached after expiry).
 	Late bool
@@ -315,6 +323,7 @@ func (t *Tracker) DDL() string {
     tracked_at   timestamptz NOT NULL DEFAULT now(),
     updated_at   timestamptz NOT NULL DEFAULT now()
 );
+ALTER TABLE %[1]s ADD COLUMN IF NOT EXISTS merchant_amount numeric;
 CREATE INDEX IF NOT EXISTS %[3]s ON %[1]s (next_at) WHERE next_at IS NOT NULL;
 CREATE INDEX IF NOT EXISTS %[4]s ON %[1]s (state, order_id);
 CREATE TABLE IF NOT EXISTS %[2]s (
@@ -329,6 +338,7 @@ CREATE TABLE IF NOT EXISTS %[2]s (
     at          timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (order_id, seq)
 );
+ALTER TABLE %[2]s ADD COLUMN IF NOT EXISTS merchant_amount numeric;
 `+failDDL(t.Table()), t.Table(), t.history.Sanitize(), due, state)
 }
 
@@ -586,13 +596,16 @@ func (t *Tracker) History(ctx context.Context, orderID string) ([]PaymentChange,
 	for rows.Next() {
 		var c PaymentChange
 		var from, to string
-		var fromPaid, toPaid *string
-		if err := rows.Scan(&c.OrderID, &c.Seq, &c.PaymentID, &from, &to, &fromPaid, &toPaid, &c.Late, &c.At); err != nil {
+		var fromPaid, toPaid, merchant *string
+		if err := rows.Scan(&c.OrderID, &c.Seq, &c.PaymentID, &from, &to, &fromPaid, &toPaid, &c.Late, &c.At, &merchant); err != nil {
 			return nil, fmt.Errorf("pgstore: reading the history of %q: %w", orderID, err)
 		}
 		c.From, c.To = cryptopay.PaymentStatus(from), cryptopay.PaymentStatus(to)
 		if c.FromPaid, err = nullDecimal(fromPaid); err == nil {
 			c.ToPaid, err = nullDecimal(toPaid)
+		}
+		if err == nil {
+			c.MerchantAmount, err = nullDecimal(merchant)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("pgstore: reading the history of %q: %w", orderID, err)
@@ -649,16 +662,16 @@ func (t *Tracker) poke() {
 
 // trackedCols are the columns every read returns, in scanTracked's order.
 const trackedCols = `order_id, payment_id, state, status, paid_amount::text, pay_amount::text, currency, network,
-expired_at, needs_action, anomaly, note, changes, next_at, tracked_at, updated_at, ` + failCols
+expired_at, needs_action, anomaly, note, changes, next_at, tracked_at, updated_at, merchant_amount::text, ` + failCols
 
 func scanTracked(row pgx.Row, extra ...any) (*TrackedPayment, error) {
 	var tp TrackedPayment
 	var state, status string
-	var paid, pay *string
+	var paid, pay, merchant *string
 	var expired, next *time.Time
 	var fs failScan
 	dest := append([]any{&tp.OrderID, &tp.PaymentID, &state, &status, &paid, &pay, &tp.Currency, &tp.Network,
-		&expired, &tp.NeedsAction, &tp.Anomaly, &tp.Note, &tp.Changes, &next, &tp.TrackedAt, &tp.UpdatedAt}, fs.dest(&tp.LastFailure)...)
+		&expired, &tp.NeedsAction, &tp.Anomaly, &tp.Note, &tp.Changes, &next, &tp.TrackedAt, &tp.UpdatedAt, &merchant}, fs.dest(&tp.LastFailure)...)
 	if err := row.Scan(append(dest, extra...)...); err != nil {
 		return nil, err
 	}
@@ -669,6 +682,9 @@ func scanTracked(row pgx.Row, extra ...any) (*TrackedPayment, error) {
 		return nil, err
 	}
 	if tp.PayAmount, err = nullDecimal(pay); err != nil {
+		return nil, err
+	}
+	if tp.MerchantAmount, err = nullDecimal(merchant); err != nil {
 		return nil, err
 	}
 	if expired != nil {

@@ -41,7 +41,7 @@ WHERE order_id = $1 AND lease_token = $2 AND changes = 0 AND pay_amount IS NULL`
 		// anomaly was recorded since (compare and set).
 		clear:   fmt.Sprintf(`UPDATE %s SET anomaly = '', needs_action = $2, note = $5 WHERE order_id = $1 AND status = $3 AND anomaly = $4`, t),
 		list:    fmt.Sprintf(`SELECT %s FROM %s WHERE ($1 OR state = ANY($2)) AND (NOT $3 OR needs_action) AND order_id > $4 ORDER BY order_id LIMIT $5`, trackedCols, t),
-		history: fmt.Sprintf(`SELECT order_id, seq, payment_id, from_status, to_status, from_paid::text, to_paid::text, late, at FROM %s WHERE order_id = $1 ORDER BY seq`, h),
+		history: fmt.Sprintf(`SELECT order_id, seq, payment_id, from_status, to_status, from_paid::text, to_paid::text, late, at, merchant_amount::text FROM %s WHERE order_id = $1 ORDER BY seq`, h),
 		counts:  fmt.Sprintf(`SELECT state, count(*)::int, (count(*) FILTER (WHERE needs_action))::int FROM %s GROUP BY state`, t),
 		health:  healthSQL(t, "state <> 'closed'", "needs_action"),
 		// The claim: due payments, locked without waiting for rows another
@@ -69,11 +69,12 @@ WHERE order_id = $1 AND lease_token = $2`, t),
         final = $11, lease_token = NULL, updated_at = now(), expired_at = COALESCE($9, expired_at),
         pay_amount = COALESCE(pay_amount, $12::numeric),
         currency = CASE WHEN currency = '' THEN $13 ELSE currency END,
-        network = CASE WHEN network = '' THEN $14 ELSE network END
+        network = CASE WHEN network = '' THEN $14 ELSE network END,
+        merchant_amount = $17::numeric
     WHERE order_id = $1 AND lease_token = $2 AND status = $10 AND paid_amount IS NOT DISTINCT FROM $15::numeric
     RETURNING order_id, payment_id, changes)
-INSERT INTO %[2]s (order_id, seq, payment_id, from_status, to_status, from_paid, to_paid, late)
-SELECT order_id, changes, payment_id, $10, $3, $15::numeric, $4::numeric, $16 FROM u
+INSERT INTO %[2]s (order_id, seq, payment_id, from_status, to_status, from_paid, to_paid, late, merchant_amount)
+SELECT order_id, changes, payment_id, $10, $3, $15::numeric, $4::numeric, $16, $17::numeric FROM u
 RETURNING seq, at`, t, h),
 	}
 }

@@ -625,3 +625,26 @@ func TestTrackerRecordsWithSynchronousCommit(t *testing.T) {
 	})
 	assert.Positive(t, n)
 }
+
+// TestTrackerRecordsMerchantAmount: each recorded change keeps the
+// provider's merchantAmount (paid minus the payment's fee at the fake),
+// on the tracked payment and in its history, exactly.
+func TestTrackerRecordsMerchantAmount(t *testing.T) {
+	r := newTRig(t)
+	r.drop.Store(true)
+	tr := r.start(t, 1)
+	p := r.create(t, "ord-merchant", "10") // the fee, 1 %, is the merchant's: 0.1
+	r.track(t, tr, p)
+	require.NoError(t, r.fake.Pay(p.ID, decimal.RequireFromString("4")))
+	tp := r.waitStatus(t, "ord-merchant", cryptopay.PaymentPaidPartial)
+	assert.Equal(t, "3.9", tp.MerchantAmount.Decimal.String())
+	require.NoError(t, r.fake.Pay(p.ID, p.PayAmount.Sub(decimal.RequireFromString("4"))))
+	tp = r.waitStatus(t, "ord-merchant", cryptopay.PaymentPaid)
+	require.True(t, tp.MerchantAmount.Valid)
+	assert.Equal(t, "9.9", tp.MerchantAmount.Decimal.String())
+	hist, err := tr.History(context.Background(), "ord-merchant")
+	require.NoError(t, err)
+	require.Len(t, hist, 2)
+	assert.Equal(t, "3.9", hist[0].MerchantAmount.Decimal.String())
+	assert.Equal(t, "9.9", hist[1].MerchantAmount.Decimal.String())
+}

@@ -262,7 +262,7 @@ func (t *Tracker) record(ctx context.Context, h held, p *cryptopay.Payment, nx n
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
 	c := &PaymentChange{OrderID: h.OrderID, PaymentID: h.PaymentID, From: h.Status, To: p.Status,
-		FromPaid: h.PaidAmount, ToPaid: p.PaidAmount, Payment: p}
+		FromPaid: h.PaidAmount, ToPaid: p.PaidAmount, MerchantAmount: p.MerchantAmount, Payment: p}
 	c.Late = h.Status == cryptopay.PaymentExpired ||
 		(!p.ExpiredAt.IsZero() && p.UpdatedAt.After(p.ExpiredAt) && p.Status != cryptopay.PaymentExpired)
 	var expired *time.Time
@@ -272,7 +272,7 @@ func (t *Tracker) record(ctx context.Context, h held, p *cryptopay.Payment, nx n
 	err := pgx.BeginTxFunc(ctx, t.cfg.Pool, pgx.TxOptions{BeginQuery: trackBegin}, func(tx pgx.Tx) error {
 		err := tx.QueryRow(ctx, t.sql.record, h.OrderID, h.token, string(p.Status), nullText(p.PaidAmount), string(nx.state),
 			nx.at, nx.latePolls, p.Status.NeedsAction(), expired, string(h.Status), p.Status.IsFinal(),
-			p.PayAmount.String(), p.Currency, p.Network, nullText(h.PaidAmount), c.Late).Scan(&c.Seq, &c.At)
+			p.PayAmount.String(), p.Currency, p.Network, nullText(h.PaidAmount), c.Late, nullText(p.MerchantAmount)).Scan(&c.Seq, &c.At)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return errTrackLeaseLost
 		}
