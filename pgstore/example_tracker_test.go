@@ -73,7 +73,7 @@ func ExampleTracker_Track() {
 	_ = fake.Pay(p.ID, p.PayAmount) // the customer pays
 	fmt.Println(<-credited)
 	// Output:
-	// order shop-: "" -> paid, late false
+	// order shop-: "waiting" -> paid, late false
 }
 
 // recordOrder is step 2 of docs/payment-tracker.md: create the payment,

@@ -13,6 +13,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -516,4 +518,226 @@ func trackerChaosWorker(t *testing.T) {
 	}
 	cancel()
 	wg.Wait()
+}
+
+// trackerLedgerN and trackerLedgerSeed size and seed
+// TestTrackerLedgerProperty; CI runs the default, a longer run:
+//
+//	go test -run TestTrackerLedgerProperty -tracker.ledger.n=500 ./pgstore
+var (
+	trackerLedgerN    = flag.Int("tracker.ledger.n", 100, "payments in TestTrackerLedgerProperty")
+	trackerLedgerSeed = flag.Uint64("tracker.ledger.seed", 0, "seed of TestTrackerLedgerProperty's walks (0: a new one, printed)")
+)
+
+// trackerKillPercent is how often a worker of TestTrackerLedgerProperty
+// dies at each point it can (mid-read, the change's row written, inside
+// the callback, before the commit).
+const trackerKillPercent = 6
+
+// The ledger rule, as a property: for random walks of each payment through
+// the lifecycle table at the fake (partial transfers, confirming, locked,
+// expiry, the rest, more than the rest, failure), with 30% of webhook
+// deliveries lost for good and 15% delivered twice, and workers of two
+// replicas dying at random (mid-read, with the change's row written, inside
+// the merchant's callback, before the commit: the transaction rolls back,
+// the lease runs out, another worker reads again), the merchant who books
+// ToPaid - FromPaid on every OnChange has booked, for every payment, to the
+// digit, the paid amount the API reports; no change is booked twice.
+func TestTrackerLedgerProperty(t *testing.T) {
+	seed := *trackerLedgerSeed
+	if seed == 0 {
+		seed = rand.Uint64()
+	}
+	t.Logf("ledger property: seed %d (again with -tracker.ledger.seed=%d)", seed, seed)
+	r := newTRig(t)
+	var lost, twice, kills atomic.Int64
+	r.mu.Lock()
+	r.chaos = lossyDelivery(&lost, &twice)
+	r.mu.Unlock()
+	kill := func(string) {
+		if rand.IntN(100) < trackerKillPercent {
+			kills.Add(1)
+			runtime.Goexit() // the worker dies here; deferred rollbacks run, the lease stays
+		}
+	}
+	edit := func(c *pgstore.TrackerConfig) {
+		c.OpenEvery, c.Lease = 200*time.Millisecond, 400*time.Millisecond
+		c.OnChange = func(ctx context.Context, tx pgx.Tx, ch *pgstore.PaymentChange) error {
+			if err := r.credit(ctx, tx, ch); err != nil {
+				return err
+			}
+			kill("in-callback")
+			return nil
+		}
+		pgstore.WithTrackerAPI(c, killingAPI{r, kill})
+	}
+	tr := r.start(t, 0, edit) // the webhook endpoint's tracker
+	r.ledgerReplicas(t, 2, kill, edit)
+
+	ps := make([]*cryptopay.Payment, *trackerLedgerN)
+	for i := range ps {
+		ps[i] = r.create(t, fmt.Sprintf("ledger-%04d", i), "10")
+		r.track(t, tr, ps[i])
+	}
+	var walks sync.WaitGroup
+	for i, p := range ps {
+		rng := rand.New(rand.NewPCG(seed, uint64(i)))
+		walks.Go(func() { assert.NoError(t, ledgerWalk(rng, r.fake, p)) })
+	}
+	walks.Wait()
+	// The last change's webhook may be among those lost, and a paid
+	// payment is not polled: wake each once, as its final webhook would.
+	for _, p := range ps {
+		require.NoError(t, tr.PaymentChanged(context.Background(), p))
+	}
+	want := r.ledgerConverged(t, tr, ps)
+	booked := r.ledger(t)
+	for _, p := range ps {
+		got := booked[p.OrderID]
+		assert.True(t, got.Equal(want[p.OrderID]), "%s: booked %s, the API reports %s paid", p.OrderID, got, want[p.OrderID])
+	}
+	var dup int
+	require.NoError(t, r.pool.QueryRow(context.Background(),
+		"SELECT count(*) FROM (SELECT order_id, seq FROM "+r.credits+" GROUP BY 1, 2 HAVING count(*) > 1) d").Scan(&dup))
+	assert.Zero(t, dup, "changes booked more than once")
+	t.Logf("ledger property: %d payments, webhook deliveries %d lost for good and %d twice, %d workers killed",
+		len(ps), lost.Load(), twice.Load(), kills.Load())
+}
+
+// lossyDelivery loses webhook deliveries for good (30%) or delivers them
+// twice (15%).
+func lossyDelivery(lost, twice *atomic.Int64) func(w http.ResponseWriter, req *http.Request, h http.Handler) {
+	return func(w http.ResponseWriter, req *http.Request, h http.Handler) {
+		body, _ := io.ReadAll(req.Body)
+		deliver := func(w http.ResponseWriter) {
+			rq := req.Clone(req.Context())
+			rq.Body = io.NopCloser(bytes.NewReader(body))
+			h.ServeHTTP(w, rq)
+		}
+		switch x := rand.IntN(100); {
+		case x < 30:
+			lost.Add(1)
+			w.WriteHeader(http.StatusOK)
+		case x < 45:
+			twice.Add(1)
+			deliver(httptest.NewRecorder())
+			deliver(w)
+		default:
+			deliver(w)
+		}
+	}
+}
+
+// killingAPI is the trackers' API, whose reader may die mid-read.
+type killingAPI struct {
+	r    *trig
+	kill func(string)
+}
+
+func (a killingAPI) GetPayment(ctx context.Context, id string, opts ...cryptopay.Option) (*cryptopay.Payment, error) {
+	p, err := a.r.GetPayment(ctx, id, opts...)
+	a.kill("mid-read")
+	return p, err
+}
+
+// ledgerReplicas runs n trackers on r's table whose workers die at kill.
+func (r *trig) ledgerReplicas(t *testing.T, n int, kill func(string), edit func(*pgstore.TrackerConfig)) {
+	cfg := r.config()
+	edit(&cfg)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	for range n {
+		rep, err := pgstore.NewTracker(context.Background(), cfg)
+		require.NoError(t, err)
+		pgstore.SetTrackerHook(rep, kill)
+		wg.Go(func() { _ = rep.Run(ctx) })
+	}
+}
+
+// ledgerConverged waits until every payment's tracked status and paid
+// amount are the fake's, and returns the fake's paid amounts.
+func (r *trig) ledgerConverged(t *testing.T, tr *pgstore.Tracker, ps []*cryptopay.Payment) map[string]decimal.Decimal {
+	want := map[string]decimal.Decimal{}
+	for _, p := range ps {
+		q, err := r.fake.Client().GetPayment(context.Background(), p.ID)
+		require.NoError(t, err)
+		want[p.OrderID] = paidOf(q.PaidAmount)
+		deadline := time.Now().Add(2 * time.Minute)
+		for {
+			tp, err := tr.Get(context.Background(), p.OrderID)
+			require.NoError(t, err)
+			if tp.Status == q.Status && paidOf(tp.PaidAmount).Equal(want[p.OrderID]) {
+				break
+			}
+			require.True(t, time.Now().Before(deadline), "%s: tracked %s %s, the fake %s %s", p.OrderID,
+				tp.Status, paidOf(tp.PaidAmount), q.Status, want[p.OrderID])
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	return want
+}
+
+func paidOf(d decimal.NullDecimal) decimal.Decimal {
+	if !d.Valid {
+		return decimal.Zero
+	}
+	return d.Decimal
+}
+
+// ledgerMoves are the moves of ledgerWalk, weighted towards the walks
+// that test the books: money in, then a status that is neither terminal
+// nor a success (confirming, locked), then more money.
+var ledgerMoves = []struct {
+	to     cryptopay.PaymentStatus
+	weight int
+}{
+	{cryptopay.PaymentPaidPartial, 4}, {cryptopay.PaymentConfirming, 4}, {cryptopay.PaymentLocked, 2},
+	{cryptopay.PaymentPaid, 2}, {cryptopay.PaymentPaidOver, 1}, {cryptopay.PaymentExpired, 1},
+	{cryptopay.PaymentFailed, 1}, {cryptopay.PaymentRejected, 1},
+}
+
+// ledgerWalk walks payment p at the fake through 1 to 6 random moves the
+// lifecycle table allows from where it stands (until a final status):
+// transfers of part of the rest (paid_partial), of the rest (paid), of
+// more than the rest (paid_over), and the processor's moves (confirming,
+// locked, expired, failed, rejected). Amounts have up to 3 decimals.
+func ledgerWalk(rng *rand.Rand, fake *cryptopaytest.Server, p *cryptopay.Payment) error {
+	due, paid := p.PayAmount, decimal.Zero
+	for range 1 + rng.IntN(6) {
+		st, err := fake.PaymentStatus(p.ID)
+		if err != nil || st.IsFinal() {
+			return err
+		}
+		var moves []cryptopay.PaymentStatus
+		for _, m := range ledgerMoves {
+			if st.CanMoveTo(m.to) || (st == m.to && m.to == cryptopay.PaymentPaidPartial) {
+				moves = append(moves, slices.Repeat([]cryptopay.PaymentStatus{m.to}, m.weight)...)
+			}
+		}
+		rest := due.Sub(paid)
+		milli := func(n int64) decimal.Decimal { return decimal.New(n, -3) }
+		switch to := moves[rng.IntN(len(moves))]; to {
+		case cryptopay.PaymentPaidPartial:
+			if m := rest.Shift(3).IntPart(); m > 1 {
+				a := milli(1 + rng.Int64N(m-1))
+				paid = paid.Add(a)
+				err = fake.Pay(p.ID, a)
+			}
+		case cryptopay.PaymentPaid:
+			paid = due
+			err = fake.Pay(p.ID, rest)
+		case cryptopay.PaymentPaidOver:
+			a := rest.Add(milli(1 + rng.Int64N(5000)))
+			paid = paid.Add(a)
+			err = fake.Pay(p.ID, a)
+		default:
+			err = fake.SetPaymentStatus(p.ID, to)
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", p.OrderID, err)
+		}
+		time.Sleep(time.Duration(rng.IntN(40)) * time.Millisecond) // the tracker may or may not read in between
+	}
+	return nil
 }

@@ -42,6 +42,20 @@ func TestPaymentTracked(t *testing.T) {
 		_, err := tr.TrackOrder(context.Background(), tx, "o-tr-lost")
 		return err
 	}))
+	cli := func(args ...string) result {
+		r := f.run(append(args, "--tracker-table", table)...)
+		assertClean(t, r)
+		return r
+	}
+	// A payment just tracked shows its create answer's status (waiting);
+	// one tracked by orderId alone none until it is first seen.
+	for order, want := range map[string]string{"o-tr-waiting": "waiting", "o-tr-lost": ""} {
+		r := cli("payment", "tracked", "show", order, "--output", "json")
+		require.Equal(t, 0, r.code, r.stderr)
+		var o trackedOut
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &o))
+		assert.Equal(t, want, o.Status, order)
+	}
 	require.NoError(t, f.srv.Pay(partial.ID, decimal.RequireFromString("4")))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -59,11 +73,6 @@ func TestPaymentTracked(t *testing.T) {
 	cancel()
 	<-done
 
-	cli := func(args ...string) result {
-		r := f.run(append(args, "--tracker-table", table)...)
-		assertClean(t, r)
-		return r
-	}
 	tests := []struct {
 		name string
 		args []string
