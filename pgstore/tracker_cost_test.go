@@ -127,25 +127,26 @@ func (c *stmtCounter) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, d pgx.Trac
 	c.trips.Add(1)
 }
 
-// growingAPI answers every read with the payment paid_partial, one unit
-// more paid than the read before, so every read is a change (waiting ->
-// paid_partial, or a paid amount that grew); it counts the reads.
+// growingAPI answers every read with the payment paid_partial, a millionth
+// more paid than the read before (of the 10 tracked), so every read is a
+// change (waiting -> paid_partial, or a paid amount that grew); it counts
+// the reads. Its answers leave expiredAt out (the tracked one holds).
 type growingAPI struct{ reads atomic.Int64 }
 
 func (a *growingAPI) GetPayment(_ context.Context, id string, _ ...cryptopay.Option) (*cryptopay.Payment, error) {
 	n := a.reads.Add(1)
 	return &cryptopay.Payment{ID: id, OrderID: id, Status: cryptopay.PaymentPaidPartial,
-		PayAmount: decimal.NewFromInt(1 << 40), PaidAmount: decimal.NewNullDecimal(decimal.NewFromInt(n)),
-		ExpiredAt: time.Now().Add(time.Hour)}, nil
+		PayAmount: decimal.NewFromInt(10), PaidAmount: decimal.NewNullDecimal(decimal.New(n, -6))}, nil
 }
 
-// waitingAPI answers every read with the payment still waiting.
+// waitingAPI answers every read with the payment still waiting (expiredAt
+// left out: the tracked one holds).
 type waitingAPI struct{ reads atomic.Int64 }
 
 func (a *waitingAPI) GetPayment(_ context.Context, id string, _ ...cryptopay.Option) (*cryptopay.Payment, error) {
 	a.reads.Add(1)
 	return &cryptopay.Payment{ID: id, OrderID: id, Status: cryptopay.PaymentWaiting,
-		PayAmount: decimal.NewFromInt(10), ExpiredAt: time.Now().Add(time.Hour)}, nil
+		PayAmount: decimal.NewFromInt(10)}, nil
 }
 
 // fillTracker tracks n payments (order id = payment id), all due now,
@@ -293,4 +294,74 @@ func TestTrackerScheduleNoOverflow(t *testing.T) {
 			}
 		})
 	}
+}
+
+// scriptedAPI answers each read with the next status of its script, with
+// the paid amount given, and counts the reads.
+type scriptedAPI struct {
+	reads  atomic.Int64
+	script []cryptopay.Payment
+}
+
+func (a *scriptedAPI) GetPayment(_ context.Context, id string, _ ...cryptopay.Option) (*cryptopay.Payment, error) {
+	n := a.reads.Add(1)
+	p := a.script[min(int(n), len(a.script))-1]
+	p.ID, p.OrderID = id, "cost-1"
+	return &p, nil
+}
+
+// The database round trips of one payment's life, counted: tracked from
+// its create answer (waiting), read once still waiting, then read paid.
+// The read that finds it still waiting records nothing (the create answer
+// is its first state): the claim and one schedule update. The paid read is
+// the claim, BEGIN (with synchronous_commit), the record-and-history
+// statement and COMMIT. Idle claims (nothing due) are not counted.
+func TestTrackerRoundTripsPerPayment(t *testing.T) {
+	srv := pgtest.Need(t)
+	var c stmtCounter
+	pcfg, err := pgxpool.ParseConfig(srv.DSN())
+	require.NoError(t, err)
+	pcfg.ConnConfig.Tracer = &c
+	pool, err := pgxpool.NewWithConfig(context.Background(), pcfg)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	side := srv.Pool(t, 2) // the test's own looks, not counted
+	ten := decimal.RequireFromString("10")
+	api := &scriptedAPI{script: []cryptopay.Payment{
+		{Status: cryptopay.PaymentWaiting, PayAmount: ten, PaidAmount: decimal.NewNullDecimal(decimal.Zero)},
+		{Status: cryptopay.PaymentPaid, PayAmount: ten, PaidAmount: decimal.NewNullDecimal(ten)},
+	}}
+	cfg := pgstore.TrackerConfig{Pool: pool, Table: pgtest.Name("tracked"), CreateTable: true,
+		OpenEvery: time.Hour, PollInterval: 5 * time.Millisecond}
+	pgstore.WithTrackerAPI(&cfg, api)
+	tr, err := pgstore.NewTracker(context.Background(), cfg)
+	require.NoError(t, err)
+	id := uuid.NewString()
+	require.NoError(t, pgx.BeginFunc(context.Background(), side, func(tx pgx.Tx) error {
+		_, err := tr.Track(context.Background(), tx, &cryptopay.Payment{ID: id, OrderID: "cost-1", Status: cryptopay.PaymentWaiting,
+			PayAmount: ten, Currency: "usdt", Network: "tron", ExpiredAt: time.Now().Add(time.Hour)})
+		return err
+	}))
+	readOnce := func() int64 {
+		_, err := side.Exec(context.Background(), "UPDATE "+tr.Table()+" SET next_at = now()")
+		require.NoError(t, err)
+		before, reads := c.trips.Load(), api.reads.Load()
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { _ = tr.Run(ctx); close(done) }()
+		trackWaitFor(t, "the read written", func() bool {
+			var free bool
+			err := side.QueryRow(context.Background(), "SELECT lease_token IS NULL FROM "+tr.Table()).Scan(&free)
+			return api.reads.Load() > reads && err == nil && free
+		})
+		cancel()
+		<-done
+		return c.trips.Load() - before
+	}
+	assert.Equal(t, int64(2), readOnce(), "still waiting: the claim and the schedule, no change recorded")
+	assert.Equal(t, int64(4), readOnce(), "paid: the claim, BEGIN, the record, COMMIT")
+	hist, err := tr.History(context.Background(), "cost-1")
+	require.NoError(t, err)
+	require.Len(t, hist, 1, "one change in the payment's life")
+	assert.Equal(t, cryptopay.PaymentWaiting, hist[0].From)
 }
