@@ -810,3 +810,26 @@ func TestTrackerAnomalyRaces(t *testing.T) {
 		assert.Contains(t, tp.Note, "ops: looked, all fine")
 	})
 }
+
+// An order tracked by orderId alone has no status until it is first seen;
+// Track with its create answer then completes it, the answer its first
+// state (waiting).
+func TestTrackCompletesTrackOrder(t *testing.T) {
+	r := newTRig(t)
+	tr, err := pgstore.NewTracker(context.Background(), r.config())
+	require.NoError(t, err)
+	p := r.create(t, "ord-complete", "10")
+	require.NoError(t, pgx.BeginFunc(context.Background(), r.pool, func(tx pgx.Tx) error {
+		_, err := tr.TrackOrder(context.Background(), tx, "ord-complete")
+		return err
+	}))
+	got, err := tr.Get(context.Background(), "ord-complete")
+	require.NoError(t, err)
+	assert.Empty(t, got.Status, "not seen yet")
+	assert.False(t, r.track(t, tr, p), "completed, not created")
+	got, err = tr.Get(context.Background(), "ord-complete")
+	require.NoError(t, err)
+	assert.Equal(t, p.ID, got.PaymentID)
+	assert.Equal(t, cryptopay.PaymentWaiting, got.Status, "the create answer is the first state")
+	assert.Equal(t, pgstore.TrackOpen, got.State)
+}
