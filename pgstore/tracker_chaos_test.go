@@ -386,7 +386,7 @@ func (r *trig) chaosVerify(t *testing.T, ps []*chaosPayment, findable map[string
 // FromPaid over its OnChange calls) against the paid amount the fake
 // reports, to the last digit.
 func (r *trig) chaosBooked(t *testing.T, p *chaosPayment, booked map[string]decimal.Decimal) (got, paid decimal.Decimal) {
-	q, err := r.fake.Client().GetPayment(context.Background(), p.id)
+	q, err := r.client.GetPayment(context.Background(), p.id)
 	require.NoError(t, err)
 	got, paid = booked[p.orderID], paidOf(q.PaidAmount)
 	assert.True(t, got.Equal(paid), "%s (%s at the fake): booked %s, paid %s", p.orderID, q.Status, got, paid)
@@ -700,7 +700,7 @@ func (r *trig) ledgerReplicas(t *testing.T, n int, kill func(string), edit func(
 func (r *trig) ledgerConverged(t *testing.T, tr *pgstore.Tracker, ps []*cryptopay.Payment) map[string]decimal.Decimal {
 	want := map[string]decimal.Decimal{}
 	for _, p := range ps {
-		q, err := r.fake.Client().GetPayment(context.Background(), p.ID)
+		q, err := r.client.GetPayment(context.Background(), p.ID)
 		require.NoError(t, err)
 		want[p.OrderID] = paidOf(q.PaidAmount)
 		deadline := time.Now().Add(2 * time.Minute)

@@ -31,6 +31,7 @@ type trig struct {
 	srv     *pgtest.Server
 	pool    *pgxpool.Pool
 	fake    *cryptopaytest.Server
+	client  *cryptopay.Client // the trackers' reads share it (and its connections)
 	table   string
 	credits string
 	secret  []byte
@@ -50,7 +51,7 @@ func newTRig(t testing.TB, fakeOpts ...cryptopaytest.ServerOption) *trig {
 	srv := pgtest.Need(t)
 	fake := cryptopaytest.NewServer(fakeOpts...)
 	t.Cleanup(fake.Close)
-	r := &trig{srv: srv, pool: srv.Pool(t, 32), fake: fake, table: pgtest.Name("tracked"), credits: pgtest.Name("credits"),
+	r := &trig{srv: srv, pool: srv.Pool(t, 32), fake: fake, client: fake.Client(), table: pgtest.Name("tracked"), credits: pgtest.Name("credits"),
 		secret: []byte("tracker-test-secret-0123456789ab")}
 	_, err := r.pool.Exec(context.Background(), "CREATE TABLE "+r.credits+
 		" (order_id text NOT NULL, seq int NOT NULL, from_status text NOT NULL, to_status text NOT NULL, paid numeric, late boolean NOT NULL,"+
@@ -81,7 +82,7 @@ func newTRig(t testing.TB, fakeOpts ...cryptopaytest.ServerOption) *trig {
 // forge an answer.
 func (r *trig) GetPayment(ctx context.Context, id string, opts ...cryptopay.Option) (*cryptopay.Payment, error) {
 	r.reads.Add(1)
-	p, err := r.fake.Client().GetPayment(ctx, id, opts...)
+	p, err := r.client.GetPayment(ctx, id, opts...)
 	if err == nil && r.forge != nil {
 		r.forge(p)
 	}
