@@ -200,14 +200,11 @@ func BenchmarkTrackerRoundTrips(b *testing.B) {
 				_ = ids
 				before, start := c.trips.Load(), reads()
 				b.StartTimer()
-				ctx, cancel := context.WithCancel(context.Background())
-				done := make(chan struct{})
-				go func() { _ = tr.Run(ctx); close(done) }()
+				stop := runTracker(tr)
 				for reads()-start < batch {
 					time.Sleep(time.Millisecond)
 				}
-				cancel()
-				<-done
+				stop()
 				b.StopTimer()
 				b.ReportMetric(float64(c.trips.Load()-before)/float64(reads()-start), "trips/"+map[bool]string{true: "change", false: "read"}[name == "change"])
 				b.StartTimer()
@@ -235,14 +232,11 @@ func BenchmarkTrackerOpenPayments(b *testing.B) {
 			var heap uint64
 			for b.Loop() {
 				start := api.reads.Load()
-				ctx, cancel := context.WithCancel(context.Background())
-				done := make(chan struct{})
-				go func() { _ = tr.Run(ctx); close(done) }()
+				stop := runTracker(tr)
 				for api.reads.Load()-start < 1000 {
 					time.Sleep(time.Millisecond)
 				}
-				cancel()
-				<-done
+				stop()
 				runtime.GC()
 				var ms runtime.MemStats
 				runtime.ReadMemStats(&ms)
@@ -346,16 +340,10 @@ func TestTrackerRoundTripsPerPayment(t *testing.T) {
 		_, err := side.Exec(context.Background(), "UPDATE "+tr.Table()+" SET next_at = now()")
 		require.NoError(t, err)
 		before, reads := c.trips.Load(), api.reads.Load()
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() { _ = tr.Run(ctx); close(done) }()
-		trackWaitFor(t, "the read written", func() bool {
-			var free bool
-			err := side.QueryRow(context.Background(), "SELECT lease_token IS NULL FROM "+tr.Table()).Scan(&free)
-			return api.reads.Load() > reads && err == nil && free
-		})
-		cancel()
-		<-done
+		stop := runTracker(tr)
+		trackWaitFor(t, "the read", func() bool { return api.reads.Load() > reads })
+		waitWritten(t, side, tr.Table(), "cost-1")
+		stop()
 		return c.trips.Load() - before
 	}
 	assert.Equal(t, int64(2), readOnce(), "still waiting: the claim and the schedule, no change recorded")

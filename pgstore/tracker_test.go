@@ -761,18 +761,11 @@ func (r *trig) raceDuringRead(t *testing.T, p *cryptopay.Payment, set string, du
 	r.track(t, tr, p)
 	_, err := r.pool.Exec(context.Background(), "UPDATE "+r.table+" SET next_at = now(), "+set+" WHERE order_id = $1", p.OrderID)
 	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { _ = tr.Run(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
+	t.Cleanup(runTracker(tr))
 	<-gate.started
 	during(tr)
 	close(gate.release)
-	trackWaitFor(t, "the worker's write", func() bool {
-		var free bool
-		err := r.pool.QueryRow(context.Background(), "SELECT lease_token IS NULL FROM "+r.table+" WHERE order_id = $1", p.OrderID).Scan(&free)
-		return err == nil && free
-	})
+	waitWritten(t, r.pool, r.table, p.OrderID)
 	tp, err := tr.Get(context.Background(), p.OrderID)
 	require.NoError(t, err)
 	return tp
@@ -833,4 +826,24 @@ func TestTrackCompletesTrackOrder(t *testing.T) {
 	assert.Equal(t, p.ID, got.PaymentID)
 	assert.Equal(t, cryptopay.PaymentWaiting, got.Status, "the create answer is the first state")
 	assert.Equal(t, pgstore.TrackOpen, got.State)
+}
+
+// runTracker runs tr until the returned stop is called; stop returns once
+// Run has (every payment in hand done with).
+func runTracker(tr *pgstore.Tracker) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = tr.Run(ctx); close(done) }()
+	return func() { cancel(); <-done }
+}
+
+// waitWritten waits until no worker holds orderID's payment: the read in
+// hand has been written (or the lease given back).
+func waitWritten(t testing.TB, pool *pgxpool.Pool, table, orderID string) {
+	t.Helper()
+	trackWaitFor(t, orderID+" written", func() bool {
+		var free bool
+		err := pool.QueryRow(context.Background(), "SELECT lease_token IS NULL FROM "+table+" WHERE order_id = $1", orderID).Scan(&free)
+		return err == nil && free
+	})
 }
