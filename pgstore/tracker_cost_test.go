@@ -127,6 +127,19 @@ func (c *stmtCounter) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, d pgx.Trac
 	c.trips.Add(1)
 }
 
+// stmtCountedPool is a pool on srv whose statements c counts, closed when tb
+// ends.
+func stmtCountedPool(tb testing.TB, srv *pgtest.Server) (*pgxpool.Pool, *stmtCounter) {
+	c := &stmtCounter{}
+	cfg, err := pgxpool.ParseConfig(srv.DSN())
+	require.NoError(tb, err)
+	cfg.ConnConfig.Tracer = c
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	require.NoError(tb, err)
+	tb.Cleanup(pool.Close)
+	return pool, c
+}
+
 // growingAPI answers every read with the payment paid_partial, a millionth
 // more paid than the read before (of the 10 tracked), so every read is a
 // change (waiting -> paid_partial, or a paid amount that grew); it counts
@@ -172,13 +185,7 @@ func BenchmarkTrackerRoundTrips(b *testing.B) {
 	srv := pgtest.Need(b)
 	for _, name := range []string{"change", "nochange"} {
 		b.Run(name, func(b *testing.B) {
-			var c stmtCounter
-			cfg, err := pgxpool.ParseConfig(srv.DSN())
-			require.NoError(b, err)
-			cfg.ConnConfig.Tracer = &c
-			pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-			require.NoError(b, err)
-			defer pool.Close()
+			pool, c := stmtCountedPool(b, srv)
 			tcfg := pgstore.TrackerConfig{Pool: pool, Table: pgtest.Name("tracked"), CreateTable: true,
 				OpenEvery: time.Hour, PollInterval: 5 * time.Millisecond, Concurrency: 16}
 			var reads func() int64
@@ -312,13 +319,7 @@ func (a *scriptedAPI) GetPayment(_ context.Context, id string, _ ...cryptopay.Op
 // statement and COMMIT. Idle claims (nothing due) are not counted.
 func TestTrackerRoundTripsPerPayment(t *testing.T) {
 	srv := pgtest.Need(t)
-	var c stmtCounter
-	pcfg, err := pgxpool.ParseConfig(srv.DSN())
-	require.NoError(t, err)
-	pcfg.ConnConfig.Tracer = &c
-	pool, err := pgxpool.NewWithConfig(context.Background(), pcfg)
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
+	pool, c := stmtCountedPool(t, srv)
 	side := srv.Pool(t, 2) // the test's own looks, not counted
 	ten := decimal.RequireFromString("10")
 	api := &scriptedAPI{script: []cryptopay.Payment{
