@@ -114,7 +114,8 @@ type TrackedPayment struct {
 	// down, or disagrees with the status; an expiredAt other than tracked;
 	// an id the API does not know; a webhook for another payment of this
 	// order. A new anomaly is added to those not yet cleared, never put in
-	// their place; they stay until an operator clears them (ClearAnomaly).
+	// their place (up to 4 KiB of text, NeedsAction set whatever the
+	// length); they stay until an operator clears them (ClearAnomaly).
 	// Server text: show it escaped.
 	Anomaly string
 	// Note is the operator's note of the latest ClearAnomaly, with the
