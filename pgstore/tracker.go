@@ -92,8 +92,9 @@ type TrackedPayment struct {
 	PaymentID string
 	// State is where the tracker stands with it.
 	State TrackState
-	// Status is the latest status recorded from the API ("" before the
-	// first read).
+	// Status is the latest status recorded: Track's payment's (waiting, a
+	// create answer) until a read shows another; "" for a payment tracked
+	// by orderId alone until its first read.
 	Status cryptopay.PaymentStatus
 	// PaidAmount is the latest paid amount recorded (invalid: none).
 	PaidAmount decimal.NullDecimal
@@ -109,12 +110,17 @@ type TrackedPayment struct {
 	// NeedsAction says a person should look: the status needs action
 	// (locked, paid_partial, paid_over) or Anomaly is set.
 	NeedsAction bool
-	// Anomaly describes the latest thing the tracker refused to record: an
-	// answer for another payment or order, an unknown status, a move the
-	// lifecycle table does not allow, a paid amount that went down, an id
-	// the API does not know, a webhook for another payment of this order.
-	// It stays until an operator clears it (ClearAnomaly). Server text: show
-	// it escaped.
+	// Anomaly describes what the tracker refused to record, or recorded
+	// but a person should check (docs/payment-tracker.md, "Keeping your
+	// books"): an answer for another payment or order, or in another
+	// currency, network or payAmount; an unknown status; a move the
+	// lifecycle table does not allow; a paid amount that is negative, went
+	// down, or disagrees with the status; an expiredAt other than tracked;
+	// an id the API does not know; a webhook for another payment of this
+	// order. A new anomaly is added to those not yet cleared, never put in
+	// their place (up to 4 KiB of text, NeedsAction set whatever the
+	// length); they stay until an operator clears them (ClearAnomaly).
+	// Server text: show it escaped.
 	Anomaly string
 	// Note is the operator's note of the latest ClearAnomaly, with the
 	// anomaly it cleared ("" if none). Show it escaped.
@@ -140,11 +146,13 @@ type PaymentChange struct {
 	OrderID, PaymentID string
 	// Seq is the change's number in the payment's history (1 first).
 	Seq int
-	// From and To are the statuses before and after ("" From: the first
-	// status read). They are equal when only the paid amount changed.
+	// From and To are the statuses before and after (From is Track's
+	// payment's status, waiting, for the first change of a payment tracked
+	// by its create answer; "" for one tracked by orderId alone). They are
+	// equal when only the paid amount changed.
 	From, To cryptopay.PaymentStatus
 	// FromPaid and ToPaid are the paid amounts before and after (invalid:
-	// none). The merchant's ledger moves by ToPaid - FromPaid.
+	// none). The merchant's ledger moves by ToPaid - FromPaid (Delta).
 	FromPaid, ToPaid decimal.NullDecimal
 	// MerchantAmount is the provider's merchantAmount after the change
 	// (invalid: the answer had none). The books check's balance rolls
@@ -161,10 +169,30 @@ type PaymentChange struct {
 }
 
 // Credits reports whether the change matters to money and so reaches
-// TrackerConfig.OnChange: the new status is terminal or needs action
-// (paid, paid_over, paid_partial, locked, expired, failed, rejected),
-// including late moves and a paid amount that grew.
-func (c *PaymentChange) Credits() bool { return c.To.IsTerminal() || c.To.NeedsAction() }
+// TrackerConfig.OnChange: the paid amount changed (whatever the status:
+// waiting, confirming and locked included), or the new status is terminal
+// or needs action (paid, paid_over, paid_partial, locked, expired,
+// failed, rejected), late moves included. Every change of the paid amount
+// reaches OnChange, once: the sum of Delta over them is the paid amount
+// the tracker last recorded from the API.
+func (c *PaymentChange) Credits() bool {
+	return !c.Delta().IsZero() || c.To.IsTerminal() || c.To.NeedsAction()
+}
+
+// Delta is the change's move of the merchant's ledger: ToPaid - FromPaid,
+// an amount not given counting as zero. Book it on every change; ship the
+// goods on the status (To.IsSuccess), not on the amount.
+func (c *PaymentChange) Delta() decimal.Decimal {
+	return paidOrZero(c.ToPaid).Sub(paidOrZero(c.FromPaid))
+}
+
+// paidOrZero is a paid amount, zero when none was given.
+func paidOrZero(d decimal.NullDecimal) decimal.Decimal {
+	if !d.Valid {
+		return decimal.Zero
+	}
+	return d.Decimal
+}
 
 // TrackerConfig configures NewTracker. Pool is required, and Client for
 // Run; every other field has a default.
@@ -196,7 +224,9 @@ type TrackerConfig struct {
 	// with Lease it bounds the API reads of a replica.
 	Concurrency int
 	// OnChange, if set, runs once per recorded change that matters to money
-	// (PaymentChange.Credits), inside the transaction that records it:
+	// (PaymentChange.Credits: every change of the paid amount, and every
+	// move to a terminal status or one that needs action), inside the
+	// transaction that records it:
 	// its writes through tx and the tracker's record commit together, or
 	// neither does (then it runs again later, for the same change). It must
 	// do its effects through tx only, must not commit or roll tx back, and
@@ -358,7 +388,8 @@ func (t *Tracker) CheckSchema(ctx context.Context) error { return t.schema.check
 
 // Track starts tracking the payment p (CreatePayment's answer) in tx, the
 // merchant's own transaction: record the order and its payment in one
-// commit (if tx rolls back, nothing is tracked). The payment is keyed by
+// commit (if tx rolls back, nothing is tracked). p's status (waiting) and
+// paid amount are the payment's first known state (see firstState). The payment is keyed by
 // its orderId. Tracking an orderId again with the same payment is a no-op
 // (created false); with another payment id, amount, currency or network it
 // is a *TrackConflictError and the tracked payment is unchanged. An
@@ -391,9 +422,10 @@ func (t *Tracker) Track(ctx context.Context, tx pgx.Tx, p *cryptopay.Payment) (c
 		now := time.Now()
 		next.at = &now
 	}
+	status, paid := firstState(p)
 	var inserted bool
 	err = tx.QueryRow(ctx, t.sql.insert, p.OrderID, p.ID, p.PayAmount.String(), p.Currency, p.Network, expired,
-		string(TrackOpen), next.at).Scan(&inserted)
+		string(TrackOpen), next.at, status, paid).Scan(&inserted)
 	if err == nil {
 		return true, nil
 	}
@@ -411,10 +443,23 @@ func (t *Tracker) Track(ctx context.Context, tx pgx.Tx, p *cryptopay.Payment) (c
 		return false, nil
 	}
 	// Tracked by orderId alone: this completes it.
-	if _, err := tx.Exec(ctx, t.sql.complete, p.OrderID, p.ID, p.PayAmount.String(), p.Currency, p.Network, expired, next.at); err != nil {
+	if _, err := tx.Exec(ctx, t.sql.complete, p.OrderID, p.ID, p.PayAmount.String(), p.Currency, p.Network, expired, next.at,
+		status, paid); err != nil {
 		return false, fmt.Errorf("pgstore: track %q: %w", p.OrderID, err)
 	}
 	return false, nil
+}
+
+// firstState is the status and paid amount Track records as the payment's
+// first known state: a create answer's (waiting, nothing paid), so the
+// first change reads waiting -> paid. A payment that already shows money
+// (Track given a later read) is recorded as not yet seen ("", none), so
+// its first read books all of its paid amount.
+func firstState(p *cryptopay.Payment) (string, *string) {
+	if p.Status != cryptopay.PaymentWaiting || !paidOrZero(p.PaidAmount).IsZero() {
+		return "", nil
+	}
+	return string(p.Status), nullText(p.PaidAmount)
 }
 
 // trackConflict names the first datum of p that differs from the tracked
