@@ -217,7 +217,7 @@ func parkedIntents(ctx context.Context, q *pgstore.Queue, orderID string) error 
 	for _, in := range parked {
 		log.Printf("%s parked since %v: %q", in.Params.OrderID, in.AttemptedAt, in.LastError)
 	}
-	return q.Retry(ctx, orderID, "carol: no payout in dashboard, ticket 123")
+	return q.Retry(ctx, orderID, "carol", "no payout in dashboard, ticket 123")
 }
 
 var _, _ = recordWithdrawal, parkedIntents

@@ -464,15 +464,18 @@ func (t *Tracker) Get(ctx context.Context, orderID string) (*TrackedPayment, err
 	return tp, nil
 }
 
-// ClearAnomaly clears the tracked payment's Anomaly once an operator has
-// looked into it, and keeps note (who looked, and what they found:
-// required, one line of at most 1024 bytes) in TrackedPayment.Note with
-// the anomaly it cleared. NeedsAction then follows the status alone. It
+// ClearAnomaly clears the tracked payment's Anomaly once actor (who
+// looked: an identifier, as Queue.Approve's) has looked into it, and keeps
+// note (what they found: required, one line of at most 1024 bytes) in
+// TrackedPayment.Note with the actor and the anomaly it cleared. NeedsAction then follows the status alone. It
 // changes nothing else: no status is recorded and nothing is credited. It
 // returns the anomaly it cleared ("" if there was none: nothing changes).
 // If a new status or another anomaly is recorded meanwhile, it clears
 // nothing and returns an error: look at the payment again.
-func (t *Tracker) ClearAnomaly(ctx context.Context, orderID, note string) (cleared string, err error) {
+func (t *Tracker) ClearAnomaly(ctx context.Context, orderID, actor, note string) (cleared string, err error) {
+	if err := checkActor(actor); err != nil {
+		return "", err
+	}
 	if r := ids.Text(note, maxErrorText); r != "" || note == "" {
 		return "", &cryptopay.ValidationError{Field: "note", Reason: cmpOr(r, "is required: who looked, and what they found")}
 	}
@@ -483,7 +486,7 @@ func (t *Tracker) ClearAnomaly(ctx context.Context, orderID, note string) (clear
 	if tp.Anomaly == "" {
 		return "", nil
 	}
-	keep := scrubText(fmt.Sprintf("cleared %q: %s", tp.Anomaly, note))
+	keep := scrubText(fmt.Sprintf("cleared %q by %q: %s", tp.Anomaly, actor, note))
 	tag, err := t.cfg.Pool.Exec(ctx, t.sql.clear, orderID, tp.Status.NeedsAction(), string(tp.Status), tp.Anomaly, keep)
 	if err != nil {
 		return "", fmt.Errorf("pgstore: clearing the anomaly of %q: %w", orderID, err)
@@ -504,6 +507,11 @@ type TrackFilter struct {
 	After string
 	// Limit caps the page (0: 100; at most 10,000).
 	Limit int
+	// Anomaly keeps only payments with an Anomaly.
+	Anomaly bool
+	// Search, if set, keeps only the payment whose orderId or payment id
+	// is exactly Search.
+	Search string
 }
 
 // List returns tracked payments in orderId order, filtered by f.
@@ -517,7 +525,7 @@ func (t *Tracker) List(ctx context.Context, f TrackFilter) ([]TrackedPayment, er
 	for i, s := range f.States {
 		states[i] = string(s)
 	}
-	rows, err := t.cfg.Pool.Query(ctx, t.sql.list, len(states) == 0, states, f.NeedsAction, f.After, limit)
+	rows, err := t.cfg.Pool.Query(ctx, t.sql.list, len(states) == 0, states, f.NeedsAction, f.After, limit, f.Anomaly, f.Search)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: listing tracked payments: %w", err)
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
+	"os/user"
 	"strconv"
 	"strings"
 
@@ -276,9 +278,11 @@ func (a *app) queueShow(args []string) error {
 }
 
 func (a *app) queueApprove(args []string) error {
-	return a.queueOperate(command{"payout queue approve", "ORDER_ID", "Approve an intent that waits for approval (needs_approval): it is queued and\n" +
-		"sent, still subject to the workers' other guardrails."}, "note", false, args,
-		(*pgstore.Queue).Approve, "approved: queued to be sent")
+	return a.queueOperate(command{"payout queue approve", "ORDER_ID", "Approve an intent that waits for approval (needs_approval). Four eyes: it is queued\n" +
+		"and sent (still subject to the workers' other guardrails) once the number of distinct\n" +
+		"people the queue requires have approved it (default 2); --actor's approval counts once,\n" +
+		"and not at all if --actor enqueued it."}, "note", false, args,
+		(*pgstore.Queue).Approve, "")
 }
 
 func (a *app) queueReject(args []string) error {
@@ -309,6 +313,7 @@ func (a *app) queueResolve(args []string) error {
 	qf.register(fs.FlagSet)
 	payoutID := fs.String("payout-id", "", "the payout's `id` in the processor's dashboard (required)")
 	note := fs.String("note", "", "what is recorded with the intent: who, and why (required)")
+	actor := a.actorFlag(fs.FlagSet)
 	pos, err := a.parse(fs, args, 1, 1)
 	if err != nil {
 		return err
@@ -325,7 +330,7 @@ func (a *app) queueResolve(args []string) error {
 		return err
 	}
 	defer pool.Close()
-	if err := q.Resolve(a.ctx, pos[0], *payoutID, *note); err != nil {
+	if err := q.Resolve(a.ctx, pos[0], *payoutID, *actor, *note); err != nil {
 		if errors.Is(err, pgstore.ErrIntentState) || errors.Is(err, cryptopay.ErrInvalidParams) {
 			return &exitError{exitNo, err}
 		}
@@ -336,12 +341,14 @@ func (a *app) queueResolve(args []string) error {
 }
 
 // queueOperate runs an operator's move (approve, reject, retry) with its
-// note flag, required or not.
+// note flag, required or not, in the name of --actor. An empty done is
+// an approval's: the line says whether it queued the intent.
 func (a *app) queueOperate(cmd command, noteFlag string, noteRequired bool, args []string,
-	op func(*pgstore.Queue, context.Context, string, string) error, done string) error {
+	op func(*pgstore.Queue, context.Context, string, string, string) error, done string) error {
 	fs := a.newDBFlagSet(cmd)
 	var qf queueFlags
 	qf.register(fs.FlagSet)
+	actor := a.actorFlag(fs.FlagSet)
 	usage := "what is recorded with the intent: who, and why"
 	if noteRequired {
 		usage += " (required)"
@@ -359,14 +366,49 @@ func (a *app) queueOperate(cmd command, noteFlag string, noteRequired bool, args
 		return err
 	}
 	defer pool.Close()
-	if err := op(q, a.ctx, pos[0], *note); err != nil {
-		if errors.Is(err, pgstore.ErrIntentState) {
-			return &exitError{exitNo, err}
-		}
-		return err
+	if err := op(q, a.ctx, pos[0], *actor, *note); err != nil {
+		return operateExit(err)
+	}
+	if done == "" {
+		done, err = approvalLine(a.ctx, q, pos[0])
 	}
 	a.printLine("%s: %s", pos[0], done)
-	return nil
+	return err
+}
+
+// operateExit maps an operator's refused move to its exit code.
+func operateExit(err error) error {
+	var ve *cryptopay.ValidationError
+	switch {
+	case errors.As(err, &ve):
+		return &exitError{exitUsage, err}
+	case errors.Is(err, pgstore.ErrIntentState), errors.Is(err, pgstore.ErrApprovalNotCounted):
+		return &exitError{exitNo, err}
+	}
+	return err
+}
+
+// approvalLine says what an approval did: queued the intent, or recorded
+// one approval of the number it needs.
+func approvalLine(ctx context.Context, q *pgstore.Queue, orderID string) (string, error) {
+	in, err := q.Get(ctx, orderID)
+	if err != nil {
+		return "approved", err
+	}
+	if in.State != pgstore.StateNeedsApproval {
+		return "approved: queued to be sent", nil
+	}
+	return fmt.Sprintf("approval %d of %d recorded: it waits for another person's approval", len(in.ApprovedBy), in.ApprovalsNeeded), nil
+}
+
+// actorFlag registers --actor: who makes the move, recorded in the
+// intent's history (default: the operating system's user).
+func (a *app) actorFlag(fs *flag.FlagSet) *string {
+	def := a.getenv("USER")
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		def = u.Username
+	}
+	return fs.String("actor", def, "`who` makes the move, recorded in the history (four eyes: two approvals need two actors)")
 }
 
 func stateNames() []string {

@@ -40,7 +40,7 @@ func TestPayoutQueueOperate(t *testing.T) {
 	row := func(id, amount string) []string {
 		return []string{id, "TCL3eTB75W5qNJEmseEmVMkNJ5pNBciXj4", amount, "usdt", "tron", "c1", "203.0.113.7", "false", "", ""}
 	}
-	r := qf.run("payout", "batch", csvFile(t, batchHeader, row("q-1", "10"), row("q-2", "900"), row("q-3", "950"), row("q-4", "20")))
+	r := qf.run("payout", "batch", "--actor", "carol", csvFile(t, batchHeader, row("q-1", "10"), row("q-2", "900"), row("q-3", "950"), row("q-4", "20")))
 	require.Equal(t, 0, r.code, r.stderr)
 	worker := qf.queue(t, qf.srv.Client(), pgstore.Guardrails{ApprovalAbove: map[string]decimal.Decimal{"usdt": decimal.NewFromInt(500)}})
 	stop := runWorker(t, worker)
@@ -62,11 +62,26 @@ func TestPayoutQueueOperate(t *testing.T) {
 	assert.Equal(t, "900", got.Amount, "an exact decimal string")
 	assert.Equal(t, "needs_approval", got.State)
 
-	r = qf.run("payout", "queue", "approve", "q-2", "--note", "alice: KYC checked")
-	require.Equal(t, 0, r.code, r.stderr)
-	assert.Equal(t, "q-2: approved: queued to be sent\n", r.stdout)
-	assert.Equal(t, pgstore.StateQueued, qf.state(t, "q-2").State)
-	assert.Equal(t, "alice: KYC checked", qf.state(t, "q-2").Note)
+	// Four eyes: carol enqueued it, so her approval does not count; alice's
+	// counts once; bob's queues it.
+	for _, step := range []struct {
+		actor, stdout, stderr string
+		code                  int
+		state                 pgstore.IntentState
+	}{
+		{"carol", "", "carol\" enqueued \"q-2\"", exitNo, pgstore.StateNeedsApproval},
+		{"alice", "q-2: approval 1 of 2 recorded: it waits for another person's approval\n", "", exitOK, pgstore.StateNeedsApproval},
+		{"alice", "", "approved \"q-2\" already", exitNo, pgstore.StateNeedsApproval},
+		{"", "", "invalid actor: is empty", exitUsage, pgstore.StateNeedsApproval},
+		{"bob", "q-2: approved: queued to be sent\n", "", exitOK, pgstore.StateQueued},
+	} {
+		r = qf.run("payout", "queue", "approve", "q-2", "--actor", step.actor, "--note", "KYC checked")
+		assert.Equal(t, step.code, r.code, "%s: %s", step.actor, r.stderr)
+		assert.Equal(t, step.stdout, r.stdout, step.actor)
+		assert.Contains(t, r.stderr, step.stderr, step.actor)
+		assert.Equal(t, step.state, qf.state(t, "q-2").State, step.actor)
+	}
+	assert.Equal(t, []string{"alice", "bob"}, qf.state(t, "q-2").ApprovedBy)
 	runWorker(t, worker) // restarted: the approval is on record, so it sends q-2, once
 	qf.waitState(t, "q-2", pgstore.StateCreated)
 	assert.Equal(t, 1, qf.srv.PayoutsWithOrderID("q-2"))
@@ -74,7 +89,7 @@ func TestPayoutQueueOperate(t *testing.T) {
 	r = qf.run("payout", "queue", "reject", "q-3")
 	assert.Equal(t, exitUsage, r.code, "a rejection needs a reason")
 	assert.Contains(t, r.stderr, "--reason is required")
-	r = qf.run("payout", "queue", "reject", "q-3", "--reason", "bob: unknown customer")
+	r = qf.run("payout", "queue", "reject", "q-3", "--actor", "bob", "--reason", "bob: unknown customer")
 	require.Equal(t, 0, r.code, r.stderr)
 	in := qf.state(t, "q-3")
 	assert.Equal(t, pgstore.StateRejected, in.State)
