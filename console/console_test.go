@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"html"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -233,4 +235,134 @@ func TestRoles(t *testing.T) {
 
 	code, _ := r.do(t, "GET", "/payouts", "", nil)
 	assert.Equal(t, http.StatusForbidden, code, "Authorize refused: no page")
+}
+
+// Every unsafe request from another origin is 403 and changes nothing,
+// whoever the actor; the same POST from the console's own origin works.
+func TestCrossOriginPOST(t *testing.T) {
+	r := newRig(t)
+	p := payout(1, "500")
+	r.enqueue(t, p)
+	form := url.Values{"id": {p.OrderID}, "note": {"ok"}}
+	for _, h := range [][]string{
+		{"Sec-Fetch-Site", "cross-site"},
+		{"Sec-Fetch-Site", "same-site"},
+		{"Origin", "https://evil.example"},
+	} {
+		code, page := r.do(t, "POST", "/payout/approve", alice, form, h...)
+		assert.Equal(t, http.StatusForbidden, code, h)
+		assert.Contains(t, page, "another site", h)
+	}
+	assert.Equal(t, pgstore.StateNeedsApproval, r.state(t, p.OrderID))
+	in, err := r.q.Get(context.Background(), p.OrderID)
+	require.NoError(t, err)
+	assert.Empty(t, in.ApprovedBy, "nothing recorded")
+	code, _ := r.do(t, "POST", "/payout/approve", alice, form, "Sec-Fetch-Site", "same-origin", "Origin", r.srv.URL)
+	assert.Equal(t, http.StatusSeeOther, code)
+}
+
+// Read-only: no action is offered, and every POST is 403, even an
+// approver's.
+func TestReadOnly(t *testing.T) {
+	r := newRig(t, func(c *console.Config) { c.ReadOnly = true })
+	p := payout(1, "500")
+	r.enqueue(t, p)
+	_, page := r.do(t, "GET", "/payout?id="+p.OrderID, "ann:approver,operator", nil)
+	assert.Contains(t, page, `id="read-only"`)
+	assert.NotContains(t, page, `id="act-`)
+	code, _ := r.do(t, "POST", "/payout/approve", "ann:approver,operator", url.Values{"id": {p.OrderID}})
+	assert.Equal(t, http.StatusForbidden, code)
+	assert.Equal(t, pgstore.StateNeedsApproval, r.state(t, p.OrderID))
+}
+
+// Server text is escaped, with control and bidi characters shown as
+// \uXXXX instead of obeyed; links carry the mount prefix.
+func TestEscapedText(t *testing.T) {
+	r := newRig(t)
+	p := payout(1, "10")
+	r.enqueue(t, p)
+	_, err := r.pool.Exec(context.Background(), "UPDATE "+r.q.Table()+" SET state = 'parked', last_error = $2 WHERE order_id = $1",
+		p.OrderID, "<script>alert(1)</script> \u202egnp.exe\u200b\x07")
+	require.NoError(t, err)
+	for _, path := range []string{"/payouts", "/payout?id=" + p.OrderID} {
+		_, page := r.do(t, "GET", path, viewer, nil)
+		assert.Contains(t, page, `&lt;script&gt;alert(1)&lt;/script&gt; \u202egnp.exe\u200b\u0007`, path)
+		assert.NotContains(t, page, "<script>", path)
+		assert.NotContains(t, page, "\u202e", path)
+		assert.Contains(t, page, `href="/ops/static/style.css"`, path)
+		assert.NotContains(t, page, `href="/payout`, path)
+	}
+	code, page := r.do(t, "GET", "/payout?id=%E2%80%AEevil", viewer, nil)
+	assert.Equal(t, http.StatusNotFound, code)
+	assert.Contains(t, page, `\u202eevil`)
+}
+
+// No secret reaches a page: with the database unreachable, the page says
+// only that an error was logged, never the connection string's password.
+func TestNoSecretOnErrorPage(t *testing.T) {
+	const password = "pa55-w0rd-of-the-db"
+	pool, err := pgxpool.New(context.Background(), "postgres://ops:"+password+"@127.0.0.1:1/shop?connect_timeout=1")
+	require.NoError(t, err)
+	defer pool.Close()
+	q, err := pgstore.NewQueue(context.Background(), pgstore.QueueConfig{Pool: pool})
+	require.NoError(t, err)
+	var logged strings.Builder
+	h, err := console.New(console.Config{Queue: q, Pool: pool, Authorize: testAuthorize,
+		Logger: slog.New(slog.NewTextHandler(&logged, nil))})
+	require.NoError(t, err)
+	for _, path := range []string{"/payouts", "/payout?id=wd-1", "/payouts/bulk?action=approve"} {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest("GET", path, nil)
+		req.Header.Set(actorHeader, alice)
+		h.ServeHTTP(rec, req)
+		assert.Equal(t, http.StatusInternalServerError, rec.Code, path)
+		assert.Contains(t, rec.Body.String(), "in the server&#39;s log", path)
+		assert.NotContains(t, rec.Body.String(), password, path)
+		assert.NotContains(t, rec.Body.String(), "127.0.0.1:1", path)
+	}
+	assert.NotEmpty(t, logged.String(), "the errors went to the log")
+}
+
+// Keyset pages and the filters: every intent appears once across the
+// pages; search finds by orderId, payout id or wallet.
+func TestPayoutListPages(t *testing.T) {
+	r := newRig(t, func(c *console.Config) { c.PageSize = 2 })
+	var ps []cryptopay.CreatePayoutParams
+	for i := range 5 {
+		ps = append(ps, payout(i, "10"))
+	}
+	ps[4].WalletAddress = "TLa2f6VPqDgRE67v1736s7bJ8Ray5wYjU7"
+	r.enqueue(t, ps...)
+	_, err := r.pool.Exec(context.Background(), "UPDATE "+r.q.Table()+" SET payout_id = 'po-77' WHERE order_id = $1", ps[3].OrderID)
+	require.NoError(t, err)
+	var seen []string
+	next := "/payouts?state=queued"
+	for pages := 0; next != ""; pages++ {
+		require.Less(t, pages, 5)
+		code, page := r.do(t, "GET", next, viewer, nil)
+		require.Equal(t, 200, code)
+		seen = append(seen, orderIDsIn(page)...)
+		next = ""
+		if _, after, ok := strings.Cut(page, `id="next" href="/ops`); ok {
+			next = html.UnescapeString(after[:strings.Index(after, `"`)])
+		}
+	}
+	assert.Equal(t, []string{ps[0].OrderID, ps[1].OrderID, ps[2].OrderID, ps[3].OrderID, ps[4].OrderID}, seen)
+	for q, want := range map[string]string{ps[2].OrderID: ps[2].OrderID, "po-77": ps[3].OrderID, ps[4].WalletAddress: ps[4].OrderID} {
+		_, page := r.do(t, "GET", "/payouts?q="+url.QueryEscape(q), viewer, nil)
+		assert.Equal(t, []string{want}, orderIDsIn(page), q)
+	}
+	_, page := r.do(t, "GET", "/payouts?state=parked", viewer, nil)
+	assert.Empty(t, orderIDsIn(page))
+	code, _ := r.do(t, "GET", "/payouts?state=bogus", viewer, nil)
+	assert.Equal(t, http.StatusBadRequest, code)
+}
+
+// orderIDsIn lists the orderIds a list page links to, in order.
+func orderIDsIn(page string) []string {
+	var out []string
+	for _, part := range strings.Split(page, `class="id" href="/ops/payout?id=`)[1:] {
+		out = append(out, part[:strings.Index(part, `"`)])
+	}
+	return out
 }
