@@ -276,6 +276,7 @@ func (t *Tracker) DDL() string {
 	name := t.table[len(t.table)-1]
 	due := pgx.Identifier{name + "_due_idx"}.Sanitize()
 	state := pgx.Identifier{name + "_state_idx"}.Sanitize()
+	action := pgx.Identifier{name + "_action_idx"}.Sanitize()
 	return fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %[1]s (
     order_id     text        PRIMARY KEY,
     payment_id   text        NOT NULL DEFAULT '',
@@ -300,6 +301,7 @@ func (t *Tracker) DDL() string {
 );
 CREATE INDEX IF NOT EXISTS %[3]s ON %[1]s (next_at) WHERE next_at IS NOT NULL;
 CREATE INDEX IF NOT EXISTS %[4]s ON %[1]s (state, order_id);
+CREATE INDEX IF NOT EXISTS %[5]s ON %[1]s (order_id) WHERE needs_action;
 CREATE TABLE IF NOT EXISTS %[2]s (
     order_id    text        NOT NULL,
     seq         integer     NOT NULL,
@@ -311,7 +313,7 @@ CREATE TABLE IF NOT EXISTS %[2]s (
     late        boolean     NOT NULL,
     at          timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (order_id, seq)
-);`, t.Table(), t.history.Sanitize(), due, state)
+);`, t.Table(), t.history.Sanitize(), due, state, action)
 }
 
 // CreateTable creates the tracker's tables and indexes if they do not
