@@ -69,8 +69,9 @@ type Config struct {
 	// Tracker is the payment tracker the console shows (nil: no payments
 	// pages).
 	Tracker *pgstore.Tracker
-	// Pool, if set, is the queue's database, read for the health summary
-	// (due, overdue and failing intents, the commonest last error).
+	// Pool, if set, is the database of the queue and the tracker, read for
+	// the health summary (due, overdue and failing intents, the commonest
+	// last error, payments that need action), by their indexes.
 	Pool *pgxpool.Pool
 	// Authorize maps a request to its actor, or refuses it with an error
 	// (403; the error's text is not shown). It runs for every request,

@@ -40,14 +40,23 @@ func (c *console) health(ctx context.Context) *health {
 		}
 	}
 	if c.cfg.Tracker != nil {
-		_, n, err := c.cfg.Tracker.Counts(ctx)
-		if err != nil {
+		if err := c.trackerHealth(ctx, h); err != nil {
 			c.log.Error("console: counting tracked payments", "err", err)
 			h.Unknown = true
 		}
-		h.PaymentsNeedAction = n
 	}
 	return h
+}
+
+// trackerHealth counts the tracked payments that need action: by the
+// needs-action index when Pool is set, else through Tracker.Counts.
+func (c *console) trackerHealth(ctx context.Context, h *health) error {
+	if c.cfg.Pool == nil {
+		_, n, err := c.cfg.Tracker.Counts(ctx)
+		h.PaymentsNeedAction = n
+		return err
+	}
+	return c.cfg.Pool.QueryRow(ctx, fmt.Sprintf(`SELECT count(*)::int FROM %s WHERE needs_action`, c.cfg.Tracker.Table())).Scan(&h.PaymentsNeedAction)
 }
 
 // openStates are the states the workers still move.
@@ -72,7 +81,7 @@ func (c *console) queueHealth(ctx context.Context, h *health) error {
     count(*) FILTER (WHERE state <> 'needs_approval' AND last_error <> '')::int,
     count(*) FILTER (WHERE state = 'needs_approval')::int,
     count(*) FILTER (WHERE state = 'parked')::int
-FROM %s WHERE state = ANY($1) OR state = 'needs_approval'`, t), open, c.cfg.OverdueAfter.Microseconds()).
+FROM %s WHERE state = ANY($1)`, t), append(open, string(pgstore.StateNeedsApproval)), c.cfg.OverdueAfter.Microseconds()).
 		Scan(&h.Due, &h.Overdue, &h.Failing, &h.NeedsApproval, &h.Parked)
 	if err != nil || h.Failing == 0 {
 		return err

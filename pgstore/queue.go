@@ -438,6 +438,9 @@ func (q *Queue) DDL() string {
 	vel := pgx.Identifier{name + "_velocity_idx"}.Sanitize()
 	calls := pgx.Identifier{name + "_callback_idx"}.Sanitize()
 	histIdx := pgx.Identifier{name + "_history_order_idx"}.Sanitize()
+	search := pgx.Identifier{name + "_wallet_idx"}.Sanitize()
+	payout := pgx.Identifier{name + "_payout_idx"}.Sanitize()
+	held := pgx.Identifier{name + "_held_idx"}.Sanitize()
 	return fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %[1]s (
     order_id            text        PRIMARY KEY,
     wallet_address      text        NOT NULL,
@@ -480,6 +483,9 @@ CREATE INDEX IF NOT EXISTS %[2]s ON %[1]s (next_at) WHERE state IN (%[8]s);
 CREATE INDEX IF NOT EXISTS %[3]s ON %[1]s (state, order_id);
 CREATE INDEX IF NOT EXISTS %[4]s ON %[1]s (currency, reserved_at) WHERE reserved_at IS NOT NULL;
 CREATE INDEX IF NOT EXISTS %[5]s ON %[1]s (next_at) WHERE callback_due;
+CREATE INDEX IF NOT EXISTS %[9]s ON %[1]s (wallet_address);
+CREATE INDEX IF NOT EXISTS %[10]s ON %[1]s (payout_id) WHERE payout_id <> '';
+CREATE INDEX IF NOT EXISTS %[11]s ON %[1]s (order_id) WHERE hold <> '';
 CREATE TABLE IF NOT EXISTS %[6]s (
     id         bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     order_id   text        NOT NULL,
@@ -496,7 +502,8 @@ CREATE TABLE IF NOT EXISTS %[6]s (
     actor_id   text        NOT NULL DEFAULT ''
 );
 ALTER TABLE %[6]s ADD COLUMN IF NOT EXISTS actor_id text NOT NULL DEFAULT '';
-CREATE INDEX IF NOT EXISTS %[7]s ON %[6]s (order_id, id);`, q.Table(), due, state, vel, calls, q.hist.Sanitize(), histIdx, openStatesSQL())
+CREATE INDEX IF NOT EXISTS %[7]s ON %[6]s (order_id, id);`, q.Table(), due, state, vel, calls, q.hist.Sanitize(), histIdx, openStatesSQL(),
+		search, payout, held)
 }
 
 // CreateTable creates the queue's table and indexes if they do not exist.

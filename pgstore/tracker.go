@@ -277,6 +277,7 @@ func (t *Tracker) DDL() string {
 	due := pgx.Identifier{name + "_due_idx"}.Sanitize()
 	state := pgx.Identifier{name + "_state_idx"}.Sanitize()
 	action := pgx.Identifier{name + "_action_idx"}.Sanitize()
+	payment := pgx.Identifier{name + "_payment_idx"}.Sanitize()
 	return fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %[1]s (
     order_id     text        PRIMARY KEY,
     payment_id   text        NOT NULL DEFAULT '',
@@ -302,6 +303,7 @@ func (t *Tracker) DDL() string {
 CREATE INDEX IF NOT EXISTS %[3]s ON %[1]s (next_at) WHERE next_at IS NOT NULL;
 CREATE INDEX IF NOT EXISTS %[4]s ON %[1]s (state, order_id);
 CREATE INDEX IF NOT EXISTS %[5]s ON %[1]s (order_id) WHERE needs_action;
+CREATE INDEX IF NOT EXISTS %[6]s ON %[1]s (payment_id) WHERE payment_id <> '';
 CREATE TABLE IF NOT EXISTS %[2]s (
     order_id    text        NOT NULL,
     seq         integer     NOT NULL,
@@ -313,7 +315,7 @@ CREATE TABLE IF NOT EXISTS %[2]s (
     late        boolean     NOT NULL,
     at          timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (order_id, seq)
-);`, t.Table(), t.history.Sanitize(), due, state, action)
+);`, t.Table(), t.history.Sanitize(), due, state, action, payment)
 }
 
 // CreateTable creates the tracker's tables and indexes if they do not
