@@ -95,7 +95,7 @@ func (c *console) newView(r *http.Request, title string, data any) view {
 		Base: prefix(r), Title: title, Actor: actorOf(r), ReadOnly: c.cfg.ReadOnly,
 		Payouts: c.cfg.Queue != nil, Payments: c.cfg.Tracker != nil,
 		CanApprove: c.may(r, RoleApprover), CanOperate: c.may(r, RoleOperator),
-		Flash: flashes[r.URL.Query().Get("done")], Data: data, Health: c.health(r.Context()),
+		Flash: flashes[r.URL.Query().Get("done")], Data: data,
 	}
 }
 
@@ -110,7 +110,12 @@ var flashes = map[string]string{
 }
 
 // render writes a page with status, or the error page if it fails.
+// A page that answers 200 shows the health summary; an error page reads
+// nothing more from the database.
 func (c *console) render(w http.ResponseWriter, r *http.Request, status int, page string, v view) {
+	if status == http.StatusOK {
+		v.Health = c.health(r.Context())
+	}
 	var buf bytes.Buffer
 	if err := pages[page].ExecuteTemplate(&buf, "layout", v); err != nil {
 		c.log.Error("console: rendering a page", "page", page, "err", err)
