@@ -27,20 +27,7 @@ type paymentFilter struct {
 }
 
 func (f paymentFilter) values() url.Values {
-	v := url.Values{}
-	if f.State != "" {
-		v.Set("state", f.State)
-	}
-	if f.Q != "" {
-		v.Set("q", f.Q)
-	}
-	if f.NeedsAction {
-		v.Set("needs_action", "1")
-	}
-	if f.Anomaly {
-		v.Set("anomaly", "1")
-	}
-	return v
+	return queryOf(map[string]string{"state": f.State, "q": f.Q}, map[string]bool{"needs_action": f.NeedsAction, "anomaly": f.Anomaly})
 }
 
 // paymentsPage is the payments list's data.
@@ -67,12 +54,8 @@ func (c *console) paymentList(w http.ResponseWriter, r *http.Request) {
 		c.failDB(w, r, "listing payments", err)
 		return
 	}
-	p := paymentsPage{Filter: f, States: trackStates, Rows: rows}
-	if len(rows) > c.cfg.PageSize {
-		p.Rows = rows[:c.cfg.PageSize]
-		p.Next = f.values()
-		p.Next.Set("after", p.Rows[len(p.Rows)-1].OrderID)
-	}
+	p := paymentsPage{Filter: f, States: trackStates}
+	p.Rows, p.Next = onePage(rows, c.cfg.PageSize, f.values(), func(tp pgstore.TrackedPayment) string { return tp.OrderID })
 	c.render(w, r, http.StatusOK, "payments", c.newView(r, "Payments", p))
 }
 

@@ -66,14 +66,23 @@ func parsePayoutFilter(v url.Values) (payoutFilter, pgstore.ListFilter, error) {
 
 // values is the filter as a query string's values.
 func (f payoutFilter) values() url.Values {
+	return queryOf(map[string]string{"state": f.State, "currency": f.Currency, "network": f.Network, "since": f.Since, "until": f.Until, "q": f.Q},
+		map[string]bool{"held": f.Held})
+}
+
+// queryOf is a query of the texts that are set and the flags that are
+// on (as "1").
+func queryOf(texts map[string]string, flags map[string]bool) url.Values {
 	v := url.Values{}
-	for k, s := range map[string]string{"state": f.State, "currency": f.Currency, "network": f.Network, "since": f.Since, "until": f.Until, "q": f.Q} {
+	for k, s := range texts {
 		if s != "" {
 			v.Set(k, s)
 		}
 	}
-	if f.Held {
-		v.Set("held", "1")
+	for k, on := range flags {
+		if on {
+			v.Set(k, "1")
+		}
 	}
 	return v
 }
@@ -99,13 +108,20 @@ func (c *console) payoutList(w http.ResponseWriter, r *http.Request) {
 		c.failDB(w, r, "listing payouts", err)
 		return
 	}
-	p := payoutsPage{Filter: f, States: pgstore.States(), Rows: rows, BulkFilter: f.values()}
-	if len(rows) > c.cfg.PageSize {
-		p.Rows = rows[:c.cfg.PageSize]
-		p.Next = f.values()
-		p.Next.Set("after", p.Rows[len(p.Rows)-1].Params.OrderID)
-	}
+	p := payoutsPage{Filter: f, States: pgstore.States(), BulkFilter: f.values()}
+	p.Rows, p.Next = onePage(rows, c.cfg.PageSize, f.values(), func(in pgstore.Intent) string { return in.Params.OrderID })
 	c.render(w, r, http.StatusOK, "payouts", c.newView(r, "Payouts", p))
+}
+
+// onePage cuts rows (read with one more than size) to a page, and
+// returns the query of the next page (filter with after: the page's last
+// key), nil on the last page.
+func onePage[T any](rows []T, size int, filter url.Values, key func(T) string) ([]T, url.Values) {
+	if len(rows) <= size {
+		return rows, nil
+	}
+	filter.Set("after", key(rows[size-1]))
+	return rows[:size], filter
 }
 
 // payoutPage is the detail page's data.

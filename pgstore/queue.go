@@ -897,27 +897,53 @@ func (q *Queue) Approve(ctx context.Context, orderID, actor, note string) error 
 	if err := checkActor(actor); err != nil {
 		return err
 	}
+	return q.apply(ctx, orderID, move{
+		from: StateNeedsApproval, what: "approving", sql: q.sql.approve,
+		args:   []any{orderID, actor, scrubText(note), q.cfg.Approvals},
+		whyNot: func(tx pgx.Tx) error { return q.whyNotApproved(ctx, tx, orderID, actor) },
+	})
+}
+
+// move is one operator's statement (it returns the intent and whether it
+// was fresh) and what goes with it.
+type move struct {
+	from IntentState
+	what string // the error's words: "approving", "parked -> queued for"
+	sql  string
+	args []any
+	// whyNot says why the statement changed no row; inTx, if set, runs
+	// after it in its transaction (OnFinal).
+	whyNot func(tx pgx.Tx) error
+	inTx   func(tx pgx.Tx, in *Intent) error
+}
+
+// apply runs m in one transaction and reports its transitions once it
+// committed.
+func (q *Queue) apply(ctx context.Context, orderID string, m move) error {
 	var in *Intent
 	var fresh bool
 	err := pgx.BeginFunc(ctx, q.cfg.Pool, func(tx pgx.Tx) error {
 		var err error
-		in, err = scanIntent(tx.QueryRow(ctx, q.sql.approve, orderID, actor, scrubText(note), q.cfg.Approvals), &fresh)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return q.whyNotApproved(ctx, tx, orderID, actor)
+		in, err = scanIntent(tx.QueryRow(ctx, m.sql, m.args...), &fresh)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			return m.whyNot(tx)
+		case err != nil || m.inTx == nil:
+			return err
 		}
-		return err
+		return m.inTx(tx, in)
 	})
 	if err != nil {
 		if errors.Is(err, ErrIntentNotFound) || errors.Is(err, ErrIntentState) || errors.Is(err, ErrApprovalNotCounted) {
 			return err
 		}
-		return fmt.Errorf("pgstore: approving %q: %w", orderID, err)
+		return fmt.Errorf("pgstore: %s %q: %w", m.what, orderID, err)
 	}
-	if fresh {
-		q.observe(Transition{OrderID: orderID, To: StateNeedsApproval})
+	if fresh { // its first change: the enqueue is reported here (see enqueued)
+		q.observe(Transition{OrderID: orderID, To: m.from})
 	}
-	if in.State == StateQueued {
-		q.observe(Transition{OrderID: orderID, From: StateNeedsApproval, To: StateQueued, Attempts: in.Attempts, PayoutID: in.PayoutID})
+	if in.State != m.from {
+		q.observe(Transition{OrderID: orderID, From: m.from, To: in.State, Attempts: in.Attempts, PayoutID: in.PayoutID})
 		q.poke()
 	}
 	return nil
@@ -1043,38 +1069,21 @@ func (q *Queue) operate(ctx context.Context, orderID, actor, note string, from, 
 	if err := checkActor(actor); err != nil {
 		return err
 	}
-	var in *Intent
-	var fresh bool
-	err := pgx.BeginFunc(ctx, q.cfg.Pool, func(tx pgx.Tx) error {
-		var err error
-		due := to.IsFinal() && q.cfg.OnFinal == nil
-		in, err = scanIntent(tx.QueryRow(ctx, q.sql.operate, orderID, string(from), string(to), scrubText(note), due, actor), &fresh)
-		if errors.Is(err, pgx.ErrNoRows) {
+	due := to.IsFinal() && q.cfg.OnFinal == nil
+	m := move{
+		from: from, what: fmt.Sprintf("%s -> %s for", from, to), sql: q.sql.operate,
+		args: []any{orderID, string(from), string(to), scrubText(note), due, actor},
+		whyNot: func(tx pgx.Tx) error {
 			if _, gerr := scanIntent(tx.QueryRow(ctx, q.sql.get, orderID)); errors.Is(gerr, pgx.ErrNoRows) {
 				return fmt.Errorf("%w: %q", ErrIntentNotFound, orderID)
 			}
 			return fmt.Errorf("%w: %q is not %s", ErrIntentState, orderID, from)
-		}
-		if err != nil {
-			return err
-		}
-		if to.IsFinal() && q.cfg.OnFinal != nil {
-			return q.cfg.OnFinal(ctx, tx, in)
-		}
-		return nil
-	})
-	if err != nil {
-		if errors.Is(err, ErrIntentNotFound) || errors.Is(err, ErrIntentState) {
-			return err
-		}
-		return fmt.Errorf("pgstore: %s -> %s for %q: %w", from, to, orderID, err)
+		},
 	}
-	if fresh { // its first change: the enqueue is reported here (see enqueued)
-		q.observe(Transition{OrderID: orderID, To: from})
+	if to.IsFinal() && q.cfg.OnFinal != nil {
+		m.inTx = func(tx pgx.Tx, in *Intent) error { return q.cfg.OnFinal(ctx, tx, in) }
 	}
-	q.observe(Transition{OrderID: orderID, From: from, To: to, Attempts: in.Attempts, PayoutID: in.PayoutID})
-	q.poke()
-	return nil
+	return q.apply(ctx, orderID, m)
 }
 
 // PayoutChanged tells the queue that a payout changed (call it from the

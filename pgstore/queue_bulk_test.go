@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -20,9 +18,7 @@ import (
 func TestQueueApproveMany(t *testing.T) {
 	r := newQRig(t)
 	ctx := context.Background()
-	q := r.queue(t, func(c *pgstore.QueueConfig) {
-		c.Guardrails.ApprovalAbove = map[string]decimal.Decimal{"usdt": decimal.NewFromInt(5)}
-	})
+	q := r.heldQueue(t)
 	var trips tripCounter
 	traced := r.queue(t, func(c *pgstore.QueueConfig) { c.Pool, c.CreateTable = r.tracedPool(t, &trips, 4), false })
 	const n = 500
@@ -32,10 +28,7 @@ func TestQueueApproveMany(t *testing.T) {
 		ps[i] = payoutParams(i)
 		ids[i] = ps[i].OrderID
 	}
-	require.NoError(t, pgx.BeginFunc(ctx, r.pool, func(tx pgx.Tx) error {
-		_, err := q.EnqueueBy(ctx, tx, "carol", ps)
-		return err
-	}))
+	r.enqueueBy(t, q, "carol", ps...)
 
 	res, err := traced.ApproveMany(ctx, append(ids, "wd-unknown"), "alice", "batch 7")
 	require.NoError(t, err)

@@ -89,6 +89,23 @@ func (r *qrig) enqueue(t *testing.T, q *pgstore.Queue, ps ...cryptopay.CreatePay
 	}))
 }
 
+// heldQueue is a queue that holds every usdt intent above 5 for approval.
+func (r *qrig) heldQueue(t *testing.T) *pgstore.Queue {
+	return r.queue(t, func(c *pgstore.QueueConfig) {
+		c.Guardrails.ApprovalAbove = map[string]decimal.Decimal{"usdt": decimal.NewFromInt(5)}
+	})
+}
+
+// enqueueBy enqueues ps in one transaction in actor's name.
+func (r *qrig) enqueueBy(t *testing.T, q *pgstore.Queue, actor string, ps ...cryptopay.CreatePayoutParams) {
+	t.Helper()
+	ctx := context.Background()
+	require.NoError(t, pgx.BeginFunc(ctx, r.pool, func(tx pgx.Tx) error {
+		_, err := q.EnqueueBy(ctx, tx, actor, ps)
+		return err
+	}))
+}
+
 // run works q until the test ends (or stop is called).
 func run(t *testing.T, q *pgstore.Queue) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
@@ -271,14 +288,10 @@ func TestQueueEnqueue(t *testing.T) {
 func TestQueueFourEyes(t *testing.T) {
 	r := newQRig(t)
 	ctx := context.Background()
-	big := map[string]decimal.Decimal{"usdt": decimal.NewFromInt(5)}
-	q := r.queue(t, func(c *pgstore.QueueConfig) { c.Guardrails.ApprovalAbove = big })
+	q := r.heldQueue(t)
 	lax := r.queue(t, func(c *pgstore.QueueConfig) { c.Approvals, c.CreateTable = 1, false })
 	p := payoutParams(1)
-	require.NoError(t, pgx.BeginFunc(ctx, r.pool, func(tx pgx.Tx) error {
-		_, err := q.EnqueueBy(ctx, tx, "carol", []cryptopay.CreatePayoutParams{p})
-		return err
-	}))
+	r.enqueueBy(t, q, "carol", p)
 	for _, step := range []struct {
 		queue   *pgstore.Queue
 		actor   string
@@ -320,9 +333,7 @@ func TestQueueFourEyes(t *testing.T) {
 func TestQueueFourEyesConcurrent(t *testing.T) {
 	r := newQRig(t)
 	ctx := context.Background()
-	q := r.queue(t, func(c *pgstore.QueueConfig) {
-		c.Guardrails.ApprovalAbove = map[string]decimal.Decimal{"usdt": decimal.NewFromInt(5)}
-	})
+	q := r.heldQueue(t)
 	var obs transitions
 	q2 := r.queue(t, func(c *pgstore.QueueConfig) { c.CreateTable, c.Observer = false, obs.observe })
 	for i := range 20 {
