@@ -224,7 +224,7 @@ func prefix(r *http.Request) string {
 		}
 	}
 	esc := r.URL.EscapedPath()
-	if p, ok := strings.CutSuffix(full, esc); ok {
+	if p, ok := strings.CutSuffix(full, esc); ok && !strings.HasPrefix(p, "//") { // never a link to another host
 		return strings.TrimSuffix(p, "/")
 	}
 	return ""

@@ -366,3 +366,29 @@ func orderIDsIn(page string) []string {
 	}
 	return out
 }
+
+// The home page sends the reader to the list under the prefix the request
+// came through, and never to another host.
+func TestHomeRedirect(t *testing.T) {
+	h, err := console.New(console.Config{Queue: &pgstore.Queue{}, Authorize: testAuthorize})
+	require.NoError(t, err)
+	mux := http.NewServeMux()
+	mux.Handle("/ops/", http.StripPrefix("/ops", h))
+	for _, tc := range []struct {
+		handler      http.Handler
+		uri, path    string
+		wantLocation string
+	}{
+		{mux, "/ops/", "/ops/", "/ops/payouts"},
+		{h, "/", "/", "/payouts"},
+		{h, "//evil.example/", "/", "/payouts"},
+	} {
+		req := httptest.NewRequest("GET", tc.path, nil)
+		req.RequestURI = tc.uri
+		req.Header.Set(actorHeader, viewer)
+		rec := httptest.NewRecorder()
+		tc.handler.ServeHTTP(rec, req)
+		assert.Equal(t, http.StatusSeeOther, rec.Code, tc.uri)
+		assert.Equal(t, tc.wantLocation, rec.Header().Get("Location"), tc.uri)
+	}
+}
