@@ -125,8 +125,10 @@ func TestBrowser(t *testing.T) {
 	r := newRig(t)
 	twoEyes, oneEyes, parked := payout(1, "2500"), payout(2, "900"), payout(3, "40")
 	r.enqueue(t, twoEyes, oneEyes, parked)
-	_, err := r.pool.Exec(context.Background(), "UPDATE "+r.q.Table()+" SET state = 'parked', hold = 'max_attempts', attempts = 3, last_error = $2 WHERE order_id = $1",
-		parked.OrderID, "create payout: 502 Bad Gateway \u202egnp.exe")
+	// The note is the operators' own field (no worker writes it): text with
+	// a bidi override, as a hostile note or server text could carry.
+	_, err := r.pool.Exec(context.Background(), "UPDATE "+r.q.Table()+" SET state = 'parked', hold = 'max_attempts', attempts = 3, note = $2 WHERE order_id = $1",
+		parked.OrderID, "see ticket \u202egnp.exe")
 	require.NoError(t, err)
 	r.run(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
@@ -166,8 +168,8 @@ func TestBrowser(t *testing.T) {
 	assert.Zero(t, r.fake.PayoutsWithOrderID(oneEyes.OrderID), "one approver's clicks send nothing")
 
 	// A parked intent, retried by an operator, is paid.
-	require.NoError(t, chromedp.Do(op, chromedp.Navigate(r.base+"/payouts?state=parked"), chromedp.WaitVisible(chromedp.CSS("#payouts"))))
-	assert.Contains(t, text(t, op, "#payouts"), `\u202e`, "the bidi override is shown, not obeyed")
+	require.NoError(t, chromedp.Do(op, chromedp.Navigate(r.base+"/payouts?state=parked"), chromedp.Click(chromedp.CSS("a.id")), chromedp.WaitVisible(chromedp.CSS("#note"))))
+	assert.Equal(t, `see ticket \u202egnp.exe`, text(t, op, "#note"), "the bidi override is shown, not obeyed")
 	assert.Contains(t, act(t, op, r.base, parked.OrderID, "retry", "no payout at the processor, ticket 9"), "Queued for a new attempt")
 	r.waitState(t, parked.OrderID, pgstore.StateCreated)
 	r.payAtFake(t, parked.OrderID)
