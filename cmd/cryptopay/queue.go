@@ -57,29 +57,32 @@ func (a *app) openQueue(f queueFlags, g pgstore.Guardrails, client ...*cryptopay
 // intentOut is an intent as the CLI writes it: amounts as exact decimal
 // strings, times in RFC 3339, the create parameters under their wire names.
 type intentOut struct {
-	OrderID          string `json:"orderId"`
-	State            string `json:"state"`
-	Attempts         int    `json:"attempts"`
-	AttemptedAt      string `json:"attemptedAt,omitempty"`
-	Verdict          string `json:"verdict,omitempty"`
-	LastError        string `json:"lastError,omitempty"`
-	PayoutID         string `json:"payoutId,omitempty"`
-	PayoutStatus     string `json:"payoutStatus,omitempty"`
-	Note             string `json:"note,omitempty"`
-	Hold             string `json:"hold,omitempty"`
-	CallbackDue      bool   `json:"callbackDue,omitempty"`
-	NextAt           string `json:"nextAt,omitempty"`
-	CreatedAt        string `json:"createdAt"`
-	UpdatedAt        string `json:"updatedAt"`
-	Amount           string `json:"amount"`
-	Currency         string `json:"currency"`
-	Network          string `json:"network"`
-	WalletAddress    string `json:"walletAddress"`
-	NetworkFeeByUser bool   `json:"networkFeeByUser"`
-	CustomerID       string `json:"customerId"`
-	CustomerIP       string `json:"customerIp"`
-	AdditionalData   string `json:"additionalData,omitempty"`
-	WebhookURL       string `json:"webhookUrl,omitempty"`
+	OrderID          string   `json:"orderId"`
+	State            string   `json:"state"`
+	Attempts         int      `json:"attempts"`
+	AttemptedAt      string   `json:"attemptedAt,omitempty"`
+	Verdict          string   `json:"verdict,omitempty"`
+	LastError        string   `json:"lastError,omitempty"`
+	PayoutID         string   `json:"payoutId,omitempty"`
+	PayoutStatus     string   `json:"payoutStatus,omitempty"`
+	Note             string   `json:"note,omitempty"`
+	Hold             string   `json:"hold,omitempty"`
+	CallbackDue      bool     `json:"callbackDue,omitempty"`
+	EnqueuedBy       string   `json:"enqueuedBy,omitempty"`
+	ApprovedBy       []string `json:"approvedBy,omitempty"`
+	ApprovalsNeeded  int      `json:"approvalsNeeded,omitempty"`
+	NextAt           string   `json:"nextAt,omitempty"`
+	CreatedAt        string   `json:"createdAt"`
+	UpdatedAt        string   `json:"updatedAt"`
+	Amount           string   `json:"amount"`
+	Currency         string   `json:"currency"`
+	Network          string   `json:"network"`
+	WalletAddress    string   `json:"walletAddress"`
+	NetworkFeeByUser bool     `json:"networkFeeByUser"`
+	CustomerID       string   `json:"customerId"`
+	CustomerIP       string   `json:"customerIp"`
+	AdditionalData   string   `json:"additionalData,omitempty"`
+	WebhookURL       string   `json:"webhookUrl,omitempty"`
 }
 
 func newIntentOut(in *pgstore.Intent) intentOut {
@@ -88,6 +91,7 @@ func newIntentOut(in *pgstore.Intent) intentOut {
 		OrderID: p.OrderID, State: string(in.State), Attempts: in.Attempts, AttemptedAt: when(in.AttemptedAt),
 		Verdict: in.Verdict, LastError: in.LastError, PayoutID: in.PayoutID, PayoutStatus: string(in.PayoutStatus),
 		Note: in.Note, Hold: in.Hold, CallbackDue: in.CallbackDue, CreatedAt: when(in.CreatedAt), UpdatedAt: when(in.UpdatedAt),
+		EnqueuedBy: in.EnqueuedBy, ApprovedBy: in.ApprovedBy, ApprovalsNeeded: in.ApprovalsNeeded,
 		Amount: money(p.Amount), Currency: p.Currency, Network: p.Network, WalletAddress: p.WalletAddress,
 		NetworkFeeByUser: p.NetworkFeeByUser, CustomerID: p.CustomerID, CustomerIP: p.CustomerIP,
 		AdditionalData: p.AdditionalData, WebhookURL: p.WebhookURL,
@@ -102,6 +106,7 @@ func newIntentOut(in *pgstore.Intent) intentOut {
 type eventOut struct {
 	At        string `json:"at"`
 	Actor     string `json:"actor"`
+	ActorID   string `json:"actorId,omitempty"`
 	From      string `json:"from"`
 	To        string `json:"to"`
 	Attempts  int    `json:"attempts"`
@@ -224,11 +229,7 @@ func (a *app) queueShow(args []string) error {
 		return err
 	}
 	o := newIntentOut(in)
-	d := intentDetail{intentOut: o, History: make([]eventOut, len(hist))}
-	for i, e := range hist {
-		d.History[i] = eventOut{At: when(e.At), Actor: e.Actor, From: string(e.From), To: string(e.To), Attempts: e.Attempts,
-			Verdict: e.Verdict, Error: e.Error, Note: e.Note, PayoutID: e.PayoutID, RequestID: e.RequestID}
-	}
+	d := intentDetail{intentOut: o, History: historyOut(hist)}
 	if asJSON {
 		return a.printJSON(d)
 	}
@@ -252,6 +253,8 @@ func (a *app) queueShow(args []string) error {
 		{"Payout status", o.PayoutStatus},
 		{"Note", o.Note},
 		{"Hold", o.Hold},
+		{"Enqueued by", o.EnqueuedBy},
+		{"Approvals", approvalsText(in)},
 		{"Next look", o.NextAt},
 		{"Amount", o.Amount + " " + o.Currency + " on " + o.Network},
 		{"Wallet address", o.WalletAddress},
@@ -270,11 +273,34 @@ func (a *app) queueShow(args []string) error {
 		if from == "" {
 			from = "(enqueued)"
 		}
-		rows[i] = []string{e.At, e.Actor, from + " -> " + e.To, strconv.Itoa(e.Attempts), e.Verdict, e.RequestID, e.Note, e.Error}
+		rows[i] = []string{e.At, e.Actor, e.ActorID, from + " -> " + e.To, strconv.Itoa(e.Attempts), e.Verdict, e.RequestID, e.Note, e.Error}
 	}
 	a.printLine("")
 	a.printLine("History:")
-	return a.printTable([]string{"AT", "BY", "CHANGE", "ATTEMPTS", "VERDICT", "REQUEST ID", "NOTE", "ERROR"}, rows)
+	return a.printTable([]string{"AT", "BY", "WHO", "CHANGE", "ATTEMPTS", "VERDICT", "REQUEST ID", "NOTE", "ERROR"}, rows)
+}
+
+// historyOut is an intent's history as the CLI writes it.
+func historyOut(hist []pgstore.Event) []eventOut {
+	out := make([]eventOut, len(hist))
+	for i, e := range hist {
+		out[i] = eventOut{At: when(e.At), Actor: e.Actor, ActorID: e.ActorID, From: string(e.From), To: string(e.To), Attempts: e.Attempts,
+			Verdict: e.Verdict, Error: e.Error, Note: e.Note, PayoutID: e.PayoutID, RequestID: e.RequestID}
+	}
+	return out
+}
+
+// approvalsText is "1 of 2: alice" for an intent held for approval ("" for
+// any other).
+func approvalsText(in *pgstore.Intent) string {
+	if in.State != pgstore.StateNeedsApproval {
+		return ""
+	}
+	s := fmt.Sprintf("%d of %d", len(in.ApprovedBy), in.ApprovalsNeeded)
+	if len(in.ApprovedBy) > 0 {
+		s += ": " + strings.Join(in.ApprovedBy, ", ")
+	}
+	return s
 }
 
 func (a *app) queueApprove(args []string) error {

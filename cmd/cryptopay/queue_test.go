@@ -82,6 +82,19 @@ func TestPayoutQueueOperate(t *testing.T) {
 		assert.Equal(t, step.state, qf.state(t, "q-2").State, step.actor)
 	}
 	assert.Equal(t, []string{"alice", "bob"}, qf.state(t, "q-2").ApprovedBy)
+	var shown intentDetail
+	r = qf.run("payout", "queue", "show", "q-2")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &shown))
+	assert.Equal(t, "carol", shown.EnqueuedBy)
+	assert.Equal(t, []string{"alice", "bob"}, shown.ApprovedBy)
+	var who []string
+	for _, e := range shown.History {
+		if e.ActorID != "" { // the workers' rows name no one
+			who = append(who, e.ActorID)
+		}
+	}
+	assert.Equal(t, []string{"carol", "alice", "bob"}, who, "each approval names its approver")
 	runWorker(t, worker) // restarted: the approval is on record, so it sends q-2, once
 	qf.waitState(t, "q-2", pgstore.StateCreated)
 	assert.Equal(t, 1, qf.srv.PayoutsWithOrderID("q-2"))
@@ -161,7 +174,7 @@ func TestPayoutQueueParkedRetry(t *testing.T) {
 	// The operator checked the dashboard: no payout. The list still fails
 	// (cleared, it would let the queue find the absence by itself); the
 	// new attempt's payout is followed by its id.
-	r = qf.run("payout", "queue", "retry", "p-00001", "--note", "carol: no payout in the dashboard, ticket 123")
+	r = qf.run("payout", "queue", "retry", "p-00001", "--actor", "carol", "--note", "carol: no payout in the dashboard, ticket 123")
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Equal(t, "p-00001: queued for a new attempt\n", r.stdout)
 	qf.waitState(t, "p-00001", pgstore.StateCreated)
@@ -196,8 +209,8 @@ func TestPayoutQueueParkedRetry(t *testing.T) {
 		"operator:parked>queued", "worker:queued>sending", "worker:sending>created", "worker:created>paid"}, changes)
 	r = qf.cli(terms{stdout: true}, "payout", "queue", "show", "p-00001")
 	require.Equal(t, 0, r.code, r.stderr)
-	assert.Regexp(t, `History:\n\s*AT\s+BY\s+CHANGE`, r.stdout)
-	assert.Regexp(t, `operator\s+parked -> queued\s+1`, r.stdout)
+	assert.Regexp(t, `History:\n\s*AT\s+BY\s+WHO\s+CHANGE`, r.stdout)
+	assert.Regexp(t, `operator\s+carol\s+parked -> queued\s+1`, r.stdout, "the table names who retried it")
 }
 
 // Values from the database are printed with no control character: in
