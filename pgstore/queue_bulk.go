@@ -59,6 +59,9 @@ func (q *Queue) RetryMany(ctx context.Context, orderIDs []string, actor, note st
 // transaction, and reports the transitions after each commit.
 func (q *Queue) bulk(ctx context.Context, orderIDs []string, from IntentState, stmt func(id string) (string, []any)) (BulkResult, error) {
 	var res BulkResult
+	if err := q.CheckSchema(ctx); err != nil {
+		return res, err
+	}
 	for start := 0; start < len(orderIDs); start += BulkBatch {
 		part := orderIDs[start:min(start+BulkBatch, len(orderIDs))]
 		var moved []*Intent

@@ -119,6 +119,10 @@ type TrackedPayment struct {
 	Changes int
 	// NextAt is when it is next read (zero: not polled).
 	NextAt time.Time
+	// LastFailure is the latest failed read or OnChange of the payment
+	// (a wrong API key, the API down, a callback that failed or
+	// panicked); its Count is reset by the next read that succeeds.
+	LastFailure Failure
 	// TrackedAt and UpdatedAt are the database's times of Track and of the
 	// latest change.
 	TrackedAt, UpdatedAt time.Time
@@ -194,8 +198,12 @@ type TrackerConfig struct {
 	// Observer, if set, is called after each committed change (every
 	// change, money or not), on the worker's goroutine: keep it quick.
 	Observer func(PaymentChange)
-	// Logger receives one line per read or write a worker could not make;
-	// default none.
+	// Logger receives the workers' failures: a read or write they could
+	// not make, a callback that failed or panicked; one line per class of
+	// failure, then at most one per window (1 minute, doubling to an
+	// hour) saying how many were not logged. Default: warnings and errors
+	// as text to standard error; pass slog.New(slog.DiscardHandler) for
+	// none.
 	Logger *slog.Logger
 
 	api trackerAPI // tests replace the SDK
@@ -221,6 +229,8 @@ type Tracker struct {
 	wake    chan struct{}
 	log     *slog.Logger
 	sql     trackerSQL
+	watch   watch
+	schema  schema
 
 	// hook is called at named points of the worker; tests use it to kill
 	// the process there.
@@ -228,7 +238,12 @@ type Tracker struct {
 }
 
 // NewTracker checks cfg, fills in the defaults and returns a Tracker; with
-// CreateTable it creates the tables first.
+// CreateTable it creates the tables first (or adds the columns an older
+// version's tables lack). Without it NewTracker does not touch the
+// database, so calling the CreateTable method next works too: the first
+// Run, Track, TrackOrder, PaymentChanged, Get, List, Counts or Health
+// checks the tables and columns (CheckSchema, one query, once) and returns
+// a *SchemaError naming the table, the database and both fixes.
 func NewTracker(ctx context.Context, cfg TrackerConfig) (*Tracker, error) {
 	if cfg.Pool == nil {
 		return nil, fmt.Errorf("%w: TrackerConfig.Pool is nil", ErrInvalidOption)
@@ -256,8 +271,10 @@ func NewTracker(ctx context.Context, cfg TrackerConfig) (*Tracker, error) {
 		t.api = cfg.Client
 	}
 	if t.log == nil {
-		t.log = slog.New(slog.DiscardHandler)
+		t.log = defaultLogger()
 	}
+	t.watch.log, t.watch.key.base = t.log, cfg.PollInterval
+	t.schema = schema{pool: cfg.Pool, config: "TrackerConfig", ddl: t.DDL}
 	t.sql = buildTrackerSQL(table.Sanitize(), history.Sanitize())
 	if cfg.CreateTable {
 		if err := t.CreateTable(ctx); err != nil {
@@ -315,7 +332,8 @@ CREATE TABLE IF NOT EXISTS %[2]s (
     late        boolean     NOT NULL,
     at          timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (order_id, seq)
-);`, t.Table(), t.history.Sanitize(), due, state, action, payment)
+);
+`+failDDL(t.Table()), t.Table(), t.history.Sanitize(), due, state, action, payment)
 }
 
 // CreateTable creates the tracker's tables and indexes if they do not
@@ -326,6 +344,11 @@ func (t *Tracker) CreateTable(ctx context.Context) error {
 	}
 	return nil
 }
+
+// CheckSchema checks, in one query, that the tracker's tables exist with
+// every column this version needs; it returns a *SchemaError (matching
+// ErrSchema) if not. Once it succeeds it is free.
+func (t *Tracker) CheckSchema(ctx context.Context) error { return t.schema.check(ctx, t.cfg.Pool) }
 
 // Track starts tracking the payment p (CreatePayment's answer) in tx, the
 // merchant's own transaction: record the order and its payment in one
@@ -349,6 +372,9 @@ func (t *Tracker) Track(ctx context.Context, tx pgx.Tx, p *cryptopay.Payment) (c
 	}
 	if !p.PayAmount.IsPositive() {
 		return false, &cryptopay.ValidationError{Field: "PayAmount", Reason: "must be greater than 0"}
+	}
+	if err := t.schema.check(ctx, tx); err != nil {
+		return false, err
 	}
 	var expired *time.Time
 	if !p.ExpiredAt.IsZero() {
@@ -414,6 +440,9 @@ func (t *Tracker) TrackOrder(ctx context.Context, tx pgx.Tx, orderID string) (cr
 	if r := ids.Text(orderID, 256); r != "" || orderID == "" {
 		return false, &cryptopay.ValidationError{Field: "OrderID", Reason: cmpOr(r, "is empty")}
 	}
+	if err := t.schema.check(ctx, tx); err != nil {
+		return false, err
+	}
 	var inserted bool
 	err = tx.QueryRow(ctx, t.sql.insertOrder, orderID, string(TrackUnmatched)).Scan(&inserted)
 	switch {
@@ -440,6 +469,9 @@ func (t *Tracker) PaymentChanged(ctx context.Context, p *cryptopay.Payment) erro
 	if p == nil || p.OrderID == "" || ids.Payment(p.ID) != "" {
 		return nil
 	}
+	if err := t.CheckSchema(ctx); err != nil {
+		return err
+	}
 	tag, err := t.cfg.Pool.Exec(ctx, t.sql.wake, p.OrderID, p.ID, string(TrackOpen), string(TrackUnmatched))
 	if err != nil {
 		return fmt.Errorf("pgstore: waking tracked payment %q: %w", p.OrderID, err)
@@ -458,6 +490,9 @@ func (t *Tracker) PaymentChanged(ctx context.Context, p *cryptopay.Payment) erro
 // Get returns the tracked payment of orderID, or an error matching
 // ErrNotTracked.
 func (t *Tracker) Get(ctx context.Context, orderID string) (*TrackedPayment, error) {
+	if err := t.CheckSchema(ctx); err != nil {
+		return nil, err
+	}
 	tp, err := scanTracked(t.cfg.Pool.QueryRow(ctx, t.sql.get, orderID))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("%w: %q", ErrNotTracked, orderID)
@@ -520,6 +555,9 @@ type TrackFilter struct {
 
 // List returns tracked payments in orderId order, filtered by f.
 func (t *Tracker) List(ctx context.Context, f TrackFilter) ([]TrackedPayment, error) {
+	if err := t.CheckSchema(ctx); err != nil {
+		return nil, err
+	}
 	limit := f.Limit
 	if limit <= 0 {
 		limit = 100
@@ -582,6 +620,9 @@ func (t *Tracker) History(ctx context.Context, orderID string) ([]PaymentChange,
 // Counts returns how many tracked payments are in each state (states with
 // none are absent) and how many need action.
 func (t *Tracker) Counts(ctx context.Context) (map[TrackState]int, int, error) {
+	if err := t.CheckSchema(ctx); err != nil {
+		return nil, 0, err
+	}
 	rows, err := t.cfg.Pool.Query(ctx, t.sql.counts)
 	if err != nil {
 		return nil, 0, fmt.Errorf("pgstore: counting tracked payments: %w", err)
@@ -600,6 +641,16 @@ func (t *Tracker) Counts(ctx context.Context) (map[TrackState]int, int, error) {
 	return out, total, nil
 }
 
+// Health summarizes the tracked payments not closed: due, overdue (due
+// for longer than a Lease), failing, needing action (closed ones too), and
+// the commonest failure; one query.
+func (t *Tracker) Health(ctx context.Context) (Health, error) {
+	if err := t.CheckSchema(ctx); err != nil {
+		return Health{}, err
+	}
+	return t.watch.health(ctx, t.cfg.Pool, "payments", t.sql.health, t.cfg.Lease)
+}
+
 // poke wakes this process's idle workers.
 func (t *Tracker) poke() {
 	select {
@@ -610,18 +661,20 @@ func (t *Tracker) poke() {
 
 // trackedCols are the columns every read returns, in scanTracked's order.
 const trackedCols = `order_id, payment_id, state, status, paid_amount::text, pay_amount::text, currency, network,
-expired_at, needs_action, anomaly, note, changes, next_at, tracked_at, updated_at`
+expired_at, needs_action, anomaly, note, changes, next_at, tracked_at, updated_at, ` + failCols
 
 func scanTracked(row pgx.Row, extra ...any) (*TrackedPayment, error) {
 	var tp TrackedPayment
 	var state, status string
 	var paid, pay *string
 	var expired, next *time.Time
+	var fs failScan
 	dest := append([]any{&tp.OrderID, &tp.PaymentID, &state, &status, &paid, &pay, &tp.Currency, &tp.Network,
-		&expired, &tp.NeedsAction, &tp.Anomaly, &tp.Note, &tp.Changes, &next, &tp.TrackedAt, &tp.UpdatedAt}, extra...)
-	if err := row.Scan(dest...); err != nil {
+		&expired, &tp.NeedsAction, &tp.Anomaly, &tp.Note, &tp.Changes, &next, &tp.TrackedAt, &tp.UpdatedAt}, fs.dest(&tp.LastFailure)...)
+	if err := row.Scan(append(dest, extra...)...); err != nil {
 		return nil, err
 	}
+	fs.done()
 	tp.State, tp.Status = TrackState(state), cryptopay.PaymentStatus(status)
 	var err error
 	if tp.PaidAmount, err = nullDecimal(paid); err != nil {

@@ -5,7 +5,7 @@ import "fmt"
 // trackerSQL holds a Tracker's statements, built once for its tables.
 type trackerSQL struct {
 	insert, insertOrder, getLock, complete, wake, otherPayment, clear, unmatch string
-	get, list, history, counts, claim, set, record                             string
+	get, list, history, counts, claim, set, record, health                     string
 }
 
 func buildTrackerSQL(t, h string) trackerSQL {
@@ -44,6 +44,7 @@ WHERE order_id = $1 AND lease_token = $2 AND changes = 0 AND pay_amount IS NULL`
     AND (NOT $6 OR anomaly <> '') AND ($7 = '' OR order_id = $7 OR payment_id = $7) ORDER BY order_id LIMIT $5`, trackedCols, t),
 		history: fmt.Sprintf(`SELECT order_id, seq, payment_id, from_status, to_status, from_paid::text, to_paid::text, late, at FROM %s WHERE order_id = $1 ORDER BY seq`, h),
 		counts:  fmt.Sprintf(`SELECT state, count(*)::int, (count(*) FILTER (WHERE needs_action))::int FROM %s GROUP BY state`, t),
+		health:  healthSQL(t, "state <> 'closed'", "needs_action"),
 		// The claim: due payments, locked without waiting for rows another
 		// worker is claiming (SKIP LOCKED), leased to this worker by its
 		// token until now() + lease.
@@ -52,17 +53,19 @@ WHERE order_id = $1 AND lease_token = $2 AND changes = 0 AND pay_amount IS NULL`
 UPDATE %[1]s SET next_at = now() + $2 * interval '1 microsecond', lease_token = $3, woken = false
 FROM due WHERE order_id = due.due_id
 RETURNING %[2]s, late_polls`, t, trackedCols),
-		// A read that records no change: the next read, the anomaly; only
-		// by the lease holder.
+		// A read that records no change: the next read, the anomaly, the
+		// failure of the read or of the callback ($9, $10: class and text;
+		// none: the count is reset); only by the lease holder.
 		set: fmt.Sprintf(`UPDATE %s SET state = $3, next_at = CASE WHEN woken AND NOT final THEN now() ELSE $4 END, late_polls = $5,
-    anomaly = $6, needs_action = $7, expired_at = COALESCE(expired_at, $8), lease_token = NULL
+    anomaly = $6, needs_action = $7, expired_at = COALESCE(expired_at, $8), lease_token = NULL,
+    `+failSet("$9", "$10")+`
 WHERE order_id = $1 AND lease_token = $2`, t),
 		// A change: only by the lease holder, only from the status and paid
 		// amount it read before (compare and set), and the history row in
 		// the same statement; (order_id, seq) is the history's key, so one
 		// change can never be recorded twice.
 		record: fmt.Sprintf(`WITH u AS (
-    UPDATE %[1]s SET status = $3, paid_amount = $4::numeric, changes = changes + 1, state = $5,
+    UPDATE %[1]s SET status = $3, paid_amount = $4::numeric, changes = changes + 1, state = $5, fail_count = 0,
         next_at = CASE WHEN woken AND NOT $11 THEN now() ELSE $6 END, late_polls = $7, needs_action = $8 OR anomaly <> '',
         final = $11, lease_token = NULL, updated_at = now(), expired_at = COALESCE($9, expired_at),
         pay_amount = COALESCE(pay_amount, $12::numeric),
@@ -74,4 +77,13 @@ INSERT INTO %[2]s (order_id, seq, payment_id, from_status, to_status, from_paid,
 SELECT order_id, changes, payment_id, $10, $3, $15::numeric, $4::numeric, $16 FROM u
 RETURNING seq, at`, t, h),
 	}
+}
+
+// failSet records a worker's failure (the parameters class and text) or,
+// with none, resets the count of failures in a row (the read succeeded).
+func failSet(class, text string) string {
+	return fmt.Sprintf(`fail_count = CASE WHEN %[1]s::text = '' THEN 0 ELSE fail_count + 1 END,
+    fail_class = CASE WHEN %[1]s::text = '' THEN fail_class ELSE %[1]s::text END,
+    fail_text = CASE WHEN %[1]s::text = '' THEN fail_text ELSE %[2]s::text END,
+    failed_at = CASE WHEN %[1]s::text = '' THEN failed_at ELSE now() END`, class, text)
 }

@@ -27,20 +27,28 @@ const trackBegin = "BEGIN ISOLATION LEVEL READ COMMITTED READ WRITE; SELECT " + 
 // what changed, at most TrackerConfig.Concurrency at once. It returns
 // ctx's error once the payments in hand are done with. Database and API
 // errors are retried on the schedule, never returned. A tracker without
-// TrackerConfig.Client returns ErrInvalidOption at once.
+// TrackerConfig.Client returns ErrInvalidOption at once, and one whose
+// tables are missing or out of date a *SchemaError (CheckSchema).
 func (t *Tracker) Run(ctx context.Context) error {
 	if t.api == nil {
 		return fmt.Errorf("%w: Run needs TrackerConfig.Client", ErrInvalidOption)
 	}
+	if err := t.CheckSchema(ctx); err != nil {
+		return err
+	}
 	return claimLoop(ctx, t.cfg.Concurrency, t.cfg.PollInterval, t.wake, takeFree, t.claimForRun, t.step)
 }
 
-// claimForRun claims up to n due payments; a failed claim is logged and
-// hands out nothing.
+// claimForRun claims up to n due payments (one per window while the API
+// refuses the key: see keyGate); a failed claim is logged and hands out
+// nothing.
 func (t *Tracker) claimForRun(ctx context.Context, n int) []held {
+	if n = t.watch.key.claims(n); n == 0 {
+		return nil // the API refuses the key: wait for the next probe
+	}
 	batch, err := t.claim(ctx, n)
 	if err != nil && ctx.Err() == nil {
-		t.log.LogAttrs(ctx, slog.LevelWarn, "pgstore: claiming tracked payments", slog.String("error", err.Error()))
+		t.watch.warn(ctx, "pgstore: claiming tracked payments", slog.String("error", err.Error()))
 	}
 	return batch
 }
@@ -80,6 +88,7 @@ type next struct {
 	state     TrackState
 	at        *time.Time // nil: not polled
 	latePolls int
+	fail      Failure // the read's or the callback's failure, recorded with it (none: reset)
 }
 
 // schedule derives the next read from the payment's expiredAt and status:
@@ -135,17 +144,18 @@ func (t *Tracker) step(ctx context.Context, h held) {
 		return
 	}
 	p, err := t.api.GetPayment(ctx, h.PaymentID)
+	t.watch.answered(err)
 	if err != nil {
 		if ctx.Err() != nil {
 			return // the lease runs out; another read follows
 		}
-		t.log.LogAttrs(ctx, slog.LevelWarn, "pgstore: reading tracked payment", slog.String("orderId", h.OrderID),
-			slog.String("error", err.Error()))
 		anomaly := ""
 		if errors.Is(err, cryptopay.ErrNotFound) {
 			anomaly = "the API does not know payment " + h.PaymentID
 		}
-		t.write(ctx, h, t.schedule(time.Now(), h.ExpiredAt, h.Status, h.latePolls), anomaly)
+		nx := t.schedule(time.Now(), h.ExpiredAt, h.Status, h.latePolls)
+		nx.fail = t.watch.report(ctx, "reading a tracked payment", h.OrderID, err)
+		t.write(ctx, h, nx, anomaly)
 		return
 	}
 	if reason := t.untrusted(h, p); reason != "" {
@@ -163,8 +173,17 @@ func (t *Tracker) step(ctx context.Context, h held) {
 		t.write(ctx, h, nx, "")
 		return
 	}
-	if err := t.record(ctx, h, p, nx); err != nil && !errors.Is(err, errTrackLeaseLost) {
-		t.log.LogAttrs(ctx, slog.LevelWarn, "pgstore: recording a tracked payment's change", slog.String("orderId", h.OrderID),
+	err = t.record(ctx, h, p, nx)
+	switch {
+	case err == nil, errors.Is(err, errTrackLeaseLost):
+	case isCallback(err):
+		// OnChange failed or panicked: the change rolled back, the lease
+		// is still held. Read again after a backoff, never at once.
+		at := time.Now().Add(doubling(t.cfg.PollInterval, t.cfg.OpenEvery, h.LastFailure.Count+1))
+		t.write(ctx, h, next{state: h.State, at: &at, latePolls: h.latePolls,
+			fail: t.watch.report(ctx, "recording a tracked payment's change", h.OrderID, err)}, "")
+	default:
+		t.watch.warn(ctx, "pgstore: recording a tracked payment's change", slog.String("orderId", h.OrderID),
 			slog.String("error", err.Error()))
 	}
 }
@@ -230,8 +249,8 @@ func (t *Tracker) write(ctx context.Context, h held, nx next, anomaly string) {
 	anomaly = cmpOr(anomaly, h.Anomaly)
 	action := anomaly != "" || h.Status.NeedsAction()
 	if _, err := t.cfg.Pool.Exec(ctx, t.sql.set, h.OrderID, h.token, string(nx.state), nx.at, nx.latePolls,
-		scrubText(anomaly), action, expired); err != nil {
-		t.log.LogAttrs(ctx, slog.LevelWarn, "pgstore: scheduling a tracked payment", slog.String("orderId", h.OrderID),
+		scrubText(anomaly), action, expired, string(nx.fail.Class), nx.fail.Text); err != nil {
+		t.watch.warn(ctx, "pgstore: scheduling a tracked payment", slog.String("orderId", h.OrderID),
 			slog.String("error", err.Error()))
 	}
 }
@@ -262,8 +281,8 @@ func (t *Tracker) record(ctx context.Context, h held, p *cryptopay.Payment, nx n
 		}
 		t.at("change-recorded")
 		if c.Credits() && t.cfg.OnChange != nil {
-			if err := t.cfg.OnChange(ctx, tx, c); err != nil {
-				return fmt.Errorf("OnChange: %w", err)
+			if err := guard("OnChange", func() error { return t.cfg.OnChange(ctx, tx, c) }); err != nil {
+				return err
 			}
 		}
 		t.at("before-commit")
@@ -273,7 +292,10 @@ func (t *Tracker) record(ctx context.Context, h held, p *cryptopay.Payment, nx n
 		return err
 	}
 	if t.cfg.Observer != nil {
-		t.cfg.Observer(*c)
+		// Told after the commit: a panic is recovered and counted; the
+		// change stays recorded (OnChange's effects committed with it).
+		err := guard("Observer", func() error { t.cfg.Observer(*c); return nil })
+		t.watch.recovered(ctx, "observing a tracked payment's change", h.OrderID, err)
 	}
 	return nil
 }
