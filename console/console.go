@@ -8,9 +8,6 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"time"
-
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/cryptopay/cryptopay-go/pgstore"
 )
@@ -55,9 +52,6 @@ const (
 	DefaultPageSize = 50
 	// DefaultBulkMax is the most intents one bulk action moves.
 	DefaultBulkMax = 1000
-	// DefaultOverdueAfter is how long past its due time an open intent
-	// counts as overdue in the health summary.
-	DefaultOverdueAfter = 5 * time.Minute
 )
 
 // Config configures New. Authorize and at least one of Queue and Tracker
@@ -69,10 +63,6 @@ type Config struct {
 	// Tracker is the payment tracker the console shows (nil: no payments
 	// pages).
 	Tracker *pgstore.Tracker
-	// Pool, if set, is the database of the queue and the tracker, read for
-	// the health summary (due, overdue and failing intents, the commonest
-	// last error, payments that need action), by their indexes.
-	Pool *pgxpool.Pool
 	// Authorize maps a request to its actor, or refuses it with an error
 	// (403; the error's text is not shown). It runs for every request,
 	// after the merchant's own authentication middleware: read the user it
@@ -87,9 +77,6 @@ type Config struct {
 	// BulkMax caps how many intents one bulk action moves (default
 	// DefaultBulkMax); a filter that matches more is refused.
 	BulkMax int
-	// OverdueAfter is how long past due an open intent counts as overdue
-	// (default DefaultOverdueAfter).
-	OverdueAfter time.Duration
 	// Logger receives one line per error a page could not show (the
 	// database unreachable ...); the page says only that it was logged.
 	// Default: slog.Default().
@@ -111,12 +98,11 @@ func New(cfg Config) (http.Handler, error) {
 		return nil, fmt.Errorf("%w: Authorize is required: the console has no users of its own", ErrInvalidConfig)
 	case cfg.Queue == nil && cfg.Tracker == nil:
 		return nil, fmt.Errorf("%w: give a Queue, a Tracker or both", ErrInvalidConfig)
-	case cfg.PageSize < 0 || cfg.PageSize > 500 || cfg.BulkMax < 0 || cfg.OverdueAfter < 0:
-		return nil, fmt.Errorf("%w: PageSize must be 0 to 500, BulkMax and OverdueAfter not negative", ErrInvalidConfig)
+	case cfg.PageSize < 0 || cfg.PageSize > 500 || cfg.BulkMax < 0:
+		return nil, fmt.Errorf("%w: PageSize must be 0 to 500, BulkMax not negative", ErrInvalidConfig)
 	}
 	cfg.PageSize = cmpOr(cfg.PageSize, DefaultPageSize)
 	cfg.BulkMax = cmpOr(cfg.BulkMax, DefaultBulkMax)
-	cfg.OverdueAfter = cmpOr(cfg.OverdueAfter, DefaultOverdueAfter)
 	c := &console{cfg: cfg, log: cmpOr(cfg.Logger, slog.Default())}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /static/style.css", serveStyle)

@@ -80,7 +80,7 @@ func newRig(t testing.TB, edit ...func(*console.Config)) *rig {
 	require.NoError(t, err)
 	r.tr, err = pgstore.NewTracker(ctx, pgstore.TrackerConfig{Pool: r.pool, Client: fake.Client(), Table: pgstoretest.Name("tracked"), CreateTable: true})
 	require.NoError(t, err)
-	cfg := console.Config{Queue: r.q, Tracker: r.tr, Pool: r.pool, Authorize: testAuthorize}
+	cfg := console.Config{Queue: r.q, Tracker: r.tr, Authorize: testAuthorize}
 	for _, e := range edit {
 		e(&cfg)
 	}
@@ -307,7 +307,7 @@ func TestNoSecretOnErrorPage(t *testing.T) {
 	q, err := pgstore.NewQueue(context.Background(), pgstore.QueueConfig{Pool: pool})
 	require.NoError(t, err)
 	var logged strings.Builder
-	h, err := console.New(console.Config{Queue: q, Pool: pool, Authorize: testAuthorize,
+	h, err := console.New(console.Config{Queue: q, Authorize: testAuthorize,
 		Logger: slog.New(slog.NewTextHandler(&logged, nil))})
 	require.NoError(t, err)
 	for _, path := range []string{"/payouts", "/payout?id=wd-1", "/payouts/bulk?action=approve"} {

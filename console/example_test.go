@@ -28,7 +28,6 @@ func ExampleNew() {
 	}
 	ops, err := console.New(console.Config{
 		Queue: q,
-		Pool:  pool,
 		Authorize: func(r *http.Request) (console.Actor, error) {
 			switch user := r.Header.Get("X-Forwarded-User"); user {
 			case "alice@shop.example", "bob@shop.example":
