@@ -106,7 +106,7 @@ func TestTrackerCallbackPanics(t *testing.T) {
 						}
 						tp, err := tr.Get(ctx, ch.OrderID)
 						require.NoError(t, err)
-						assert.Empty(t, tp.Status, "rolled back: not advanced")
+						assert.Equal(t, cryptopay.PaymentWaiting, tp.Status, "rolled back: not advanced from the create answer's status")
 						if k == 2 {
 							assert.Equal(t, pgstore.FailPanic, tp.LastFailure.Class)
 							assert.Equal(t, 1, tp.LastFailure.Count)
@@ -267,7 +267,8 @@ func TestTrackerWrongKeyIsLoud(t *testing.T) {
 		assert.Contains(t, tp.LastFailure.Text, "401")
 		assert.NotContains(t, tp.LastFailure.Text, rotatedKey)
 		assert.False(t, tp.LastFailure.At.IsZero())
-		assert.Empty(t, tp.Status, "nothing recorded")
+		assert.Equal(t, cryptopay.PaymentWaiting, tp.Status, "nothing recorded: still the create answer's status")
+		assert.Zero(t, tp.Changes, "nothing recorded")
 	}
 	h, err := tr.Health(context.Background())
 	require.NoError(t, err)

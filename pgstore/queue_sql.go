@@ -5,10 +5,10 @@ import "fmt"
 // queueSQL holds a Queue's statements, built once for its table. None is
 // built from a value: every value travels as a parameter.
 type queueSQL struct {
-	insert, get, getMany, list, counts, operate, wakeOne, learnID, history string
-	health                                                                 string
-	resolve, payoutHolder                                                  string
-	claim, attempt, attemptMany, set, velocityLock, velocitySum            string
+	insert, get, getMany, list, counts, operate, approve, wakeOne, learnID, history string
+	health                                                                          string
+	resolve, payoutHolder                                                           string
+	claim, attempt, attemptMany, set, velocityLock, velocitySum                     string
 	// begin opens the final transaction (value-free: it is sent as a
 	// simple query); final and callbackDone close it, in one batch with
 	// COMMIT (see Queue.inFinalTx).
@@ -35,42 +35,70 @@ const durable = `(SELECT ` + syncCommit + `) AS durable`
 // that makes it: the same transaction, no extra round trip.
 const histCols = `(order_id, actor, from_state, to_state, attempts, verdict, error, note, payout_id, request_id)`
 
+// opHistCols are histCols and the actor's id: the enqueue's and an
+// operator's rows name who made them.
+const opHistCols = `(order_id, actor, from_state, to_state, attempts, verdict, error, note, payout_id, request_id, actor_id)`
+
 func buildQueueSQL(t, h string, idleTimeoutMillis int64) queueSQL {
 	return queueSQL{
 		// The enqueue of a batch, in one statement: a row per intent (in
 		// the batch's order; a repeated orderId, or one queued already, is
-		// left alone) and its history row.
+		// left alone) and its history row, naming the actor.
 		insert: fmt.Sprintf(`WITH v AS (SELECT * FROM unnest(@order_id::text[], @wallet_address::text[], @fee_by_user::bool[],
     @amount::text[], @currency::text[], @network::text[], @customer_id::text[], @customer_ip::text[], @additional_data::text[],
     @webhook_url::text[], @state::text[], @why::text[], @due::bool[]) WITH ORDINALITY AS v(v_order_id, v_wallet_address,
     v_fee_by_user, v_amount, v_currency, v_network, v_customer_id, v_customer_ip, v_additional_data, v_webhook_url, v_state, v_why, v_due, n)),
 i AS (INSERT INTO %s (order_id, wallet_address, network_fee_by_user, amount, currency, network,
-customer_id, customer_ip, additional_data, webhook_url, state, last_error, callback_due)
+customer_id, customer_ip, additional_data, webhook_url, state, last_error, callback_due, enqueued_by, approvals_needed)
 SELECT v_order_id, v_wallet_address, v_fee_by_user, v_amount::numeric, v_currency, v_network, v_customer_id, v_customer_ip,
-    v_additional_data, v_webhook_url, v_state, v_why, v_due FROM v ORDER BY n
-ON CONFLICT (order_id) DO NOTHING RETURNING order_id, state, last_error),
-h AS (INSERT INTO %s %s SELECT order_id, 'enqueue', '', state, 0, '', last_error, '', '', '' FROM i)
-SELECT order_id FROM i`, t, h, histCols),
-		history: fmt.Sprintf(`SELECT at, actor, from_state, to_state, attempts, verdict, error, note, payout_id, request_id
+    v_additional_data, v_webhook_url, v_state, v_why, v_due, @actor::text, @approvals::int FROM v ORDER BY n
+ON CONFLICT (order_id) DO NOTHING RETURNING order_id, state, last_error, enqueued_by),
+h AS (INSERT INTO %s %s SELECT order_id, 'enqueue', '', state, 0, '', last_error, '', '', '', enqueued_by FROM i)
+SELECT order_id FROM i`, t, h, opHistCols),
+		history: fmt.Sprintf(`SELECT at, actor, from_state, to_state, attempts, verdict, error, note, payout_id, request_id, actor_id
 FROM %s WHERE order_id = $1 ORDER BY id`, h),
 		get:     fmt.Sprintf(`SELECT %s FROM %s WHERE order_id = $1`, intentCols, t),
 		getMany: fmt.Sprintf(`SELECT %s FROM %s WHERE order_id = ANY($1)`, intentCols, t),
-		list:    fmt.Sprintf(`SELECT %s FROM %s WHERE ($1 OR state = ANY($2)) AND order_id > $3 ORDER BY order_id LIMIT $4`, intentCols, t),
-		counts:  fmt.Sprintf(`SELECT state, count(*)::int FROM %s GROUP BY state`, t),
-		health:  healthSQL(t, "state IN ("+openStatesSQL()+")", "state IN ('parked', 'needs_approval')"),
-		// An operator's move; $5 records an approval (Approve), which the
-		// worker checks before sending; $6 leaves the final callback due
-		// (a final state recorded by a process without OnFinal). A move
-		// clears the hold (Retry is the operator's answer to it). fresh:
-		// the row had not changed since its enqueue (read in the
-		// statement's snapshot, before this change).
+		// The list: keyset pages in orderId order (the primary key, or the
+		// state index for a state filter); the other filters are
+		// evaluated on the rows the index gives.
+		list: fmt.Sprintf(`SELECT %s FROM %s WHERE ($1 OR state = ANY($2)) AND order_id > $3
+    AND (NOT $5 OR hold <> '') AND ($6 = '' OR currency = $6) AND ($7 = '' OR network = $7)
+    AND ($8::timestamptz IS NULL OR created_at >= $8) AND ($9::timestamptz IS NULL OR created_at < $9)
+    AND ($10 = '' OR order_id = $10 OR payout_id = $10 OR wallet_address = $10)
+ORDER BY order_id LIMIT $4`, intentCols, t),
+		counts: fmt.Sprintf(`SELECT state, count(*)::int FROM %s GROUP BY state`, t),
+		health: healthSQL(t, "state IN ("+openStatesSQL()+")", "state IN ('parked', 'needs_approval')"),
+		// An operator's move (Reject, Retry); $5 leaves the final callback
+		// due (a final state recorded by a process without OnFinal); $6 is
+		// the actor. A move clears the hold (Retry is the operator's answer
+		// to it). fresh: the row had not changed since its enqueue (read in
+		// the statement's snapshot, before this change).
 		operate: fmt.Sprintf(`WITH u AS (UPDATE %[1]s SET state = $3, note = $4, next_at = now(), lease_token = NULL, tries = 0, updated_at = now(),
-    approved_at = CASE WHEN $5 THEN now() ELSE approved_at END, hold = '', callback_due = $6
+    hold = '', callback_due = $5
 FROM `+durable+`
 WHERE order_id = $1 AND state = $2 RETURNING %[2]s,
     (SELECT o.updated_at = o.created_at FROM %[1]s o WHERE o.order_id = $1) AS fresh),
-h AS (INSERT INTO %[3]s %[4]s SELECT order_id, 'operator', $2, $3, attempts, '', '', $4, payout_id, '' FROM u)
-SELECT * FROM u`, t, intentCols, h, histCols),
+h AS (INSERT INTO %[3]s %[4]s SELECT order_id, 'operator', $2, $3, attempts, '', '', $4, payout_id, '', $6 FROM u)
+SELECT * FROM u`, t, intentCols, h, opHistCols),
+		// An approval, four eyes: counted once per actor, never the
+		// enqueuer's; the intent is queued (approved_at set) by the approval
+		// that reaches the larger of its recorded number and the approving
+		// Queue's ($4). Every SET expression reads the row before the
+		// change; the row lock serializes two approvers, and the second
+		// re-reads the row the first left.
+		approve: fmt.Sprintf(`WITH u AS (UPDATE %[1]s SET approved_by = approved_by || $2::text,
+    approvals_needed = GREATEST(approvals_needed, $4),
+    state = CASE WHEN cardinality(approved_by) + 1 >= GREATEST(approvals_needed, $4) THEN 'queued' ELSE state END,
+    approved_at = CASE WHEN cardinality(approved_by) + 1 >= GREATEST(approvals_needed, $4) THEN now() ELSE approved_at END,
+    note = $3, next_at = now(), lease_token = NULL, tries = 0, hold = '', updated_at = now()
+FROM `+durable+`
+WHERE order_id = $1 AND state = 'needs_approval' AND enqueued_by <> $2 AND NOT ($2 = ANY(approved_by)) RETURNING %[2]s,
+    (SELECT o.updated_at = o.created_at FROM %[1]s o WHERE o.order_id = $1) AS fresh),
+h AS (INSERT INTO %[3]s %[4]s SELECT order_id, 'operator', 'needs_approval', state, attempts, '', '',
+    'approval ' || cardinality(approved_by) || ' of ' || approvals_needed || CASE WHEN $3 = '' THEN '' ELSE ': ' || $3 END,
+    payout_id, '', $2 FROM u)
+SELECT * FROM u`, t, intentCols, h, opHistCols),
 		// An operator's Resolve: a parked intent bound to the payout the
 		// API confirmed, unless another intent holds that payout id; then
 		// followed by the workers like any created payout.
@@ -79,8 +107,8 @@ SELECT * FROM u`, t, intentCols, h, histCols),
 FROM `+durable+`
 WHERE order_id = $1 AND state = 'parked'
     AND NOT EXISTS (SELECT 1 FROM %[1]s o WHERE o.payout_id = $2 AND o.order_id <> $1) RETURNING order_id, attempts, payout_id),
-h AS (INSERT INTO %[2]s %[3]s SELECT order_id, 'operator', 'parked', 'created', attempts, '', '', $4, payout_id, '' FROM u)
-SELECT attempts FROM u`, t, h, histCols),
+h AS (INSERT INTO %[2]s %[3]s SELECT order_id, 'operator', 'parked', 'created', attempts, '', '', $4, payout_id, '', $5 FROM u)
+SELECT attempts FROM u`, t, h, opHistCols),
 		payoutHolder: fmt.Sprintf(`SELECT order_id FROM %s WHERE payout_id = $1 AND order_id <> $2 LIMIT 1`, t),
 		// Wakes a followed intent, and says whether the intent (created,
 		// or final from it) lacks its payout id: one found by the list.

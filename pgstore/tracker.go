@@ -92,11 +92,16 @@ type TrackedPayment struct {
 	PaymentID string
 	// State is where the tracker stands with it.
 	State TrackState
-	// Status is the latest status recorded from the API ("" before the
-	// first read).
+	// Status is the latest status recorded: Track's payment's (waiting, a
+	// create answer) until a read shows another; "" for a payment tracked
+	// by orderId alone until its first read.
 	Status cryptopay.PaymentStatus
 	// PaidAmount is the latest paid amount recorded (invalid: none).
 	PaidAmount decimal.NullDecimal
+	// MerchantAmount is the provider's merchantAmount (what the payment
+	// brought to the balance) at the latest recorded change (invalid:
+	// none, or recorded before the tracker kept it).
+	MerchantAmount decimal.NullDecimal
 	// PayAmount, Currency and Network are the payment's, as tracked.
 	PayAmount         decimal.NullDecimal
 	Currency, Network string
@@ -105,12 +110,17 @@ type TrackedPayment struct {
 	// NeedsAction says a person should look: the status needs action
 	// (locked, paid_partial, paid_over) or Anomaly is set.
 	NeedsAction bool
-	// Anomaly describes the latest thing the tracker refused to record: an
-	// answer for another payment or order, an unknown status, a move the
-	// lifecycle table does not allow, a paid amount that went down, an id
-	// the API does not know, a webhook for another payment of this order.
-	// It stays until an operator clears it (ClearAnomaly). Server text: show
-	// it escaped.
+	// Anomaly describes what the tracker refused to record, or recorded
+	// but a person should check (docs/payment-tracker.md, "Keeping your
+	// books"): an answer for another payment or order, or in another
+	// currency, network or payAmount; an unknown status; a move the
+	// lifecycle table does not allow; a paid amount that is negative, went
+	// down, or disagrees with the status; an expiredAt other than tracked;
+	// an id the API does not know; a webhook for another payment of this
+	// order. A new anomaly is added to those not yet cleared, never put in
+	// their place (up to 4 KiB of text, NeedsAction set whatever the
+	// length); they stay until an operator clears them (ClearAnomaly).
+	// Server text: show it escaped.
 	Anomaly string
 	// Note is the operator's note of the latest ClearAnomaly, with the
 	// anomaly it cleared ("" if none). Show it escaped.
@@ -136,12 +146,18 @@ type PaymentChange struct {
 	OrderID, PaymentID string
 	// Seq is the change's number in the payment's history (1 first).
 	Seq int
-	// From and To are the statuses before and after ("" From: the first
-	// status read). They are equal when only the paid amount changed.
+	// From and To are the statuses before and after (From is Track's
+	// payment's status, waiting, for the first change of a payment tracked
+	// by its create answer; "" for one tracked by orderId alone). They are
+	// equal when only the paid amount changed.
 	From, To cryptopay.PaymentStatus
 	// FromPaid and ToPaid are the paid amounts before and after (invalid:
-	// none). The merchant's ledger moves by ToPaid - FromPaid.
+	// none). The merchant's ledger moves by ToPaid - FromPaid (Delta).
 	FromPaid, ToPaid decimal.NullDecimal
+	// MerchantAmount is the provider's merchantAmount after the change
+	// (invalid: the answer had none). The books check's balance rolls
+	// forward by its moves.
+	MerchantAmount decimal.NullDecimal
 	// Late is true when the change came after the payment's expiredAt (a
 	// late transfer: expired -> paid, or a payment reached after expiry).
 	Late bool
@@ -153,10 +169,30 @@ type PaymentChange struct {
 }
 
 // Credits reports whether the change matters to money and so reaches
-// TrackerConfig.OnChange: the new status is terminal or needs action
-// (paid, paid_over, paid_partial, locked, expired, failed, rejected),
-// including late moves and a paid amount that grew.
-func (c *PaymentChange) Credits() bool { return c.To.IsTerminal() || c.To.NeedsAction() }
+// TrackerConfig.OnChange: the paid amount changed (whatever the status:
+// waiting, confirming and locked included), or the new status is terminal
+// or needs action (paid, paid_over, paid_partial, locked, expired,
+// failed, rejected), late moves included. Every change of the paid amount
+// reaches OnChange, once: the sum of Delta over them is the paid amount
+// the tracker last recorded from the API.
+func (c *PaymentChange) Credits() bool {
+	return !c.Delta().IsZero() || c.To.IsTerminal() || c.To.NeedsAction()
+}
+
+// Delta is the change's move of the merchant's ledger: ToPaid - FromPaid,
+// an amount not given counting as zero. Book it on every change; ship the
+// goods on the status (To.IsSuccess), not on the amount.
+func (c *PaymentChange) Delta() decimal.Decimal {
+	return paidOrZero(c.ToPaid).Sub(paidOrZero(c.FromPaid))
+}
+
+// paidOrZero is a paid amount, zero when none was given.
+func paidOrZero(d decimal.NullDecimal) decimal.Decimal {
+	if !d.Valid {
+		return decimal.Zero
+	}
+	return d.Decimal
+}
 
 // TrackerConfig configures NewTracker. Pool is required, and Client for
 // Run; every other field has a default.
@@ -188,7 +224,9 @@ type TrackerConfig struct {
 	// with Lease it bounds the API reads of a replica.
 	Concurrency int
 	// OnChange, if set, runs once per recorded change that matters to money
-	// (PaymentChange.Credits), inside the transaction that records it:
+	// (PaymentChange.Credits: every change of the paid amount, and every
+	// move to a terminal status or one that needs action), inside the
+	// transaction that records it:
 	// its writes through tx and the tracker's record commit together, or
 	// neither does (then it runs again later, for the same change). It must
 	// do its effects through tx only, must not commit or roll tx back, and
@@ -293,6 +331,8 @@ func (t *Tracker) DDL() string {
 	name := t.table[len(t.table)-1]
 	due := pgx.Identifier{name + "_due_idx"}.Sanitize()
 	state := pgx.Identifier{name + "_state_idx"}.Sanitize()
+	action := pgx.Identifier{name + "_action_idx"}.Sanitize()
+	payment := pgx.Identifier{name + "_payment_idx"}.Sanitize()
 	return fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %[1]s (
     order_id     text        PRIMARY KEY,
     payment_id   text        NOT NULL DEFAULT '',
@@ -315,8 +355,11 @@ func (t *Tracker) DDL() string {
     tracked_at   timestamptz NOT NULL DEFAULT now(),
     updated_at   timestamptz NOT NULL DEFAULT now()
 );
+ALTER TABLE %[1]s ADD COLUMN IF NOT EXISTS merchant_amount numeric;
 CREATE INDEX IF NOT EXISTS %[3]s ON %[1]s (next_at) WHERE next_at IS NOT NULL;
 CREATE INDEX IF NOT EXISTS %[4]s ON %[1]s (state, order_id);
+CREATE INDEX IF NOT EXISTS %[5]s ON %[1]s (order_id) WHERE needs_action;
+CREATE INDEX IF NOT EXISTS %[6]s ON %[1]s (payment_id) WHERE payment_id <> '';
 CREATE TABLE IF NOT EXISTS %[2]s (
     order_id    text        NOT NULL,
     seq         integer     NOT NULL,
@@ -329,7 +372,8 @@ CREATE TABLE IF NOT EXISTS %[2]s (
     at          timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (order_id, seq)
 );
-`+failDDL(t.Table()), t.Table(), t.history.Sanitize(), due, state)
+ALTER TABLE %[2]s ADD COLUMN IF NOT EXISTS merchant_amount numeric;
+`+failDDL(t.Table()), t.Table(), t.history.Sanitize(), due, state, action, payment)
 }
 
 // CreateTable creates the tracker's tables and indexes if they do not
@@ -348,7 +392,8 @@ func (t *Tracker) CheckSchema(ctx context.Context) error { return t.schema.check
 
 // Track starts tracking the payment p (CreatePayment's answer) in tx, the
 // merchant's own transaction: record the order and its payment in one
-// commit (if tx rolls back, nothing is tracked). The payment is keyed by
+// commit (if tx rolls back, nothing is tracked). p's status (waiting) and
+// paid amount are the payment's first known state (see firstState). The payment is keyed by
 // its orderId. Tracking an orderId again with the same payment is a no-op
 // (created false); with another payment id, amount, currency or network it
 // is a *TrackConflictError and the tracked payment is unchanged. An
@@ -381,9 +426,10 @@ func (t *Tracker) Track(ctx context.Context, tx pgx.Tx, p *cryptopay.Payment) (c
 		now := time.Now()
 		next.at = &now
 	}
+	status, paid := firstState(p)
 	var inserted bool
 	err = tx.QueryRow(ctx, t.sql.insert, p.OrderID, p.ID, p.PayAmount.String(), p.Currency, p.Network, expired,
-		string(TrackOpen), next.at).Scan(&inserted)
+		string(TrackOpen), next.at, status, paid).Scan(&inserted)
 	if err == nil {
 		return true, nil
 	}
@@ -401,10 +447,23 @@ func (t *Tracker) Track(ctx context.Context, tx pgx.Tx, p *cryptopay.Payment) (c
 		return false, nil
 	}
 	// Tracked by orderId alone: this completes it.
-	if _, err := tx.Exec(ctx, t.sql.complete, p.OrderID, p.ID, p.PayAmount.String(), p.Currency, p.Network, expired, next.at); err != nil {
+	if _, err := tx.Exec(ctx, t.sql.complete, p.OrderID, p.ID, p.PayAmount.String(), p.Currency, p.Network, expired, next.at,
+		status, paid); err != nil {
 		return false, fmt.Errorf("pgstore: track %q: %w", p.OrderID, err)
 	}
 	return false, nil
+}
+
+// firstState is the status and paid amount Track records as the payment's
+// first known state: a create answer's (waiting, nothing paid), so the
+// first change reads waiting -> paid. A payment that already shows money
+// (Track given a later read) is recorded as not yet seen ("", none), so
+// its first read books all of its paid amount.
+func firstState(p *cryptopay.Payment) (string, *string) {
+	if p.Status != cryptopay.PaymentWaiting || !paidOrZero(p.PaidAmount).IsZero() {
+		return "", nil
+	}
+	return string(p.Status), nullText(p.PaidAmount)
 }
 
 // trackConflict names the first datum of p that differs from the tracked
@@ -499,15 +558,18 @@ func (t *Tracker) Get(ctx context.Context, orderID string) (*TrackedPayment, err
 	return tp, nil
 }
 
-// ClearAnomaly clears the tracked payment's Anomaly once an operator has
-// looked into it, and keeps note (who looked, and what they found:
-// required, one line of at most 1024 bytes) in TrackedPayment.Note with
-// the anomaly it cleared. NeedsAction then follows the status alone. It
+// ClearAnomaly clears the tracked payment's Anomaly once actor (who
+// looked: an identifier, as Queue.Approve's) has looked into it, and keeps
+// note (what they found: required, one line of at most 1024 bytes) in
+// TrackedPayment.Note with the actor and the anomaly it cleared. NeedsAction then follows the status alone. It
 // changes nothing else: no status is recorded and nothing is credited. It
 // returns the anomaly it cleared ("" if there was none: nothing changes).
 // If a new status or another anomaly is recorded meanwhile, it clears
 // nothing and returns an error: look at the payment again.
-func (t *Tracker) ClearAnomaly(ctx context.Context, orderID, note string) (cleared string, err error) {
+func (t *Tracker) ClearAnomaly(ctx context.Context, orderID, actor, note string) (cleared string, err error) {
+	if err := checkActor(actor); err != nil {
+		return "", err
+	}
 	if r := ids.Text(note, maxErrorText); r != "" || note == "" {
 		return "", &cryptopay.ValidationError{Field: "note", Reason: cmpOr(r, "is required: who looked, and what they found")}
 	}
@@ -518,7 +580,7 @@ func (t *Tracker) ClearAnomaly(ctx context.Context, orderID, note string) (clear
 	if tp.Anomaly == "" {
 		return "", nil
 	}
-	keep := scrubText(fmt.Sprintf("cleared %q: %s", tp.Anomaly, note))
+	keep := scrubText(fmt.Sprintf("cleared %q by %q: %s", tp.Anomaly, actor, note))
 	tag, err := t.cfg.Pool.Exec(ctx, t.sql.clear, orderID, tp.Status.NeedsAction(), string(tp.Status), tp.Anomaly, keep)
 	if err != nil {
 		return "", fmt.Errorf("pgstore: clearing the anomaly of %q: %w", orderID, err)
@@ -539,6 +601,11 @@ type TrackFilter struct {
 	After string
 	// Limit caps the page (0: 100; at most 10,000).
 	Limit int
+	// Anomaly keeps only payments with an Anomaly.
+	Anomaly bool
+	// Search, if set, keeps only the payment whose orderId or payment id
+	// is exactly Search.
+	Search string
 }
 
 // List returns tracked payments in orderId order, filtered by f.
@@ -555,7 +622,7 @@ func (t *Tracker) List(ctx context.Context, f TrackFilter) ([]TrackedPayment, er
 	for i, s := range f.States {
 		states[i] = string(s)
 	}
-	rows, err := t.cfg.Pool.Query(ctx, t.sql.list, len(states) == 0, states, f.NeedsAction, f.After, limit)
+	rows, err := t.cfg.Pool.Query(ctx, t.sql.list, len(states) == 0, states, f.NeedsAction, f.After, limit, f.Anomaly, f.Search)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: listing tracked payments: %w", err)
 	}
@@ -586,13 +653,16 @@ func (t *Tracker) History(ctx context.Context, orderID string) ([]PaymentChange,
 	for rows.Next() {
 		var c PaymentChange
 		var from, to string
-		var fromPaid, toPaid *string
-		if err := rows.Scan(&c.OrderID, &c.Seq, &c.PaymentID, &from, &to, &fromPaid, &toPaid, &c.Late, &c.At); err != nil {
+		var fromPaid, toPaid, merchant *string
+		if err := rows.Scan(&c.OrderID, &c.Seq, &c.PaymentID, &from, &to, &fromPaid, &toPaid, &c.Late, &c.At, &merchant); err != nil {
 			return nil, fmt.Errorf("pgstore: reading the history of %q: %w", orderID, err)
 		}
 		c.From, c.To = cryptopay.PaymentStatus(from), cryptopay.PaymentStatus(to)
 		if c.FromPaid, err = nullDecimal(fromPaid); err == nil {
 			c.ToPaid, err = nullDecimal(toPaid)
+		}
+		if err == nil {
+			c.MerchantAmount, err = nullDecimal(merchant)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("pgstore: reading the history of %q: %w", orderID, err)
@@ -649,16 +719,16 @@ func (t *Tracker) poke() {
 
 // trackedCols are the columns every read returns, in scanTracked's order.
 const trackedCols = `order_id, payment_id, state, status, paid_amount::text, pay_amount::text, currency, network,
-expired_at, needs_action, anomaly, note, changes, next_at, tracked_at, updated_at, ` + failCols
+expired_at, needs_action, anomaly, note, changes, next_at, tracked_at, updated_at, merchant_amount::text, ` + failCols
 
 func scanTracked(row pgx.Row, extra ...any) (*TrackedPayment, error) {
 	var tp TrackedPayment
 	var state, status string
-	var paid, pay *string
+	var paid, pay, merchant *string
 	var expired, next *time.Time
 	var fs failScan
 	dest := append([]any{&tp.OrderID, &tp.PaymentID, &state, &status, &paid, &pay, &tp.Currency, &tp.Network,
-		&expired, &tp.NeedsAction, &tp.Anomaly, &tp.Note, &tp.Changes, &next, &tp.TrackedAt, &tp.UpdatedAt}, fs.dest(&tp.LastFailure)...)
+		&expired, &tp.NeedsAction, &tp.Anomaly, &tp.Note, &tp.Changes, &next, &tp.TrackedAt, &tp.UpdatedAt, &merchant}, fs.dest(&tp.LastFailure)...)
 	if err := row.Scan(append(dest, extra...)...); err != nil {
 		return nil, err
 	}
@@ -669,6 +739,9 @@ func scanTracked(row pgx.Row, extra ...any) (*TrackedPayment, error) {
 		return nil, err
 	}
 	if tp.PayAmount, err = nullDecimal(pay); err != nil {
+		return nil, err
+	}
+	if tp.MerchantAmount, err = nullDecimal(merchant); err != nil {
 		return nil, err
 	}
 	if expired != nil {

@@ -31,6 +31,8 @@ Commands:
                         'payout queue health'
   payout batch FILE     enqueue a CSV of payouts in the payout queue (--dry-run first)
   balances              show the balances
+  books                 prove the books: the payout queue and the payment tracker against the
+                        provider, every difference with its exact amount (--json, --csv)
   currencies            list the supported currency/network pairs
   webhook url           print the tokened webhook URL for --order-id
   webhook send          post a tokened test event for a payment or payout to a local receiver
@@ -54,11 +56,12 @@ Environment:
 
 Exit codes:
   0    success (payout find: the payout exists)
-  1    negative answer: a wait ended on a non-success status, payout find says
+  1    negative answer: books found drift, a wait ended on a non-success status, payout find says
        not_created, a receiver refused a webhook, a queued intent is not in the
        state approve/reject/retry needs, payout batch's file conflicts with the queue,
        a health summary shows work overdue, failing or waiting for a person
-  2    no answer yet: a wait timed out, payout find says still_unknown
+  2    no answer yet: a wait timed out, payout find says still_unknown, books found no
+       drift but something undecided or could not finish
   3    the request failed (API error, network, unreadable answer, database error,
        no such queued intent)
   4    outcome unknown: a create may have taken effect; run 'payout find' before retrying;
@@ -109,6 +112,8 @@ func (a *app) dispatch(args []string) error {
 		return a.fake(sub)
 	case "balances":
 		return a.balances(sub)
+	case "books":
+		return a.books(sub)
 	case "currencies":
 		return a.currencies(sub)
 	case "payment", "payout", "webhook":

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
+	"os/user"
 	"strconv"
 	"strings"
 
@@ -55,29 +57,32 @@ func (a *app) openQueue(f queueFlags, g pgstore.Guardrails, client ...*cryptopay
 // intentOut is an intent as the CLI writes it: amounts as exact decimal
 // strings, times in RFC 3339, the create parameters under their wire names.
 type intentOut struct {
-	OrderID          string `json:"orderId"`
-	State            string `json:"state"`
-	Attempts         int    `json:"attempts"`
-	AttemptedAt      string `json:"attemptedAt,omitempty"`
-	Verdict          string `json:"verdict,omitempty"`
-	LastError        string `json:"lastError,omitempty"`
-	PayoutID         string `json:"payoutId,omitempty"`
-	PayoutStatus     string `json:"payoutStatus,omitempty"`
-	Note             string `json:"note,omitempty"`
-	Hold             string `json:"hold,omitempty"`
-	CallbackDue      bool   `json:"callbackDue,omitempty"`
-	NextAt           string `json:"nextAt,omitempty"`
-	CreatedAt        string `json:"createdAt"`
-	UpdatedAt        string `json:"updatedAt"`
-	Amount           string `json:"amount"`
-	Currency         string `json:"currency"`
-	Network          string `json:"network"`
-	WalletAddress    string `json:"walletAddress"`
-	NetworkFeeByUser bool   `json:"networkFeeByUser"`
-	CustomerID       string `json:"customerId"`
-	CustomerIP       string `json:"customerIp"`
-	AdditionalData   string `json:"additionalData,omitempty"`
-	WebhookURL       string `json:"webhookUrl,omitempty"`
+	OrderID          string   `json:"orderId"`
+	State            string   `json:"state"`
+	Attempts         int      `json:"attempts"`
+	AttemptedAt      string   `json:"attemptedAt,omitempty"`
+	Verdict          string   `json:"verdict,omitempty"`
+	LastError        string   `json:"lastError,omitempty"`
+	PayoutID         string   `json:"payoutId,omitempty"`
+	PayoutStatus     string   `json:"payoutStatus,omitempty"`
+	Note             string   `json:"note,omitempty"`
+	Hold             string   `json:"hold,omitempty"`
+	CallbackDue      bool     `json:"callbackDue,omitempty"`
+	EnqueuedBy       string   `json:"enqueuedBy,omitempty"`
+	ApprovedBy       []string `json:"approvedBy,omitempty"`
+	ApprovalsNeeded  int      `json:"approvalsNeeded,omitempty"`
+	NextAt           string   `json:"nextAt,omitempty"`
+	CreatedAt        string   `json:"createdAt"`
+	UpdatedAt        string   `json:"updatedAt"`
+	Amount           string   `json:"amount"`
+	Currency         string   `json:"currency"`
+	Network          string   `json:"network"`
+	WalletAddress    string   `json:"walletAddress"`
+	NetworkFeeByUser bool     `json:"networkFeeByUser"`
+	CustomerID       string   `json:"customerId"`
+	CustomerIP       string   `json:"customerIp"`
+	AdditionalData   string   `json:"additionalData,omitempty"`
+	WebhookURL       string   `json:"webhookUrl,omitempty"`
 	// LastFailure is the latest failed read, send or OnFinal.
 	LastFailure *failureOut `json:"lastFailure,omitempty"`
 }
@@ -88,6 +93,7 @@ func newIntentOut(in *pgstore.Intent) intentOut {
 		OrderID: p.OrderID, State: string(in.State), Attempts: in.Attempts, AttemptedAt: when(in.AttemptedAt),
 		Verdict: in.Verdict, LastError: in.LastError, PayoutID: in.PayoutID, PayoutStatus: string(in.PayoutStatus),
 		Note: in.Note, Hold: in.Hold, CallbackDue: in.CallbackDue, CreatedAt: when(in.CreatedAt), UpdatedAt: when(in.UpdatedAt),
+		EnqueuedBy: in.EnqueuedBy, ApprovedBy: in.ApprovedBy, ApprovalsNeeded: in.ApprovalsNeeded,
 		Amount: money(p.Amount), Currency: p.Currency, Network: p.Network, WalletAddress: p.WalletAddress,
 		NetworkFeeByUser: p.NetworkFeeByUser, CustomerID: p.CustomerID, CustomerIP: p.CustomerIP,
 		AdditionalData: p.AdditionalData, WebhookURL: p.WebhookURL, LastFailure: newFailureOut(in.LastFailure),
@@ -102,6 +108,7 @@ func newIntentOut(in *pgstore.Intent) intentOut {
 type eventOut struct {
 	At        string `json:"at"`
 	Actor     string `json:"actor"`
+	ActorID   string `json:"actorId,omitempty"`
 	From      string `json:"from"`
 	To        string `json:"to"`
 	Attempts  int    `json:"attempts"`
@@ -224,11 +231,7 @@ func (a *app) queueShow(args []string) error {
 		return err
 	}
 	o := newIntentOut(in)
-	d := intentDetail{intentOut: o, History: make([]eventOut, len(hist))}
-	for i, e := range hist {
-		d.History[i] = eventOut{At: when(e.At), Actor: e.Actor, From: string(e.From), To: string(e.To), Attempts: e.Attempts,
-			Verdict: e.Verdict, Error: e.Error, Note: e.Note, PayoutID: e.PayoutID, RequestID: e.RequestID}
-	}
+	d := intentDetail{intentOut: o, History: historyOut(hist)}
 	if asJSON {
 		return a.printJSON(d)
 	}
@@ -253,6 +256,8 @@ func (a *app) queueShow(args []string) error {
 		{"Payout status", o.PayoutStatus},
 		{"Note", o.Note},
 		{"Hold", o.Hold},
+		{"Enqueued by", o.EnqueuedBy},
+		{"Approvals", approvalsText(in)},
 		{"Next look", o.NextAt},
 		{"Amount", o.Amount + " " + o.Currency + " on " + o.Network},
 		{"Wallet address", o.WalletAddress},
@@ -271,17 +276,42 @@ func (a *app) queueShow(args []string) error {
 		if from == "" {
 			from = "(enqueued)"
 		}
-		rows[i] = []string{e.At, e.Actor, from + " -> " + e.To, strconv.Itoa(e.Attempts), e.Verdict, e.RequestID, e.Note, e.Error}
+		rows[i] = []string{e.At, e.Actor, e.ActorID, from + " -> " + e.To, strconv.Itoa(e.Attempts), e.Verdict, e.RequestID, e.Note, e.Error}
 	}
 	a.printLine("")
 	a.printLine("History:")
-	return a.printTable([]string{"AT", "BY", "CHANGE", "ATTEMPTS", "VERDICT", "REQUEST ID", "NOTE", "ERROR"}, rows)
+	return a.printTable([]string{"AT", "BY", "WHO", "CHANGE", "ATTEMPTS", "VERDICT", "REQUEST ID", "NOTE", "ERROR"}, rows)
+}
+
+// historyOut is an intent's history as the CLI writes it.
+func historyOut(hist []pgstore.Event) []eventOut {
+	out := make([]eventOut, len(hist))
+	for i, e := range hist {
+		out[i] = eventOut{At: when(e.At), Actor: e.Actor, ActorID: e.ActorID, From: string(e.From), To: string(e.To), Attempts: e.Attempts,
+			Verdict: e.Verdict, Error: e.Error, Note: e.Note, PayoutID: e.PayoutID, RequestID: e.RequestID}
+	}
+	return out
+}
+
+// approvalsText is "1 of 2: alice" for an intent held for approval ("" for
+// any other).
+func approvalsText(in *pgstore.Intent) string {
+	if in.State != pgstore.StateNeedsApproval {
+		return ""
+	}
+	s := fmt.Sprintf("%d of %d", len(in.ApprovedBy), in.ApprovalsNeeded)
+	if len(in.ApprovedBy) > 0 {
+		s += ": " + strings.Join(in.ApprovedBy, ", ")
+	}
+	return s
 }
 
 func (a *app) queueApprove(args []string) error {
-	return a.queueOperate(command{"payout queue approve", "ORDER_ID", "Approve an intent that waits for approval (needs_approval): it is queued and\n" +
-		"sent, still subject to the workers' other guardrails."}, "note", false, args,
-		(*pgstore.Queue).Approve, "approved: queued to be sent")
+	return a.queueOperate(command{"payout queue approve", "ORDER_ID", "Approve an intent that waits for approval (needs_approval). Four eyes: it is queued\n" +
+		"and sent (still subject to the workers' other guardrails) once the number of distinct\n" +
+		"people the queue requires have approved it (default 2); --actor's approval counts once,\n" +
+		"and not at all if --actor enqueued it."}, "note", false, args,
+		(*pgstore.Queue).Approve, "")
 }
 
 func (a *app) queueReject(args []string) error {
@@ -312,6 +342,7 @@ func (a *app) queueResolve(args []string) error {
 	qf.register(fs.FlagSet)
 	payoutID := fs.String("payout-id", "", "the payout's `id` in the processor's dashboard (required)")
 	note := fs.String("note", "", "what is recorded with the intent: who, and why (required)")
+	actor := a.actorFlag(fs.FlagSet)
 	pos, err := a.parse(fs, args, 1, 1)
 	if err != nil {
 		return err
@@ -328,7 +359,7 @@ func (a *app) queueResolve(args []string) error {
 		return err
 	}
 	defer pool.Close()
-	if err := q.Resolve(a.ctx, pos[0], *payoutID, *note); err != nil {
+	if err := q.Resolve(a.ctx, pos[0], *payoutID, *actor, *note); err != nil {
 		if errors.Is(err, pgstore.ErrIntentState) || errors.Is(err, cryptopay.ErrInvalidParams) {
 			return &exitError{exitNo, err}
 		}
@@ -339,12 +370,14 @@ func (a *app) queueResolve(args []string) error {
 }
 
 // queueOperate runs an operator's move (approve, reject, retry) with its
-// note flag, required or not.
+// note flag, required or not, in the name of --actor. An empty done is
+// an approval's: the line says whether it queued the intent.
 func (a *app) queueOperate(cmd command, noteFlag string, noteRequired bool, args []string,
-	op func(*pgstore.Queue, context.Context, string, string) error, done string) error {
+	op func(*pgstore.Queue, context.Context, string, string, string) error, done string) error {
 	fs := a.newDBFlagSet(cmd)
 	var qf queueFlags
 	qf.register(fs.FlagSet)
+	actor := a.actorFlag(fs.FlagSet)
 	usage := "what is recorded with the intent: who, and why"
 	if noteRequired {
 		usage += " (required)"
@@ -362,14 +395,49 @@ func (a *app) queueOperate(cmd command, noteFlag string, noteRequired bool, args
 		return err
 	}
 	defer pool.Close()
-	if err := op(q, a.ctx, pos[0], *note); err != nil {
-		if errors.Is(err, pgstore.ErrIntentState) {
-			return &exitError{exitNo, err}
-		}
-		return err
+	if err := op(q, a.ctx, pos[0], *actor, *note); err != nil {
+		return operateExit(err)
+	}
+	if done == "" {
+		done, err = approvalLine(a.ctx, q, pos[0])
 	}
 	a.printLine("%s: %s", pos[0], done)
-	return nil
+	return err
+}
+
+// operateExit maps an operator's refused move to its exit code.
+func operateExit(err error) error {
+	var ve *cryptopay.ValidationError
+	switch {
+	case errors.As(err, &ve):
+		return &exitError{exitUsage, err}
+	case errors.Is(err, pgstore.ErrIntentState), errors.Is(err, pgstore.ErrApprovalNotCounted):
+		return &exitError{exitNo, err}
+	}
+	return err
+}
+
+// approvalLine says what an approval did: queued the intent, or recorded
+// one approval of the number it needs.
+func approvalLine(ctx context.Context, q *pgstore.Queue, orderID string) (string, error) {
+	in, err := q.Get(ctx, orderID)
+	if err != nil {
+		return "approved", err
+	}
+	if in.State != pgstore.StateNeedsApproval {
+		return "approved: queued to be sent", nil
+	}
+	return fmt.Sprintf("approval %d of %d recorded: it waits for another person's approval", len(in.ApprovedBy), in.ApprovalsNeeded), nil
+}
+
+// actorFlag registers --actor: who makes the move, recorded in the
+// intent's history (default: the operating system's user).
+func (a *app) actorFlag(fs *flag.FlagSet) *string {
+	def := a.getenv("USER")
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		def = u.Username
+	}
+	return fs.String("actor", def, "`who` makes the move, recorded in the history (four eyes: two approvals need two actors)")
 }
 
 // queueHealth prints the queue's health summary (Queue.Health).

@@ -239,6 +239,7 @@ func (a *app) trackedClear(args []string) error {
 	var tf trackerFlags
 	tf.register(fs.FlagSet)
 	note := fs.String("note", "", "what is recorded with the payment: who looked, and what they found (required)")
+	actor := a.actorFlag(fs.FlagSet)
 	pos, err := a.parse(fs, args, 1, 1)
 	if err != nil {
 		return err
@@ -251,7 +252,7 @@ func (a *app) trackedClear(args []string) error {
 		return err
 	}
 	defer pool.Close()
-	cleared, err := tr.ClearAnomaly(a.ctx, pos[0], *note)
+	cleared, err := tr.ClearAnomaly(a.ctx, pos[0], *actor, *note)
 	var ve *cryptopay.ValidationError
 	if errors.As(err, &ve) {
 		return &exitError{exitUsage, err}

@@ -35,16 +35,25 @@ func TestPaymentTracked(t *testing.T) {
 		_, err := tr.TrackOrder(context.Background(), tx, "o-tr-lost")
 		return err
 	}))
-	require.NoError(t, f.srv.Pay(partial.ID, decimal.RequireFromString("4")))
-	runTrackerUntil(t, tr, "o-tr-partial", "paid_partial", func(tp *pgstore.TrackedPayment) bool {
-		return tp.Status == cryptopay.PaymentPaidPartial
-	})
-
 	cli := func(args ...string) result {
 		r := f.run(append(args, "--tracker-table", table)...)
 		assertClean(t, r)
 		return r
 	}
+	// A payment just tracked shows its create answer's status (waiting);
+	// one tracked by orderId alone none until it is first seen.
+	for order, want := range map[string]string{"o-tr-waiting": "waiting", "o-tr-lost": ""} {
+		r := cli("payment", "tracked", "show", order, "--output", "json")
+		require.Equal(t, 0, r.code, r.stderr)
+		var o trackedOut
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &o))
+		assert.Equal(t, want, o.Status, order)
+	}
+	require.NoError(t, f.srv.Pay(partial.ID, decimal.RequireFromString("4")))
+	runTrackerUntil(t, tr, "o-tr-partial", "paid_partial", func(tp *pgstore.TrackedPayment) bool {
+		return tp.Status == cryptopay.PaymentPaidPartial
+	})
+
 	tests := []struct {
 		name string
 		args []string
