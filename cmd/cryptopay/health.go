@@ -74,21 +74,21 @@ func healthHelp(noun, open string) string {
 // healthFunc is Queue.Health or Tracker.Health.
 type healthFunc func(context.Context) (pgstore.Health, error)
 
-// healthCommand runs a health command on store s: its flags, then open's
-// Health, printed; exit 1 when it is not OK.
-func (a *app) healthCommand(cmd command, s store, args []string,
-	open func(*dbFlags) (healthFunc, *pgxpool.Pool, error)) error {
+// healthCommand runs a health command on store s: its flags, then the
+// Health of the store open returns, printed; exit 1 when it is not OK.
+func healthCommand[S any](a *app, cmd command, s store, args []string,
+	open func(*dbFlags) (S, *pgxpool.Pool, error), health func(S, context.Context) (pgstore.Health, error)) error {
 	fs, db := a.newDBFlagSet(cmd, s)
 	_, asJSON, err := a.parseOutput(fs, args, 0, 0)
 	if err != nil {
 		return err
 	}
-	health, pool, err := open(db)
+	st, pool, err := open(db)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
-	return a.printHealth(health, asJSON)
+	return a.printHealth(func(ctx context.Context) (pgstore.Health, error) { return health(st, ctx) }, asJSON)
 }
 
 // printHealth prints a health summary; exit 1 when it is not OK.

@@ -28,6 +28,12 @@ func (a *app) openQueue(f *dbFlags, g pgstore.Guardrails, client ...*cryptopay.C
 	})
 }
 
+// openQueueReader opens the payout queue to read it or make an operator's
+// move: no guardrails, no API client.
+func (a *app) openQueueReader(f *dbFlags) (*pgstore.Queue, *pgxpool.Pool, error) {
+	return a.openQueue(f, pgstore.Guardrails{})
+}
+
 // intentOut is an intent as the CLI writes it: amounts as exact decimal
 // strings, times in RFC 3339, the create parameters under their wire names.
 type intentOut struct {
@@ -143,12 +149,9 @@ func (a *app) queueList(args []string) error {
 	if filter.States, err = parseList(fs.cmd.name, list, pgstore.States()); err != nil {
 		return err
 	}
-	q, pool, err := a.openQueue(db, pgstore.Guardrails{})
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
-	ins, err := q.List(a.ctx, filter)
+	ins, err := withStore(a, a.openQueueReader, db, func(q *pgstore.Queue) ([]pgstore.Intent, error) {
+		return q.List(a.ctx, filter)
+	})
 	if err != nil {
 		return err
 	}
@@ -169,16 +172,7 @@ func (a *app) queueShow(args []string) error {
 	if err != nil {
 		return err
 	}
-	q, pool, err := a.openQueue(db, pgstore.Guardrails{})
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
-	in, err := q.Get(a.ctx, pos[0])
-	if err != nil {
-		return err
-	}
-	hist, err := q.History(a.ctx, pos[0])
+	in, hist, err := readRecord[*pgstore.Intent, pgstore.Event](a, a.openQueueReader, db, pos[0])
 	if err != nil {
 		return err
 	}
@@ -338,7 +332,7 @@ func (a *app) queueOperate(cmd command, noteFlag string, noteRequired bool, args
 	if noteRequired && strings.TrimSpace(*note) == "" {
 		return usageErr("%s: --%s is required", cmd.name, noteFlag)
 	}
-	q, pool, err := a.openQueue(db, pgstore.Guardrails{})
+	q, pool, err := a.openQueueReader(db)
 	if err != nil {
 		return err
 	}
@@ -390,12 +384,6 @@ func (a *app) actorFlag(fs *flag.FlagSet) *string {
 
 // queueHealth prints the queue's health summary (Queue.Health).
 func (a *app) queueHealth(args []string) error {
-	return a.healthCommand(command{"payout queue health", "", healthHelp("payouts", "intents not final")}, queueStore, args,
-		func(db *dbFlags) (healthFunc, *pgxpool.Pool, error) {
-			q, pool, err := a.openQueue(db, pgstore.Guardrails{})
-			if err != nil {
-				return nil, nil, err
-			}
-			return q.Health, pool, nil
-		})
+	return healthCommand(a, command{"payout queue health", "", healthHelp("payouts", "intents not final")}, queueStore, args,
+		a.openQueueReader, (*pgstore.Queue).Health)
 }

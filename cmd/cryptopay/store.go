@@ -121,6 +121,41 @@ func openStore[S schemaChecker](a *app, f *dbFlags, build func(*pgxpool.Pool, st
 	return s, pool, nil
 }
 
+// withStore opens a store with open, calls read on it and closes it.
+func withStore[S, T any](a *app, open func(*dbFlags) (S, *pgxpool.Pool, error), db *dbFlags, read func(S) (T, error)) (T, error) {
+	var zero T
+	s, pool, err := open(db)
+	if err != nil {
+		return zero, err
+	}
+	defer pool.Close()
+	return read(s)
+}
+
+// recordStore reads one record and its history by orderId: the queue's
+// intents, the tracker's payments.
+type recordStore[R, H any] interface {
+	Get(context.Context, string) (R, error)
+	History(context.Context, string) ([]H, error)
+}
+
+// readRecord opens a store with open and reads orderID's record and its
+// history, for a show command.
+func readRecord[R, H any, S recordStore[R, H]](a *app, open func(*dbFlags) (S, *pgxpool.Pool, error), db *dbFlags, orderID string) (R, []H, error) {
+	var zero R
+	s, pool, err := open(db)
+	if err != nil {
+		return zero, nil, err
+	}
+	defer pool.Close()
+	r, err := s.Get(a.ctx, orderID)
+	if err != nil {
+		return zero, nil, err
+	}
+	hist, err := s.History(a.ctx, orderID)
+	return r, hist, err
+}
+
 // storeErr maps a pgstore constructor's or schema check's error to the
 // CLI's exit codes: a bad table name or a missing or out-of-date table is
 // configuration (usage), anything else a failure.

@@ -99,12 +99,9 @@ func (a *app) trackedList(args []string) error {
 	if filter.States, err = parseList(fs.cmd.name, list, trackStates); err != nil {
 		return err
 	}
-	tr, pool, err := a.openTracker(db)
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
-	tps, err := tr.List(a.ctx, filter)
+	tps, err := withStore(a, a.openTracker, db, func(tr *pgstore.Tracker) ([]pgstore.TrackedPayment, error) {
+		return tr.List(a.ctx, filter)
+	})
 	if err != nil {
 		return err
 	}
@@ -124,16 +121,7 @@ func (a *app) trackedShow(args []string) error {
 	if err != nil {
 		return err
 	}
-	tr, pool, err := a.openTracker(db)
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
-	tp, err := tr.Get(a.ctx, pos[0])
-	if err != nil {
-		return err
-	}
-	hist, err := tr.History(a.ctx, pos[0])
+	tp, hist, err := readRecord[*pgstore.TrackedPayment, pgstore.PaymentChange](a, a.openTracker, db, pos[0])
 	if err != nil {
 		return err
 	}
@@ -213,12 +201,6 @@ func (a *app) trackedClear(args []string) error {
 
 // trackedHealth prints the tracker's health summary (Tracker.Health).
 func (a *app) trackedHealth(args []string) error {
-	return a.healthCommand(command{"payment tracked health", "", healthHelp("payments", "tracked payments not closed")}, trackerStore, args,
-		func(db *dbFlags) (healthFunc, *pgxpool.Pool, error) {
-			tr, pool, err := a.openTracker(db)
-			if err != nil {
-				return nil, nil, err
-			}
-			return tr.Health, pool, nil
-		})
+	return healthCommand(a, command{"payment tracked health", "", healthHelp("payments", "tracked payments not closed")}, trackerStore, args,
+		a.openTracker, (*pgstore.Tracker).Health)
 }
