@@ -181,18 +181,9 @@ func (a *app) queueShow(args []string) error {
 	if asJSON {
 		return a.printJSON(d)
 	}
-	state := o.State
-	if advice, ok := holdAdvice[in.Hold]; ok && in.State == pgstore.StateParked {
-		state += " (" + advice + ")"
-	} else if advice, ok := stateAdvice[in.State]; ok {
-		state += " (" + advice + ")"
-	}
-	if in.CallbackDue {
-		state += " (final; the application's OnFinal has not run yet: a worker with OnFinal runs it)"
-	}
 	if err := a.printRows([][2]string{
 		{"Order ID", o.OrderID},
-		{"State", state},
+		{"State", stateLine(in)},
 		{"Attempts", strconv.Itoa(o.Attempts)},
 		{"Last attempt", o.AttemptedAt},
 		{"Verdict", o.Verdict},
@@ -227,6 +218,21 @@ func (a *app) queueShow(args []string) error {
 	a.printLine("")
 	a.printLine("History:")
 	return a.printTable([]string{"AT", "BY", "WHO", "CHANGE", "ATTEMPTS", "VERDICT", "REQUEST ID", "NOTE", "ERROR"}, rows)
+}
+
+// stateLine is show's state of in, with what to do when it waits for a
+// person and whether its final callback is still due.
+func stateLine(in *pgstore.Intent) string {
+	state := string(in.State)
+	if advice, ok := holdAdvice[in.Hold]; ok && in.State == pgstore.StateParked {
+		state += " (" + advice + ")"
+	} else if advice, ok := stateAdvice[in.State]; ok {
+		state += " (" + advice + ")"
+	}
+	if in.CallbackDue {
+		state += " (final; the application's OnFinal has not run yet: a worker with OnFinal runs it)"
+	}
+	return state
 }
 
 // historyOut is an intent's history as the CLI writes it.
