@@ -364,17 +364,21 @@ func chaosWorker(t *testing.T) {
 	require.NoError(t, err)
 	pgstore.SetQueueHook(q, hook)
 	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() { _ = q.Run(ctx) })
+	ended := make(chan error, 1)
+	go func() { ended <- q.Run(ctx) }()
 	for {
 		c, err := q.Counts(context.Background())
 		if err == nil && final(c) == total(c) {
 			break
 		}
-		time.Sleep(100 * time.Millisecond)
+		select {
+		case err := <-ended: // a worker that stopped early must not pass for one that ran out of work
+			t.Fatalf("Run returned before every intent was final: %v", err)
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
 	cancel()
-	wg.Wait()
+	require.ErrorIs(t, <-ended, context.Canceled)
 }
 
 func total(counts map[pgstore.IntentState]int) int {

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -119,4 +121,31 @@ func ddlColumns(ddl string) (rels, cols []string) {
 		}
 	}
 	return rels, cols
+}
+
+// awaitSchema is a worker's schema check at the start of Run: a
+// *SchemaError (the tables are missing or out of date) is returned, but a
+// database that cannot be asked (down, restarting, unreachable) is a
+// database error like any other in the worker loop: logged once per
+// window and asked again every poll until it answers, so a worker started
+// during an outage starts working once PostgreSQL is back. It returns
+// ctx's error if ctx ends first.
+func awaitSchema(ctx context.Context, check func(context.Context) error, w *watch, poll time.Duration) error {
+	for {
+		err := check(ctx)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if err == nil || errors.Is(err, ErrSchema) {
+			return err
+		}
+		w.warn(ctx, "pgstore: checking the tables", slog.String("error", err.Error()))
+		timer := time.NewTimer(poll)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return ctx.Err()
+		case <-timer.C:
+		}
+	}
 }
