@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -188,5 +190,87 @@ func TestRunWaitsForTheDatabase(t *testing.T) {
 			cancel()
 			assert.ErrorIs(t, <-ended, context.Canceled)
 		})
+	}
+}
+
+// Replicas that start together each run CreateTable on the same tables.
+// Each round, four connections call it at once on a fresh table, then
+// again on that table with its newest column dropped (the ALTERs and the
+// indexes run again); no call may fail. Before, a fresh table failed one
+// call in most rounds (both sessions insert the same catalog row: a
+// unique violation), and with an ALTER after the CREATE INDEX statements
+// (the tracker's order before merchant_amount moved) they deadlocked.
+func TestCreateTableConcurrently(t *testing.T) {
+	const callers, rounds = 4, 8
+	pool := pgtest.Need(t).Pool(t, callers)
+	ctx := context.Background()
+	builders := map[string]struct {
+		create  func(table string) func(context.Context) error
+		upgrade string // drops a column CreateTable adds back ("" for none)
+	}{
+		"queue": {func(table string) func(context.Context) error {
+			q, err := pgstore.NewQueue(ctx, pgstore.QueueConfig{Pool: pool, Table: table})
+			require.NoError(t, err)
+			return q.CreateTable
+		}, "fail_count"},
+		"tracker": {func(table string) func(context.Context) error {
+			tr, err := pgstore.NewTracker(ctx, pgstore.TrackerConfig{Pool: pool, Table: table})
+			require.NoError(t, err)
+			return tr.CreateTable
+		}, "fail_count"},
+		"dedupe store": {func(table string) func(context.Context) error {
+			s, err := pgstore.NewDedupeStore(pool, pgstore.WithTable(table))
+			require.NoError(t, err)
+			return s.CreateTable
+		}, ""},
+		"books": {func(table string) func(context.Context) error {
+			return func(ctx context.Context) error { return pgstore.CreateBooksTable(ctx, pool, table) }
+		}, ""},
+	}
+	for name, b := range builders {
+		t.Run(name, func(t *testing.T) {
+			failed := map[string]int{} // by SQLSTATE
+			for range rounds {
+				table := pgtest.Name("ddl")
+				create := b.create(table)
+				countFailures(failed, concurrently(callers, create))
+				if b.upgrade != "" {
+					_, err := pool.Exec(ctx, "ALTER TABLE "+table+" DROP COLUMN "+b.upgrade)
+					require.NoError(t, err)
+					countFailures(failed, concurrently(callers, create))
+				}
+			}
+			assert.Empty(t, failed, "failed CreateTable calls by SQLSTATE")
+		})
+	}
+}
+
+// concurrently calls f from n goroutines released together and returns
+// their errors.
+func concurrently(n int, f func(context.Context) error) []error {
+	errs := make([]error, n)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			errs[i] = f(context.Background())
+		})
+	}
+	close(start)
+	wg.Wait()
+	return errs
+}
+
+// countFailures adds errs to failed, by SQLSTATE.
+func countFailures(failed map[string]int, errs []error) {
+	for _, err := range errs {
+		var pe *pgconn.PgError
+		switch {
+		case errors.As(err, &pe):
+			failed[pe.Code]++
+		case err != nil:
+			failed[err.Error()]++
+		}
 	}
 }
