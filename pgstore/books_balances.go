@@ -115,7 +115,7 @@ func (b *Books) balanceStart(ctx context.Context) (*balanceRun, error) {
 	run := &balanceRun{pairs: make(map[balancePair]*balanceAcc)}
 	pool := b.cfg.Queue.cfg.Pool
 	if b.cfg.CreateTable {
-		if _, err := pool.Exec(ctx, b.DDL()); err != nil {
+		if err := createTables(ctx, pool, b.balanceIdent(), b.DDL()); err != nil {
 			return nil, fmt.Errorf("creating %s: %w", b.balanceTable(), err)
 		}
 	}
@@ -212,9 +212,12 @@ FROM `+table+` ORDER BY currency, network, run_at DESC`)
 func (b *Books) DDL() string { return balanceTableDDL(b.balanceTable()) }
 
 // balanceTable is the snapshot table's quoted name.
-func (b *Books) balanceTable() string {
+func (b *Books) balanceTable() string { return b.balanceIdent().Sanitize() }
+
+// balanceIdent is the snapshot table's name.
+func (b *Books) balanceIdent() pgx.Identifier {
 	t, _ := parseTable(cmpOr(b.cfg.BalanceTable, DefaultBooksBalanceTable)) // checked by NewBooks
-	return t.Sanitize()
+	return t
 }
 
 // paymentMoved adds what a payment read in the payments section shows of

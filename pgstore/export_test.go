@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/shopspring/decimal"
 
 	"github.com/cryptopay/cryptopay-go"
@@ -29,6 +30,16 @@ func ClaimSQL(q *Queue) string { return q.sql.claim }
 func VelocityCheck(ctx context.Context, q *Queue, tx pgx.Tx, p cryptopay.CreatePayoutParams, limit decimal.Decimal) error {
 	_, err := q.velocityCheck(ctx, tx, p, limit)
 	return err
+}
+
+// CreateBooksTable creates the books check's snapshot table as a Run with
+// BooksConfig.CreateTable does.
+func CreateBooksTable(ctx context.Context, pool *pgxpool.Pool, table string) error {
+	t, err := parseTable(table)
+	if err != nil {
+		return err
+	}
+	return createTables(ctx, pool, t, balanceTableDDL(t.Sanitize()))
 }
 
 // FailureOf sorts err as a worker does.

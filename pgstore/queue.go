@@ -527,7 +527,7 @@ CREATE INDEX IF NOT EXISTS %[7]s ON %[6]s (order_id, id);
 
 // CreateTable creates the queue's table and indexes if they do not exist.
 func (q *Queue) CreateTable(ctx context.Context) error {
-	if _, err := q.cfg.Pool.Exec(ctx, q.DDL()); err != nil {
+	if err := createTables(ctx, q.cfg.Pool, q.table, q.DDL()); err != nil {
 		return fmt.Errorf("pgstore: creating %s: %w", q.Table(), err)
 	}
 	return nil

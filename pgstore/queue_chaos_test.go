@@ -1,10 +1,13 @@
 package pgstore_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -207,6 +210,14 @@ func TestQueueChaos(t *testing.T) {
 	t.Logf("chaos: payouts at the fake %d; orderIds without exactly one payout: %d; effects %d; orderIds without exactly one effect: %d",
 		r.fake.PayoutCount(), notOne, len(eff), effNotOne)
 
+	for _, p := range ps {
+		if per[p.OrderID] != 1 {
+			r.logOrder(t, q, p.OrderID)
+			api.mu.Lock()
+			t.Logf("chaos: %s: create requests (arrived-ended): %v", p.OrderID, api.seen[p.OrderID])
+			api.mu.Unlock()
+		}
+	}
 	assert.Equal(t, n, counts[pgstore.StatePaid], "every intent paid: %v", counts)
 	assert.Zero(t, notOne, "every orderId has exactly one payout")
 	assert.Equal(t, n, r.fake.PayoutCount())
@@ -221,11 +232,18 @@ func TestQueueChaos(t *testing.T) {
 // chaosConfig are the chaos run's timings: a lease short enough that a
 // killed worker's intents are taken over soon, long enough for a
 // reconciliation that walks thousands of payouts on a loaded machine, and
-// a settle time above the fake's list lag.
+// the SDK's default settle time. The settle time is the queue's one
+// assumption about the API: a create request the client gave up on
+// (SendTimeout) is acted on, and listed, within it. 400 ms (above the
+// fake's list lag) was not enough at load average 26 under -race: the
+// fake created a payout 3.5 s after the request arrived, 1.6 s after
+// the worker gave up on it, and the reconciliation before that found
+// nothing and sent again (1 to 4 orderIds with two payouts in 3 runs of
+// 12). The queue kept its rule; the test's world broke the assumption.
 func chaosConfig(c *pgstore.QueueConfig) {
 	c.Lease = 10 * time.Second
 	c.SendTimeout = 2 * time.Second
-	c.ReconcileSettleTime = 400 * time.Millisecond
+	c.ReconcileSettleTime = cryptopay.DefaultReconcileSettleTime
 	c.FollowEvery = 200 * time.Millisecond
 	c.BackoffMin, c.BackoffMax = 100*time.Millisecond, time.Second
 	// Drops and kills force resends, some intents several times: the
@@ -289,14 +307,17 @@ type strikingAPI struct {
 	posts  atomic.Int64 // create requests received
 	armed  atomic.Int64
 	strike func() // set before armed
+	mu     sync.Mutex
+	seen   map[string][]string // orderId: each create request's arrival and end
 }
 
 func newStrikingAPI(t *testing.T, fake *cryptopaytest.Server) *strikingAPI {
-	a := &strikingAPI{}
+	a := &strikingAPI{seen: map[string][]string{}}
 	inner := fake.Handler()
 	a.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if req.Method == http.MethodPost && req.URL.Path == "/v1/payout" {
 			a.posts.Add(1)
+			defer a.note(req)()
 			if a.armed.Load() > 0 && a.armed.Add(-1) == 0 {
 				inner.ServeHTTP(w, req) // the answer stays buffered until return
 				a.strike()
@@ -307,6 +328,23 @@ func newStrikingAPI(t *testing.T, fake *cryptopaytest.Server) *strikingAPI {
 	}))
 	t.Cleanup(a.Close)
 	return a
+}
+
+// note records a create request's orderId and arrival; the func it
+// returns records its end.
+func (a *strikingAPI) note(req *http.Request) func() {
+	body, _ := io.ReadAll(req.Body)
+	req.Body = io.NopCloser(bytes.NewReader(body))
+	var p struct {
+		OrderID string `json:"orderId"`
+	}
+	_ = json.Unmarshal(body, &p)
+	arrived := time.Now()
+	return func() {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		a.seen[p.OrderID] = append(a.seen[p.OrderID], arrived.Format("15:04:05.000")+"-"+time.Now().Format("15:04:05.000"))
+	}
 }
 
 // readKills counts the kill log's lines ("slot/point").
@@ -364,17 +402,21 @@ func chaosWorker(t *testing.T) {
 	require.NoError(t, err)
 	pgstore.SetQueueHook(q, hook)
 	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() { _ = q.Run(ctx) })
+	ended := make(chan error, 1)
+	go func() { ended <- q.Run(ctx) }()
 	for {
 		c, err := q.Counts(context.Background())
 		if err == nil && final(c) == total(c) {
 			break
 		}
-		time.Sleep(100 * time.Millisecond)
+		select {
+		case err := <-ended: // a worker that stopped early must not pass for one that ran out of work
+			t.Fatalf("Run returned before every intent was final: %v", err)
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
 	cancel()
-	wg.Wait()
+	require.ErrorIs(t, <-ended, context.Canceled)
 }
 
 func total(counts map[pgstore.IntentState]int) int {
@@ -398,4 +440,34 @@ func (h hookTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		req = req.WithContext(httptrace.WithClientTrace(req.Context(), trace))
 	}
 	return h.base.RoundTrip(req)
+}
+
+// logOrder logs what the queue recorded for orderID and the fake's payouts
+// for it: the evidence for an orderId that did not end with one payout.
+func (r *qrig) logOrder(t *testing.T, q *pgstore.Queue, orderID string) {
+	in, err := q.Get(context.Background(), orderID)
+	if err != nil {
+		t.Logf("chaos: %s: %v", orderID, err)
+		return
+	}
+	t.Logf("chaos: %s: state %s, attempts %d, attempted at %s, verdict %q, payout %s, last error %q, note %q",
+		orderID, in.State, in.Attempts, in.AttemptedAt.Format(time.RFC3339Nano), in.Verdict, in.PayoutID, in.LastError, in.Note)
+	rows, err := r.pool.Query(context.Background(), "SELECT to_char(at, 'HH24:MI:SS.MS'), actor, from_state, to_state, attempts, verdict, error FROM "+
+		r.table+"_history WHERE order_id = $1 ORDER BY id", orderID)
+	if err == nil {
+		var at, actor, from, to, verdict, text string
+		var attempts int
+		_, err = pgx.ForEachRow(rows, []any{&at, &actor, &from, &to, &attempts, &verdict, &text}, func() error {
+			t.Logf("chaos: %s: history %s %s %s->%s attempts %d verdict %q error %q", orderID, at, actor, from, to, attempts, verdict, text)
+			return nil
+		})
+	}
+	if err != nil {
+		t.Logf("chaos: %s: history: %v", orderID, err)
+	}
+	for _, p := range r.fake.Payouts() {
+		if p.OrderID == orderID {
+			t.Logf("chaos: %s: payout %s created at %s, status %s", orderID, p.ID, p.CreatedAt.Format(time.RFC3339Nano), p.Status)
+		}
+	}
 }

@@ -40,16 +40,17 @@ var errLostLease = errors.New("pgstore: lease lost")
 // replicas may Run on the same table; each intent is held by one at a
 // time, under a lease), sends, reconciles and follows them, at most
 // QueueConfig.Concurrency at once. It returns ctx's error once the intents
-// in hand are done with. Database and API errors are retried, never
-// returned: an intent whose worker cannot record its progress is taken
-// over when the lease ends, and reconciled. A queue without
+// in hand are done with. Database and API errors (a database down when
+// Run starts too) are retried, never returned: an intent whose worker
+// cannot record its progress is taken over when the lease ends, and
+// reconciled. A queue without
 // QueueConfig.Client returns ErrInvalidOption at once, and one whose
 // tables are missing or out of date a *SchemaError (CheckSchema).
 func (q *Queue) Run(ctx context.Context) error {
 	if q.api == nil {
 		return fmt.Errorf("%w: Run needs QueueConfig.Client", ErrInvalidOption)
 	}
-	if err := q.CheckSchema(ctx); err != nil {
+	if err := awaitSchema(ctx, q.CheckSchema, &q.watch, q.cfg.PollInterval); err != nil {
 		return err
 	}
 	return claimLoop(ctx, q.cfg.Concurrency, q.cfg.PollInterval, q.wake, q.gather, q.claimForRun, q.handle)

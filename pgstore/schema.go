@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -120,3 +122,52 @@ func ddlColumns(ddl string) (rels, cols []string) {
 	}
 	return rels, cols
 }
+
+// awaitSchema is a worker's schema check at the start of Run: a
+// *SchemaError (the tables are missing or out of date) is returned, but a
+// database that cannot be asked (down, restarting, unreachable) is a
+// database error like any other in the worker loop: logged once per
+// window and asked again every poll until it answers, so a worker started
+// during an outage starts working once PostgreSQL is back. It returns
+// ctx's error if ctx ends first.
+func awaitSchema(ctx context.Context, check func(context.Context) error, w *watch, poll time.Duration) error {
+	for {
+		err := check(ctx)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if err == nil || errors.Is(err, ErrSchema) {
+			return err
+		}
+		w.warn(ctx, "pgstore: checking the tables", slog.String("error", err.Error()))
+		timer := time.NewTimer(poll)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return ctx.Err()
+		case <-timer.C:
+		}
+	}
+}
+
+// createTables runs ddl, the statements that create table and the tables
+// and indexes that go with it, in one implicit transaction that first
+// takes a transaction-level advisory lock keyed on the table's name as it
+// resolves (its schema, else the first schema of the search_path). So
+// replicas that call CreateTable at once run the DDL one after the other:
+// without the lock two could deadlock (a CREATE INDEX's SHARE lock, then
+// an ALTER TABLE wanting ACCESS EXCLUSIVE) or, on a fresh table, one could
+// fail (both insert the same catalog row: a unique violation).
+func createTables(ctx context.Context, pool *pgxpool.Pool, table pgx.Identifier, ddl string) error {
+	schema := "current_schema()"
+	if len(table) == 2 {
+		schema = sqlLiteral(table[0])
+	}
+	lock := fmt.Sprintf("SELECT pg_advisory_xact_lock(hashtextextended('cryptopay_ddl:' || %s || '.' || %s, 0));\n",
+		schema, sqlLiteral(table[len(table)-1]))
+	_, err := pool.Exec(ctx, lock+ddl)
+	return err
+}
+
+// sqlLiteral quotes s as an SQL string literal.
+func sqlLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }

@@ -217,7 +217,7 @@ CREATE INDEX IF NOT EXISTS %[2]s ON %[1]s (expires_at);`, s.Table(), idx.Sanitiz
 
 // CreateTable creates the table and its index if they do not exist.
 func (s *DedupeStore) CreateTable(ctx context.Context) error {
-	if _, err := s.pool.Exec(ctx, s.DDL()); err != nil {
+	if err := createTables(ctx, s.pool, s.table, s.DDL()); err != nil {
 		return fmt.Errorf("pgstore: creating %s: %w", s.Table(), err)
 	}
 	return nil

@@ -379,7 +379,7 @@ ALTER TABLE %[2]s ADD COLUMN IF NOT EXISTS merchant_amount numeric;
 // CreateTable creates the tracker's tables and indexes if they do not
 // exist.
 func (t *Tracker) CreateTable(ctx context.Context) error {
-	if _, err := t.cfg.Pool.Exec(ctx, t.DDL()); err != nil {
+	if err := createTables(ctx, t.cfg.Pool, t.table, t.DDL()); err != nil {
 		return fmt.Errorf("pgstore: creating %s: %w", t.Table(), err)
 	}
 	return nil

@@ -26,14 +26,15 @@ const trackBegin = "BEGIN ISOLATION LEVEL READ COMMITTED READ WRITE; SELECT " + 
 // by one at a time, under a lease), reads each through the API and records
 // what changed, at most TrackerConfig.Concurrency at once. It returns
 // ctx's error once the payments in hand are done with. Database and API
-// errors are retried on the schedule, never returned. A tracker without
+// errors (a database down when Run starts too) are retried on the
+// schedule, never returned. A tracker without
 // TrackerConfig.Client returns ErrInvalidOption at once, and one whose
 // tables are missing or out of date a *SchemaError (CheckSchema).
 func (t *Tracker) Run(ctx context.Context) error {
 	if t.api == nil {
 		return fmt.Errorf("%w: Run needs TrackerConfig.Client", ErrInvalidOption)
 	}
-	if err := t.CheckSchema(ctx); err != nil {
+	if err := awaitSchema(ctx, t.CheckSchema, &t.watch, t.cfg.PollInterval); err != nil {
 		return err
 	}
 	return claimLoop(ctx, t.cfg.Concurrency, t.cfg.PollInterval, t.wake, takeFree, t.claimForRun, t.step)
