@@ -156,7 +156,7 @@ func (p CreatePaymentParams) MarshalJSON() ([]byte, error) {
 // and Network canonical keys, AdditionalData at most 64 KiB. A refusal is
 // a *ValidationError naming the Go field.
 func (p CreatePaymentParams) Validate() error {
-	return checkParams(reflect.ValueOf(&p).Elem(), paymentParamRules, p.Amount)
+	return checkParams(reflect.ValueOf(&p).Elem(), paymentParamRules, p.Amount, p.Currency, p.Network)
 }
 
 // CreatePayment creates a payment link: the answer says where and how much

@@ -148,7 +148,7 @@ func (p CreatePayoutParams) Validate() error { return p.ValidateWith(address.Che
 
 // validateFields is Validate without the network's address check.
 func (p CreatePayoutParams) validateFields() error {
-	return checkParams(reflect.ValueOf(&p).Elem(), payoutParamRules, p.Amount)
+	return checkParams(reflect.ValueOf(&p).Elem(), payoutParamRules, p.Amount, p.Currency, p.Network)
 }
 
 // ValidateWith is Validate with the wallet address checked by c instead
