@@ -38,13 +38,12 @@ import (
 
 func main() {
 	verbose := flag.Bool("v", false, "list every mutual pair and back-arrow with the names behind it")
-	fields := flag.Bool("fields", false, "count a use of a struct field as a use of the file that declares the struct")
 	flag.Parse()
 	dir := "."
 	if flag.NArg() > 0 {
 		dir = flag.Arg(0)
 	}
-	g, err := load(dir, *fields)
+	g, err := load(dir)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "filegraph:", err)
 		os.Exit(1)
@@ -61,9 +60,11 @@ type graph struct {
 
 // load type-checks the non-test Go files of the package in dir (as the
 // current GOOS/GOARCH build them) and returns its file graph. A file uses
-// another when it names a top-level declaration of it: a package-level
-// name or a method; with fields, also a field of a struct type it declares.
-func load(dir string, fields bool) (*graph, error) {
+// another when it refers to anything declared there: a package-level name
+// (a type in a signature or a struct field included), a method, or a field
+// of a struct type declared there (through the embedded fields a promoted
+// one is reached by, too).
+func load(dir string) (*graph, error) {
 	bp, err := build.ImportDir(dir, 0)
 	if err != nil {
 		return nil, err
@@ -86,7 +87,7 @@ func load(dir string, fields bool) (*graph, error) {
 	g := &graph{Files: slices.Clone(bp.GoFiles), Uses: map[string]map[string][]string{}}
 	sort.Strings(g.Files)
 	add := func(at token.Pos, obj types.Object) {
-		if obj == nil || obj.Pkg() != pkg || !declaration(pkg, obj, fields) {
+		if obj == nil || obj.Pkg() != pkg || !declaration(pkg, obj) {
 			return
 		}
 		from := filepath.Base(fset.Position(at).Filename)
@@ -107,9 +108,6 @@ func load(dir string, fields bool) (*graph, error) {
 	// A promoted field or method is reached through the embedded fields
 	// on its path; Uses records only the last one.
 	for sel, s := range info.Selections {
-		if !fields {
-			break
-		}
 		t := s.Recv()
 		for _, i := range s.Index()[:len(s.Index())-1] {
 			st, ok := deref(t).Underlying().(*types.Struct)
@@ -135,14 +133,14 @@ func deref(t types.Type) types.Type {
 	return t
 }
 
-// declaration reports whether obj is a top-level declaration of pkg (a
-// package-level name or a method) or, with fields, a struct field.
-func declaration(pkg *types.Package, obj types.Object, fields bool) bool {
+// declaration reports whether obj is a declaration of pkg that a file can
+// refer to from another: a package-level name, a method or a struct field.
+func declaration(pkg *types.Package, obj types.Object) bool {
 	switch o := obj.(type) {
 	case *types.Func:
 		return o.Parent() == pkg.Scope() || o.Type().(*types.Signature).Recv() != nil
 	case *types.Var:
-		return fields && o.IsField() || o.Parent() == pkg.Scope()
+		return o.IsField() || o.Parent() == pkg.Scope()
 	default:
 		return obj.Parent() == pkg.Scope()
 	}
