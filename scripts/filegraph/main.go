@@ -65,22 +65,7 @@ type graph struct {
 // of a struct type declared there (through the embedded fields a promoted
 // one is reached by, too).
 func load(dir string) (*graph, error) {
-	bp, err := build.ImportDir(dir, 0)
-	if err != nil {
-		return nil, err
-	}
-	fset := token.NewFileSet()
-	var files []*ast.File
-	for _, name := range bp.GoFiles {
-		f, err := parser.ParseFile(fset, filepath.Join(dir, name), nil, parser.SkipObjectResolution)
-		if err != nil {
-			return nil, err
-		}
-		files = append(files, f)
-	}
-	info := &types.Info{Uses: map[*ast.Ident]types.Object{}, Selections: map[*ast.SelectorExpr]*types.Selection{}}
-	conf := types.Config{Importer: importer.ForCompiler(fset, "gc", exportLookup(dir))}
-	pkg, err := conf.Check(bp.ImportPath, fset, files, info)
+	bp, fset, pkg, info, err := typeCheck(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -124,6 +109,28 @@ func load(dir string) (*graph, error) {
 		}
 	}
 	return g, nil
+}
+
+// typeCheck parses and type-checks the non-test Go files of the package in
+// dir, recording every use of a declared object and every selection.
+func typeCheck(dir string) (*build.Package, *token.FileSet, *types.Package, *types.Info, error) {
+	bp, err := build.ImportDir(dir, 0)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	fset := token.NewFileSet()
+	var files []*ast.File
+	for _, name := range bp.GoFiles {
+		f, err := parser.ParseFile(fset, filepath.Join(dir, name), nil, parser.SkipObjectResolution)
+		if err != nil {
+			return nil, nil, nil, nil, err
+		}
+		files = append(files, f)
+	}
+	info := &types.Info{Uses: map[*ast.Ident]types.Object{}, Selections: map[*ast.SelectorExpr]*types.Selection{}}
+	conf := types.Config{Importer: importer.ForCompiler(fset, "gc", exportLookup(dir))}
+	pkg, err := conf.Check(bp.ImportPath, fset, files, info)
+	return bp, fset, pkg, info, err
 }
 
 func deref(t types.Type) types.Type {
