@@ -583,3 +583,34 @@ func BenchmarkClientOverheadGetPayment(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkClientOverheadCreatePayment is CreatePayment with the network
+// taken out, as BenchmarkClientOverheadGetPayment is for the read: the
+// checks, the body, the request path and the decoding against the floor's
+// marshal and decode over the same in-memory transport.
+func BenchmarkClientOverheadCreatePayment(b *testing.B) {
+	hc := &http.Client{Transport: memTransport{}, Timeout: 30 * time.Second}
+	b.Run("seq/sdk", func(b *testing.B) {
+		c, err := cryptopay.NewClient("http://127.0.0.1:1", benchKey, cryptopay.WithHTTPClient(hc))
+		if err != nil {
+			b.Fatal(err)
+		}
+		ctx := context.Background()
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := c.CreatePayment(ctx, benchPaymentParams); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("seq/floor", func(b *testing.B) {
+		f := &floorClient{hc: hc, base: "http://127.0.0.1:1", ua: "floor/0.1.0 (go)"}
+		ctx := context.Background()
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := benchCases["CreatePayment"].floor(ctx, f); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

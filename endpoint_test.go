@@ -1,11 +1,14 @@
 package cryptopay
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"net/http"
 	"sync/atomic"
 	"testing"
 
+	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -77,4 +80,63 @@ func TestNoFieldShowsThroughToTheNextResponse(t *testing.T) {
 		assert.Empty(t, p.PaidAddress, "paidAddress of the previous response")
 		assert.Equal(t, "note", p.AdditionalData)
 	}
+}
+
+// The allocations per call TestCallAllocations allows, the transport's own
+// (4) included. Before the hot path's work of issue 32 they were 41 and 54.
+const (
+	maxGetAllocs    = 36
+	maxCreateAllocs = 48
+)
+
+// cannedRT answers every request with a payment, in memory: the transport
+// costs the same few allocations per call whatever the SDK does.
+type cannedRT struct{ body []byte }
+
+func (rt cannedRT) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Body != nil {
+		_, _ = io.Copy(io.Discard, r.Body)
+		_ = r.Body.Close()
+	}
+	return &http.Response{StatusCode: http.StatusOK, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: http.Header{"Content-Type": {"application/json"}}, Body: io.NopCloser(bytes.NewReader(rt.body)),
+		ContentLength: int64(len(rt.body)), Request: r}, nil
+}
+
+// TestCallAllocations pins what a create and a read allocate, every check
+// on (the params' rules, the amount's places, the answer's identity, the
+// scrubbing), on the default transport's path (shared header maps) over an
+// in-memory transport. The numbers are this round's (BENCHMARKS.md): a
+// change that adds an allocation per call fails here; one that removes
+// some lowers them.
+func TestCallAllocations(t *testing.T) {
+	if raceDetector {
+		t.Skip("the race detector changes allocation counts")
+	}
+	const id = "6f1c2a4e-8b9d-4e3f-a1b2-c3d4e5f60718"
+	body := []byte(`{"paymentId":"` + id + `","status":"paid","payAmount":101.5,"payAddress":"TTmPKqxafRT1oacWi3zcTMKf3Ro9GJx82N",` +
+		`"payQrCodeUri":"tron:TTmPKqxafRT1oacWi3zcTMKf3Ro9GJx82N?amount=101.5","currency":"usdt","network":"tron",` +
+		`"customerId":"customer-42","customerIp":"203.0.113.7","orderId":"order-1001","platformFeeByUser":true,` +
+		`"createdAt":"2026-01-02T03:04:05Z","updatedAt":"2026-01-02T03:09:05Z","expiredAt":"2026-01-02T04:04:05Z",` +
+		`"webhookUrl":"https://shop.example/hook","paidAmount":101.5,"merchantAmount":99}`)
+	c, err := NewClient("http://127.0.0.1:1", "sk_test_0123456789abcdef", WithHTTPClient(&http.Client{Transport: cannedRT{body}}))
+	require.NoError(t, err)
+	c.shareHeaders = true // as on the Client's own transport
+	params := CreatePaymentParams{Amount: decimal.RequireFromString("100"), PlatformFeeByUser: true, Currency: "usdt",
+		Network: "tron", CustomerID: "customer-42", CustomerIP: "203.0.113.7", OrderID: "order-1001",
+		AdditionalData: "cart 17", WebhookURL: "https://shop.example/hook?token=abc"}
+	ctx := context.Background()
+	get := testing.AllocsPerRun(200, func() {
+		if _, err := c.GetPayment(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	})
+	create := testing.AllocsPerRun(200, func() {
+		if _, err := c.CreatePayment(ctx, params); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Logf("GetPayment %v, CreatePayment %v allocations per call", get, create)
+	assert.LessOrEqual(t, get, float64(maxGetAllocs), "GetPayment")
+	assert.LessOrEqual(t, create, float64(maxCreateAllocs), "CreatePayment")
 }

@@ -53,18 +53,23 @@ func checkParams(v reflect.Value, rules []paramRule, amount decimal.Decimal, cur
 	if err := positiveAmount(amount); err != nil {
 		return err
 	}
+	var buf [16]string // the fields' values, read once (no allocation for up to 16)
+	vals := buf[:0]
 	for _, r := range rules {
-		if err := validText(r.name, v.Field(r.index).String()); err != nil {
+		vals = append(vals, v.Field(r.index).String())
+	}
+	for i, r := range rules {
+		if err := validText(r.name, vals[i]); err != nil {
 			return err
 		}
 	}
-	for _, r := range rules {
-		if r.required && v.Field(r.index).Len() == 0 {
+	for i, r := range rules {
+		if r.required && vals[i] == "" {
 			return &ValidationError{Field: r.name, Reason: "must not be empty"}
 		}
 	}
-	for _, r := range rules {
-		if s := v.Field(r.index).String(); r.check != nil && s != "" {
+	for i, r := range rules {
+		if s := vals[i]; r.check != nil && s != "" {
 			if reason := r.check(s); reason != "" {
 				return &ValidationError{Field: r.name, Reason: reason}
 			}
