@@ -2,8 +2,8 @@ package pgstore_test
 
 import (
 	"context"
-	"errors"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"log"
 	"net/http/httptest"
