@@ -98,7 +98,7 @@ func (w *wirePayment) answerOrderID() string { return w.OrderID }
 
 // answers reports whether w is the payment id names (a UUID: letter case
 // does not matter).
-func (w *wirePayment) answers(id string) bool { return strings.EqualFold(w.ID, id) }
+func (w *wirePayment) answers(id string) bool { return w.ID == id || strings.EqualFold(w.ID, id) }
 
 // check is Payment.check for the wire form, which also sees whether the
 // required payAmount was sent.

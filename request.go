@@ -46,8 +46,9 @@ type call struct {
 	n        int
 	actx     context.Context // its context (OnAttemptStart's, with the timeout)
 	aStart   time.Time
-	traced   atomic.Bool // POST: the transport reported connection events
-	wrote    atomic.Bool // POST: request headers were written to a connection
+	trace    httptrace.ClientTrace // POST: the hooks that set traced and wrote
+	traced   atomic.Bool           // POST: the transport reported connection events
+	wrote    atomic.Bool           // POST: request headers were written to a connection
 	resp     *http.Response
 	err      error // the transport error, when no whole response was read
 	buf      *bytes.Buffer
@@ -133,11 +134,12 @@ func (c *Client) startCall(ctx context.Context, r *request) (*call, error) {
 	}
 	cl.url = u
 	if r.body != nil {
-		ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		cl.trace = httptrace.ClientTrace{
 			GetConn:      func(string) { cl.traced.Store(true) },
 			GotConn:      func(httptrace.GotConnInfo) { cl.traced.Store(true) },
 			WroteHeaders: func() { cl.wrote.Store(true) },
-		})
+		}
+		ctx = httptrace.WithClientTrace(ctx, &cl.trace)
 	}
 	cl.info = CallInfo{Method: r.method, Route: r.route}
 	if len(c.cfg.observers) > 0 {
