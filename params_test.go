@@ -75,18 +75,13 @@ func TestRequestAmountBounded(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var hits atomic.Int32
-			c, mux := setup(t)
-			mux.HandleFunc("POST /v1/payment", serveJSON(200, paymentCreated, nil, &hits))
-			mux.HandleFunc("POST /v1/payout", serveJSON(200, payoutBody, nil, &hits))
 			pp, po := validPaymentParams(), validPayoutParams()
 			pp.Amount, po.Amount = tt.amount, tt.amount
-			_, err1 := c.CreatePayment(context.Background(), pp)
-			_, err2 := c.CreatePayout(context.Background(), po)
+			hits, err1, err2 := createBoth(t, pp, po)
 			if tt.ok {
 				assert.NoError(t, err1)
 				assert.NoError(t, err2)
-				assert.Equal(t, int32(2), hits.Load())
+				assert.Equal(t, int32(2), hits)
 				return
 			}
 			var ve *ValidationError
@@ -96,7 +91,7 @@ func TestRequestAmountBounded(t *testing.T) {
 				assert.Equal(t, "Amount", ve.Field)
 				assert.Less(t, len(err.Error()), 200, "the error does not print the amount")
 			}
-			assert.Equal(t, int32(0), hits.Load(), "nothing sent")
+			assert.Equal(t, int32(0), hits, "nothing sent")
 		})
 	}
 }
@@ -126,10 +121,6 @@ func TestAmountPlaces(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var hits atomic.Int32
-			c, mux := setup(t)
-			mux.HandleFunc("POST /v1/payment", serveJSON(200, paymentCreated, nil, &hits))
-			mux.HandleFunc("POST /v1/payout", serveJSON(200, payoutBody, nil, &hits))
 			pp, po := validPaymentParams(), validPayoutParams()
 			amount := decimal.RequireFromString(tt.amount)
 			pp.Amount, pp.Currency, pp.Network = amount, tt.currency, tt.network
@@ -139,12 +130,11 @@ func TestAmountPlaces(t *testing.T) {
 				"litecoin": "ltc1qg42tkwuuxefutzxezdkdel39gfstuap288mfea", "eth": "0xde709f2102306220921060314715629080e2fb77",
 				"bsc": "0xde709f2102306220921060314715629080e2fb77",
 			}[tt.network]
-			_, err1 := c.CreatePayment(context.Background(), pp)
-			_, err2 := c.CreatePayout(context.Background(), po)
+			hits, err1, err2 := createBoth(t, pp, po)
 			if tt.wantPlaces == "" {
 				require.NoError(t, err1)
 				require.NoError(t, err2)
-				assert.Equal(t, int32(2), hits.Load())
+				assert.Equal(t, int32(2), hits)
 				return
 			}
 			for _, err := range []error{err1, err2} {
@@ -153,7 +143,20 @@ func TestAmountPlaces(t *testing.T) {
 				assert.Equal(t, "Amount", ve.Field)
 				assert.Contains(t, ve.Reason, tt.currency+" on "+tt.network+" allows ("+tt.wantPlaces+")")
 			}
-			assert.Equal(t, int32(0), hits.Load(), "nothing sent")
+			assert.Equal(t, int32(0), hits, "nothing sent")
 		})
 	}
+}
+
+// createBoth sends pp and po to a server that accepts them, and returns
+// how many requests reached the server and each call's error.
+func createBoth(t *testing.T, pp CreatePaymentParams, po CreatePayoutParams) (int32, error, error) {
+	t.Helper()
+	var hits atomic.Int32
+	c, mux := setup(t)
+	mux.HandleFunc("POST /v1/payment", serveJSON(200, paymentCreated, nil, &hits))
+	mux.HandleFunc("POST /v1/payout", serveJSON(200, payoutBody, nil, &hits))
+	_, err1 := c.CreatePayment(context.Background(), pp)
+	_, err2 := c.CreatePayout(context.Background(), po)
+	return hits.Load(), err1, err2
 }
