@@ -3,14 +3,19 @@ package cryptopay
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
+	"reflect"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cryptopay/cryptopay-go/internal/wire"
 )
 
 // TestWirePoolHandsOutZeroStructs: a wire struct comes back from the pool
@@ -139,4 +144,37 @@ func TestCallAllocations(t *testing.T) {
 	t.Logf("GetPayment %v, CreatePayment %v allocations per call", get, create)
 	assert.LessOrEqual(t, get, float64(maxGetAllocs), "GetPayment")
 	assert.LessOrEqual(t, create, float64(maxCreateAllocs), "CreatePayment")
+}
+
+// assertWireMirrors checks that the wire struct W declares T's fields flat,
+// name by name and tag by tag, with the amounts and times in their wire
+// types, and that body (every field set) decoded into W and converted
+// reaches every field of T.
+func assertWireMirrors[T, W any, PW decoder[T, W]](t *testing.T, body string) {
+	t.Helper()
+	wireOf := map[reflect.Type]reflect.Type{
+		reflect.TypeFor[decimal.Decimal]():     reflect.TypeFor[wire.Amount](),
+		reflect.TypeFor[decimal.NullDecimal](): reflect.TypeFor[wire.Amount](),
+		reflect.TypeFor[time.Time]():           reflect.TypeFor[wire.Time](),
+	}
+	tt, wt := reflect.TypeFor[T](), reflect.TypeFor[W]()
+	require.Equal(t, tt.NumField(), wt.NumField())
+	for i := range tt.NumField() {
+		f, wf := tt.Field(i), wt.Field(i)
+		assert.Equal(t, f.Name, wf.Name)
+		assert.Equal(t, f.Tag, wf.Tag, f.Name)
+		want := f.Type
+		if w, ok := wireOf[want]; ok {
+			want = w
+		}
+		assert.Equal(t, want, wf.Type, f.Name)
+	}
+	var w W
+	require.NoError(t, json.Unmarshal([]byte(body), PW(&w)))
+	var v T
+	PW(&w).to(&v)
+	rv := reflect.ValueOf(v)
+	for i := range rv.NumField() {
+		assert.False(t, rv.Field(i).IsZero(), "%s is not copied", tt.Field(i).Name)
+	}
 }

@@ -376,3 +376,12 @@ func TestPayoutListItemJSON(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(`{"payoutId":"p1","id":"x1"}`), &it))
 	assert.Equal(t, "p1", it.ID)
 }
+
+// TestWirePayoutHasPayoutsFields: as TestWirePaymentHasPaymentsFields, for
+// payouts.
+func TestWirePayoutHasPayoutsFields(t *testing.T) {
+	assertWireMirrors[Payout, wirePayout](t, `{"payoutId":"po_1","status":"paid","amount":"1.5","walletAddress":"a",`+
+		`"networkFeeByUser":true,"currency":"usdt","network":"tron","customerId":"c","customerIp":"i","orderId":"o",`+
+		`"createdAt":"2026-01-02T03:04:05Z","updatedAt":"2026-01-02T03:04:06Z","additionalData":"d","webhookUrl":"w",`+
+		`"paidAmount":1,"merchantAmount":2}`)
+}
