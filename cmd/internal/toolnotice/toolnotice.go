@@ -1,9 +1,10 @@
 // Package toolnotice reports a test that cannot run because a program it
-// needs (Prism, Chromium, redis-server, PostgreSQL, the go command) is not
-// installed. `go test ./...` hides the output of a package that passes, so
-// a skip alone goes unseen: without CI the notice is also written where the
-// person or the CI log running `go test` sees it (see Sinks). With CI=true a
-// missing program fails the test instead.
+// needs (Chromium, the go command) is not installed. `go test ./...` hides
+// the output of a package that passes, so a skip alone goes unseen: without
+// CI the notice is also written where the person or the CI log running `go
+// test` sees it (see Sinks). With CI=true a missing program fails the test
+// instead. (The SDK has the same package for its own tests; this module
+// requires a released SDK and does not reach into its internals.)
 package toolnotice
 
 import (
