@@ -66,3 +66,27 @@ func TestFunctionsAreShort(t *testing.T) {
 	})
 	assert.Empty(t, long, "functions longer than %d lines", maxFuncLines)
 }
+
+// TestLeafPackagesImportNothingOfTheModule: the SDK's leaf packages under
+// internal/ (wire, ids, addrcodec) import no package of this module, and no
+// package's own code imports the test harnesses of internal/testkit (only
+// tests do): every import of a leaf runs down, and no program links a
+// harness.
+func TestLeafPackagesImportNothingOfTheModule(t *testing.T) {
+	const module = "github.com/cryptopay/cryptopay-go"
+	var bad []string
+	moduleSources(t, func(path string, _ *token.FileSet, file *ast.File) {
+		leaf := strings.HasPrefix(path, "internal/") && !strings.HasPrefix(path, "internal/testkit/")
+		harness := strings.HasPrefix(path, "internal/testkit/")
+		for _, imp := range file.Imports {
+			p, _ := strconv.Unquote(imp.Path.Value)
+			switch {
+			case leaf && (p == module || strings.HasPrefix(p, module+"/")):
+				bad = append(bad, path+" imports "+p+": a leaf package imports nothing of the module")
+			case !harness && strings.HasPrefix(p, module+"/internal/testkit/"):
+				bad = append(bad, path+" imports "+p+": only tests use the harnesses")
+			}
+		}
+	})
+	assert.Empty(t, bad)
+}
