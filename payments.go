@@ -147,11 +147,13 @@ type CreatePaymentParams struct {
 	// CustomerIP is the customer's IP address; required, at most 64
 	// bytes, the same character rules as OrderID.
 	CustomerIP string `json:"customerIp" cryptopay:"required,id=64"`
-	// OrderID is the merchant's order identifier. Make it unique per order:
-	// it is how an unknown outcome is reconciled and how webhook URLs are
-	// signed (see webhook.URL). At most 128 bytes, with no leading or
+	// OrderID is the merchant's order identifier; required (the API's
+	// spec marks it so, and a payment without one cannot be reconciled or
+	// tracked). Make it unique per order: it is how an unknown outcome is
+	// reconciled and how webhook URLs are signed (see webhook.URL). At
+	// most 128 bytes, with no leading or
 	// trailing white space and no control, invisible or bidi character.
-	OrderID string `json:"orderId" cryptopay:"id=128"`
+	OrderID string `json:"orderId" cryptopay:"required,id=128"`
 	// AdditionalData is optional free-form data, at most 64 KiB; empty is
 	// not sent.
 	AdditionalData string `json:"additionalData,omitempty" cryptopay:"max=65536"`
@@ -169,7 +171,7 @@ func (p CreatePaymentParams) MarshalJSON() ([]byte, error) {
 }
 
 // Validate applies the API's documented limits (Amount > 0; Currency,
-// CustomerID and CustomerIP not empty), refuses any string field that is
+// CustomerID, CustomerIP and OrderID not empty), refuses any string field that is
 // not valid UTF-8, and applies the SDK's rules: OrderID, CustomerID and
 // CustomerIP identifiers within their length (see the fields), Currency
 // and Network canonical keys, AdditionalData at most 64 KiB. A refusal is

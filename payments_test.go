@@ -95,7 +95,7 @@ func TestOptionalFieldsOmitted(t *testing.T) {
 	var seen capturedRequest
 	mux.HandleFunc("POST /v1/payment", serveJSON(201, paymentCreated, &seen, nil))
 	_, err := c.CreatePayment(context.Background(), CreatePaymentParams{
-		Amount: decimal.NewFromInt(1), Currency: "btc", CustomerID: "c", CustomerIP: "i",
+		Amount: decimal.NewFromInt(1), Currency: "btc", CustomerID: "c", CustomerIP: "i", OrderID: "order-1",
 	})
 	require.NoError(t, err)
 	m := seen.bodyMap(t)
@@ -150,6 +150,7 @@ func TestPaymentParamsValidate(t *testing.T) {
 		{"no currency", func(p *CreatePaymentParams) { p.Currency = "" }, "Currency"},
 		{"no customer id", func(p *CreatePaymentParams) { p.CustomerID = "" }, "CustomerID"},
 		{"no customer ip", func(p *CreatePaymentParams) { p.CustomerIP = "" }, "CustomerIP"},
+		{"no order id", func(p *CreatePaymentParams) { p.OrderID = "" }, "OrderID"},
 		{"orderId not UTF-8", func(p *CreatePaymentParams) { p.OrderID = bad }, "OrderID"},
 		{"currency not UTF-8", func(p *CreatePaymentParams) { p.Currency = bad }, "Currency"},
 		{"network not UTF-8", func(p *CreatePaymentParams) { p.Network = bad }, "Network"},

@@ -40,27 +40,22 @@ func TestListSearchRefusesInconsistentLists(t *testing.T) {
 		{"empty first page with a count", 0, func(l *synthList) { l.countDelta = 40 }},
 	}
 	for _, tt := range tests {
-		for name, newestFirst := range orders() {
-			t.Run(tt.name+"/"+name, func(t *testing.T) {
-				l := newSynthList(tt.total, newestFirst)
-				tt.adjust(l)
-				c := listClient(t, l)
-				it, found, err := findPayout(c, context.Background(), "never-sent")
-				assert.ErrorIs(t, err, ErrUnexpectedResponse, "offsets %v", l.seen())
-				var re *ResponseError
-				require.ErrorAs(t, err, &re)
-				assert.Contains(t, re.Reason, "payout list inconsistent")
-				assert.False(t, found)
-				assert.Nil(t, it)
+		inBothOrders(t, tt.name, tt.total, tt.adjust, func(t *testing.T, l *synthList, c *Client) {
+			it, found, err := findPayout(c, context.Background(), "never-sent")
+			assert.ErrorIs(t, err, ErrUnexpectedResponse, "offsets %v", l.seen())
+			var re *ResponseError
+			require.ErrorAs(t, err, &re)
+			assert.Contains(t, re.Reason, "payout list inconsistent")
+			assert.False(t, found)
+			assert.Nil(t, it)
 
-				res, err := c.ReconcilePayout(context.Background(), ReconcileParams{OrderID: "never-sent", AttemptedAt: time.Now().Add(-time.Minute), ClockSkew: time.Duration(1<<62 - 1)})
-				assert.ErrorIs(t, err, ErrUnexpectedResponse)
-				require.NotNil(t, res)
-				assert.Equal(t, PayoutStillUnknown, res.Verdict)
-				assert.Positive(t, res.Requests)
-				assert.Contains(t, res.Reason, "inconsistent")
-			})
-		}
+			res, err := c.ReconcilePayout(context.Background(), ReconcileParams{OrderID: "never-sent", AttemptedAt: time.Now().Add(-time.Minute), ClockSkew: time.Duration(1<<62 - 1)})
+			assert.ErrorIs(t, err, ErrUnexpectedResponse)
+			require.NotNil(t, res)
+			assert.Equal(t, PayoutStillUnknown, res.Verdict)
+			assert.Positive(t, res.Requests)
+			assert.Contains(t, res.Reason, "inconsistent")
+		})
 	}
 }
 
@@ -832,6 +827,91 @@ func TestListSearchCurrencyThenCreatedAt(t *testing.T) {
 			assert.Contains(t, res.Reason, "the whole list was read")
 			// The first page, the far one (901-999), 100-899 and 900: each place once.
 			assert.Equal(t, 11, res.Requests)
+		})
+	}
+}
+
+// scanAll runs ScanPayouts to its end: the orderIds yielded, with how
+// many times each, and the error that ended it.
+func scanAll(c *Client, params ScanPayoutsParams) (map[string]int, error) {
+	seen := make(map[string]int)
+	for it, err := range c.ScanPayouts(context.Background(), params) {
+		if err != nil {
+			return seen, err
+		}
+		seen[it.OrderID]++
+	}
+	return seen, nil
+}
+
+// TestScanPayoutsYieldsEachOnce: every payout of the list once, in both
+// orders, with a list that grows while it is read, in the pages the
+// list's size needs (plus the far end's read); a list that cannot be
+// evidence ends the scan with ErrUnexpectedResponse.
+func TestScanPayoutsYieldsEachOnce(t *testing.T) {
+	tests := []struct {
+		name     string
+		total    int
+		adjust   func(*synthList)
+		requests int // 0: not checked
+		err      bool
+	}{
+		{"empty", 0, func(*synthList) {}, 1, false},
+		{"one page", 40, func(*synthList) {}, 2, false},
+		{"250", 250, func(*synthList) {}, 3, false},
+		{"1000 in pages of 20", 1000, func(l *synthList) { l.maxPage = 20 }, 51, false},
+		{"grows while read", 250, func(l *synthList) { l.growEvery = 2 }, 0, false},
+		{"offset ignored", 250, func(l *synthList) { l.ignoreOffset = true }, 0, true},
+		{"count smaller than the list", 250, func(l *synthList) { l.countDelta = -130 }, 0, true},
+		{"count larger than the list", 250, func(l *synthList) { l.countDelta = 50 }, 0, true},
+		{"count goes down", 250, func(l *synthList) { l.shrinkAfter = 2 }, 0, true},
+	}
+	for _, tt := range tests {
+		inBothOrders(t, tt.name, tt.total, tt.adjust, func(t *testing.T, l *synthList, c *Client) {
+			var last, count int
+			seen, err := scanAll(c, ScanPayoutsParams{Progress: func(n, cnt int) { last, count = n, cnt }})
+			if tt.err {
+				require.ErrorIs(t, err, ErrUnexpectedResponse)
+				return
+			}
+			require.NoError(t, err)
+			for id, n := range seen {
+				assert.Equal(t, 1, n, "orderId %s yielded %d times", id, n)
+			}
+			for i := range tt.total {
+				assert.Contains(t, seen, "o"+strconv.Itoa(i))
+			}
+			assert.Equal(t, len(seen), last)
+			if tt.requests > 0 {
+				assert.Equal(t, int64(tt.requests), l.requests.Load(), "offsets %v", l.seen())
+				assert.Equal(t, tt.total, count)
+			}
+		})
+	}
+}
+
+// TestScanPayoutsStops: breaking out of the loop stops reading, and a
+// negative page size is refused before anything is sent.
+func TestScanPayoutsStops(t *testing.T) {
+	l := newSynthList(1000, false)
+	c := listClient(t, l)
+	for range c.ScanPayouts(context.Background(), ScanPayoutsParams{}) {
+		break
+	}
+	assert.Equal(t, int64(1), l.requests.Load())
+	_, err := scanAll(c, ScanPayoutsParams{PageSize: -1})
+	require.ErrorIs(t, err, ErrInvalidParams)
+	assert.Equal(t, int64(1), l.requests.Load())
+}
+
+// inBothOrders runs f as a subtest on a synthetic list of total payouts
+// (edited by adjust), newest first and oldest first.
+func inBothOrders(t *testing.T, name string, total int, adjust func(*synthList), f func(t *testing.T, l *synthList, c *Client)) {
+	for order, newestFirst := range orders() {
+		t.Run(name+"/"+order, func(t *testing.T) {
+			l := newSynthList(total, newestFirst)
+			adjust(l)
+			f(t, l, listClient(t, l))
 		})
 	}
 }

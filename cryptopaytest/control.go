@@ -35,6 +35,11 @@ import (
 //	GET    /_control/state                                             -> counters (webhooks: every attempt) and balances
 //	GET    /_control/payments                                          -> [{"id", "orderId", "status"}], oldest first
 //	GET    /_control/payouts                                           -> [{"id", "orderId", "status"}], in creation order
+//	POST   /_control/payouts/{id}/duplicate                            -> {"payoutId"}: DuplicatePayout
+//	POST   /_control/payouts/{id}/amount    {"amount": "10.5"}         -> payout status JSON: SetPayoutAmount
+//	POST   /_control/payouts/{id}/lose                                 -> 204: LosePayout
+//	POST   /_control/payments/{id}/paid-amount {"amount": "7"}         -> payment status JSON: SetPaidAmount
+//	POST   /_control/balances/debit         {"currency", "network", "amount"} -> balances: DebitBalance
 //	GET    /_control/                                                  -> {"endpoints": [...]}: every endpoint above
 //
 // A fault is {"times", "process", "status", "body", "emptyBody", "contentType",
@@ -58,6 +63,11 @@ func (s *Server) ControlHandler() http.Handler {
 	mux.HandleFunc("GET /_control/state", s.ctlState)
 	mux.HandleFunc("GET /_control/payments", s.ctlListPayments)
 	mux.HandleFunc("GET /_control/payouts", s.ctlListPayouts)
+	mux.HandleFunc("POST /_control/payouts/{id}/duplicate", s.ctlDuplicatePayout)
+	mux.HandleFunc("POST /_control/payouts/{id}/amount", s.ctlPayoutAmount)
+	mux.HandleFunc("POST /_control/payouts/{id}/lose", s.ctlLosePayout)
+	mux.HandleFunc("POST /_control/payments/{id}/paid-amount", s.ctlPaidAmount)
+	mux.HandleFunc("POST /_control/balances/debit", s.ctlDebitBalance)
 	mux.HandleFunc("GET /_control/{$}", mux.index)
 	return controlHandler{s, mux}
 }
@@ -177,16 +187,25 @@ func writeControlError(w http.ResponseWriter, err error) {
 	}
 }
 
-func (s *Server) ctlPay(w http.ResponseWriter, r *http.Request) {
+// ctlAmount reads a control body {"amount": ...}; false: it answered.
+func ctlAmount(w http.ResponseWriter, r *http.Request) (decimal.Decimal, bool) {
 	var in struct {
 		Amount json.RawMessage `json:"amount"`
 	}
 	if !decodeControl(w, r, &in) {
-		return
+		return decimal.Decimal{}, false
 	}
 	amount, err := parseAmount(in.Amount)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, codeInvalidRequest, "amount "+err.Error())
+		return decimal.Decimal{}, false
+	}
+	return amount, true
+}
+
+func (s *Server) ctlPay(w http.ResponseWriter, r *http.Request) {
+	amount, ok := ctlAmount(w, r)
+	if !ok {
 		return
 	}
 	id := r.PathValue("id")
@@ -336,21 +355,29 @@ func (s *Server) ctlClearFaults(w http.ResponseWriter, _ *http.Request) {
 }
 
 func (s *Server) ctlSetBalance(w http.ResponseWriter, r *http.Request) {
+	if key, amount, ok := ctlBalanceBody(w, r, true); ok {
+		s.SetBalance(key.Currency, key.Network, amount)
+		s.getBalances(w)
+	}
+}
+
+// ctlBalanceBody reads {"currency", "network", "amount"} (with
+// nonNegative, an amount below zero is refused); false: it answered.
+func ctlBalanceBody(w http.ResponseWriter, r *http.Request, nonNegative bool) (pair, decimal.Decimal, bool) {
 	var in struct {
 		Currency string          `json:"currency"`
 		Network  string          `json:"network"`
 		Amount   json.RawMessage `json:"amount"`
 	}
 	if !decodeControl(w, r, &in) {
-		return
+		return pair{}, decimal.Decimal{}, false
 	}
 	amount, err := parseAmount(in.Amount)
-	if err != nil || amount.IsNegative() || in.Currency == "" || in.Network == "" {
+	if err != nil || (nonNegative && amount.IsNegative()) || in.Currency == "" || in.Network == "" {
 		writeError(w, http.StatusBadRequest, codeInvalidRequest, "want currency, network and a non-negative amount")
-		return
+		return pair{}, decimal.Decimal{}, false
 	}
-	s.SetBalance(in.Currency, in.Network, amount)
-	s.getBalances(w)
+	return pair{in.Currency, in.Network}, amount, true
 }
 
 // webhookJSON is a WebhookDelivery in the control API; the body is embedded

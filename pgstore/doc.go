@@ -134,14 +134,18 @@
 // from LateMin doubling to LateMax until Horizon after expiredAt; a
 // webhook still wakes a payment past its horizon.
 //
-// Its guarantee: each change that matters to money (PaymentChange.Credits)
-// reaches TrackerConfig.OnChange once, in the transaction that records it
+// Its guarantee: each change that matters to money (PaymentChange.Credits:
+// every change of the paid amount, whatever the status) reaches
+// TrackerConfig.OnChange once, in the transaction that records it
 // (synchronous_commit on), only by the lease holder and only from the
 // status and paid amount it read before (compare and set; the history is
-// keyed by (order, seq)). An API answer that breaks the lifecycle table
-// (cryptopay.PaymentStatus.CanMoveTo), names another payment or order, or
-// shows less paid is not recorded but flagged (TrackedPayment.Anomaly)
-// until an operator clears it. The limits: OnChange's effects outside its
+// keyed by (order, seq)), so the sum of PaymentChange.Delta is the paid
+// amount last recorded. An API answer the lifecycle table does not reach
+// (cryptopay.PaymentStatus.CanMoveTo, in any number of moves), that names
+// another payment, order, currency, network or payAmount, or whose paid
+// amount cannot be booked (negative, less than before, a success below
+// payAmount) is not recorded but flagged (TrackedPayment.Anomaly) until an
+// operator clears it. The limits: OnChange's effects outside its
 // tx are not covered; an orderId tracked alone whose webhooks are all lost
 // is never found (the API has no payment search); a lost webhook costs up
 // to one poll interval. SECURITY.md lists the tests.

@@ -73,7 +73,7 @@ func ExampleTracker_Track() {
 	_ = fake.Pay(p.ID, p.PayAmount) // the customer pays
 	fmt.Println(<-credited)
 	// Output:
-	// order shop-: "" -> paid, late false
+	// order shop-: "waiting" -> paid, late false
 }
 
 // recordOrder is step 2 of docs/payment-tracker.md: create the payment,
@@ -112,22 +112,31 @@ func paymentWebhooks(tr *pgstore.Tracker, client *cryptopay.Client, secret []byt
 }
 
 // creditOrder is step 4 of docs/payment-tracker.md: the merchant's ledger
-// moves once per change, in the tracker's transaction.
+// moves by Delta on every change of the paid amount, once, in the
+// tracker's transaction; the goods ship on the status.
 func creditOrder(ctx context.Context, tx pgx.Tx, c *pgstore.PaymentChange) error {
-	var paid decimal.Decimal
-	if c.ToPaid.Valid {
-		paid = c.ToPaid.Decimal
+	// Book the money: every change of the paid amount comes here once,
+	// whatever the status (waiting, confirming and locked included).
+	if d := c.Delta(); !d.IsZero() {
+		_, err := tx.Exec(ctx, `INSERT INTO ledger (order_id, seq, amount, late) VALUES ($1, $2, $3, $4)`,
+			c.OrderID, c.Seq, d, c.Late)
+		if err != nil {
+			return err
+		}
 	}
+	// Ship on the status, never on the amount.
 	switch {
 	case c.To.IsSuccess():
-		_, err := tx.Exec(ctx, `UPDATE orders SET state = 'paid', paid = $2, late = $3 WHERE id = $1`, c.OrderID, paid, c.Late)
+		_, err := tx.Exec(ctx, `UPDATE orders SET state = 'paid', late = $2 WHERE id = $1`, c.OrderID, c.Late)
 		return err
 	case c.To.NeedsAction() || c.To == cryptopay.PaymentExpired:
-		_, err := tx.Exec(ctx, `UPDATE orders SET state = $2, paid = $3 WHERE id = $1`, c.OrderID, string(c.To), paid)
+		_, err := tx.Exec(ctx, `UPDATE orders SET state = $2 WHERE id = $1`, c.OrderID, string(c.To))
+		return err
+	case c.To.IsFinal(): // failed, rejected
+		_, err := tx.Exec(ctx, `UPDATE orders SET state = 'cancelled' WHERE id = $1`, c.OrderID)
 		return err
 	}
-	_, err := tx.Exec(ctx, `UPDATE orders SET state = 'cancelled' WHERE id = $1`, c.OrderID)
-	return err
+	return nil // waiting, confirming: the money is booked, the order waits
 }
 
 // newTracker is step 1 of docs/payment-tracker.md.

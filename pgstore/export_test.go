@@ -30,3 +30,6 @@ func VelocityCheck(ctx context.Context, q *Queue, tx pgx.Tx, p cryptopay.CreateP
 	_, err := q.velocityCheck(ctx, tx, p, limit)
 	return err
 }
+
+// FailureOf sorts err as a worker does.
+func FailureOf(err error) Failure { return failureOf(err) }

@@ -179,6 +179,10 @@ type Intent struct {
 	// from its errors; the text is also capped at 1 KiB). Server text:
 	// show it escaped.
 	LastError string
+	// LastFailure is the latest failed read, send or OnFinal of the
+	// intent (a wrong API key, the API down, a callback that failed or
+	// panicked); its Count is reset by the next change that succeeds.
+	LastFailure Failure
 	// Note is the operator's note from Approve, Reject or Retry.
 	Note string
 	// Hold says why the workers will not send the intent again by
@@ -306,8 +310,12 @@ type QueueConfig struct {
 	// Guardrails are checked before each create request; all are off by
 	// default.
 	Guardrails Guardrails
-	// Logger receives one line per error a worker cannot record (the
-	// database unreachable ...); default none.
+	// Logger receives the workers' failures: a read or send that failed,
+	// an error they cannot record (the database unreachable ...), a
+	// callback that failed or panicked; one line per class of failure,
+	// then at most one per window (1 minute, doubling to an hour) saying
+	// how many were not logged. Default: warnings and errors as text to
+	// standard error; pass slog.New(slog.DiscardHandler) for none.
 	Logger *slog.Logger
 
 	api payoutAPI // tests replace the SDK
@@ -319,13 +327,15 @@ type QueueConfig struct {
 // outcome before sending again, and follow each payout to its final status.
 // Build it with NewQueue; safe for concurrent use.
 type Queue struct {
-	cfg   QueueConfig
-	api   payoutAPI
-	table pgx.Identifier
-	hist  pgx.Identifier // the history table: the queue table's name + "_history"
-	wake  chan struct{}
-	log   *slog.Logger
-	sql   queueSQL
+	cfg    QueueConfig
+	api    payoutAPI
+	table  pgx.Identifier
+	hist   pgx.Identifier // the history table: the queue table's name + "_history"
+	wake   chan struct{}
+	log    *slog.Logger
+	sql    queueSQL
+	watch  watch
+	schema schema
 
 	// hook is called at named points of the worker; tests use it to kill
 	// the process there.
@@ -333,7 +343,12 @@ type Queue struct {
 }
 
 // NewQueue checks cfg, fills in the defaults and returns a Queue; with
-// CreateTable it creates the table first.
+// CreateTable it creates the table first (or adds the columns an older
+// version's table lacks). Without it NewQueue does not touch the
+// database, so calling the CreateTable method next works too: the first
+// Run, Enqueue, EnqueueMany, PayoutChanged, Get, List, Counts or Health
+// checks the tables and columns (CheckSchema, one query, once) and returns
+// a *SchemaError naming the table, the database and both fixes.
 func NewQueue(ctx context.Context, cfg QueueConfig) (*Queue, error) {
 	if cfg.Pool == nil {
 		return nil, fmt.Errorf("%w: QueueConfig.Pool is nil", ErrInvalidOption)
@@ -371,8 +386,10 @@ func NewQueue(ctx context.Context, cfg QueueConfig) (*Queue, error) {
 		q.api = sdkAPI{c: cfg.Client, settle: cfg.ReconcileSettleTime, skew: cfg.ReconcileClockSkew}
 	}
 	if q.log == nil {
-		q.log = slog.New(slog.DiscardHandler)
+		q.log = defaultLogger()
 	}
+	q.watch.log, q.watch.key.base = q.log, cfg.PollInterval
+	q.schema = schema{pool: cfg.Pool, config: "QueueConfig", ddl: q.DDL}
 	q.hist = append(pgx.Identifier{}, table...)
 	q.hist[len(q.hist)-1] += "_history"
 	q.sql = buildQueueSQL(table.Sanitize(), q.hist.Sanitize(), cfg.Lease.Milliseconds()/2)
@@ -461,7 +478,8 @@ CREATE TABLE IF NOT EXISTS %[6]s (
     payout_id  text        NOT NULL,
     request_id text        NOT NULL
 );
-CREATE INDEX IF NOT EXISTS %[7]s ON %[6]s (order_id, id);`, q.Table(), due, state, vel, calls, q.hist.Sanitize(), histIdx, openStatesSQL())
+CREATE INDEX IF NOT EXISTS %[7]s ON %[6]s (order_id, id);
+`+failDDL(q.Table()), q.Table(), due, state, vel, calls, q.hist.Sanitize(), histIdx, openStatesSQL())
 }
 
 // CreateTable creates the queue's table and indexes if they do not exist.
@@ -472,22 +490,30 @@ func (q *Queue) CreateTable(ctx context.Context) error {
 	return nil
 }
 
+// CheckSchema checks, in one query, that the queue's tables exist with
+// every column this version needs; it returns a *SchemaError (matching
+// ErrSchema) if not. Once it succeeds it is free.
+func (q *Queue) CheckSchema(ctx context.Context) error { return q.schema.check(ctx, q.cfg.Pool) }
+
 // intentCols are the columns every read returns, in scanIntent's order.
 const intentCols = `order_id, wallet_address, network_fee_by_user, amount::text, currency, network, customer_id, customer_ip,
 additional_data, webhook_url, state, attempts, attempted_at, payout_id, payout_status, verdict, last_error, note,
-next_at, created_at, updated_at, approved_at, hold, callback_due`
+next_at, created_at, updated_at, approved_at, hold, callback_due, ` + failCols
 
 func scanIntent(row pgx.Row, extra ...any) (*Intent, error) {
 	var in Intent
 	var attempted, approved *time.Time
 	var state, pstatus, amount string
+	var fs failScan
 	p := &in.Params
 	dest := append([]any{&p.OrderID, &p.WalletAddress, &p.NetworkFeeByUser, &amount, &p.Currency, &p.Network,
 		&p.CustomerID, &p.CustomerIP, &p.AdditionalData, &p.WebhookURL, &state, &in.Attempts, &attempted,
-		&in.PayoutID, &pstatus, &in.Verdict, &in.LastError, &in.Note, &in.NextAt, &in.CreatedAt, &in.UpdatedAt, &approved, &in.Hold, &in.CallbackDue}, extra...)
-	if err := row.Scan(dest...); err != nil {
+		&in.PayoutID, &pstatus, &in.Verdict, &in.LastError, &in.Note, &in.NextAt, &in.CreatedAt, &in.UpdatedAt, &approved, &in.Hold, &in.CallbackDue},
+		fs.dest(&in.LastFailure)...)
+	if err := row.Scan(append(dest, extra...)...); err != nil {
 		return nil, err
 	}
+	fs.done()
 	in.State, in.PayoutStatus = IntentState(state), cryptopay.PayoutStatus(pstatus)
 	var err error
 	if p.Amount, err = decimal.NewFromString(amount); err != nil {
@@ -539,6 +565,9 @@ func (q *Queue) Enqueue(ctx context.Context, tx pgx.Tx, p cryptopay.CreatePayout
 func (q *Queue) EnqueueMany(ctx context.Context, tx pgx.Tx, ps []cryptopay.CreatePayoutParams) (created int, err error) {
 	if tx == nil {
 		return 0, fmt.Errorf("%w: Enqueue needs the caller's transaction", ErrInvalidOption)
+	}
+	if err := q.schema.check(ctx, tx); err != nil {
+		return 0, err
 	}
 	for i, p := range ps {
 		// Validate refuses a non-canonical currency or network key too
@@ -668,6 +697,9 @@ func differingField(a, b cryptopay.CreatePayoutParams) string {
 // Get returns the intent with orderID, or an error matching
 // ErrIntentNotFound.
 func (q *Queue) Get(ctx context.Context, orderID string) (*Intent, error) {
+	if err := q.CheckSchema(ctx); err != nil {
+		return nil, err
+	}
 	in, err := scanIntent(q.cfg.Pool.QueryRow(ctx, q.sql.get, orderID))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("%w: %q", ErrIntentNotFound, orderID)
@@ -691,6 +723,9 @@ type ListFilter struct {
 
 // List returns intents in orderId order, filtered by f.
 func (q *Queue) List(ctx context.Context, f ListFilter) ([]Intent, error) {
+	if err := q.CheckSchema(ctx); err != nil {
+		return nil, err
+	}
 	limit := f.Limit
 	if limit <= 0 {
 		limit = 100
@@ -722,6 +757,9 @@ func (q *Queue) List(ctx context.Context, f ListFilter) ([]Intent, error) {
 // Counts returns how many intents are in each state (states with none are
 // absent).
 func (q *Queue) Counts(ctx context.Context) (map[IntentState]int, error) {
+	if err := q.CheckSchema(ctx); err != nil {
+		return nil, err
+	}
 	rows, err := q.cfg.Pool.Query(ctx, q.sql.counts)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: counting intents: %w", err)
@@ -910,7 +948,7 @@ func (q *Queue) operate(ctx context.Context, orderID, note string, from, to Inte
 			return err
 		}
 		if to.IsFinal() && q.cfg.OnFinal != nil {
-			return q.cfg.OnFinal(ctx, tx, in)
+			return guard("OnFinal", func() error { return q.cfg.OnFinal(ctx, tx, in) })
 		}
 		return nil
 	})
@@ -939,6 +977,9 @@ func (q *Queue) operate(ctx context.Context, orderID, note string, from, to Inte
 func (q *Queue) PayoutChanged(ctx context.Context, p *cryptopay.Payout) error {
 	if p == nil || p.OrderID == "" {
 		return nil
+	}
+	if err := q.CheckSchema(ctx); err != nil {
+		return err
 	}
 	var noID bool
 	err := q.cfg.Pool.QueryRow(ctx, q.sql.wakeOne, p.OrderID).Scan(&noID)
@@ -970,10 +1011,23 @@ func (q *Queue) poke() {
 	}
 }
 
+// observe tells the Observer of t, after its commit: a panic is
+// recovered and counted (the change stays recorded).
 func (q *Queue) observe(t Transition) {
 	if q.cfg.Observer != nil {
-		q.cfg.Observer(t)
+		err := guard("Observer", func() error { q.cfg.Observer(t); return nil })
+		q.watch.recovered(context.Background(), "observing a payout intent's change", t.OrderID, err)
 	}
+}
+
+// Health summarizes the intents not final: due, overdue (due for longer
+// than a Lease), failing, waiting for a person (parked or needing
+// approval), and the commonest failure; one query.
+func (q *Queue) Health(ctx context.Context) (Health, error) {
+	if err := q.CheckSchema(ctx); err != nil {
+		return Health{}, err
+	}
+	return q.watch.health(ctx, q.cfg.Pool, "payouts", q.sql.health, q.cfg.Lease)
 }
 
 // maxErrorText caps the error text an intent keeps.

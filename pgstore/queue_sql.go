@@ -6,6 +6,7 @@ import "fmt"
 // built from a value: every value travels as a parameter.
 type queueSQL struct {
 	insert, get, getMany, list, counts, operate, wakeOne, learnID, history string
+	health                                                                 string
 	resolve, payoutHolder                                                  string
 	claim, attempt, attemptMany, set, velocityLock, velocitySum            string
 	// begin opens the final transaction (value-free: it is sent as a
@@ -53,6 +54,7 @@ FROM %s WHERE order_id = $1 ORDER BY id`, h),
 		getMany: fmt.Sprintf(`SELECT %s FROM %s WHERE order_id = ANY($1)`, intentCols, t),
 		list:    fmt.Sprintf(`SELECT %s FROM %s WHERE ($1 OR state = ANY($2)) AND order_id > $3 ORDER BY order_id LIMIT $4`, intentCols, t),
 		counts:  fmt.Sprintf(`SELECT state, count(*)::int FROM %s GROUP BY state`, t),
+		health:  healthSQL(t, "state IN ("+openStatesSQL()+")", "state IN ('parked', 'needs_approval')"),
 		// An operator's move; $5 records an approval (Approve), which the
 		// worker checks before sending; $6 leaves the final callback due
 		// (a final state recorded by a process without OnFinal). A move
@@ -118,19 +120,24 @@ SELECT 1 FROM u`, t, h, histCols),
 		// state recorded without OnFinal: committed durably).
 		// A wake-up (PayoutChanged) that came while the holder was
 		// following moved next_at before the lease's end: the intent stays
-		// due, or the event would wait for the next FollowEvery.
+		// due, or the event would wait for the next FollowEvery. It is
+		// compared with clock_timestamp(), not now(): now() is this
+		// statement's start, and a wake-up that began after it but
+		// committed before this statement reached the row carries a later
+		// now() of its own (issue 29).
 		// $13 is the state the holder saw; $14 says whether the change is
 		// worth a history row (a new state, a verdict, an error), $15 is
 		// the request id of the answer that led to it.
 		set: fmt.Sprintf(`WITH u AS (UPDATE %s SET state = $3,
     verdict = CASE WHEN $4::text = '' THEN verdict ELSE $4::text END,
     last_error = $5, tries = $6,
-    next_at = CASE WHEN $3::text = 'created' AND next_at <= now() THEN now() ELSE now() + $7 * interval '1 microsecond' END,
+    next_at = CASE WHEN $3::text = 'created' AND next_at <= clock_timestamp() THEN now() ELSE now() + $7 * interval '1 microsecond' END,
     payout_id = CASE WHEN $8::text = '' THEN payout_id ELSE $8::text END,
     payout_status = CASE WHEN $9::text = '' THEN payout_status ELSE $9::text END,
     lease_token = CASE WHEN $10 THEN NULL ELSE lease_token END,
     hold = CASE WHEN $11::text = '' THEN hold ELSE $11::text END,
-    callback_due = callback_due OR $12, updated_at = now()
+    callback_due = callback_due OR $12, updated_at = now(),
+    `+failSet("$16", "$17")+`
 FROM `+durableIf("$12")+`
 WHERE order_id = $1 AND lease_token = $2 RETURNING order_id, attempts, payout_id),
 h AS (INSERT INTO %s %s SELECT order_id, 'worker', $13, $3, attempts, $4, $5, '', payout_id, $15 FROM u WHERE $14)
@@ -153,13 +160,13 @@ SELECT `+syncCommit, max(idleTimeoutMillis, 1)),
     last_error = $5, tries = 0, next_at = now(),
     payout_id = CASE WHEN $6::text = '' THEN payout_id ELSE $6::text END,
     payout_status = CASE WHEN $7::text = '' THEN payout_status ELSE $7::text END,
-    callback_due = false, lease_token = NULL, updated_at = now()
+    callback_due = false, lease_token = NULL, updated_at = now(), fail_count = 0
 WHERE order_id = $1 AND lease_token = $2 RETURNING order_id, attempts, payout_id),
 h AS (INSERT INTO %s %s SELECT order_id, 'worker', $8, $3, attempts, $4, $5, 'OnFinal ran', payout_id, $9 FROM u)
 SELECT 1 / count(*) FROM u`, t, h, histCols),
 		// The callback of a final state recorded elsewhere, run: cleared by
 		// the lease holder only, in the transaction that ran it.
-		callbackDone: fmt.Sprintf(`WITH u AS (UPDATE %s SET callback_due = false, lease_token = NULL, tries = 0, updated_at = now()
+		callbackDone: fmt.Sprintf(`WITH u AS (UPDATE %s SET callback_due = false, lease_token = NULL, tries = 0, updated_at = now(), fail_count = 0
 WHERE order_id = $1 AND lease_token = $2 AND callback_due RETURNING order_id, state, attempts, payout_id),
 h AS (INSERT INTO %s %s SELECT order_id, 'worker', state, state, attempts, '', '', 'OnFinal ran (its callback was due)', payout_id, '' FROM u)
 SELECT 1 / count(*) FROM u`, t, h, histCols),

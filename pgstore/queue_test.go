@@ -89,8 +89,9 @@ func (r *qrig) enqueue(t *testing.T, q *pgstore.Queue, ps ...cryptopay.CreatePay
 	}))
 }
 
-// run works q until the test ends (or stop is called).
-func run(t *testing.T, q *pgstore.Queue) (stop func()) {
+// run works q (a Queue or a Tracker) until the test ends (or stop is
+// called).
+func run(t *testing.T, q interface{ Run(context.Context) error }) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = q.Run(ctx) })

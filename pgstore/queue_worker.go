@@ -43,21 +43,29 @@ var errLostLease = errors.New("pgstore: lease lost")
 // in hand are done with. Database and API errors are retried, never
 // returned: an intent whose worker cannot record its progress is taken
 // over when the lease ends, and reconciled. A queue without
-// QueueConfig.Client returns ErrInvalidOption at once.
+// QueueConfig.Client returns ErrInvalidOption at once, and one whose
+// tables are missing or out of date a *SchemaError (CheckSchema).
 func (q *Queue) Run(ctx context.Context) error {
 	if q.api == nil {
 		return fmt.Errorf("%w: Run needs QueueConfig.Client", ErrInvalidOption)
+	}
+	if err := q.CheckSchema(ctx); err != nil {
+		return err
 	}
 	return claimLoop(ctx, q.cfg.Concurrency, q.cfg.PollInterval, q.wake, q.gather, q.claimForRun, q.handle)
 }
 
 // claimForRun claims up to n due intents and commits the attempts of
 // those about to be sent, in one round trip each (see commitBatch). A
-// failed claim is logged and hands out nothing.
+// failed claim is logged and hands out nothing. While the API refuses the
+// key, one intent is claimed per window (see keyGate).
 func (q *Queue) claimForRun(ctx context.Context, n int) []claimed {
+	if n = q.watch.key.claims(n); n == 0 {
+		return nil // the API refuses the key: wait for the next probe
+	}
 	batch, err := q.claim(ctx, n)
 	if err != nil && ctx.Err() == nil {
-		q.log.LogAttrs(ctx, slog.LevelWarn, "pgstore: claiming payout intents", slog.String("error", err.Error()))
+		q.watch.warn(ctx, "pgstore: claiming payout intents", slog.String("error", err.Error()))
 	}
 	q.commitBatch(ctx, batch)
 	return batch
@@ -142,8 +150,8 @@ func (q *Queue) handle(ctx context.Context, c claimed) {
 	case c.State == StateCreated:
 		err = q.follow(ctx, c)
 	}
-	if err != nil && !errors.Is(err, errLostLease) {
-		q.log.LogAttrs(ctx, slog.LevelWarn, "pgstore: payout intent step", slog.String("orderId", c.Params.OrderID),
+	if err != nil && !errors.Is(err, errLostLease) && !isCallback(err) { // a callback's was reported
+		q.watch.warn(ctx, "pgstore: payout intent step", slog.String("orderId", c.Params.OrderID),
 			slog.String("state", string(c.State)), slog.String("error", err.Error()))
 	}
 }
@@ -156,8 +164,9 @@ type change struct {
 	after            time.Duration // next look, from now
 	payoutID         string
 	payoutStatus     cryptopay.PayoutStatus
-	hold             string // sets Intent.Hold (never clears it)
-	requestID        string // the API's request id of the answer that led here
+	hold             string  // sets Intent.Hold (never clears it)
+	requestID        string  // the API's request id of the answer that led here
+	fail             Failure // the read's, send's or callback's failure (none: the count is reset)
 }
 
 // record writes ch for a held intent (a final state through finish).
@@ -190,7 +199,7 @@ func (q *Queue) set(ctx context.Context, c claimed, ch change, due bool) error {
 	var attempts int
 	err := q.cfg.Pool.QueryRow(ctx, q.sql.set, c.Params.OrderID, c.token, string(ch.to), ch.verdict, ch.errText, ch.tries,
 		ch.after.Microseconds(), noNUL(ch.payoutID), noNUL(string(ch.payoutStatus)), release, ch.hold, due,
-		string(c.State), logged, noNUL(ch.requestID)).Scan(&attempts)
+		string(c.State), logged, noNUL(ch.requestID), string(ch.fail.Class), ch.fail.Text).Scan(&attempts)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return errLostLease
 	}
@@ -237,7 +246,8 @@ func (q *Queue) finish(ctx context.Context, c claimed, ch change) error {
 				return err
 			}
 			// Keep the state; look again later, with the error on record.
-			back := change{to: c.State, errText: errText(err), tries: c.tries + 1, after: q.backoff(c.tries)}
+			back := change{to: c.State, errText: errText(err), tries: c.tries + 1, after: q.backoff(c.tries),
+				fail: q.watch.report(ctx, "recording a payout intent's final state", c.Params.OrderID, err)}
 			if rerr := q.record(ctx, c, back); rerr != nil {
 				return errors.Join(err, rerr)
 			}
@@ -263,7 +273,8 @@ func (q *Queue) callback(ctx context.Context, c claimed) error {
 		q.enqueued(c) // blocked at enqueue: its first change
 	}
 	if err != nil && !errors.Is(err, errLostLease) {
-		back := change{to: c.State, errText: errText(err), tries: c.tries + 1, after: q.backoff(c.tries)}
+		back := change{to: c.State, errText: errText(err), tries: c.tries + 1, after: q.backoff(c.tries),
+			fail: q.watch.report(ctx, "running a payout intent's due OnFinal", c.Params.OrderID, err)}
 		if rerr := q.set(ctx, c, back, false); rerr != nil {
 			return errors.Join(err, rerr)
 		}
@@ -290,9 +301,9 @@ func (q *Queue) inFinalTx(ctx context.Context, in *Intent, stmt string, args ...
 	if err != nil {
 		return err
 	}
-	if err := q.cfg.OnFinal(ctx, tx, in); err != nil {
+	if err := guard("OnFinal", func() error { return q.cfg.OnFinal(ctx, tx, in) }); err != nil {
 		_ = tx.Rollback(ctx)
-		return fmt.Errorf("OnFinal: %w", err)
+		return err
 	}
 	b := &pgx.Batch{}
 	b.Queue(stmt, args...)
@@ -337,14 +348,7 @@ func noNUL(s string) string { return strings.ReplaceAll(s, "\x00", "\uFFFD") }
 // backoff is the wait after the tries-th failed look: BackoffMin doubling
 // up to BackoffMax.
 func (q *Queue) backoff(tries int) time.Duration {
-	d := q.cfg.BackoffMin
-	for range min(tries, 30) {
-		d *= 2
-		if d >= q.cfg.BackoffMax {
-			return q.cfg.BackoffMax
-		}
-	}
-	return d
+	return doubling(q.cfg.BackoffMin, q.cfg.BackoffMax, tries)
 }
 
 // takeOver reconciles an intent found in sending that this worker did not
@@ -413,13 +417,15 @@ func (q *Queue) post(ctx context.Context, c claimed) error {
 	sctx, cancel := context.WithTimeout(ctx, q.cfg.SendTimeout)
 	pay, reqID, err := q.api.create(sctx, c.Params)
 	cancel()
+	q.watch.answered(err)
 	q.at("answer-read")
 	var ou *cryptopay.OutcomeUnknownError
 	switch {
 	case err == nil:
 		return q.createdBy(ctx, c, pay.ID, pay.Status, "", reqID)
 	case definiteRefusal(err):
-		return q.record(ctx, c, change{to: StateRefused, errText: errText(err), requestID: reqID})
+		return q.record(ctx, c, change{to: StateRefused, errText: errText(err), requestID: reqID,
+			fail: q.watch.report(ctx, "sending a payout", c.Params.OrderID, err)})
 	case errors.As(err, &ou) && ou.ServerActed():
 		// A 2xx that could not be matched to the request: the server
 		// acted. Never resent on a list verdict; a person looks, with the
@@ -432,7 +438,8 @@ func (q *Queue) post(ctx context.Context, c claimed) error {
 	default:
 		// No answer, a 5xx, a timeout ...: the payout may exist. Reconcile
 		// once the list has had time to show it.
-		return q.record(ctx, c, change{to: StateReconciling, errText: errText(err), after: q.settle(), requestID: reqID})
+		return q.record(ctx, c, change{to: StateReconciling, errText: errText(err), after: q.settle(), requestID: reqID,
+			fail: q.watch.report(ctx, "sending a payout", c.Params.OrderID, err)})
 	}
 }
 
@@ -578,6 +585,7 @@ func finalState(st cryptopay.PayoutStatus) (IntentState, bool) {
 // it, and look again after a backoff).
 func (q *Queue) reconcile(ctx context.Context, c claimed) error {
 	res, err := q.api.lookup(ctx, c.Params.OrderID, c.AttemptedAt)
+	q.watch.answered(err)
 	switch {
 	case err == nil && res.Verdict == cryptopay.PayoutExists:
 		return q.created(ctx, c, res.Payout.ID, res.Payout.Status, res.Verdict.String())
@@ -590,15 +598,18 @@ func (q *Queue) reconcile(ctx context.Context, c claimed) error {
 		c.Verdict = res.Verdict.String() // send parks it at MaxAttempts
 		return q.send(ctx, c)
 	}
+	var fail Failure
 	if err == nil {
 		err = errors.New(res.Reason)
+	} else {
+		fail = q.watch.report(ctx, "reconciling a payout intent", c.Params.OrderID, err)
 	}
 	why := errText(err)
 	if c.Hold != "" {
 		why = c.LastError
 	}
 	return q.record(ctx, c, change{to: StateParked, verdict: cryptopay.PayoutStillUnknown.String(), errText: why,
-		tries: c.tries + 1, after: q.backoff(c.tries)})
+		tries: c.tries + 1, after: q.backoff(c.tries), fail: fail})
 }
 
 // follow reads a created payout's status: by id when known, else from the
@@ -607,17 +618,21 @@ func (q *Queue) follow(ctx context.Context, c claimed) error {
 	var st cryptopay.PayoutStatus
 	if c.PayoutID != "" {
 		p, err := q.api.get(ctx, c.PayoutID)
+		q.watch.answered(err)
 		if err != nil {
-			return q.record(ctx, c, change{to: StateCreated, errText: errText(err), tries: c.tries + 1, after: q.backoff(c.tries)})
+			return q.record(ctx, c, change{to: StateCreated, errText: errText(err), tries: c.tries + 1, after: q.backoff(c.tries),
+				fail: q.watch.report(ctx, "following a payout", c.Params.OrderID, err)})
 		}
 		st = p.Status
 	} else {
 		res, err := q.api.lookup(ctx, c.Params.OrderID, c.AttemptedAt)
+		q.watch.answered(err)
 		if err == nil && res.Verdict != cryptopay.PayoutExists {
 			err = fmt.Errorf("the payout list no longer shows it: %s", res.Reason)
 		}
 		if err != nil {
-			return q.record(ctx, c, change{to: StateCreated, errText: errText(err), tries: c.tries + 1, after: q.backoff(c.tries)})
+			return q.record(ctx, c, change{to: StateCreated, errText: errText(err), tries: c.tries + 1, after: q.backoff(c.tries),
+				fail: q.watch.report(ctx, "following a payout", c.Params.OrderID, err)})
 		}
 		st = res.Payout.Status
 	}

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -310,11 +312,78 @@ func TestQueueWakeDuringFollow(t *testing.T) {
 		assert.NoError(t, r.fake.SetPayoutStatus(id, cryptopay.PayoutPaid))
 		assert.NoError(t, q.PayoutChanged(ctx, &cryptopay.Payout{ID: id, OrderID: "wd-000001", Status: cryptopay.PayoutPaid}))
 	})
-	p := payoutParams(1)
-	id = r.sendOne(t, q, p)
-	require.NoError(t, r.fake.SetPayoutStatus(id, cryptopay.PayoutProcessing))
-	armed.Store(true)
-	require.NoError(t, q.PayoutChanged(ctx, &cryptopay.Payout{ID: id, OrderID: p.OrderID, Status: cryptopay.PayoutProcessing}))
-	waitIntent(t, q, p.OrderID, "paid", func(in *pgstore.Intent) bool { return in.State == pgstore.StatePaid })
+	r.wakeFollowUntilPaid(t, q, &id, &armed)
 	assert.True(t, fired.Load(), "the wake-up came during a follow")
+}
+
+// wakeFollowUntilPaid sends wd-000001's payout (its id in *id), marks it
+// processing, arms the test's hook and wakes the intent, so that a worker
+// follows it through the hook; then waits for the intent to be paid.
+func (r *qrig) wakeFollowUntilPaid(t *testing.T, q *pgstore.Queue, id *string, armed *atomic.Bool) {
+	t.Helper()
+	p := payoutParams(1)
+	*id = r.sendOne(t, q, p)
+	require.NoError(t, r.fake.SetPayoutStatus(*id, cryptopay.PayoutProcessing))
+	armed.Store(true)
+	require.NoError(t, q.PayoutChanged(context.Background(), &cryptopay.Payout{ID: *id, OrderID: p.OrderID, Status: cryptopay.PayoutProcessing}))
+	waitIntent(t, q, p.OrderID, "paid", func(in *pgstore.Intent) bool { return in.State == pgstore.StatePaid })
+}
+
+// A wake-up that commits after the worker's record of a follow has
+// started, but before that record reaches the row, is not lost (issue 29:
+// TestQueuePayoutIDLearned waited an hour 1 run in 3). The record kept the
+// intent due only when the wake-up's time was at or before its own
+// transaction's start (now()), and the wake-up's time is its own
+// transaction's start: a wake-up that began a moment later looked like the
+// future, and the paid payout waited FollowEvery. Here the record is held
+// between its start and the row by a lock on the history table (its
+// statement appends there), the wake-up commits meanwhile, then the lock
+// goes: the intent must stay due and reach paid.
+func TestQueueWakeBetweenRecordStartAndRow(t *testing.T) {
+	r := newQRig(t)
+	ctx := context.Background()
+	// One implicit transaction per statement, begun before the statement
+	// takes its locks (the extended protocol's cached statements take them
+	// at Bind, also inside the transaction; Exec mode makes it certain).
+	pcfg, err := pgxpool.ParseConfig(r.srv.DSN())
+	require.NoError(t, err)
+	pcfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeExec
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	q := r.queue(t, func(c *pgstore.QueueConfig) { c.Pool, c.FollowEvery, c.Concurrency = pool, time.Hour, 1 })
+	hist := r.table + "_history"
+	var armed, fired atomic.Bool
+	var id string
+	done := make(chan struct{})
+	pgstore.SetQueueHook(q, func(point string) {
+		if point != "follow-read" || !armed.Load() || fired.Swap(true) {
+			return
+		}
+		lock, err := r.pool.Begin(ctx)
+		if !assert.NoError(t, err) {
+			return
+		}
+		_, err = lock.Exec(ctx, "LOCK TABLE "+hist+" IN SHARE MODE")
+		assert.NoError(t, err)
+		go func() {
+			defer close(done)
+			defer func() { assert.NoError(t, lock.Commit(ctx)) }()
+			// Wait for the worker's record to wait on the lock: its
+			// transaction has begun.
+			for {
+				var waiting int
+				assert.NoError(t, r.pool.QueryRow(ctx, "SELECT count(*) FROM pg_locks WHERE NOT granted AND relation = $1::regclass", hist).Scan(&waiting))
+				if waiting > 0 {
+					break
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			assert.NoError(t, r.fake.SetPayoutStatus(id, cryptopay.PayoutPaid))
+			assert.NoError(t, q.PayoutChanged(ctx, &cryptopay.Payout{ID: id, OrderID: "wd-000001", Status: cryptopay.PayoutPaid}))
+		}()
+	})
+	r.wakeFollowUntilPaid(t, q, &id, &armed)
+	<-done
+	assert.True(t, fired.Load(), "the wake-up came between the record's start and its row")
 }

@@ -92,11 +92,16 @@ type TrackedPayment struct {
 	PaymentID string
 	// State is where the tracker stands with it.
 	State TrackState
-	// Status is the latest status recorded from the API ("" before the
-	// first read).
+	// Status is the latest status recorded: Track's payment's (waiting, a
+	// create answer) until a read shows another; "" for a payment tracked
+	// by orderId alone until its first read.
 	Status cryptopay.PaymentStatus
 	// PaidAmount is the latest paid amount recorded (invalid: none).
 	PaidAmount decimal.NullDecimal
+	// MerchantAmount is the provider's merchantAmount (what the payment
+	// brought to the balance) at the latest recorded change (invalid:
+	// none, or recorded before the tracker kept it).
+	MerchantAmount decimal.NullDecimal
 	// PayAmount, Currency and Network are the payment's, as tracked.
 	PayAmount         decimal.NullDecimal
 	Currency, Network string
@@ -105,12 +110,17 @@ type TrackedPayment struct {
 	// NeedsAction says a person should look: the status needs action
 	// (locked, paid_partial, paid_over) or Anomaly is set.
 	NeedsAction bool
-	// Anomaly describes the latest thing the tracker refused to record: an
-	// answer for another payment or order, an unknown status, a move the
-	// lifecycle table does not allow, a paid amount that went down, an id
-	// the API does not know, a webhook for another payment of this order.
-	// It stays until an operator clears it (ClearAnomaly). Server text: show
-	// it escaped.
+	// Anomaly describes what the tracker refused to record, or recorded
+	// but a person should check (docs/payment-tracker.md, "Keeping your
+	// books"): an answer for another payment or order, or in another
+	// currency, network or payAmount; an unknown status; a move the
+	// lifecycle table does not allow; a paid amount that is negative, went
+	// down, or disagrees with the status; an expiredAt other than tracked;
+	// an id the API does not know; a webhook for another payment of this
+	// order. A new anomaly is added to those not yet cleared, never put in
+	// their place (up to 4 KiB of text, NeedsAction set whatever the
+	// length); they stay until an operator clears them (ClearAnomaly).
+	// Server text: show it escaped.
 	Anomaly string
 	// Note is the operator's note of the latest ClearAnomaly, with the
 	// anomaly it cleared ("" if none). Show it escaped.
@@ -119,6 +129,10 @@ type TrackedPayment struct {
 	Changes int
 	// NextAt is when it is next read (zero: not polled).
 	NextAt time.Time
+	// LastFailure is the latest failed read or OnChange of the payment
+	// (a wrong API key, the API down, a callback that failed or
+	// panicked); its Count is reset by the next read that succeeds.
+	LastFailure Failure
 	// TrackedAt and UpdatedAt are the database's times of Track and of the
 	// latest change.
 	TrackedAt, UpdatedAt time.Time
@@ -132,12 +146,18 @@ type PaymentChange struct {
 	OrderID, PaymentID string
 	// Seq is the change's number in the payment's history (1 first).
 	Seq int
-	// From and To are the statuses before and after ("" From: the first
-	// status read). They are equal when only the paid amount changed.
+	// From and To are the statuses before and after (From is Track's
+	// payment's status, waiting, for the first change of a payment tracked
+	// by its create answer; "" for one tracked by orderId alone). They are
+	// equal when only the paid amount changed.
 	From, To cryptopay.PaymentStatus
 	// FromPaid and ToPaid are the paid amounts before and after (invalid:
-	// none). The merchant's ledger moves by ToPaid - FromPaid.
+	// none). The merchant's ledger moves by ToPaid - FromPaid (Delta).
 	FromPaid, ToPaid decimal.NullDecimal
+	// MerchantAmount is the provider's merchantAmount after the change
+	// (invalid: the answer had none). The books check's balance rolls
+	// forward by its moves.
+	MerchantAmount decimal.NullDecimal
 	// Late is true when the change came after the payment's expiredAt (a
 	// late transfer: expired -> paid, or a payment reached after expiry).
 	Late bool
@@ -149,10 +169,30 @@ type PaymentChange struct {
 }
 
 // Credits reports whether the change matters to money and so reaches
-// TrackerConfig.OnChange: the new status is terminal or needs action
-// (paid, paid_over, paid_partial, locked, expired, failed, rejected),
-// including late moves and a paid amount that grew.
-func (c *PaymentChange) Credits() bool { return c.To.IsTerminal() || c.To.NeedsAction() }
+// TrackerConfig.OnChange: the paid amount changed (whatever the status:
+// waiting, confirming and locked included), or the new status is terminal
+// or needs action (paid, paid_over, paid_partial, locked, expired,
+// failed, rejected), late moves included. Every change of the paid amount
+// reaches OnChange, once: the sum of Delta over them is the paid amount
+// the tracker last recorded from the API.
+func (c *PaymentChange) Credits() bool {
+	return !c.Delta().IsZero() || c.To.IsTerminal() || c.To.NeedsAction()
+}
+
+// Delta is the change's move of the merchant's ledger: ToPaid - FromPaid,
+// an amount not given counting as zero. Book it on every change; ship the
+// goods on the status (To.IsSuccess), not on the amount.
+func (c *PaymentChange) Delta() decimal.Decimal {
+	return paidOrZero(c.ToPaid).Sub(paidOrZero(c.FromPaid))
+}
+
+// paidOrZero is a paid amount, zero when none was given.
+func paidOrZero(d decimal.NullDecimal) decimal.Decimal {
+	if !d.Valid {
+		return decimal.Zero
+	}
+	return d.Decimal
+}
 
 // TrackerConfig configures NewTracker. Pool is required, and Client for
 // Run; every other field has a default.
@@ -184,7 +224,9 @@ type TrackerConfig struct {
 	// with Lease it bounds the API reads of a replica.
 	Concurrency int
 	// OnChange, if set, runs once per recorded change that matters to money
-	// (PaymentChange.Credits), inside the transaction that records it:
+	// (PaymentChange.Credits: every change of the paid amount, and every
+	// move to a terminal status or one that needs action), inside the
+	// transaction that records it:
 	// its writes through tx and the tracker's record commit together, or
 	// neither does (then it runs again later, for the same change). It must
 	// do its effects through tx only, must not commit or roll tx back, and
@@ -194,8 +236,12 @@ type TrackerConfig struct {
 	// Observer, if set, is called after each committed change (every
 	// change, money or not), on the worker's goroutine: keep it quick.
 	Observer func(PaymentChange)
-	// Logger receives one line per read or write a worker could not make;
-	// default none.
+	// Logger receives the workers' failures: a read or write they could
+	// not make, a callback that failed or panicked; one line per class of
+	// failure, then at most one per window (1 minute, doubling to an
+	// hour) saying how many were not logged. Default: warnings and errors
+	// as text to standard error; pass slog.New(slog.DiscardHandler) for
+	// none.
 	Logger *slog.Logger
 
 	api trackerAPI // tests replace the SDK
@@ -221,6 +267,8 @@ type Tracker struct {
 	wake    chan struct{}
 	log     *slog.Logger
 	sql     trackerSQL
+	watch   watch
+	schema  schema
 
 	// hook is called at named points of the worker; tests use it to kill
 	// the process there.
@@ -228,7 +276,12 @@ type Tracker struct {
 }
 
 // NewTracker checks cfg, fills in the defaults and returns a Tracker; with
-// CreateTable it creates the tables first.
+// CreateTable it creates the tables first (or adds the columns an older
+// version's tables lack). Without it NewTracker does not touch the
+// database, so calling the CreateTable method next works too: the first
+// Run, Track, TrackOrder, PaymentChanged, Get, List, Counts or Health
+// checks the tables and columns (CheckSchema, one query, once) and returns
+// a *SchemaError naming the table, the database and both fixes.
 func NewTracker(ctx context.Context, cfg TrackerConfig) (*Tracker, error) {
 	if cfg.Pool == nil {
 		return nil, fmt.Errorf("%w: TrackerConfig.Pool is nil", ErrInvalidOption)
@@ -256,8 +309,10 @@ func NewTracker(ctx context.Context, cfg TrackerConfig) (*Tracker, error) {
 		t.api = cfg.Client
 	}
 	if t.log == nil {
-		t.log = slog.New(slog.DiscardHandler)
+		t.log = defaultLogger()
 	}
+	t.watch.log, t.watch.key.base = t.log, cfg.PollInterval
+	t.schema = schema{pool: cfg.Pool, config: "TrackerConfig", ddl: t.DDL}
 	t.sql = buildTrackerSQL(table.Sanitize(), history.Sanitize())
 	if cfg.CreateTable {
 		if err := t.CreateTable(ctx); err != nil {
@@ -298,6 +353,7 @@ func (t *Tracker) DDL() string {
     tracked_at   timestamptz NOT NULL DEFAULT now(),
     updated_at   timestamptz NOT NULL DEFAULT now()
 );
+ALTER TABLE %[1]s ADD COLUMN IF NOT EXISTS merchant_amount numeric;
 CREATE INDEX IF NOT EXISTS %[3]s ON %[1]s (next_at) WHERE next_at IS NOT NULL;
 CREATE INDEX IF NOT EXISTS %[4]s ON %[1]s (state, order_id);
 CREATE TABLE IF NOT EXISTS %[2]s (
@@ -311,7 +367,9 @@ CREATE TABLE IF NOT EXISTS %[2]s (
     late        boolean     NOT NULL,
     at          timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (order_id, seq)
-);`, t.Table(), t.history.Sanitize(), due, state)
+);
+ALTER TABLE %[2]s ADD COLUMN IF NOT EXISTS merchant_amount numeric;
+`+failDDL(t.Table()), t.Table(), t.history.Sanitize(), due, state)
 }
 
 // CreateTable creates the tracker's tables and indexes if they do not
@@ -323,9 +381,15 @@ func (t *Tracker) CreateTable(ctx context.Context) error {
 	return nil
 }
 
+// CheckSchema checks, in one query, that the tracker's tables exist with
+// every column this version needs; it returns a *SchemaError (matching
+// ErrSchema) if not. Once it succeeds it is free.
+func (t *Tracker) CheckSchema(ctx context.Context) error { return t.schema.check(ctx, t.cfg.Pool) }
+
 // Track starts tracking the payment p (CreatePayment's answer) in tx, the
 // merchant's own transaction: record the order and its payment in one
-// commit (if tx rolls back, nothing is tracked). The payment is keyed by
+// commit (if tx rolls back, nothing is tracked). p's status (waiting) and
+// paid amount are the payment's first known state (see firstState). The payment is keyed by
 // its orderId. Tracking an orderId again with the same payment is a no-op
 // (created false); with another payment id, amount, currency or network it
 // is a *TrackConflictError and the tracked payment is unchanged. An
@@ -346,6 +410,9 @@ func (t *Tracker) Track(ctx context.Context, tx pgx.Tx, p *cryptopay.Payment) (c
 	if !p.PayAmount.IsPositive() {
 		return false, &cryptopay.ValidationError{Field: "PayAmount", Reason: "must be greater than 0"}
 	}
+	if err := t.schema.check(ctx, tx); err != nil {
+		return false, err
+	}
 	var expired *time.Time
 	if !p.ExpiredAt.IsZero() {
 		expired = &p.ExpiredAt
@@ -355,9 +422,10 @@ func (t *Tracker) Track(ctx context.Context, tx pgx.Tx, p *cryptopay.Payment) (c
 		now := time.Now()
 		next.at = &now
 	}
+	status, paid := firstState(p)
 	var inserted bool
 	err = tx.QueryRow(ctx, t.sql.insert, p.OrderID, p.ID, p.PayAmount.String(), p.Currency, p.Network, expired,
-		string(TrackOpen), next.at).Scan(&inserted)
+		string(TrackOpen), next.at, status, paid).Scan(&inserted)
 	if err == nil {
 		return true, nil
 	}
@@ -375,10 +443,23 @@ func (t *Tracker) Track(ctx context.Context, tx pgx.Tx, p *cryptopay.Payment) (c
 		return false, nil
 	}
 	// Tracked by orderId alone: this completes it.
-	if _, err := tx.Exec(ctx, t.sql.complete, p.OrderID, p.ID, p.PayAmount.String(), p.Currency, p.Network, expired, next.at); err != nil {
+	if _, err := tx.Exec(ctx, t.sql.complete, p.OrderID, p.ID, p.PayAmount.String(), p.Currency, p.Network, expired, next.at,
+		status, paid); err != nil {
 		return false, fmt.Errorf("pgstore: track %q: %w", p.OrderID, err)
 	}
 	return false, nil
+}
+
+// firstState is the status and paid amount Track records as the payment's
+// first known state: a create answer's (waiting, nothing paid), so the
+// first change reads waiting -> paid. A payment that already shows money
+// (Track given a later read) is recorded as not yet seen ("", none), so
+// its first read books all of its paid amount.
+func firstState(p *cryptopay.Payment) (string, *string) {
+	if p.Status != cryptopay.PaymentWaiting || !paidOrZero(p.PaidAmount).IsZero() {
+		return "", nil
+	}
+	return string(p.Status), nullText(p.PaidAmount)
 }
 
 // trackConflict names the first datum of p that differs from the tracked
@@ -410,6 +491,9 @@ func (t *Tracker) TrackOrder(ctx context.Context, tx pgx.Tx, orderID string) (cr
 	if r := ids.Text(orderID, 256); r != "" || orderID == "" {
 		return false, &cryptopay.ValidationError{Field: "OrderID", Reason: cmpOr(r, "is empty")}
 	}
+	if err := t.schema.check(ctx, tx); err != nil {
+		return false, err
+	}
 	var inserted bool
 	err = tx.QueryRow(ctx, t.sql.insertOrder, orderID, string(TrackUnmatched)).Scan(&inserted)
 	switch {
@@ -436,6 +520,9 @@ func (t *Tracker) PaymentChanged(ctx context.Context, p *cryptopay.Payment) erro
 	if p == nil || p.OrderID == "" || ids.Payment(p.ID) != "" {
 		return nil
 	}
+	if err := t.CheckSchema(ctx); err != nil {
+		return err
+	}
 	tag, err := t.cfg.Pool.Exec(ctx, t.sql.wake, p.OrderID, p.ID, string(TrackOpen), string(TrackUnmatched))
 	if err != nil {
 		return fmt.Errorf("pgstore: waking tracked payment %q: %w", p.OrderID, err)
@@ -454,6 +541,9 @@ func (t *Tracker) PaymentChanged(ctx context.Context, p *cryptopay.Payment) erro
 // Get returns the tracked payment of orderID, or an error matching
 // ErrNotTracked.
 func (t *Tracker) Get(ctx context.Context, orderID string) (*TrackedPayment, error) {
+	if err := t.CheckSchema(ctx); err != nil {
+		return nil, err
+	}
 	tp, err := scanTracked(t.cfg.Pool.QueryRow(ctx, t.sql.get, orderID))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("%w: %q", ErrNotTracked, orderID)
@@ -508,6 +598,9 @@ type TrackFilter struct {
 
 // List returns tracked payments in orderId order, filtered by f.
 func (t *Tracker) List(ctx context.Context, f TrackFilter) ([]TrackedPayment, error) {
+	if err := t.CheckSchema(ctx); err != nil {
+		return nil, err
+	}
 	limit := f.Limit
 	if limit <= 0 {
 		limit = 100
@@ -548,13 +641,16 @@ func (t *Tracker) History(ctx context.Context, orderID string) ([]PaymentChange,
 	for rows.Next() {
 		var c PaymentChange
 		var from, to string
-		var fromPaid, toPaid *string
-		if err := rows.Scan(&c.OrderID, &c.Seq, &c.PaymentID, &from, &to, &fromPaid, &toPaid, &c.Late, &c.At); err != nil {
+		var fromPaid, toPaid, merchant *string
+		if err := rows.Scan(&c.OrderID, &c.Seq, &c.PaymentID, &from, &to, &fromPaid, &toPaid, &c.Late, &c.At, &merchant); err != nil {
 			return nil, fmt.Errorf("pgstore: reading the history of %q: %w", orderID, err)
 		}
 		c.From, c.To = cryptopay.PaymentStatus(from), cryptopay.PaymentStatus(to)
 		if c.FromPaid, err = nullDecimal(fromPaid); err == nil {
 			c.ToPaid, err = nullDecimal(toPaid)
+		}
+		if err == nil {
+			c.MerchantAmount, err = nullDecimal(merchant)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("pgstore: reading the history of %q: %w", orderID, err)
@@ -570,6 +666,9 @@ func (t *Tracker) History(ctx context.Context, orderID string) ([]PaymentChange,
 // Counts returns how many tracked payments are in each state (states with
 // none are absent) and how many need action.
 func (t *Tracker) Counts(ctx context.Context) (map[TrackState]int, int, error) {
+	if err := t.CheckSchema(ctx); err != nil {
+		return nil, 0, err
+	}
 	rows, err := t.cfg.Pool.Query(ctx, t.sql.counts)
 	if err != nil {
 		return nil, 0, fmt.Errorf("pgstore: counting tracked payments: %w", err)
@@ -588,6 +687,16 @@ func (t *Tracker) Counts(ctx context.Context) (map[TrackState]int, int, error) {
 	return out, total, nil
 }
 
+// Health summarizes the tracked payments not closed: due, overdue (due
+// for longer than a Lease), failing, needing action (closed ones too), and
+// the commonest failure; one query.
+func (t *Tracker) Health(ctx context.Context) (Health, error) {
+	if err := t.CheckSchema(ctx); err != nil {
+		return Health{}, err
+	}
+	return t.watch.health(ctx, t.cfg.Pool, "payments", t.sql.health, t.cfg.Lease)
+}
+
 // poke wakes this process's idle workers.
 func (t *Tracker) poke() {
 	select {
@@ -598,24 +707,29 @@ func (t *Tracker) poke() {
 
 // trackedCols are the columns every read returns, in scanTracked's order.
 const trackedCols = `order_id, payment_id, state, status, paid_amount::text, pay_amount::text, currency, network,
-expired_at, needs_action, anomaly, note, changes, next_at, tracked_at, updated_at`
+expired_at, needs_action, anomaly, note, changes, next_at, tracked_at, updated_at, merchant_amount::text, ` + failCols
 
 func scanTracked(row pgx.Row, extra ...any) (*TrackedPayment, error) {
 	var tp TrackedPayment
 	var state, status string
-	var paid, pay *string
+	var paid, pay, merchant *string
 	var expired, next *time.Time
+	var fs failScan
 	dest := append([]any{&tp.OrderID, &tp.PaymentID, &state, &status, &paid, &pay, &tp.Currency, &tp.Network,
-		&expired, &tp.NeedsAction, &tp.Anomaly, &tp.Note, &tp.Changes, &next, &tp.TrackedAt, &tp.UpdatedAt}, extra...)
-	if err := row.Scan(dest...); err != nil {
+		&expired, &tp.NeedsAction, &tp.Anomaly, &tp.Note, &tp.Changes, &next, &tp.TrackedAt, &tp.UpdatedAt, &merchant}, fs.dest(&tp.LastFailure)...)
+	if err := row.Scan(append(dest, extra...)...); err != nil {
 		return nil, err
 	}
+	fs.done()
 	tp.State, tp.Status = TrackState(state), cryptopay.PaymentStatus(status)
 	var err error
 	if tp.PaidAmount, err = nullDecimal(paid); err != nil {
 		return nil, err
 	}
 	if tp.PayAmount, err = nullDecimal(pay); err != nil {
+		return nil, err
+	}
+	if tp.MerchantAmount, err = nullDecimal(merchant); err != nil {
 		return nil, err
 	}
 	if expired != nil {

@@ -2,6 +2,7 @@ package pgstore_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"runtime"
@@ -109,7 +110,8 @@ func BenchmarkTrackerAPIReads(b *testing.B) {
 }
 
 // stmtCounter counts the statements a pool sends (each a round trip),
-// the idle claims (found nothing) apart.
+// the idle claims apart: those that found nothing, and one cut short when
+// the test stops the tracker (its context cancelled mid-claim).
 type stmtCounter struct{ trips, idle atomic.Int64 }
 
 type stmtKey struct{}
@@ -120,32 +122,46 @@ func (c *stmtCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.Tr
 
 func (c *stmtCounter) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryEndData) {
 	sql, _ := ctx.Value(stmtKey{}).(string)
-	if strings.Contains(sql, "SKIP LOCKED") && d.CommandTag.RowsAffected() == 0 && d.Err == nil {
+	if strings.Contains(sql, "SKIP LOCKED") && d.CommandTag.RowsAffected() == 0 && (d.Err == nil || errors.Is(d.Err, context.Canceled)) {
 		c.idle.Add(1)
 		return
 	}
 	c.trips.Add(1)
 }
 
-// growingAPI answers every read with the payment paid_partial, one unit
-// more paid than the read before, so every read is a change (waiting ->
-// paid_partial, or a paid amount that grew); it counts the reads.
+// stmtCountedPool is a pool on srv whose statements c counts, closed when tb
+// ends.
+func stmtCountedPool(tb testing.TB, srv *pgtest.Server) (*pgxpool.Pool, *stmtCounter) {
+	c := &stmtCounter{}
+	cfg, err := pgxpool.ParseConfig(srv.DSN())
+	require.NoError(tb, err)
+	cfg.ConnConfig.Tracer = c
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	require.NoError(tb, err)
+	tb.Cleanup(pool.Close)
+	return pool, c
+}
+
+// growingAPI answers every read with the payment paid_partial, a millionth
+// more paid than the read before (of the 10 tracked), so every read is a
+// change (waiting -> paid_partial, or a paid amount that grew); it counts
+// the reads. Its answers leave expiredAt out (the tracked one holds).
 type growingAPI struct{ reads atomic.Int64 }
 
 func (a *growingAPI) GetPayment(_ context.Context, id string, _ ...cryptopay.Option) (*cryptopay.Payment, error) {
 	n := a.reads.Add(1)
 	return &cryptopay.Payment{ID: id, OrderID: id, Status: cryptopay.PaymentPaidPartial,
-		PayAmount: decimal.NewFromInt(1 << 40), PaidAmount: decimal.NewNullDecimal(decimal.NewFromInt(n)),
-		ExpiredAt: time.Now().Add(time.Hour)}, nil
+		PayAmount: decimal.NewFromInt(10), PaidAmount: decimal.NewNullDecimal(decimal.New(n, -6))}, nil
 }
 
-// waitingAPI answers every read with the payment still waiting.
+// waitingAPI answers every read with the payment still waiting (expiredAt
+// left out: the tracked one holds).
 type waitingAPI struct{ reads atomic.Int64 }
 
 func (a *waitingAPI) GetPayment(_ context.Context, id string, _ ...cryptopay.Option) (*cryptopay.Payment, error) {
 	a.reads.Add(1)
 	return &cryptopay.Payment{ID: id, OrderID: id, Status: cryptopay.PaymentWaiting,
-		PayAmount: decimal.NewFromInt(10), ExpiredAt: time.Now().Add(time.Hour)}, nil
+		PayAmount: decimal.NewFromInt(10)}, nil
 }
 
 // fillTracker tracks n payments (order id = payment id), all due now,
@@ -171,13 +187,7 @@ func BenchmarkTrackerRoundTrips(b *testing.B) {
 	srv := pgtest.Need(b)
 	for _, name := range []string{"change", "nochange"} {
 		b.Run(name, func(b *testing.B) {
-			var c stmtCounter
-			cfg, err := pgxpool.ParseConfig(srv.DSN())
-			require.NoError(b, err)
-			cfg.ConnConfig.Tracer = &c
-			pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-			require.NoError(b, err)
-			defer pool.Close()
+			pool, c := stmtCountedPool(b, srv)
 			tcfg := pgstore.TrackerConfig{Pool: pool, Table: pgtest.Name("tracked"), CreateTable: true,
 				OpenEvery: time.Hour, PollInterval: 5 * time.Millisecond, Concurrency: 16}
 			var reads func() int64
@@ -199,14 +209,11 @@ func BenchmarkTrackerRoundTrips(b *testing.B) {
 				_ = ids
 				before, start := c.trips.Load(), reads()
 				b.StartTimer()
-				ctx, cancel := context.WithCancel(context.Background())
-				done := make(chan struct{})
-				go func() { _ = tr.Run(ctx); close(done) }()
+				stop := runTracker(tr)
 				for reads()-start < batch {
 					time.Sleep(time.Millisecond)
 				}
-				cancel()
-				<-done
+				stop()
 				b.StopTimer()
 				b.ReportMetric(float64(c.trips.Load()-before)/float64(reads()-start), "trips/"+map[bool]string{true: "change", false: "read"}[name == "change"])
 				b.StartTimer()
@@ -234,14 +241,11 @@ func BenchmarkTrackerOpenPayments(b *testing.B) {
 			var heap uint64
 			for b.Loop() {
 				start := api.reads.Load()
-				ctx, cancel := context.WithCancel(context.Background())
-				done := make(chan struct{})
-				go func() { _ = tr.Run(ctx); close(done) }()
+				stop := runTracker(tr)
 				for api.reads.Load()-start < 1000 {
 					time.Sleep(time.Millisecond)
 				}
-				cancel()
-				<-done
+				stop()
 				runtime.GC()
 				var ms runtime.MemStats
 				runtime.ReadMemStats(&ms)
@@ -293,4 +297,66 @@ func TestTrackerScheduleNoOverflow(t *testing.T) {
 			}
 		})
 	}
+}
+
+// scriptedAPI answers each read with the next status of its script, with
+// the paid amount given, and counts the reads.
+type scriptedAPI struct {
+	reads  atomic.Int64
+	script []cryptopay.Payment
+}
+
+func (a *scriptedAPI) GetPayment(_ context.Context, id string, _ ...cryptopay.Option) (*cryptopay.Payment, error) {
+	n := a.reads.Add(1)
+	p := a.script[min(int(n), len(a.script))-1]
+	p.ID, p.OrderID = id, "cost-1"
+	return &p, nil
+}
+
+// The database round trips of one payment's life, counted: tracked from
+// its create answer (waiting), read once still waiting, then read paid.
+// The read that finds it still waiting records nothing (the create answer
+// is its first state): the claim and one schedule update. The paid read is
+// the claim, BEGIN (with synchronous_commit), the record-and-history
+// statement and COMMIT. Idle claims (nothing due) are not counted.
+func TestTrackerRoundTripsPerPayment(t *testing.T) {
+	srv := pgtest.Need(t)
+	pool, c := stmtCountedPool(t, srv)
+	side := srv.Pool(t, 2) // the test's own looks, not counted
+	ten := decimal.RequireFromString("10")
+	api := &scriptedAPI{script: []cryptopay.Payment{
+		{Status: cryptopay.PaymentWaiting, PayAmount: ten, PaidAmount: decimal.NewNullDecimal(decimal.Zero)},
+		{Status: cryptopay.PaymentPaid, PayAmount: ten, PaidAmount: decimal.NewNullDecimal(ten)},
+	}}
+	// A short lease: a claim cut short when a Run is stopped may still run
+	// at the server after the next read was made due, leasing the payment
+	// to nobody until the lease ends (by design: leases are how a lost
+	// worker's payments come back).
+	cfg := pgstore.TrackerConfig{Pool: pool, Table: pgtest.Name("tracked"), CreateTable: true,
+		OpenEvery: time.Hour, PollInterval: 5 * time.Millisecond, Lease: 300 * time.Millisecond}
+	pgstore.WithTrackerAPI(&cfg, api)
+	tr, err := pgstore.NewTracker(context.Background(), cfg)
+	require.NoError(t, err)
+	id := uuid.NewString()
+	require.NoError(t, pgx.BeginFunc(context.Background(), side, func(tx pgx.Tx) error {
+		_, err := tr.Track(context.Background(), tx, &cryptopay.Payment{ID: id, OrderID: "cost-1", Status: cryptopay.PaymentWaiting,
+			PayAmount: ten, Currency: "usdt", Network: "tron", ExpiredAt: time.Now().Add(time.Hour)})
+		return err
+	}))
+	readOnce := func() int64 {
+		_, err := side.Exec(context.Background(), "UPDATE "+tr.Table()+" SET next_at = now()")
+		require.NoError(t, err)
+		before, reads := c.trips.Load(), api.reads.Load()
+		stop := runTracker(tr)
+		trackWaitFor(t, "the read", func() bool { return api.reads.Load() > reads })
+		waitWritten(t, side, tr.Table(), "cost-1")
+		stop()
+		return c.trips.Load() - before
+	}
+	assert.Equal(t, int64(2), readOnce(), "still waiting: the claim and the schedule, no change recorded")
+	assert.Equal(t, int64(4), readOnce(), "paid: the claim, BEGIN, the record, COMMIT")
+	hist, err := tr.History(context.Background(), "cost-1")
+	require.NoError(t, err)
+	require.Len(t, hist, 1, "one change in the payment's life")
+	assert.Equal(t, cryptopay.PaymentWaiting, hist[0].From)
 }

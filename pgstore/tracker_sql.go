@@ -5,19 +5,21 @@ import "fmt"
 // trackerSQL holds a Tracker's statements, built once for its tables.
 type trackerSQL struct {
 	insert, insertOrder, getLock, complete, wake, otherPayment, clear, unmatch string
-	get, list, history, counts, claim, set, record                             string
+	get, list, history, counts, claim, set, record, health                     string
 }
 
 func buildTrackerSQL(t, h string) trackerSQL {
 	return trackerSQL{
-		insert: fmt.Sprintf(`INSERT INTO %s (order_id, payment_id, pay_amount, currency, network, expired_at, state, next_at)
-VALUES ($1, $2, $3::numeric, $4, $5, $6, $7, $8) ON CONFLICT (order_id) DO NOTHING RETURNING true`, t),
+		insert: fmt.Sprintf(`INSERT INTO %s (order_id, payment_id, pay_amount, currency, network, expired_at, state, next_at, status, paid_amount)
+VALUES ($1, $2, $3::numeric, $4, $5, $6, $7, $8, $9, $10::numeric) ON CONFLICT (order_id) DO NOTHING RETURNING true`, t),
 		insertOrder: fmt.Sprintf(`INSERT INTO %s (order_id, state) VALUES ($1, $2) ON CONFLICT (order_id) DO NOTHING RETURNING true`, t),
 		getLock:     fmt.Sprintf(`SELECT %s FROM %s WHERE order_id = $1 FOR UPDATE`, trackedCols, t),
 		// Track completes a payment tracked by orderId alone.
 		complete: fmt.Sprintf(`UPDATE %s SET payment_id = $2, pay_amount = $3::numeric, currency = $4, network = $5,
     expired_at = COALESCE($6, expired_at), state = CASE WHEN state = 'unmatched' THEN 'open' ELSE state END,
-    next_at = COALESCE(next_at, $7), updated_at = now()
+    next_at = COALESCE(next_at, $7), updated_at = now(),
+    status = CASE WHEN status = '' AND changes = 0 THEN $8 ELSE status END,
+    paid_amount = CASE WHEN status = '' AND changes = 0 THEN $9::numeric ELSE paid_amount END
 WHERE order_id = $1 AND payment_id = ''`, t),
 		// A webhook: the id completes an unmatched payment; the payment is
 		// read at once unless its status is final, or at the end of the
@@ -28,21 +30,22 @@ WHERE order_id = $1 AND payment_id = ''`, t),
     woken = NOT final,
     next_at = CASE WHEN final THEN next_at WHEN lease_token IS NULL OR next_at IS NULL THEN now() ELSE next_at END
 WHERE order_id = $1 AND (payment_id = '' OR lower(payment_id) = lower($2))`, t),
-		otherPayment: fmt.Sprintf(`UPDATE %s SET anomaly = $3, needs_action = true
-WHERE order_id = $1 AND payment_id <> '' AND lower(payment_id) <> lower($2)`, t),
+		otherPayment: fmt.Sprintf(`UPDATE %s SET %s, needs_action = true
+WHERE order_id = $1 AND payment_id <> '' AND lower(payment_id) <> lower($2)`, t, mergeAnomaly("$3")),
 		// A payment id from a webhook that the API says is another order's:
 		// dropped, only by the lease holder and only while no read has
 		// confirmed it; the order waits unmatched (unread) again, flagged.
-		unmatch: fmt.Sprintf(`UPDATE %s SET payment_id = '', state = $4, next_at = NULL, woken = false, anomaly = $3,
+		unmatch: fmt.Sprintf(`UPDATE %s SET payment_id = '', state = $4, next_at = NULL, woken = false, %s,
     needs_action = true, lease_token = NULL, updated_at = now()
-WHERE order_id = $1 AND lease_token = $2 AND changes = 0 AND pay_amount IS NULL`, t),
+WHERE order_id = $1 AND lease_token = $2 AND changes = 0 AND pay_amount IS NULL`, t, mergeAnomaly("$3")),
 		get: fmt.Sprintf(`SELECT %s FROM %s WHERE order_id = $1`, trackedCols, t),
 		// An operator clears the anomaly they saw, only if no read or other
 		// anomaly was recorded since (compare and set).
 		clear:   fmt.Sprintf(`UPDATE %s SET anomaly = '', needs_action = $2, note = $5 WHERE order_id = $1 AND status = $3 AND anomaly = $4`, t),
 		list:    fmt.Sprintf(`SELECT %s FROM %s WHERE ($1 OR state = ANY($2)) AND (NOT $3 OR needs_action) AND order_id > $4 ORDER BY order_id LIMIT $5`, trackedCols, t),
-		history: fmt.Sprintf(`SELECT order_id, seq, payment_id, from_status, to_status, from_paid::text, to_paid::text, late, at FROM %s WHERE order_id = $1 ORDER BY seq`, h),
+		history: fmt.Sprintf(`SELECT order_id, seq, payment_id, from_status, to_status, from_paid::text, to_paid::text, late, at, merchant_amount::text FROM %s WHERE order_id = $1 ORDER BY seq`, h),
 		counts:  fmt.Sprintf(`SELECT state, count(*)::int, (count(*) FILTER (WHERE needs_action))::int FROM %s GROUP BY state`, t),
+		health:  healthSQL(t, "state <> 'closed'", "needs_action"),
 		// The claim: due payments, locked without waiting for rows another
 		// worker is claiming (SKIP LOCKED), leased to this worker by its
 		// token until now() + lease.
@@ -51,26 +54,52 @@ WHERE order_id = $1 AND lease_token = $2 AND changes = 0 AND pay_amount IS NULL`
 UPDATE %[1]s SET next_at = now() + $2 * interval '1 microsecond', lease_token = $3, woken = false
 FROM due WHERE order_id = due.due_id
 RETURNING %[2]s, late_polls`, t, trackedCols),
-		// A read that records no change: the next read, the anomaly; only
-		// by the lease holder.
+		// A read that records no change: the next read, a new anomaly
+		// (merged into the row's, never the claim's copy written back), the
+		// failure of the read or of the callback ($9, $10: class and text;
+		// none: the count is reset); only by the lease holder.
 		set: fmt.Sprintf(`UPDATE %s SET state = $3, next_at = CASE WHEN woken AND NOT final THEN now() ELSE $4 END, late_polls = $5,
-    anomaly = $6, needs_action = $7, expired_at = COALESCE(expired_at, $8), lease_token = NULL
-WHERE order_id = $1 AND lease_token = $2`, t),
+    %s, needs_action = $7 OR $6 <> '' OR anomaly <> '', expired_at = COALESCE(expired_at, $8), lease_token = NULL,
+    `+failSet("$9", "$10")+`
+WHERE order_id = $1 AND lease_token = $2`, t, mergeAnomaly("$6")),
 		// A change: only by the lease holder, only from the status and paid
 		// amount it read before (compare and set), and the history row in
 		// the same statement; (order_id, seq) is the history's key, so one
 		// change can never be recorded twice.
 		record: fmt.Sprintf(`WITH u AS (
-    UPDATE %[1]s SET status = $3, paid_amount = $4::numeric, changes = changes + 1, state = $5,
-        next_at = CASE WHEN woken AND NOT $11 THEN now() ELSE $6 END, late_polls = $7, needs_action = $8 OR anomaly <> '',
-        final = $11, lease_token = NULL, updated_at = now(), expired_at = COALESCE($9, expired_at),
+    UPDATE %[1]s SET status = $3, paid_amount = $4::numeric, changes = changes + 1, state = $5, fail_count = 0,
+        next_at = CASE WHEN woken AND NOT $11 THEN now() ELSE $6 END, late_polls = $7,
+        needs_action = $8 OR $17 <> '' OR anomaly <> '', %[3]s,
+        final = $11, lease_token = NULL, updated_at = now(), expired_at = COALESCE(expired_at, $9),
         pay_amount = COALESCE(pay_amount, $12::numeric),
         currency = CASE WHEN currency = '' THEN $13 ELSE currency END,
-        network = CASE WHEN network = '' THEN $14 ELSE network END
+        network = CASE WHEN network = '' THEN $14 ELSE network END,
+        merchant_amount = $18::numeric
     WHERE order_id = $1 AND lease_token = $2 AND status = $10 AND paid_amount IS NOT DISTINCT FROM $15::numeric
     RETURNING order_id, payment_id, changes)
-INSERT INTO %[2]s (order_id, seq, payment_id, from_status, to_status, from_paid, to_paid, late)
-SELECT order_id, changes, payment_id, $10, $3, $15::numeric, $4::numeric, $16 FROM u
-RETURNING seq, at`, t, h),
+INSERT INTO %[2]s (order_id, seq, payment_id, from_status, to_status, from_paid, to_paid, late, merchant_amount)
+SELECT order_id, changes, payment_id, $10, $3, $15::numeric, $4::numeric, $16, $18::numeric FROM u
+RETURNING seq, at`, t, h, mergeAnomaly("$17")),
 	}
+}
+
+// maxAnomalyText bounds a tracked payment's anomalies, merged.
+const maxAnomalyText = 4096
+
+// mergeAnomaly is the SET item that adds the anomaly in param to the row's
+// own (read in the statement, not at claim time): an anomaly a webhook set,
+// or an operator cleared, while a worker read the API stays as they left
+// it. An empty param or one the row already holds changes nothing.
+func mergeAnomaly(param string) string {
+	return fmt.Sprintf(`anomaly = CASE WHEN %[1]s = '' OR strpos(anomaly, %[1]s) > 0 THEN anomaly
+        WHEN anomaly = '' THEN %[1]s ELSE left(anomaly || '; ' || %[1]s, %[2]d) END`, param, maxAnomalyText)
+}
+
+// failSet records a worker's failure (the parameters class and text) or,
+// with none, resets the count of failures in a row (the read succeeded).
+func failSet(class, text string) string {
+	return fmt.Sprintf(`fail_count = CASE WHEN %[1]s::text = '' THEN 0 ELSE fail_count + 1 END,
+    fail_class = CASE WHEN %[1]s::text = '' THEN fail_class ELSE %[1]s::text END,
+    fail_text = CASE WHEN %[1]s::text = '' THEN fail_text ELSE %[2]s::text END,
+    failed_at = CASE WHEN %[1]s::text = '' THEN failed_at ELSE now() END`, class, text)
 }

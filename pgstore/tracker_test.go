@@ -31,6 +31,7 @@ type trig struct {
 	srv     *pgtest.Server
 	pool    *pgxpool.Pool
 	fake    *cryptopaytest.Server
+	client  *cryptopay.Client // the trackers' reads share it (and its connections)
 	table   string
 	credits string
 	secret  []byte
@@ -50,10 +51,11 @@ func newTRig(t testing.TB, fakeOpts ...cryptopaytest.ServerOption) *trig {
 	srv := pgtest.Need(t)
 	fake := cryptopaytest.NewServer(fakeOpts...)
 	t.Cleanup(fake.Close)
-	r := &trig{srv: srv, pool: srv.Pool(t, 32), fake: fake, table: pgtest.Name("tracked"), credits: pgtest.Name("credits"),
+	r := &trig{srv: srv, pool: srv.Pool(t, 32), fake: fake, client: fake.Client(), table: pgtest.Name("tracked"), credits: pgtest.Name("credits"),
 		secret: []byte("tracker-test-secret-0123456789ab")}
 	_, err := r.pool.Exec(context.Background(), "CREATE TABLE "+r.credits+
-		" (order_id text NOT NULL, seq int NOT NULL, from_status text NOT NULL, to_status text NOT NULL, paid numeric, late boolean NOT NULL)")
+		" (order_id text NOT NULL, seq int NOT NULL, from_status text NOT NULL, to_status text NOT NULL, paid numeric, late boolean NOT NULL,"+
+		" from_paid numeric)")
 	require.NoError(t, err)
 	r.shop = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if r.drop.Load() {
@@ -80,7 +82,7 @@ func newTRig(t testing.TB, fakeOpts ...cryptopaytest.ServerOption) *trig {
 // forge an answer.
 func (r *trig) GetPayment(ctx context.Context, id string, opts ...cryptopay.Option) (*cryptopay.Payment, error) {
 	r.reads.Add(1)
-	p, err := r.fake.Client().GetPayment(ctx, id, opts...)
+	p, err := r.client.GetPayment(ctx, id, opts...)
 	if err == nil && r.forge != nil {
 		r.forge(p)
 	}
@@ -100,11 +102,29 @@ func (r *trig) config() pgstore.TrackerConfig {
 }
 
 // credit is the merchant's ledger: one row per OnChange, in the tracker's
-// transaction.
+// transaction, with the paid amounts before and after (the ledger moves by
+// their difference, as docs/payment-tracker.md says).
 func (r *trig) credit(ctx context.Context, tx pgx.Tx, c *pgstore.PaymentChange) error {
-	_, err := tx.Exec(ctx, "INSERT INTO "+r.credits+" VALUES ($1, $2, $3, $4, $5::numeric, $6)",
-		c.OrderID, c.Seq, string(c.From), string(c.To), nullNum(c.ToPaid), c.Late)
+	_, err := tx.Exec(ctx, "INSERT INTO "+r.credits+" VALUES ($1, $2, $3, $4, $5::numeric, $6, $7::numeric)",
+		c.OrderID, c.Seq, string(c.From), string(c.To), nullNum(c.ToPaid), c.Late, nullNum(c.FromPaid))
 	return err
+}
+
+// ledger returns what the merchant booked per order: the sum of
+// ToPaid - FromPaid over its OnChange calls, exact.
+func (r *trig) ledger(t testing.TB) map[string]decimal.Decimal {
+	t.Helper()
+	rows, err := r.pool.Query(context.Background(), "SELECT order_id, sum(COALESCE(paid, 0) - COALESCE(from_paid, 0))::text FROM "+
+		r.credits+" GROUP BY order_id")
+	require.NoError(t, err)
+	out := map[string]decimal.Decimal{}
+	var o, sum string
+	_, err = pgx.ForEachRow(rows, []any{&o, &sum}, func() error {
+		out[o] = decimal.RequireFromString(sum)
+		return nil
+	})
+	require.NoError(t, err)
+	return out
 }
 
 func nullNum(d decimal.NullDecimal) *string {
@@ -214,6 +234,10 @@ func TestTrackerTrackByID(t *testing.T) {
 	})
 	p := r.create(t, "ord-id-1", "10")
 	require.True(t, r.track(t, tr, p))
+	// The create answer is the payment's first known state.
+	tracked, err := tr.Get(context.Background(), "ord-id-1")
+	require.NoError(t, err)
+	assert.Equal(t, cryptopay.PaymentWaiting, tracked.Status, "a payment just tracked reads waiting")
 	require.NoError(t, r.fake.Pay(p.ID, p.PayAmount))
 
 	tp := r.waitStatus(t, "ord-id-1", cryptopay.PaymentPaid)
@@ -224,7 +248,7 @@ func TestTrackerTrackByID(t *testing.T) {
 	hist, err := tr.History(context.Background(), "ord-id-1")
 	require.NoError(t, err)
 	require.Len(t, hist, 1)
-	assert.Equal(t, cryptopay.PaymentStatus(""), hist[0].From)
+	assert.Equal(t, cryptopay.PaymentWaiting, hist[0].From, "the first change starts from the create answer's status")
 	assert.Equal(t, cryptopay.PaymentPaid, hist[0].To)
 	assert.False(t, hist[0].Late)
 	assert.Equal(t, int64(1), observed.Load(), "the Observer saw the change once")
@@ -301,6 +325,7 @@ func TestTrackerByOrderIDCompletedByWebhook(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, pgstore.TrackUnmatched, got.State)
 	assert.Empty(t, got.PaymentID)
+	assert.Empty(t, got.Status, "tracked by orderId alone: no status until first seen")
 
 	require.NoError(t, r.fake.Pay(p.ID, p.PayAmount))
 	tp := r.waitStatus(t, "ord-lost", cryptopay.PaymentPaid)
@@ -624,4 +649,224 @@ func TestTrackerRecordsWithSynchronousCommit(t *testing.T) {
 		return true
 	})
 	assert.Positive(t, n)
+}
+
+// TestTrackerRecordsMerchantAmount: each recorded change keeps the
+// provider's merchantAmount (paid minus the payment's fee at the fake),
+// on the tracked payment and in its history, exactly.
+func TestTrackerRecordsMerchantAmount(t *testing.T) {
+	r := newTRig(t)
+	r.drop.Store(true)
+	tr := r.start(t, 1)
+	p := r.create(t, "ord-merchant", "10") // the fee, 1 %, is the merchant's: 0.1
+	r.track(t, tr, p)
+	require.NoError(t, r.fake.Pay(p.ID, decimal.RequireFromString("4")))
+	tp := r.waitStatus(t, "ord-merchant", cryptopay.PaymentPaidPartial)
+	assert.Equal(t, "3.9", tp.MerchantAmount.Decimal.String())
+	require.NoError(t, r.fake.Pay(p.ID, p.PayAmount.Sub(decimal.RequireFromString("4"))))
+	tp = r.waitStatus(t, "ord-merchant", cryptopay.PaymentPaid)
+	require.True(t, tp.MerchantAmount.Valid)
+	assert.Equal(t, "9.9", tp.MerchantAmount.Decimal.String())
+	hist, err := tr.History(context.Background(), "ord-merchant")
+	require.NoError(t, err)
+	require.Len(t, hist, 2)
+	assert.Equal(t, "3.9", hist[0].MerchantAmount.Decimal.String())
+	assert.Equal(t, "9.9", hist[1].MerchantAmount.Decimal.String())
+}
+
+// The tracker checks what it can in each answer (docs/payment-tracker.md,
+// "Keeping your books"): an answer it cannot book is refused (not
+// recorded, nothing booked, flagged for a person); one whose money is real
+// but whose status disagrees with it is recorded and flagged; an expiredAt
+// that moves is flagged and never moves the schedule. Each payment is 10
+// usdt on tron, waiting at the fake; the answers are forged.
+func TestTrackerChecksAnswers(t *testing.T) {
+	ten, zero := decimal.RequireFromString("10"), decimal.Zero
+	epoch := time.Unix(0, 0).UTC()
+	tests := []struct {
+		name     string
+		forge    func(q *cryptopay.Payment)
+		recorded cryptopay.PaymentStatus // the status the tracker holds after the read
+		booked   decimal.Decimal         // the merchant's ledger
+		anomaly  string
+	}{
+		{"negative paid", forged(cryptopay.PaymentPaidPartial, "-100"), cryptopay.PaymentWaiting, zero, "negative paid amount"},
+		{"another currency and network", func(q *cryptopay.Payment) {
+			forged(cryptopay.PaymentPaid, "10")(q)
+			q.Currency, q.Network = "btc", "bitcoin"
+		}, cryptopay.PaymentWaiting, zero, "answered in btc on bitcoin"},
+		{"another payAmount", func(q *cryptopay.Payment) {
+			forged(cryptopay.PaymentPaid, "1")(q)
+			q.PayAmount = decimal.RequireFromString("1")
+		}, cryptopay.PaymentWaiting, zero, "payAmount 1"},
+		{"paid below payAmount", forged(cryptopay.PaymentPaid, "0.01"), cryptopay.PaymentWaiting, zero, "a success below the amount due"},
+		{"paid_over below payAmount", forged(cryptopay.PaymentPaidOver, "9.99"), cryptopay.PaymentWaiting, zero, "a success below the amount due"},
+		{"paid_over at payAmount", forged(cryptopay.PaymentPaidOver, "10"), cryptopay.PaymentPaidOver, ten, "paid_over with 10 paid of 10 due"},
+		{"paid_partial at payAmount", forged(cryptopay.PaymentPaidPartial, "10"), cryptopay.PaymentPaidPartial, ten, "paid_partial with 10 paid of 10 due"},
+		{"expiredAt moved to 1970", func(q *cryptopay.Payment) { q.ExpiredAt = epoch }, cryptopay.PaymentWaiting, zero, "expiredAt 1970-01-01T00:00:00Z"},
+	}
+	r := newTRig(t)
+	forges := map[string]func(*cryptopay.Payment){}
+	for i, tt := range tests {
+		forges[fmt.Sprintf("ord-check-%d", i)] = tt.forge
+	}
+	r.mu.Lock()
+	r.forge = func(q *cryptopay.Payment) { forges[q.OrderID](q) }
+	r.mu.Unlock()
+	tr := r.start(t, 1) // the backstop reads every 300 ms; no webhook needed
+	tracked := map[string]*cryptopay.Payment{}
+	for order := range forges {
+		tracked[order] = r.create(t, order, "10")
+		r.track(t, tr, tracked[order])
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			order := fmt.Sprintf("ord-check-%d", i)
+			var tp *pgstore.TrackedPayment
+			trackWaitFor(t, order+" flagged", func() bool {
+				var err error
+				tp, err = tr.Get(context.Background(), order)
+				return err == nil && tp.Anomaly != ""
+			})
+			assert.Contains(t, tp.Anomaly, tt.anomaly)
+			assert.True(t, tp.NeedsAction)
+			assert.Equal(t, tt.recorded, tp.Status)
+			booked := r.ledger(t)[order]
+			assert.True(t, booked.Equal(tt.booked), "booked %s, want %s", booked, tt.booked)
+			assert.True(t, tp.ExpiredAt.Equal(tracked[order].ExpiredAt), "the tracked expiredAt is kept: %v", tp.ExpiredAt)
+			if !tt.recorded.IsFinal() && !tt.recorded.IsSuccess() {
+				assert.Equal(t, pgstore.TrackOpen, tp.State, "still polled")
+				assert.False(t, tp.NextAt.IsZero(), "still polled")
+			}
+		})
+	}
+}
+
+// forged makes an answer say st with paid paid.
+func forged(st cryptopay.PaymentStatus, paid string) func(*cryptopay.Payment) {
+	return func(q *cryptopay.Payment) {
+		q.Status, q.PaidAmount = st, decimal.NewNullDecimal(decimal.RequireFromString(paid))
+	}
+}
+
+// gateAPI holds the tracker's first read until release is closed (the
+// worker then holds the payment's lease, mid-read), then answers from the
+// fake.
+type gateAPI struct {
+	r                *trig
+	started, release chan struct{}
+	once             atomic.Bool
+}
+
+func newGateAPI(r *trig) *gateAPI {
+	return &gateAPI{r: r, started: make(chan struct{}), release: make(chan struct{})}
+}
+
+func (a *gateAPI) GetPayment(ctx context.Context, id string, opts ...cryptopay.Option) (*cryptopay.Payment, error) {
+	if a.once.CompareAndSwap(false, true) {
+		close(a.started)
+		<-a.release
+	}
+	return a.r.GetPayment(ctx, id, opts...)
+}
+
+// raceDuringRead tracks p, makes it due with the row as set (an UPDATE's
+// SET list), runs a tracker whose first read waits at the gate, calls
+// during() while the worker holds the payment mid-read, then lets the read
+// finish and waits for the worker's write (the lease released).
+func (r *trig) raceDuringRead(t *testing.T, p *cryptopay.Payment, set string, during func(tr *pgstore.Tracker)) *pgstore.TrackedPayment {
+	t.Helper()
+	gate := newGateAPI(r)
+	tr := r.start(t, 0, func(c *pgstore.TrackerConfig) {
+		c.OpenEvery = time.Hour
+		pgstore.WithTrackerAPI(c, gate)
+	})
+	r.track(t, tr, p)
+	_, err := r.pool.Exec(context.Background(), "UPDATE "+r.table+" SET next_at = now(), "+set+" WHERE order_id = $1", p.OrderID)
+	require.NoError(t, err)
+	t.Cleanup(runTracker(tr))
+	<-gate.started
+	during(tr)
+	close(gate.release)
+	waitWritten(t, r.pool, r.table, p.OrderID)
+	tp, err := tr.Get(context.Background(), p.OrderID)
+	require.NoError(t, err)
+	return tp
+}
+
+// A worker's routine write never puts back the anomaly it read when it
+// claimed the payment: a flag a webhook set during its read stays, and an
+// anomaly an operator cleared during its read stays cleared.
+func TestTrackerAnomalyRaces(t *testing.T) {
+	// The read shows what the row holds (waiting, nothing paid): no change,
+	// the worker's routine schedule write.
+	const unchanged = "status = 'waiting', paid_amount = 0"
+	t.Run("a webhook's flag set during a read stays", func(t *testing.T) {
+		r := newTRig(t)
+		p := r.create(t, "ord-race-flag", "10")
+		second := r.create(t, "ord-race-flag", "10") // the customer paid a second payment of the order
+		tp := r.raceDuringRead(t, p, unchanged, func(tr *pgstore.Tracker) {
+			require.NoError(t, tr.PaymentChanged(context.Background(), second))
+			got, err := tr.Get(context.Background(), "ord-race-flag")
+			require.NoError(t, err)
+			require.Contains(t, got.Anomaly, second.ID, "flagged while the worker reads")
+		})
+		assert.Contains(t, tp.Anomaly, second.ID, "the worker's write kept the flag")
+		assert.True(t, tp.NeedsAction)
+	})
+	t.Run("an anomaly cleared during a read stays cleared", func(t *testing.T) {
+		r := newTRig(t)
+		p := r.create(t, "ord-race-clear", "10")
+		tp := r.raceDuringRead(t, p, unchanged+", anomaly = 'an old flag', needs_action = true", func(tr *pgstore.Tracker) {
+			cleared, err := tr.ClearAnomaly(context.Background(), "ord-race-clear", "ops: looked, all fine")
+			require.NoError(t, err)
+			require.Equal(t, "an old flag", cleared)
+		})
+		assert.Empty(t, tp.Anomaly, "the worker's write did not bring the cleared anomaly back")
+		assert.False(t, tp.NeedsAction)
+		assert.Contains(t, tp.Note, "ops: looked, all fine")
+	})
+}
+
+// An order tracked by orderId alone has no status until it is first seen;
+// Track with its create answer then completes it, the answer its first
+// state (waiting).
+func TestTrackCompletesTrackOrder(t *testing.T) {
+	r := newTRig(t)
+	tr, err := pgstore.NewTracker(context.Background(), r.config())
+	require.NoError(t, err)
+	p := r.create(t, "ord-complete", "10")
+	require.NoError(t, pgx.BeginFunc(context.Background(), r.pool, func(tx pgx.Tx) error {
+		_, err := tr.TrackOrder(context.Background(), tx, "ord-complete")
+		return err
+	}))
+	got, err := tr.Get(context.Background(), "ord-complete")
+	require.NoError(t, err)
+	assert.Empty(t, got.Status, "not seen yet")
+	assert.False(t, r.track(t, tr, p), "completed, not created")
+	got, err = tr.Get(context.Background(), "ord-complete")
+	require.NoError(t, err)
+	assert.Equal(t, p.ID, got.PaymentID)
+	assert.Equal(t, cryptopay.PaymentWaiting, got.Status, "the create answer is the first state")
+	assert.Equal(t, pgstore.TrackOpen, got.State)
+}
+
+// runTracker runs tr until the returned stop is called; stop returns once
+// Run has (every payment in hand done with).
+func runTracker(tr *pgstore.Tracker) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = tr.Run(ctx); close(done) }()
+	return func() { cancel(); <-done }
+}
+
+// waitWritten waits until no worker holds orderID's payment: the read in
+// hand has been written (or the lease given back).
+func waitWritten(t testing.TB, pool *pgxpool.Pool, table, orderID string) {
+	t.Helper()
+	trackWaitFor(t, orderID+" written", func() bool {
+		var free bool
+		err := pool.QueryRow(context.Background(), "SELECT lease_token IS NULL FROM "+table+" WHERE order_id = $1", orderID).Scan(&free)
+		return err == nil && free
+	})
 }

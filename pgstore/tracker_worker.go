@@ -27,20 +27,28 @@ const trackBegin = "BEGIN ISOLATION LEVEL READ COMMITTED READ WRITE; SELECT " + 
 // what changed, at most TrackerConfig.Concurrency at once. It returns
 // ctx's error once the payments in hand are done with. Database and API
 // errors are retried on the schedule, never returned. A tracker without
-// TrackerConfig.Client returns ErrInvalidOption at once.
+// TrackerConfig.Client returns ErrInvalidOption at once, and one whose
+// tables are missing or out of date a *SchemaError (CheckSchema).
 func (t *Tracker) Run(ctx context.Context) error {
 	if t.api == nil {
 		return fmt.Errorf("%w: Run needs TrackerConfig.Client", ErrInvalidOption)
 	}
+	if err := t.CheckSchema(ctx); err != nil {
+		return err
+	}
 	return claimLoop(ctx, t.cfg.Concurrency, t.cfg.PollInterval, t.wake, takeFree, t.claimForRun, t.step)
 }
 
-// claimForRun claims up to n due payments; a failed claim is logged and
-// hands out nothing.
+// claimForRun claims up to n due payments (one per window while the API
+// refuses the key: see keyGate); a failed claim is logged and hands out
+// nothing.
 func (t *Tracker) claimForRun(ctx context.Context, n int) []held {
+	if n = t.watch.key.claims(n); n == 0 {
+		return nil // the API refuses the key: wait for the next probe
+	}
 	batch, err := t.claim(ctx, n)
 	if err != nil && ctx.Err() == nil {
-		t.log.LogAttrs(ctx, slog.LevelWarn, "pgstore: claiming tracked payments", slog.String("error", err.Error()))
+		t.watch.warn(ctx, "pgstore: claiming tracked payments", slog.String("error", err.Error()))
 	}
 	return batch
 }
@@ -80,6 +88,7 @@ type next struct {
 	state     TrackState
 	at        *time.Time // nil: not polled
 	latePolls int
+	fail      Failure // the read's or the callback's failure, recorded with it (none: reset)
 }
 
 // schedule derives the next read from the payment's expiredAt and status:
@@ -135,17 +144,18 @@ func (t *Tracker) step(ctx context.Context, h held) {
 		return
 	}
 	p, err := t.api.GetPayment(ctx, h.PaymentID)
+	t.watch.answered(err)
 	if err != nil {
 		if ctx.Err() != nil {
 			return // the lease runs out; another read follows
 		}
-		t.log.LogAttrs(ctx, slog.LevelWarn, "pgstore: reading tracked payment", slog.String("orderId", h.OrderID),
-			slog.String("error", err.Error()))
 		anomaly := ""
 		if errors.Is(err, cryptopay.ErrNotFound) {
 			anomaly = "the API does not know payment " + h.PaymentID
 		}
-		t.write(ctx, h, t.schedule(time.Now(), h.ExpiredAt, h.Status, h.latePolls), anomaly)
+		nx := t.schedule(time.Now(), h.ExpiredAt, h.Status, h.latePolls)
+		nx.fail = t.watch.report(ctx, "reading a tracked payment", h.OrderID, err)
+		t.write(ctx, h, nx, anomaly)
 		return
 	}
 	if reason := t.untrusted(h, p); reason != "" {
@@ -158,13 +168,24 @@ func (t *Tracker) step(ctx context.Context, h held) {
 		t.write(ctx, h, t.schedule(time.Now(), cmpTime(h.ExpiredAt, p.ExpiredAt), h.Status, h.latePolls), reason)
 		return
 	}
+	// The schedule follows the tracked expiredAt: no later answer moves it.
 	nx := t.schedule(time.Now(), cmpTime(h.ExpiredAt, p.ExpiredAt), p.Status, h.latePolls)
+	flag := suspect(h, p)
 	if p.Status == h.Status && sameAmount(p.PaidAmount, h.PaidAmount) {
-		t.write(ctx, h, nx, "")
+		t.write(ctx, h, nx, flag)
 		return
 	}
-	if err := t.record(ctx, h, p, nx); err != nil && !errors.Is(err, errTrackLeaseLost) {
-		t.log.LogAttrs(ctx, slog.LevelWarn, "pgstore: recording a tracked payment's change", slog.String("orderId", h.OrderID),
+	err = t.record(ctx, h, p, nx, flag)
+	switch {
+	case err == nil, errors.Is(err, errTrackLeaseLost):
+	case isCallback(err):
+		// OnChange failed or panicked: the change rolled back, the lease
+		// is still held. Read again after a backoff, never at once.
+		at := time.Now().Add(doubling(t.cfg.PollInterval, t.cfg.OpenEvery, h.LastFailure.Count+1))
+		t.write(ctx, h, next{state: h.State, at: &at, latePolls: h.latePolls,
+			fail: t.watch.report(ctx, "recording a tracked payment's change", h.OrderID, err)}, "")
+	default:
+		t.watch.warn(ctx, "pgstore: recording a tracked payment's change", slog.String("orderId", h.OrderID),
 			slog.String("error", err.Error()))
 	}
 }
@@ -187,28 +208,109 @@ func (t *Tracker) unmatch(ctx context.Context, h held, reason string) {
 }
 
 // untrusted says why the API's answer p must not be recorded for h ("" if
-// it may): it names another payment or order, has a status the SDK does
-// not know, makes a move the lifecycle table does not allow, or shows less
-// paid than already recorded.
+// it may): it names another payment or order, or another currency, network
+// or payAmount than tracked (a field the answer leaves out is not another);
+// has a status the SDK does not know; is a status the lifecycle table does
+// not lead to from the one recorded (reachable); or its paid amount cannot
+// be booked (refusedMoney).
 func (t *Tracker) untrusted(h held, p *cryptopay.Payment) string {
 	switch {
 	case !strings.EqualFold(p.ID, h.PaymentID):
 		return scrubText("the API answered for another payment id: " + p.ID)
 	case p.OrderID != h.OrderID:
 		return scrubText("the API answered with another orderId: " + p.OrderID)
+	case h.Currency != "" && p.Currency != "" && p.Currency != h.Currency,
+		h.Network != "" && p.Network != "" && p.Network != h.Network:
+		return scrubText(fmt.Sprintf("the API answered in %s on %s; the payment is tracked in %s on %s",
+			p.Currency, p.Network, h.Currency, h.Network))
+	case h.PayAmount.Valid && !p.PayAmount.IsZero() && !p.PayAmount.Equal(h.PayAmount.Decimal):
+		return fmt.Sprintf("the API answered with payAmount %s; the payment is tracked with %s", p.PayAmount, h.PayAmount.Decimal)
 	case !p.Status.IsKnown():
 		return scrubText("the API reported an unknown status: " + string(p.Status))
-	case h.Status != "" && p.Status != h.Status && !h.Status.CanMoveTo(p.Status):
+	case h.Status != "" && p.Status != h.Status && !reachable(h.Status, p.Status):
 		return scrubText(fmt.Sprintf("the API reported %s after %s, a move the lifecycle table does not allow", p.Status, h.Status))
-	case h.PaidAmount.Valid && (!p.PaidAmount.Valid || p.PaidAmount.Decimal.LessThan(h.PaidAmount.Decimal)):
+	}
+	return refusedMoney(h, p)
+}
+
+// paymentStatuses are the statuses the lifecycle table names.
+var paymentStatuses = []cryptopay.PaymentStatus{cryptopay.PaymentWaiting, cryptopay.PaymentConfirming,
+	cryptopay.PaymentLocked, cryptopay.PaymentExpired, cryptopay.PaymentPaidPartial, cryptopay.PaymentPaid,
+	cryptopay.PaymentPaidOver, cryptopay.PaymentFailed, cryptopay.PaymentRejected}
+
+// reachable reports whether the lifecycle table leads from one status to
+// another in one move or several: between two reads a payment may pass
+// statuses the tracker never sees (paid_partial, then confirming, then
+// failed), so what is checked is that the walk exists, not that it took
+// one step.
+func reachable(from, to cryptopay.PaymentStatus) bool {
+	seen := map[cryptopay.PaymentStatus]bool{from: true}
+	for next := []cryptopay.PaymentStatus{from}; len(next) > 0; {
+		s := next[0]
+		next = next[1:]
+		for _, m := range paymentStatuses {
+			if !seen[m] && s.CanMoveTo(m) {
+				if m == to {
+					return true
+				}
+				seen[m] = true
+				next = append(next, m)
+			}
+		}
+	}
+	return false
+}
+
+// refusedMoney says why p's paid amount must not be booked ("" if it may):
+// it is negative, less than already recorded, or a success status (paid,
+// paid_over) comes with less than payAmount paid, which would ship goods
+// that were not paid for.
+func refusedMoney(h held, p *cryptopay.Payment) string {
+	paid, due := paidOrZero(p.PaidAmount), dueOf(h, p)
+	switch {
+	case paid.IsNegative():
+		return "the API reported a negative paid amount: " + paid.String()
+	case paid.LessThan(paidOrZero(h.PaidAmount)):
 		return "the API reported less paid than already recorded"
+	case p.Status.IsSuccess() && paid.LessThan(due):
+		return fmt.Sprintf("the API reported %s with %s paid of %s due: a success below the amount due", p.Status, paid, due)
 	}
 	return ""
 }
 
-func sameAmount(a, b decimal.NullDecimal) bool {
-	return a.Valid == b.Valid && (!a.Valid || a.Decimal.Equal(b.Decimal))
+// suspect says what a person should check in an answer that is recorded,
+// since its money is real ("" if nothing): an expiredAt other than the
+// tracked one (the schedule keeps the tracked one), paid_over without more
+// than payAmount paid, paid with more, paid_partial with all of it.
+func suspect(h held, p *cryptopay.Payment) string {
+	paid, due := paidOrZero(p.PaidAmount), dueOf(h, p)
+	st := p.Status
+	switch {
+	case !h.ExpiredAt.IsZero() && !p.ExpiredAt.IsZero() && !p.ExpiredAt.Equal(h.ExpiredAt):
+		return fmt.Sprintf("the API reported expiredAt %s; the payment is tracked with %s, which its schedule keeps",
+			p.ExpiredAt.UTC().Format(time.RFC3339Nano), h.ExpiredAt.UTC().Format(time.RFC3339Nano))
+	case !due.IsPositive():
+		return ""
+	case st == cryptopay.PaymentPaidOver && !paid.GreaterThan(due),
+		st == cryptopay.PaymentPaid && paid.GreaterThan(due),
+		st == cryptopay.PaymentPaidPartial && !paid.LessThan(due):
+		return fmt.Sprintf("the API reported %s with %s paid of %s due", st, paid, due)
+	}
+	return ""
 }
+
+// dueOf is the payAmount the answer is checked against: the tracked one,
+// else (a payment tracked by orderId alone) the answer's.
+func dueOf(h held, p *cryptopay.Payment) decimal.Decimal {
+	if h.PayAmount.Valid {
+		return h.PayAmount.Decimal
+	}
+	return p.PayAmount
+}
+
+// sameAmount compares two paid amounts, none counting as zero (an unpaid
+// payment's answer may carry 0, null or nothing).
+func sameAmount(a, b decimal.NullDecimal) bool { return paidOrZero(a).Equal(paidOrZero(b)) }
 
 func cmpTime(a, b time.Time) time.Time {
 	if a.IsZero() {
@@ -217,7 +319,9 @@ func cmpTime(a, b time.Time) time.Time {
 	return a
 }
 
-// write records a read without a change: the next read and the anomaly.
+// write records a read without a change: the next read and a new anomaly,
+// added in SQL to the row's own (one a webhook set, or an operator
+// cleared, during the read stays as they left it).
 func (t *Tracker) write(ctx context.Context, h held, nx next, anomaly string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
@@ -225,35 +329,35 @@ func (t *Tracker) write(ctx context.Context, h held, nx next, anomaly string) {
 	if !h.ExpiredAt.IsZero() {
 		expired = &h.ExpiredAt
 	}
-	// An anomaly stays until an operator clears it (ClearAnomaly): a clean
-	// read does not make a refused one, or a payment of another id, go away.
-	anomaly = cmpOr(anomaly, h.Anomaly)
-	action := anomaly != "" || h.Status.NeedsAction()
 	if _, err := t.cfg.Pool.Exec(ctx, t.sql.set, h.OrderID, h.token, string(nx.state), nx.at, nx.latePolls,
-		scrubText(anomaly), action, expired); err != nil {
-		t.log.LogAttrs(ctx, slog.LevelWarn, "pgstore: scheduling a tracked payment", slog.String("orderId", h.OrderID),
+		scrubText(anomaly), h.Status.NeedsAction(), expired, string(nx.fail.Class), nx.fail.Text); err != nil {
+		t.watch.warn(ctx, "pgstore: scheduling a tracked payment", slog.String("orderId", h.OrderID),
 			slog.String("error", err.Error()))
 	}
 }
 
 // record writes the change h -> p in one transaction with OnChange (for a
 // change that matters to money), under the lease and only from the state
-// h was read in; then reports it to the Observer.
-func (t *Tracker) record(ctx context.Context, h held, p *cryptopay.Payment, nx next) error {
+// h was read in, with anomaly (if any) added to the row's; then reports it
+// to the Observer. The tracked expiredAt is kept (the answer's is taken
+// only when none was tracked).
+func (t *Tracker) record(ctx context.Context, h held, p *cryptopay.Payment, nx next, anomaly string) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
 	c := &PaymentChange{OrderID: h.OrderID, PaymentID: h.PaymentID, From: h.Status, To: p.Status,
-		FromPaid: h.PaidAmount, ToPaid: p.PaidAmount, Payment: p}
+		FromPaid: h.PaidAmount, ToPaid: p.PaidAmount, MerchantAmount: p.MerchantAmount, Payment: p}
+	exp := cmpTime(h.ExpiredAt, p.ExpiredAt)
 	c.Late = h.Status == cryptopay.PaymentExpired ||
-		(!p.ExpiredAt.IsZero() && p.UpdatedAt.After(p.ExpiredAt) && p.Status != cryptopay.PaymentExpired)
+		(!exp.IsZero() && p.UpdatedAt.After(exp) && p.Status != cryptopay.PaymentExpired)
 	var expired *time.Time
-	if !p.ExpiredAt.IsZero() {
-		expired = &p.ExpiredAt
+	if !exp.IsZero() {
+		expired = &exp
 	}
 	err := pgx.BeginTxFunc(ctx, t.cfg.Pool, pgx.TxOptions{BeginQuery: trackBegin}, func(tx pgx.Tx) error {
 		err := tx.QueryRow(ctx, t.sql.record, h.OrderID, h.token, string(p.Status), nullText(p.PaidAmount), string(nx.state),
 			nx.at, nx.latePolls, p.Status.NeedsAction(), expired, string(h.Status), p.Status.IsFinal(),
-			p.PayAmount.String(), p.Currency, p.Network, nullText(h.PaidAmount), c.Late).Scan(&c.Seq, &c.At)
+			p.PayAmount.String(), p.Currency, p.Network, nullText(h.PaidAmount), c.Late, scrubText(anomaly),
+			nullText(p.MerchantAmount)).Scan(&c.Seq, &c.At)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return errTrackLeaseLost
 		}
@@ -262,8 +366,8 @@ func (t *Tracker) record(ctx context.Context, h held, p *cryptopay.Payment, nx n
 		}
 		t.at("change-recorded")
 		if c.Credits() && t.cfg.OnChange != nil {
-			if err := t.cfg.OnChange(ctx, tx, c); err != nil {
-				return fmt.Errorf("OnChange: %w", err)
+			if err := guard("OnChange", func() error { return t.cfg.OnChange(ctx, tx, c) }); err != nil {
+				return err
 			}
 		}
 		t.at("before-commit")
@@ -273,7 +377,10 @@ func (t *Tracker) record(ctx context.Context, h held, p *cryptopay.Payment, nx n
 		return err
 	}
 	if t.cfg.Observer != nil {
-		t.cfg.Observer(*c)
+		// Told after the commit: a panic is recovered and counted; the
+		// change stays recorded (OnChange's effects committed with it).
+		err := guard("Observer", func() error { t.cfg.Observer(*c); return nil })
+		t.watch.recovered(ctx, "observing a tracked payment's change", h.OrderID, err)
 	}
 	return nil
 }

@@ -20,15 +20,19 @@ Commands:
   payment create        create a payment
   payment tracked       list the payment tracker's payments (--state late, --needs-action);
                         also 'payment tracked show ORDER_ID' with its history,
+                        'payment tracked health' (due, overdue, failing, what to do),
                         'payment tracked clear-anomaly ORDER_ID --note TEXT'
   payout create         create a payout (asks for confirmation unless --yes)
   payout get ID         show a payout
   payout find           look a payout up by --order-id: exists, not_created or still_unknown
   payout export         write every payout to stdout (--format csv|jsonl)
   payout queue          list the payout queue's intents (--state parked,...); also
-                        'payout queue show|approve|reject|retry|resolve ORDER_ID'
+                        'payout queue show|approve|reject|retry|resolve ORDER_ID',
+                        'payout queue health'
   payout batch FILE     enqueue a CSV of payouts in the payout queue (--dry-run first)
   balances              show the balances
+  books                 prove the books: the payout queue and the payment tracker against the
+                        provider, every difference with its exact amount (--json, --csv)
   currencies            list the supported currency/network pairs
   webhook url           print the tokened webhook URL for --order-id
   webhook send          post a tokened test event for a payment or payout to a local receiver
@@ -52,16 +56,19 @@ Environment:
 
 Exit codes:
   0    success (payout find: the payout exists)
-  1    negative answer: a wait ended on a non-success status, payout find says
+  1    negative answer: books found drift, a wait ended on a non-success status, payout find says
        not_created, a receiver refused a webhook, a queued intent is not in the
-       state approve/reject/retry needs, payout batch's file conflicts with the queue
-  2    no answer yet: a wait timed out, payout find says still_unknown
+       state approve/reject/retry needs, payout batch's file conflicts with the queue,
+       a health summary shows work overdue, failing or waiting for a person
+  2    no answer yet: a wait timed out, payout find says still_unknown, books found no
+       drift but something undecided or could not finish
   3    the request failed (API error, network, unreadable answer, database error,
        no such queued intent)
   4    outcome unknown: a create may have taken effect; run 'payout find' before retrying;
        payout batch lost the database's answer to its commit: run the same file again
   5    payout create was not confirmed
-  64   usage: bad command, flag, argument or configuration; a bad row in a batch file
+  64   usage: bad command, flag, argument or configuration (a queue's or tracker's table
+       missing or out of date: create it); a bad row in a batch file
   130  interrupted
 
 Amounts are printed exactly as decimal strings (JSON too), never as floats.
@@ -105,6 +112,8 @@ func (a *app) dispatch(args []string) error {
 		return a.fake(sub)
 	case "balances":
 		return a.balances(sub)
+	case "books":
+		return a.books(sub)
 	case "currencies":
 		return a.currencies(sub)
 	case "payment", "payout", "webhook":

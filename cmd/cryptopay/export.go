@@ -44,19 +44,28 @@ func newListItem(it cryptopay.PayoutListItem) listItem {
 var csvHeader = []string{"payout_id", "status", "amount", "merchant_amount", "currency", "network", "order_id",
 	"customer_id", "paid_address", "wallet_label", "wallet_address", "created_at"}
 
-func (it listItem) csvRecord(spreadsheetSafe bool) []string {
+func (it listItem) csvRecord() []string {
 	merchant := ""
 	if it.MerchantAmount != nil {
 		merchant = *it.MerchantAmount
 	}
-	rec := []string{it.PayoutID, it.Status, it.Amount, merchant, it.Currency, it.Network, it.OrderID,
+	return []string{it.PayoutID, it.Status, it.Amount, merchant, it.Currency, it.Network, it.OrderID,
 		it.CustomerID, it.PaidAddress, it.WalletLabel, it.WalletAddress, it.CreatedAt}
-	if spreadsheetSafe {
-		for i, v := range rec {
-			if v != "" && strings.ContainsRune("=+-@\t\r", rune(v[0])) {
-				rec[i] = "'" + v
-			}
+}
+
+// csvCells makes a CSV record safe where it goes, in place: with
+// spreadsheetSafe, a ' before each cell a spreadsheet would run as a
+// formula (= + - @ tab CR first); on a terminal, each cell through
+// termSafe with the secrets cut (a file or pipe gets the data exact).
+func csvCells(rec []string, spreadsheetSafe, terminal bool, secrets []string) []string {
+	for i, v := range rec {
+		if spreadsheetSafe && v != "" && strings.ContainsRune("=+-@\t\r", rune(v[0])) {
+			v = "'" + v
 		}
+		if terminal {
+			v = termSafe(redactSecrets(v, secrets...))
+		}
+		rec[i] = v
 	}
 	return rec
 }
@@ -75,13 +84,7 @@ type csvExport struct {
 }
 
 func (e *csvExport) write(it listItem) error {
-	rec := it.csvRecord(e.safe)
-	if e.terminal {
-		for i, v := range rec {
-			rec[i] = termSafe(redactSecrets(v, e.secrets...))
-		}
-	}
-	return e.w.Write(rec)
+	return e.w.Write(csvCells(it.csvRecord(), e.safe, e.terminal, e.secrets))
 }
 func (e *csvExport) flush() error { e.w.Flush(); return e.w.Error() }
 

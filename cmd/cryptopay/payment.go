@@ -113,7 +113,8 @@ type objectFlags struct {
 
 // register defines the shared flags; payout marks those a payout requires
 // and a payment does not (CreatePayoutParams.Validate: the network picks
-// the wallet address's check, the orderId reconciles an unknown outcome).
+// the wallet address's check). Both require the orderId: it reconciles an
+// unknown outcome.
 func (o *objectFlags) register(fs *flag.FlagSet, feeUsage string, payout bool) {
 	payoutRequired := ""
 	if payout {
@@ -124,7 +125,7 @@ func (o *objectFlags) register(fs *flag.FlagSet, feeUsage string, payout bool) {
 	fs.StringVar(&o.network, "network", "", "network `key`, for example tron"+payoutRequired)
 	fs.StringVar(&o.customerID, "customer-id", "", "your customer's `id` (required)")
 	fs.StringVar(&o.customerIP, "customer-ip", "", "your customer's IP `address` (required)")
-	fs.StringVar(&o.orderID, "order-id", "", "your order `id`; unique per order (it is how an unknown outcome is reconciled)"+payoutRequired)
+	fs.StringVar(&o.orderID, "order-id", "", "your order `id`; unique per order (it is how an unknown outcome is reconciled) (required)")
 	fs.StringVar(&o.additionalData, "additional-data", "", "free-form `text` stored with the object")
 	fs.StringVar(&o.webhookURL, "webhook-url", "", "where events are sent; build it with 'cryptopay webhook url'")
 	fs.BoolVar(&o.feeByUser, "fee-by-user", false, feeUsage)

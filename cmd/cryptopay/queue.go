@@ -42,12 +42,12 @@ func (a *app) openQueue(f queueFlags, g pgstore.Guardrails, client ...*cryptopay
 		qcfg.Client = client[0]
 	}
 	q, err := pgstore.NewQueue(a.ctx, qcfg)
+	if err == nil {
+		err = q.CheckSchema(a.ctx)
+	}
 	if err != nil {
 		pool.Close()
-		if errors.Is(err, pgstore.ErrInvalidOption) {
-			return nil, nil, &exitError{exitUsage, err}
-		}
-		return nil, nil, err
+		return nil, nil, storeErr(err)
 	}
 	return q, pool, nil
 }
@@ -78,6 +78,8 @@ type intentOut struct {
 	CustomerIP       string `json:"customerIp"`
 	AdditionalData   string `json:"additionalData,omitempty"`
 	WebhookURL       string `json:"webhookUrl,omitempty"`
+	// LastFailure is the latest failed read, send or OnFinal.
+	LastFailure *failureOut `json:"lastFailure,omitempty"`
 }
 
 func newIntentOut(in *pgstore.Intent) intentOut {
@@ -88,7 +90,7 @@ func newIntentOut(in *pgstore.Intent) intentOut {
 		Note: in.Note, Hold: in.Hold, CallbackDue: in.CallbackDue, CreatedAt: when(in.CreatedAt), UpdatedAt: when(in.UpdatedAt),
 		Amount: money(p.Amount), Currency: p.Currency, Network: p.Network, WalletAddress: p.WalletAddress,
 		NetworkFeeByUser: p.NetworkFeeByUser, CustomerID: p.CustomerID, CustomerIP: p.CustomerIP,
-		AdditionalData: p.AdditionalData, WebhookURL: p.WebhookURL,
+		AdditionalData: p.AdditionalData, WebhookURL: p.WebhookURL, LastFailure: newFailureOut(in.LastFailure),
 	}
 	if !in.State.IsFinal() {
 		out.NextAt = when(in.NextAt)
@@ -138,7 +140,7 @@ func (a *app) payoutQueue(args []string) error {
 	subs := map[string]func([]string) error{
 		"list": a.queueList, "show": a.queueShow,
 		"approve": a.queueApprove, "reject": a.queueReject, "retry": a.queueRetry,
-		"resolve": a.queueResolve,
+		"resolve": a.queueResolve, "health": a.queueHealth,
 	}
 	if len(args) > 0 {
 		if run, ok := subs[args[0]]; ok {
@@ -193,9 +195,9 @@ func (a *app) queueList(args []string) error {
 	for i, in := range ins {
 		p := in.Params
 		rows[i] = []string{p.OrderID, string(in.State), money(p.Amount), p.Currency, p.Network, strconv.Itoa(in.Attempts),
-			in.PayoutID, in.Verdict, when(in.UpdatedAt), in.LastError}
+			in.PayoutID, in.Verdict, when(in.UpdatedAt), failingCell(in.LastFailure), in.LastError}
 	}
-	return a.printTable([]string{"ORDER ID", "STATE", "AMOUNT", "CURRENCY", "NETWORK", "ATTEMPTS", "PAYOUT ID", "VERDICT", "UPDATED", "LAST ERROR"}, rows)
+	return a.printTable([]string{"ORDER ID", "STATE", "AMOUNT", "CURRENCY", "NETWORK", "ATTEMPTS", "PAYOUT ID", "VERDICT", "UPDATED", "FAILING", "LAST ERROR"}, rows)
 }
 
 func (a *app) queueShow(args []string) error {
@@ -246,6 +248,7 @@ func (a *app) queueShow(args []string) error {
 		{"Last attempt", o.AttemptedAt},
 		{"Verdict", o.Verdict},
 		{"Last error", o.LastError},
+		{"Last failure", failureLine(in.LastFailure)},
 		{"Payout ID", o.PayoutID},
 		{"Payout status", o.PayoutStatus},
 		{"Note", o.Note},
@@ -367,6 +370,19 @@ func (a *app) queueOperate(cmd command, noteFlag string, noteRequired bool, args
 	}
 	a.printLine("%s: %s", pos[0], done)
 	return nil
+}
+
+// queueHealth prints the queue's health summary (Queue.Health).
+func (a *app) queueHealth(args []string) error {
+	var qf queueFlags
+	return a.healthCommand(command{"payout queue health", "", healthHelp("payouts", "intents not final")}, args, qf.register,
+		func() (healthFunc, *pgxpool.Pool, error) {
+			q, pool, err := a.openQueue(qf, pgstore.Guardrails{})
+			if err != nil {
+				return nil, nil, err
+			}
+			return q.Health, pool, nil
+		})
 }
 
 func stateNames() []string {

@@ -34,12 +34,12 @@ func (a *app) openTracker(f trackerFlags) (*pgstore.Tracker, *pgxpool.Pool, erro
 		return nil, nil, err
 	}
 	tr, err := pgstore.NewTracker(a.ctx, pgstore.TrackerConfig{Pool: pool, Table: f.table})
+	if err == nil {
+		err = tr.CheckSchema(a.ctx)
+	}
 	if err != nil {
 		pool.Close()
-		if errors.Is(err, pgstore.ErrInvalidOption) {
-			return nil, nil, &exitError{exitUsage, err}
-		}
-		return nil, nil, err
+		return nil, nil, storeErr(err)
 	}
 	return tr, pool, nil
 }
@@ -63,6 +63,7 @@ type trackedOut struct {
 	NextAt      string      `json:"nextAt,omitempty"`
 	TrackedAt   string      `json:"trackedAt"`
 	UpdatedAt   string      `json:"updatedAt"`
+	LastFailure *failureOut `json:"lastFailure,omitempty"`
 	History     []changeOut `json:"history,omitempty"`
 }
 
@@ -83,6 +84,7 @@ func newTrackedOut(tp *pgstore.TrackedPayment) trackedOut {
 		PaidAmount: nullMoney(tp.PaidAmount), PayAmount: nullMoney(tp.PayAmount), Currency: tp.Currency, Network: tp.Network,
 		ExpiredAt: when(tp.ExpiredAt), NeedsAction: tp.NeedsAction, Anomaly: tp.Anomaly, Note: tp.Note, Changes: tp.Changes,
 		NextAt: when(tp.NextAt), TrackedAt: when(tp.TrackedAt), UpdatedAt: when(tp.UpdatedAt),
+		LastFailure: newFailureOut(tp.LastFailure),
 	}
 }
 
@@ -104,6 +106,9 @@ func (a *app) paymentTracked(args []string) error {
 	if len(args) > 0 && args[0] == "clear-anomaly" {
 		return a.trackedClear(args[1:])
 	}
+	if len(args) > 0 && args[0] == "health" {
+		return a.trackedHealth(args[1:])
+	}
 	if len(args) > 0 && args[0] == "list" {
 		args = args[1:]
 	}
@@ -114,7 +119,8 @@ func (a *app) trackedList(args []string) error {
 	fs := a.newFlagSet(command{"payment tracked", "", "List the payment tracker's payments in orderId order (pgstore.Tracker):\n" +
 		"unmatched (tracked by orderId alone, waiting for its first webhook), open (before expiredAt),\n" +
 		"late (past expiredAt, read less often for late transfers), closed. Also\n" +
-		"'payment tracked show ORDER_ID' for one payment and its history, and\n" +
+		"'payment tracked show ORDER_ID' for one payment and its history,\n" +
+		"'payment tracked health' for a summary (due, overdue, failing, the commonest failure), and\n" +
 		"'payment tracked clear-anomaly ORDER_ID --note TEXT' once a person has looked into one."})
 	var tf trackerFlags
 	tf.register(fs.FlagSet)
@@ -159,9 +165,9 @@ func (a *app) trackedList(args []string) error {
 	for i, tp := range tps {
 		o := newTrackedOut(&tp)
 		rows[i] = []string{o.OrderID, o.State, o.Status, o.PaidAmount, o.PayAmount, o.Currency, strconv.FormatBool(o.NeedsAction),
-			o.PaymentID, o.UpdatedAt, o.Anomaly}
+			o.PaymentID, o.UpdatedAt, failingCell(tp.LastFailure), o.Anomaly}
 	}
-	return a.printTable([]string{"ORDER ID", "STATE", "STATUS", "PAID", "OF", "CURRENCY", "NEEDS ACTION", "PAYMENT ID", "UPDATED", "ANOMALY"}, rows)
+	return a.printTable([]string{"ORDER ID", "STATE", "STATUS", "PAID", "OF", "CURRENCY", "NEEDS ACTION", "PAYMENT ID", "UPDATED", "FAILING", "ANOMALY"}, rows)
 }
 
 func (a *app) trackedShow(args []string) error {
@@ -203,6 +209,7 @@ func (a *app) trackedShow(args []string) error {
 		{"Expires", o.ExpiredAt},
 		{"Needs action", strconv.FormatBool(o.NeedsAction)},
 		{"Anomaly", o.Anomaly},
+		{"Last failure", failureLine(tp.LastFailure)},
 		{"Operator's note", o.Note},
 		{"Next read", o.NextAt},
 		{"Tracked", o.TrackedAt},
@@ -274,6 +281,19 @@ func (a *app) trackedClear(args []string) error {
 	}
 	a.printLine("%s: anomaly cleared: %s", pos[0], cleared)
 	return nil
+}
+
+// trackedHealth prints the tracker's health summary (Tracker.Health).
+func (a *app) trackedHealth(args []string) error {
+	var tf trackerFlags
+	return a.healthCommand(command{"payment tracked health", "", healthHelp("payments", "tracked payments not closed")}, args, tf.register,
+		func() (healthFunc, *pgxpool.Pool, error) {
+			tr, pool, err := a.openTracker(tf)
+			if err != nil {
+				return nil, nil, err
+			}
+			return tr.Health, pool, nil
+		})
 }
 
 func isTrackState(s pgstore.TrackState) bool {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -21,16 +22,8 @@ import (
 // and need of action, and shows one with its history; the database
 // password never appears.
 func TestPaymentTracked(t *testing.T) {
-	srv := pgstoretest.Need(t)
-	f := setup(t)
-	f.env[envDatabaseURL] = fmt.Sprintf("postgres://postgres:%s@127.0.0.1:%d/postgres?sslmode=disable", dbPassword, srv.Port)
-	pool := srv.Pool(t, 8)
-	table := pgstoretest.Name("tracked")
-	tr, err := pgstore.NewTracker(context.Background(), pgstore.TrackerConfig{
-		Pool: pool, Client: f.srv.Client(), Table: table, CreateTable: true,
-		OpenEvery: 50 * time.Millisecond, PollInterval: 10 * time.Millisecond,
-	})
-	require.NoError(t, err)
+	f, pool, table := setupTracked(t)
+	tr := trackerOn(t, pool, table, f.srv.Client())
 	partial := f.createPayment("o-tr-partial", "10", "")
 	waiting := f.createPayment("o-tr-waiting", "10", "")
 	require.NoError(t, pgx.BeginFunc(context.Background(), pool, func(tx pgx.Tx) error {
@@ -42,28 +35,25 @@ func TestPaymentTracked(t *testing.T) {
 		_, err := tr.TrackOrder(context.Background(), tx, "o-tr-lost")
 		return err
 	}))
-	require.NoError(t, f.srv.Pay(partial.ID, decimal.RequireFromString("4")))
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { _ = tr.Run(ctx); close(done) }()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		tp, err := tr.Get(context.Background(), "o-tr-partial")
-		require.NoError(t, err)
-		if tp.Status == cryptopay.PaymentPaidPartial {
-			break
-		}
-		require.True(t, time.Now().Before(deadline), "no paid_partial within 30 s")
-		time.Sleep(10 * time.Millisecond)
-	}
-	cancel()
-	<-done
-
 	cli := func(args ...string) result {
 		r := f.run(append(args, "--tracker-table", table)...)
 		assertClean(t, r)
 		return r
 	}
+	// A payment just tracked shows its create answer's status (waiting);
+	// one tracked by orderId alone none until it is first seen.
+	for order, want := range map[string]string{"o-tr-waiting": "waiting", "o-tr-lost": ""} {
+		r := cli("payment", "tracked", "show", order, "--output", "json")
+		require.Equal(t, 0, r.code, r.stderr)
+		var o trackedOut
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &o))
+		assert.Equal(t, want, o.Status, order)
+	}
+	require.NoError(t, f.srv.Pay(partial.ID, decimal.RequireFromString("4")))
+	runTrackerUntil(t, tr, "o-tr-partial", "paid_partial", func(tp *pgstore.TrackedPayment) bool {
+		return tp.Status == cryptopay.PaymentPaidPartial
+	})
+
 	tests := []struct {
 		name string
 		args []string
@@ -164,5 +154,44 @@ func TestPaidText(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			assert.Equal(t, tt.want, paidText(tt.o))
 		})
+	}
+}
+
+// setupTracked is the CLI's fixture with a PostgreSQL database in
+// CRYPTOPAY_DATABASE_URL (with a password, which must never be printed),
+// a pool on it and a fresh tracker table name.
+func setupTracked(t *testing.T) (*fixture, *pgxpool.Pool, string) {
+	srv := pgstoretest.Need(t)
+	f := setup(t)
+	f.env[envDatabaseURL] = fmt.Sprintf("postgres://postgres:%s@127.0.0.1:%d/postgres?sslmode=disable", dbPassword, srv.Port)
+	return f, srv.Pool(t, 8), pgstoretest.Name("tracked")
+}
+
+// trackerOn is the application's tracker on table, reading through client.
+func trackerOn(t *testing.T, pool *pgxpool.Pool, table string, client *cryptopay.Client) *pgstore.Tracker {
+	tr, err := pgstore.NewTracker(context.Background(), pgstore.TrackerConfig{
+		Pool: pool, Client: client, Table: table, CreateTable: true,
+		OpenEvery: 50 * time.Millisecond, PollInterval: 10 * time.Millisecond,
+	})
+	require.NoError(t, err)
+	return tr
+}
+
+// runTrackerUntil runs tr until orderID's tracked payment meets cond (at
+// most 30 s), then stops it.
+func runTrackerUntil(t *testing.T, tr *pgstore.Tracker, orderID, what string, cond func(*pgstore.TrackedPayment) bool) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = tr.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		tp, err := tr.Get(context.Background(), orderID)
+		require.NoError(t, err)
+		if cond(tp) {
+			return
+		}
+		require.True(t, time.Now().Before(deadline), "no %s within 30 s", what)
+		time.Sleep(10 * time.Millisecond)
 	}
 }

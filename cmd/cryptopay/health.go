@@ -1,0 +1,129 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/cryptopay/cryptopay-go/pgstore"
+)
+
+// storeErr maps a pgstore constructor's or schema check's error to the
+// CLI's exit codes: a bad table name or a missing or out-of-date table is
+// configuration (usage), anything else a failure.
+func storeErr(err error) error {
+	if errors.Is(err, pgstore.ErrInvalidOption) || errors.Is(err, pgstore.ErrSchema) {
+		return &exitError{exitUsage, err}
+	}
+	return err
+}
+
+// failureOut is a worker's latest failure as the CLI writes it.
+type failureOut struct {
+	Class     string `json:"class"`
+	Permanent bool   `json:"permanent"`
+	Hint      string `json:"hint"`
+	Text      string `json:"text"`
+	At        string `json:"at"`
+	Count     int    `json:"count"`
+}
+
+// newFailureOut is f for output (nil: it never failed).
+func newFailureOut(f pgstore.Failure) *failureOut {
+	if f.Class == "" {
+		return nil
+	}
+	return &failureOut{Class: string(f.Class), Permanent: f.Class.Permanent(), Hint: f.Class.Hint(), Text: f.Text,
+		At: when(f.At), Count: f.Count}
+}
+
+// failingCell is a list's column: the class and how many in a row, ""
+// when the latest read or send succeeded.
+func failingCell(f pgstore.Failure) string {
+	if !f.Failing() {
+		return ""
+	}
+	return string(f.Class) + " x" + strconv.Itoa(f.Count)
+}
+
+// failureLine is a show's line: what failed, what to do, when; "" if it
+// never failed.
+func failureLine(f pgstore.Failure) string {
+	switch {
+	case f.Class == "":
+		return ""
+	case !f.Failing():
+		return fmt.Sprintf("none since %s (earlier: %s: %s)", when(f.At), f.Class, f.Text)
+	}
+	return fmt.Sprintf("%s; %d in a row, latest %s: %s", f.Class.Hint(), f.Count, when(f.At), f.Text)
+}
+
+// healthOut is a health summary as the CLI writes it.
+type healthOut struct {
+	Open           int         `json:"open"`
+	Due            int         `json:"due"`
+	Overdue        int         `json:"overdue"`
+	Failing        int         `json:"failing"`
+	NeedsAction    int         `json:"needsAction"`
+	Commonest      *failureOut `json:"commonestFailure,omitempty"`
+	CommonestCount int         `json:"commonestCount,omitempty"`
+	Summary        string      `json:"summary"`
+}
+
+func healthHelp(noun, open string) string {
+	return "Summarize the " + noun + " still worked on (" + open + "): how many are due, overdue\n" +
+		"(due for longer than a lease: no worker is taking them), failing (their latest read or\n" +
+		"send failed) and need a person, and the commonest failure with what to do about it,\n" +
+		"e.g. \"12 " + noun + " failing: 401 unauthorized: no retry fixes this: check the API key\".\n" +
+		"Exit 1 when anything is overdue, failing or needs a person."
+}
+
+// healthFunc is Queue.Health or Tracker.Health.
+type healthFunc func(context.Context) (pgstore.Health, error)
+
+// healthCommand runs a health command: its flags (register adds the
+// store's), then open's Health, printed; exit 1 when it is not OK.
+func (a *app) healthCommand(cmd command, args []string, register func(*flag.FlagSet),
+	open func() (healthFunc, *pgxpool.Pool, error)) error {
+	fs := a.newDBFlagSet(cmd)
+	register(fs.FlagSet)
+	_, asJSON, err := a.parseOutput(fs, args, 0, 0)
+	if err != nil {
+		return err
+	}
+	health, pool, err := open()
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	return a.printHealth(health, asJSON)
+}
+
+// printHealth prints a health summary; exit 1 when it is not OK.
+func (a *app) printHealth(health healthFunc, asJSON bool) error {
+	h, err := health(a.ctx)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		out := healthOut{Open: h.Open, Due: h.Due, Overdue: h.Overdue, Failing: h.Failing, NeedsAction: h.NeedsAction,
+			CommonestCount: h.CommonestCount, Summary: h.String()}
+		if h.Failing > 0 {
+			out.Commonest = newFailureOut(h.Commonest)
+		}
+		err = a.printJSON(out)
+	} else {
+		for line := range strings.Lines(h.String()) {
+			a.printLine("%s", strings.TrimSuffix(line, "\n"))
+		}
+	}
+	if err == nil && !h.OK() {
+		return quietExit(exitNo)
+	}
+	return err
+}

@@ -1,0 +1,329 @@
+package pgstore
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/shopspring/decimal"
+)
+
+// DefaultBooksBalanceTable is the books check's own table of balance
+// snapshots (BooksConfig.BalanceTable).
+const DefaultBooksBalanceTable = "cryptopay_books_balances"
+
+// PayoutDebit says when the provider takes a payout from the balance. The
+// API does not say: set what your provider does, or the balance is
+// undecided.
+type PayoutDebit int
+
+const (
+	// DebitUndecided: not set; balances are undecided rather than guessed.
+	DebitUndecided PayoutDebit = iota
+	// DebitAtCreate: the balance falls when the payout is created, and a
+	// failed or cancelled payout gives it back.
+	DebitAtCreate
+	// DebitAtPaid: the balance falls when the payout is paid.
+	DebitAtPaid
+)
+
+// PayoutFees says whether what a payout takes from the balance includes
+// a fee beyond its amount. The API does not say.
+type PayoutFees int
+
+const (
+	// FeesUndecided: not set; balances are undecided rather than guessed.
+	FeesUndecided PayoutFees = iota
+	// FeesExcluded: a payout takes its amount, exactly.
+	FeesExcluded
+	// FeesIncluded: a payout takes its amount plus a fee the queue does not
+	// record; a currency and network whose payouts moved is then
+	// undecided, never guessed.
+	FeesIncluded
+)
+
+// balancePair is one currency and network.
+type balancePair struct{ currency, network string }
+
+func pairOf(currency, network string) balancePair {
+	return balancePair{strings.ToLower(currency), strings.ToLower(network)}
+}
+
+// balanceAcc is what the balance section gathers for one pair: the
+// previous snapshot, our cumulative credits and debits, the provider's
+// balance, and the bounds of what is in flight.
+type balanceAcc struct {
+	prev                    *balanceSnap
+	credited, debited       decimal.Decimal // payments' merchantAmount in, payouts out, all time, at start
+	provider                decimal.NullDecimal
+	outFlight, refund, move decimal.Decimal // payouts that may have been taken, given back, or moved since start
+	inFlight                decimal.Decimal // payments' merchantAmount the provider has and the tracker had not at start
+}
+
+// balanceSnap is a stored snapshot: our expected balance and the
+// cumulative credits and debits it was rolled to.
+type balanceSnap struct {
+	at                         time.Time
+	balance, credited, debited decimal.Decimal
+}
+
+// balanceRun is one check's balance section.
+type balanceRun struct {
+	start time.Time // the database's clock when our side was read
+	pairs map[balancePair]*balanceAcc
+}
+
+func (r *balanceRun) acc(p balancePair) *balanceAcc {
+	a := r.pairs[p]
+	if a == nil {
+		a = &balanceAcc{}
+		r.pairs[p] = a
+	}
+	return a
+}
+
+// balanceTableDDL creates the check's snapshot table.
+func balanceTableDDL(table string) string {
+	return fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s (
+    run_at   timestamptz NOT NULL,
+    currency text        NOT NULL,
+    network  text        NOT NULL,
+    balance  numeric     NOT NULL,
+    credited numeric     NOT NULL,
+    debited  numeric     NOT NULL,
+    PRIMARY KEY (currency, network, run_at)
+)`, table)
+}
+
+// debitStates are the intent states whose amount the provider has taken,
+// may have taken (in flight), and may give back, under rule d.
+func debitStates(d PayoutDebit) (taken, flight, back []string) {
+	if d == DebitAtPaid {
+		return []string{"paid"}, []string{"sending", "reconciling", "parked", "created"}, nil
+	}
+	return []string{"created", "paid"}, []string{"sending", "reconciling", "parked"}, []string{"created"}
+}
+
+// balanceStart reads our side in one snapshot (the tracker's credits, the
+// queue's debits, the last snapshot), then the provider's balances.
+func (b *Books) balanceStart(ctx context.Context) (*balanceRun, error) {
+	run := &balanceRun{pairs: make(map[balancePair]*balanceAcc)}
+	pool := b.cfg.Queue.cfg.Pool
+	if b.cfg.CreateTable {
+		if _, err := pool.Exec(ctx, b.DDL()); err != nil {
+			return nil, fmt.Errorf("creating %s: %w", b.balanceTable(), err)
+		}
+	}
+	err := pgx.BeginTxFunc(ctx, pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		if err := tx.QueryRow(ctx, `SELECT now()`).Scan(&run.start); err != nil {
+			return err
+		}
+		taken, flight, back := debitStates(b.cfg.PayoutDebit)
+		queries := []struct {
+			sql  string
+			args []any
+			add  func(a *balanceAcc, v []decimal.Decimal)
+		}{
+			{`SELECT currency, network, COALESCE(sum(merchant_amount), 0)::text FROM ` + b.cfg.Tracker.Table() + ` WHERE currency <> '' GROUP BY 1, 2`, nil,
+				func(a *balanceAcc, v []decimal.Decimal) { a.credited = a.credited.Add(v[0]) }},
+			{`SELECT currency, network, COALESCE(sum(amount) FILTER (WHERE state = ANY($1)), 0)::text,
+    COALESCE(sum(amount) FILTER (WHERE state = ANY($2)), 0)::text, COALESCE(sum(amount) FILTER (WHERE state = ANY($3)), 0)::text
+FROM ` + b.cfg.Queue.Table() + ` GROUP BY 1, 2`, []any{taken, flight, back},
+				func(a *balanceAcc, v []decimal.Decimal) {
+					a.debited, a.outFlight, a.refund = a.debited.Add(v[0]), a.outFlight.Add(v[1]), a.refund.Add(v[2])
+				}},
+		}
+		for _, q := range queries {
+			if err := run.sums(ctx, tx, q.sql, q.args, q.add); err != nil {
+				return err
+			}
+		}
+		return run.readPrev(ctx, tx, b.balanceTable())
+	})
+	if err != nil {
+		return nil, err
+	}
+	bals, err := b.cfg.Client.GetBalances(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("the provider's balances: %w", err)
+	}
+	for _, bal := range bals {
+		a := run.acc(pairOf(bal.Currency, bal.Network))
+		a.provider = decimal.NewNullDecimal(a.provider.Decimal.Add(bal.Amount))
+	}
+	return run, nil
+}
+
+// sums reads rows of (currency, network, sums as text...) into the pairs.
+func (r *balanceRun) sums(ctx context.Context, tx pgx.Tx, sql string, args []any, add func(*balanceAcc, []decimal.Decimal)) error {
+	rows, err := tx.Query(ctx, sql, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		vals := rows.RawValues()
+		v := make([]decimal.Decimal, len(vals)-2)
+		for i := range v {
+			if v[i], err = decimal.NewFromString(string(vals[i+2])); err != nil {
+				return err
+			}
+		}
+		add(r.acc(pairOf(string(vals[0]), string(vals[1]))), v)
+	}
+	return rows.Err()
+}
+
+// readPrev reads the latest snapshot of each pair.
+func (r *balanceRun) readPrev(ctx context.Context, tx pgx.Tx, table string) error {
+	rows, err := tx.Query(ctx, `SELECT DISTINCT ON (currency, network) currency, network, run_at, balance::text, credited::text, debited::text
+FROM `+table+` ORDER BY currency, network, run_at DESC`)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var cur, net, bal, cred, deb string
+		s := &balanceSnap{}
+		if err := rows.Scan(&cur, &net, &s.at, &bal, &cred, &deb); err != nil {
+			return err
+		}
+		var err error
+		if s.balance, err = decimal.NewFromString(bal); err == nil {
+			if s.credited, err = decimal.NewFromString(cred); err == nil {
+				s.debited, err = decimal.NewFromString(deb)
+			}
+		}
+		if err != nil {
+			return err
+		}
+		r.acc(pairOf(cur, net)).prev = s
+	}
+	return rows.Err()
+}
+
+// DDL returns the statement that creates the check's snapshot table
+// (BooksConfig.BalanceTable). Amounts are numeric (exact).
+func (b *Books) DDL() string { return balanceTableDDL(b.balanceTable()) }
+
+// balanceTable is the snapshot table's quoted name.
+func (b *Books) balanceTable() string {
+	t, _ := parseTable(cmpOr(b.cfg.BalanceTable, DefaultBooksBalanceTable)) // checked by NewBooks
+	return t.Sanitize()
+}
+
+// paymentMoved adds what a payment read in the payments section shows of
+// money in flight: merchantAmount the provider has and the tracker had not
+// recorded by the start (recorded since, or not yet).
+func (r *balanceRun) paymentMoved(row *paymentRow) {
+	if r == nil || row.p == nil {
+		return
+	}
+	start, _ := nullDecimal(row.merchantAtStart) // as of the start, less booksClockMargin
+	now := row.p.MerchantAmount.Decimal
+	if d := now.Sub(start.Decimal); d.IsPositive() {
+		a := r.acc(pairOf(row.currency, row.network))
+		a.inFlight = a.inFlight.Add(d)
+	}
+}
+
+// booksClockMargin is how far before the start of a check a change may
+// have been stamped and still not be in the check's snapshot (a
+// transaction stamps its rows when it begins and may commit later): the
+// in-flight bounds look back that far.
+const booksClockMargin = time.Minute
+
+// balanceFinish bounds what moved since the start (intents changed
+// since, read now), rolls each pair forward, emits one item per pair and
+// stores the new snapshots (not for an undecided pair: the next check
+// rolls forward from the last decided one).
+func (b *Books) balanceFinish(ctx context.Context, run *balanceRun, out func(BooksItem) error) (string, error) {
+	pool := b.cfg.Queue.cfg.Pool
+	err := pgx.BeginTxFunc(ctx, pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
+		if err := run.sums(ctx, tx, `SELECT currency, network, sum(amount)::text FROM `+b.cfg.Queue.Table()+
+			` WHERE updated_at > $1 GROUP BY 1, 2`, []any{run.start.Add(-booksClockMargin)},
+			func(a *balanceAcc, v []decimal.Decimal) { a.move = a.move.Add(v[0]) }); err != nil {
+			return err
+		}
+		keys := slices.SortedFunc(maps.Keys(run.pairs), func(x, y balancePair) int {
+			return cmp.Or(cmp.Compare(x.currency, y.currency), cmp.Compare(x.network, y.network))
+		})
+		for _, p := range keys {
+			it, snap := b.balanceItem(p, run.pairs[p])
+			if snap != nil {
+				if _, err := tx.Exec(ctx, `INSERT INTO `+b.balanceTable()+` (run_at, currency, network, balance, credited, debited)
+VALUES ($1, $2, $3, $4::numeric, $5::numeric, $6::numeric)`, run.start, p.currency, p.network,
+					snap.balance.String(), snap.credited.String(), snap.debited.String()); err != nil {
+					return err
+				}
+			}
+			if err := out(it); err != nil {
+				return errEmit{err}
+			}
+		}
+		return nil
+	})
+	if e, ok := err.(errEmit); ok {
+		return "", e.err
+	}
+	if err != nil {
+		return "the database: " + err.Error(), ctx.Err()
+	}
+	return "", nil
+}
+
+// errEmit carries emit's error out of the snapshot's transaction.
+type errEmit struct{ err error }
+
+func (e errEmit) Error() string { return e.err.Error() }
+
+// inFlight reports whether anything of the pair may be moving.
+func inFlight(a *balanceAcc) bool {
+	return !a.outFlight.IsZero() || !a.refund.IsZero() || !a.move.IsZero() || !a.inFlight.IsZero()
+}
+
+// balanceItem classifies one pair and returns the snapshot to store (nil:
+// none).
+func (b *Books) balanceItem(p balancePair, a *balanceAcc) (BooksItem, *balanceSnap) {
+	it := BooksItem{Section: "balances", Currency: p.currency, Network: p.network, Theirs: a.provider}
+	snap := &balanceSnap{credited: a.credited, debited: a.debited}
+	switch {
+	case !a.provider.Valid:
+		it.Class, it.Detail = BooksUndecided, "the provider reports no balance for this currency and network"
+		return it, nil
+	case a.prev == nil && inFlight(a):
+		it.Class, it.Detail = BooksUndecided, "no opening balance yet, and payouts or payments are in flight: the opening is taken at a check with nothing in flight"
+		return it, nil
+	case a.prev == nil:
+		snap.balance = a.provider.Decimal
+		it.Class, it.Detail = BooksOpening, "the first check: the provider's balance is taken as the opening balance"
+		return it, snap
+	}
+	moved := !a.debited.Equal(a.prev.debited) || !a.outFlight.IsZero() || !a.refund.IsZero() || !a.move.IsZero()
+	if b.cfg.PayoutDebit == DebitUndecided || b.cfg.PayoutFees == FeesUndecided || (b.cfg.PayoutFees == FeesIncluded && moved) {
+		it.Class, it.Detail = BooksUndecided, "when payouts debit the balance, or whether fees are included, is not set (or fees are, and payouts moved): undecided rather than guessed"
+		return it, nil
+	}
+	expected := a.prev.balance.Add(a.credited.Sub(a.prev.credited)).Sub(a.debited.Sub(a.prev.debited))
+	snap.balance = expected
+	it.Ours = decimal.NewNullDecimal(expected)
+	it.Delta = a.provider.Decimal.Sub(expected)
+	lo := a.outFlight.Add(a.move).Neg()
+	hi := a.refund.Add(a.move).Add(a.inFlight)
+	switch {
+	case it.Delta.IsZero():
+		it.Class = BooksMatched
+	case it.Delta.GreaterThanOrEqual(lo) && it.Delta.LessThanOrEqual(hi):
+		it.Class = BooksInFlight
+		it.Detail = fmt.Sprintf("within what is in flight: payouts up to %s out, %s back, payments up to %s in", a.outFlight.Add(a.move), a.refund.Add(a.move), a.inFlight)
+	default:
+		it.Class = BooksBalanceDrift
+		it.Detail = "the provider's balance is not the last snapshot + payments in - payouts out"
+	}
+	return it, snap
+}

@@ -1,0 +1,209 @@
+package pgstore
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/shopspring/decimal"
+
+	"github.com/cryptopay/cryptopay-go"
+)
+
+// booksPageSize is how many tracked payments the check reads from the
+// database at once (then from the API, Concurrency at a time).
+const booksPageSize = 100
+
+// booksWindow selects the tracked payments in the window: $1 the Since
+// time (NULL: all).
+const booksWindow = `($1::timestamptz IS NULL OR t.tracked_at >= $1 OR t.updated_at >= $1)`
+
+// booksPaymentsSQL reads a page of tracked payments in the window after
+// orderId $2, $3 at most, each with the sum its history credited and, with
+// a ledger query, the merchant's sum for it.
+// The last column is the merchantAmount recorded as of $4 (the balance
+// section's start less booksClockMargin; NULL: none).
+func booksPaymentsSQL(tracked, history, ledger string) string {
+	join, col := "", "NULL::text"
+	if ledger != "" {
+		join = "LEFT JOIN (" + ledger + ") AS l (order_id, credited) ON l.order_id = t.order_id"
+		col = "l.credited::text"
+	}
+	return fmt.Sprintf(`SELECT t.order_id, t.payment_id, t.status, t.paid_amount::text, t.currency, t.network, t.tracked_at,
+    (SELECT sum(COALESCE(h.to_paid, 0) - COALESCE(h.from_paid, 0))::text FROM %[2]s h WHERE h.order_id = t.order_id),
+    %[4]s,
+    (SELECT h.merchant_amount::text FROM %[2]s h WHERE h.order_id = t.order_id AND h.at <= $4 ORDER BY h.seq DESC LIMIT 1)
+FROM %[1]s t %[3]s
+WHERE t.order_id > $2 AND %[5]s
+ORDER BY t.order_id LIMIT $3`, tracked, history, join, col, booksWindow)
+}
+
+// paymentRow is a tracked payment as the check compares it: the
+// tracker's record, what its history credited, the merchant's ledger, and
+// the provider's answer (p, or err).
+type paymentRow struct {
+	orderID, paymentID, status string
+	paid                       *string
+	currency, network          string
+	trackedAt                  time.Time
+	credited, ledger           *string
+	merchantAtStart            *string
+	p                          *cryptopay.Payment
+	err                        error
+	readAt                     time.Time
+}
+
+// checkPayments reads the tracked payments of the window a page at a
+// time, in one read-only snapshot per page, reads each again at the API
+// and emits one item per payment.
+func (b *Books) checkPayments(ctx context.Context, out func(BooksItem) error, bal *balanceRun) (why string, err error) {
+	t := b.cfg.Tracker
+	if t == nil {
+		return "", nil
+	}
+	if err := t.CheckSchema(ctx); err != nil {
+		return err.Error(), ctx.Err()
+	}
+	since := b.since()
+	var total int
+	if err := t.cfg.Pool.QueryRow(ctx, `SELECT count(*) FROM `+t.Table()+` t WHERE `+booksWindow, since).Scan(&total); err != nil {
+		return "the database: " + err.Error(), ctx.Err()
+	}
+	after, done := "", 0
+	for {
+		page, err := b.paymentPage(ctx, since, after, bal)
+		if err != nil {
+			return "the database: " + err.Error(), ctx.Err()
+		}
+		if len(page) == 0 {
+			return "", nil
+		}
+		b.readPayments(ctx, page)
+		for i := range page {
+			bal.paymentMoved(&page[i])
+			if err := out(page[i].item(b.cfg.SettleTime, b.hasLedger())); err != nil {
+				return "", err
+			}
+		}
+		done += len(page)
+		b.progress("payments", done, total)
+		after = page[len(page)-1].orderID
+	}
+}
+
+func (b *Books) since() *time.Time {
+	if b.cfg.Since.IsZero() {
+		return nil
+	}
+	return &b.cfg.Since
+}
+
+func (b *Books) hasLedger() bool { return b.cfg.LedgerSQL != "" || b.cfg.LedgerFunc != nil }
+
+// paymentPage reads the next page in a read-only snapshot: the tracker's
+// rows, their history's credits and the merchant's ledger agree with one
+// another as of one moment.
+func (b *Books) paymentPage(ctx context.Context, since *time.Time, after string, bal *balanceRun) ([]paymentRow, error) {
+	t := b.cfg.Tracker
+	var start *time.Time
+	if bal != nil {
+		s := bal.start.Add(-booksClockMargin)
+		start = &s
+	}
+	var page []paymentRow
+	err := pgx.BeginTxFunc(ctx, t.cfg.Pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, booksPaymentsSQL(t.Table(), t.history.Sanitize(), b.cfg.LedgerSQL), since, after, booksPageSize, start)
+		if err != nil {
+			return err
+		}
+		page, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (paymentRow, error) {
+			var r paymentRow
+			err := row.Scan(&r.orderID, &r.paymentID, &r.status, &r.paid, &r.currency, &r.network, &r.trackedAt, &r.credited, &r.ledger, &r.merchantAtStart)
+			return r, err
+		})
+		if err != nil || b.cfg.LedgerFunc == nil {
+			return err
+		}
+		for i := range page {
+			sum, ok, err := b.cfg.LedgerFunc(ctx, tx, page[i].orderID)
+			if err != nil {
+				return fmt.Errorf("LedgerFunc for %q: %w", page[i].orderID, err)
+			}
+			if ok {
+				page[i].ledger = nullText(decimal.NewNullDecimal(sum))
+			}
+		}
+		return nil
+	})
+	return page, err
+}
+
+// readPayments reads each payment of the page with a known id at the
+// API, Concurrency at a time.
+func (b *Books) readPayments(ctx context.Context, page []paymentRow) {
+	sem := make(chan struct{}, b.cfg.Concurrency)
+	var wg sync.WaitGroup
+	for i := range page {
+		r := &page[i]
+		if r.paymentID == "" {
+			continue
+		}
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			r.p, r.err = b.cfg.Client.GetPayment(ctx, r.paymentID)
+			r.readAt = time.Now()
+		})
+	}
+	wg.Wait()
+}
+
+// item classifies the payment (see the BooksClass constants): the
+// ledger against the credits first (both the merchant's, read in one
+// snapshot: no settle time), then the provider against the credits, then
+// against the tracker's record.
+func (r *paymentRow) item(settle time.Duration, ledger bool) BooksItem {
+	it := BooksItem{Section: "payments", OrderID: r.orderID, OurStatus: r.status, Currency: r.currency, Network: r.network}
+	credited, _ := nullDecimal(r.credited)
+	it.Ours = decimal.NewNullDecimal(credited.Decimal)
+	it.Ledger, _ = nullDecimal(r.ledger)
+	if r.p != nil {
+		it.TheirStatus = string(r.p.Status)
+		it.Theirs = decimal.NewNullDecimal(r.p.PaidAmount.Decimal)
+		it.Currency, it.Network = cmpOr(r.p.Currency, it.Currency), cmpOr(r.p.Network, it.Network)
+	}
+	it.Delta = it.Theirs.Decimal.Sub(it.Ours.Decimal)
+	it.Class, it.Detail = r.classify(&it, settle, ledger)
+	if it.Class == BooksLedgerDiffers {
+		it.Delta = it.Ledger.Decimal.Sub(it.Ours.Decimal)
+	}
+	return it
+}
+
+func (r *paymentRow) classify(it *BooksItem, settle time.Duration, ledger bool) (BooksClass, string) {
+	switch {
+	case ledger && !it.Ledger.Decimal.Equal(it.Ours.Decimal):
+		return BooksLedgerDiffers, "the merchant's ledger holds another sum than the tracker credited"
+	case r.paymentID == "" && time.Since(r.trackedAt) < settle:
+		return BooksInFlight, "tracked by orderId alone: its payment id is not known yet"
+	case r.paymentID == "":
+		return BooksUndecided, "tracked by orderId alone past the settle time: its payment cannot be read"
+	case r.err != nil:
+		return BooksUndecided, scrubText("the payment could not be read: " + r.err.Error())
+	}
+	recent := r.p.UpdatedAt.After(r.readAt.Add(-settle))
+	paid, _ := nullDecimal(r.paid)
+	switch {
+	case !it.Theirs.Decimal.Equal(it.Ours.Decimal) && recent:
+		return BooksInFlight, "the provider's paid amount changed within the settle time"
+	case !it.Theirs.Decimal.Equal(it.Ours.Decimal):
+		return BooksCreditDiffers, "the tracker credited another amount than the provider says was paid"
+	case string(r.p.Status) == r.status && sameAmount(r.p.PaidAmount, paid):
+		return BooksMatched, ""
+	case recent:
+		return BooksInFlight, "the provider's payment changed within the settle time"
+	}
+	return BooksTrackerDiffers, "the tracker's record is not what the provider says, past the settle time"
+}
