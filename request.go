@@ -221,17 +221,15 @@ func (cl *call) build() *http.Request {
 		req.Header = cl.header.Clone()
 	}
 	if cl.r.body != nil {
-		req.Body = &postBody{Reader: *bytes.NewReader(cl.r.body)}
+		// io.NopCloser of a *bytes.Reader: net/http knows it is in memory
+		// and writes headers and body together (a body type of its own
+		// would make it flush the headers first, a packet of their own
+		// that a server can answer before the body arrives).
+		req.Body = io.NopCloser(bytes.NewReader(cl.r.body))
 		req.ContentLength = int64(len(cl.r.body))
 	}
 	return req.WithContext(cl.actx)
 }
-
-// postBody is a POST's body, which cannot be rewound (see build).
-type postBody struct{ bytes.Reader }
-
-// Close does nothing: the body is in memory.
-func (*postBody) Close() error { return nil }
 
 // send makes one round trip.
 func (cl *call) send(req *http.Request) (*http.Response, error) {
