@@ -82,6 +82,13 @@
 // (the whole machine, every named transition and who makes it, is one
 // table in queue_states.go, drawn in docs/payout-queue.md).
 //
+// Four eyes: Approve queues an intent only once QueueConfig.Approvals
+// distinct actors (default 2) have approved it; the actor who enqueued it
+// (EnqueueBy) does not count, and one actor counts once. Every operator's
+// move (Approve, Reject, Retry, Resolve) names its actor, kept in the
+// history (Event.ActorID). The console module shows the queue in a
+// browser, with the same rules.
+//
 // Its guarantee: an intent is sent at most once per attempt, and a new
 // attempt is made only after the payout list showed the previous one
 // created nothing (cryptopay.PayoutNotCreated) or an operator said so

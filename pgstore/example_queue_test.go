@@ -223,7 +223,48 @@ func parkedIntents(ctx context.Context, q *pgstore.Queue, orderID string) error 
 	for _, in := range parked {
 		log.Printf("%s parked since %v: %q", in.Params.OrderID, in.AttemptedAt, in.LastError)
 	}
-	return q.Retry(ctx, orderID, "carol: no payout in dashboard, ticket 123")
+	return q.Retry(ctx, orderID, "carol", "no payout in dashboard, ticket 123")
 }
 
 var _, _ = recordWithdrawal, parkedIntents
+
+// Four eyes: a payout above the approval threshold is sent only once two
+// different people have approved it. The person who enqueued it does not
+// count, nor does one person approving twice; each approval is in the
+// history with its actor.
+func ExampleQueue_Approve() {
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, os.Getenv("DATABASE_URL"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer pool.Close()
+	q, err := pgstore.NewQueue(ctx, pgstore.QueueConfig{
+		Pool: pool, Table: "example_four_eyes", CreateTable: true, // Approvals: 2 by default
+		Guardrails: pgstore.Guardrails{ApprovalAbove: map[string]decimal.Decimal{"usdt": decimal.NewFromInt(1_000)}},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	orderID := "wd-" + rand.Text()
+	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		_, err := q.EnqueueBy(ctx, tx, "carol", []cryptopay.CreatePayoutParams{{
+			WalletAddress: "TTmPKqxafRT1oacWi3zcTMKf3Ro9GJx82N", Amount: decimal.RequireFromString("2500"), Currency: "usdt", Network: "tron",
+			CustomerID: "user-1", CustomerIP: "203.0.113.7", OrderID: orderID,
+		}})
+		return err
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, who := range []string{"carol", "alice", "alice", "bob"} {
+		err := q.Approve(ctx, orderID, who, "checked KYC")
+		in, _ := q.Get(ctx, orderID)
+		fmt.Printf("%s: counted %v, %s, approved by %v\n", who, !errors.Is(err, pgstore.ErrApprovalNotCounted), in.State, in.ApprovedBy)
+	}
+	// Output:
+	// carol: counted false, needs_approval, approved by []
+	// alice: counted true, needs_approval, approved by [alice]
+	// alice: counted false, needs_approval, approved by [alice]
+	// bob: counted true, queued, approved by [alice bob]
+}

@@ -43,6 +43,9 @@ const (
 	// DefaultQueueMaxAttempts is how many create requests the workers send
 	// for one intent by themselves (see QueueConfig.MaxAttempts).
 	DefaultQueueMaxAttempts = 3
+	// DefaultQueueApprovals is how many distinct people must approve an
+	// intent held for approval (see QueueConfig.Approvals): four eyes.
+	DefaultQueueApprovals = 2
 )
 
 // Holds: why the workers will not send an intent again by themselves
@@ -135,6 +138,10 @@ var (
 	// ErrIntentState: the intent is not in a state the operation applies to
 	// (Approve and Reject need StateNeedsApproval, Retry StateParked).
 	ErrIntentState = errors.New("pgstore: payout intent is not in the required state")
+	// ErrApprovalNotCounted: Approve by an actor whose approval cannot
+	// count (they enqueued the intent, or approved it already). Nothing
+	// changed.
+	ErrApprovalNotCounted = errors.New("pgstore: this actor's approval does not count for this intent")
 )
 
 // IntentConflictError is Enqueue's answer to an orderId already queued with
@@ -194,10 +201,20 @@ type Intent struct {
 	// operator's CLI say). A Run with OnFinal runs it, exactly once, in the
 	// transaction that clears this.
 	CallbackDue bool
-	// ApprovedAt is when an operator approved the intent (Approve); zero
-	// if never. A worker sends an intent above its currency's
-	// Guardrails.ApprovalAbove only once it is approved.
+	// ApprovedAt is when the intent had all the approvals it needs
+	// (ApprovalsNeeded distinct actors, Approve); zero until then. A worker
+	// sends an intent above its currency's Guardrails.ApprovalAbove only
+	// once it is approved.
 	ApprovedAt time.Time
+	// EnqueuedBy is the actor who enqueued the intent (EnqueueBy; "" when
+	// unknown). Their approval does not count.
+	EnqueuedBy string
+	// ApprovedBy lists the distinct actors who approved it, in order.
+	ApprovedBy []string
+	// ApprovalsNeeded is how many distinct actors must approve it: the
+	// enqueuing Queue's QueueConfig.Approvals (an approving Queue with a
+	// larger one raises it).
+	ApprovalsNeeded int
 	// NextAt is when a worker next looks at the intent (for an open state).
 	NextAt time.Time
 	// CreatedAt and UpdatedAt are the database's times of the enqueue and
@@ -317,6 +334,13 @@ type QueueConfig struct {
 	// how many were not logged. Default: warnings and errors as text to
 	// standard error; pass slog.New(slog.DiscardHandler) for none.
 	Logger *slog.Logger
+	// Approvals is how many distinct actors must approve an intent held
+	// for approval before it is sent (default DefaultQueueApprovals: four
+	// eyes). The actor who enqueued it (EnqueueBy) does not count, and an
+	// actor approving twice counts once. It is recorded with each intent at
+	// enqueue; an approving Queue with a larger number raises it, never
+	// lowers it, so an operator's tool cannot weaken the rule.
+	Approvals int
 
 	api payoutAPI // tests replace the SDK
 }
@@ -335,6 +359,7 @@ type Queue struct {
 	log    *slog.Logger
 	sql    queueSQL
 	watch  watch
+	rec    recorder // batches the workers' records
 	schema schema
 
 	// hook is called at named points of the worker; tests use it to kill
@@ -369,6 +394,9 @@ func NewQueue(ctx context.Context, cfg QueueConfig) (*Queue, error) {
 	if cfg.MaxAttempts <= 0 {
 		cfg.MaxAttempts = DefaultQueueMaxAttempts
 	}
+	if cfg.Approvals <= 0 {
+		cfg.Approvals = DefaultQueueApprovals
+	}
 	settle := cmpOr(cfg.ReconcileSettleTime, cryptopay.DefaultReconcileSettleTime)
 	switch {
 	case cfg.Lease <= 2*cfg.SendTimeout+settle:
@@ -381,7 +409,7 @@ func NewQueue(ctx context.Context, cfg QueueConfig) (*Queue, error) {
 	if err := cfg.Guardrails.check(); err != nil {
 		return nil, err
 	}
-	q := &Queue{cfg: cfg, api: cfg.api, table: table, wake: make(chan struct{}, 1), log: cfg.Logger}
+	q := &Queue{cfg: cfg, api: cfg.api, table: table, wake: make(chan struct{}, 1), log: cfg.Logger, rec: newRecorder()}
 	if q.api == nil && cfg.Client != nil {
 		q.api = sdkAPI{c: cfg.Client, settle: cfg.ReconcileSettleTime, skew: cfg.ReconcileClockSkew}
 	}
@@ -428,6 +456,9 @@ func (q *Queue) DDL() string {
 	vel := pgx.Identifier{name + "_velocity_idx"}.Sanitize()
 	calls := pgx.Identifier{name + "_callback_idx"}.Sanitize()
 	histIdx := pgx.Identifier{name + "_history_order_idx"}.Sanitize()
+	search := pgx.Identifier{name + "_wallet_idx"}.Sanitize()
+	payout := pgx.Identifier{name + "_payout_idx"}.Sanitize()
+	held := pgx.Identifier{name + "_held_idx"}.Sanitize()
 	return fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %[1]s (
     order_id            text        PRIMARY KEY,
     wallet_address      text        NOT NULL,
@@ -454,16 +485,25 @@ func (q *Queue) DDL() string {
     approved_at         timestamptz,
     hold                text        NOT NULL DEFAULT '',
     callback_due        boolean     NOT NULL DEFAULT false,
+    enqueued_by         text        NOT NULL DEFAULT '',
+    approved_by         text[]      NOT NULL DEFAULT '{}',
+    approvals_needed    integer     NOT NULL DEFAULT 1,
     created_at          timestamptz NOT NULL DEFAULT now(),
     updated_at          timestamptz NOT NULL DEFAULT now()
 );
 ALTER TABLE %[1]s ADD COLUMN IF NOT EXISTS approved_at timestamptz;
 ALTER TABLE %[1]s ADD COLUMN IF NOT EXISTS hold text NOT NULL DEFAULT '';
 ALTER TABLE %[1]s ADD COLUMN IF NOT EXISTS callback_due boolean NOT NULL DEFAULT false;
+ALTER TABLE %[1]s ADD COLUMN IF NOT EXISTS enqueued_by text NOT NULL DEFAULT '';
+ALTER TABLE %[1]s ADD COLUMN IF NOT EXISTS approved_by text[] NOT NULL DEFAULT '{}';
+ALTER TABLE %[1]s ADD COLUMN IF NOT EXISTS approvals_needed integer NOT NULL DEFAULT 1;
 CREATE INDEX IF NOT EXISTS %[2]s ON %[1]s (next_at) WHERE state IN (%[8]s);
 CREATE INDEX IF NOT EXISTS %[3]s ON %[1]s (state, order_id);
 CREATE INDEX IF NOT EXISTS %[4]s ON %[1]s (currency, reserved_at) WHERE reserved_at IS NOT NULL;
 CREATE INDEX IF NOT EXISTS %[5]s ON %[1]s (next_at) WHERE callback_due;
+CREATE INDEX IF NOT EXISTS %[9]s ON %[1]s (wallet_address);
+CREATE INDEX IF NOT EXISTS %[10]s ON %[1]s (payout_id) WHERE payout_id <> '';
+CREATE INDEX IF NOT EXISTS %[11]s ON %[1]s (order_id) WHERE hold <> '';
 CREATE TABLE IF NOT EXISTS %[6]s (
     id         bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     order_id   text        NOT NULL,
@@ -476,10 +516,13 @@ CREATE TABLE IF NOT EXISTS %[6]s (
     error      text        NOT NULL,
     note       text        NOT NULL,
     payout_id  text        NOT NULL,
-    request_id text        NOT NULL
+    request_id text        NOT NULL,
+    actor_id   text        NOT NULL DEFAULT ''
 );
+ALTER TABLE %[6]s ADD COLUMN IF NOT EXISTS actor_id text NOT NULL DEFAULT '';
 CREATE INDEX IF NOT EXISTS %[7]s ON %[6]s (order_id, id);
-`+failDDL(q.Table()), q.Table(), due, state, vel, calls, q.hist.Sanitize(), histIdx, openStatesSQL())
+`+failDDL(q.Table()), q.Table(), due, state, vel, calls, q.hist.Sanitize(), histIdx, openStatesSQL(),
+		search, payout, held)
 }
 
 // CreateTable creates the queue's table and indexes if they do not exist.
@@ -498,7 +541,7 @@ func (q *Queue) CheckSchema(ctx context.Context) error { return q.schema.check(c
 // intentCols are the columns every read returns, in scanIntent's order.
 const intentCols = `order_id, wallet_address, network_fee_by_user, amount::text, currency, network, customer_id, customer_ip,
 additional_data, webhook_url, state, attempts, attempted_at, payout_id, payout_status, verdict, last_error, note,
-next_at, created_at, updated_at, approved_at, hold, callback_due, ` + failCols
+next_at, created_at, updated_at, approved_at, hold, callback_due, enqueued_by, approved_by, approvals_needed, ` + failCols
 
 func scanIntent(row pgx.Row, extra ...any) (*Intent, error) {
 	var in Intent
@@ -508,7 +551,8 @@ func scanIntent(row pgx.Row, extra ...any) (*Intent, error) {
 	p := &in.Params
 	dest := append([]any{&p.OrderID, &p.WalletAddress, &p.NetworkFeeByUser, &amount, &p.Currency, &p.Network,
 		&p.CustomerID, &p.CustomerIP, &p.AdditionalData, &p.WebhookURL, &state, &in.Attempts, &attempted,
-		&in.PayoutID, &pstatus, &in.Verdict, &in.LastError, &in.Note, &in.NextAt, &in.CreatedAt, &in.UpdatedAt, &approved, &in.Hold, &in.CallbackDue},
+		&in.PayoutID, &pstatus, &in.Verdict, &in.LastError, &in.Note, &in.NextAt, &in.CreatedAt, &in.UpdatedAt, &approved, &in.Hold, &in.CallbackDue,
+		&in.EnqueuedBy, &in.ApprovedBy, &in.ApprovalsNeeded},
 		fs.dest(&in.LastFailure)...)
 	if err := row.Scan(append(dest, extra...)...); err != nil {
 		return nil, err
@@ -524,6 +568,9 @@ func scanIntent(row pgx.Row, extra ...any) (*Intent, error) {
 	}
 	if approved != nil {
 		in.ApprovedAt = *approved
+	}
+	if len(in.ApprovedBy) == 0 {
+		in.ApprovedBy = nil
 	}
 	return &in, nil
 }
@@ -563,6 +610,31 @@ func (q *Queue) Enqueue(ctx context.Context, tx pgx.Tx, p cryptopay.CreatePayout
 // the batch is queued. The same orderId twice in ps is treated as a
 // second Enqueue.
 func (q *Queue) EnqueueMany(ctx context.Context, tx pgx.Tx, ps []cryptopay.CreatePayoutParams) (created int, err error) {
+	return q.enqueue(ctx, tx, "", ps)
+}
+
+// EnqueueBy is EnqueueMany recording actor (who asked for the payouts:
+// a user id, an operator's name) as each new intent's EnqueuedBy and in
+// its history. Four eyes: that actor's approval of these intents does not
+// count. actor must be a non-empty identifier (no control or invisible
+// characters, at most 128 bytes), else a *cryptopay.ValidationError
+// (Field "actor").
+func (q *Queue) EnqueueBy(ctx context.Context, tx pgx.Tx, actor string, ps []cryptopay.CreatePayoutParams) (created int, err error) {
+	if err := checkActor(actor); err != nil {
+		return 0, err
+	}
+	return q.enqueue(ctx, tx, actor, ps)
+}
+
+// checkActor refuses an actor id that cannot name a person in the history.
+func checkActor(actor string) error {
+	if why := ids.Text(actor, 128); why != "" || actor == "" {
+		return &cryptopay.ValidationError{Field: "actor", Reason: cmpOr(why, "is empty: every operator's move names who made it")}
+	}
+	return nil
+}
+
+func (q *Queue) enqueue(ctx context.Context, tx pgx.Tx, actor string, ps []cryptopay.CreatePayoutParams) (created int, err error) {
 	if tx == nil {
 		return 0, fmt.Errorf("%w: Enqueue needs the caller's transaction", ErrInvalidOption)
 	}
@@ -576,7 +648,7 @@ func (q *Queue) EnqueueMany(ctx context.Context, tx pgx.Tx, ps []cryptopay.Creat
 			return 0, &indexedError{i: i, n: len(ps), orderID: p.OrderID, err: err}
 		}
 	}
-	created, existing, err := q.insertIntents(ctx, tx, ps)
+	created, existing, err := q.insertIntents(ctx, tx, actor, ps)
 	if err != nil || len(existing) == 0 {
 		return created, err
 	}
@@ -586,11 +658,13 @@ func (q *Queue) EnqueueMany(ctx context.Context, tx pgx.Tx, ps []cryptopay.Creat
 	return created, nil
 }
 
-// insertIntents inserts ps in one round trip and returns how many were
-// new and the indexes of those whose orderId was queued already.
-func (q *Queue) insertIntents(ctx context.Context, tx pgx.Tx, ps []cryptopay.CreatePayoutParams) (created int, existing []int, err error) {
-	b := &pgx.Batch{}
-	for _, p := range ps {
+// insertIntents inserts ps in one statement, enqueued by actor, and
+// returns how many were new and the indexes of those whose orderId was
+// queued already (or earlier in ps).
+func (q *Queue) insertIntents(ctx context.Context, tx pgx.Tx, actor string, ps []cryptopay.CreatePayoutParams) (created int, existing []int, err error) {
+	cols := make([][]string, 11) // the text columns, in the statement's order
+	fee, due := make([]bool, len(ps)), make([]bool, len(ps))
+	for i, p := range ps {
 		state, why := StateQueued, ""
 		if g := q.cfg.Guardrails.verdict(ctx, p, false); g != nil {
 			state, why = StateBlocked, errText(g)
@@ -598,24 +672,31 @@ func (q *Queue) insertIntents(ctx context.Context, tx pgx.Tx, ps []cryptopay.Cre
 				state, why = StateNeedsApproval, ""
 			}
 		}
-		b.Queue(q.sql.insert, p.OrderID, p.WalletAddress, p.NetworkFeeByUser, p.Amount.String(), p.Currency, p.Network,
-			p.CustomerID, p.CustomerIP, p.AdditionalData, p.WebhookURL, string(state), why, state.IsFinal())
-	}
-	br := tx.SendBatch(ctx, b)
-	for i := range ps {
-		var inserted bool
-		switch err := br.QueryRow().Scan(&inserted); {
-		case err == nil:
-			created++
-		case errors.Is(err, pgx.ErrNoRows):
-			existing = append(existing, i)
-		default:
-			_ = br.Close()
-			return 0, nil, fmt.Errorf("pgstore: enqueue %q: %w", ps[i].OrderID, err)
+		for c, v := range []string{p.OrderID, p.WalletAddress, p.Amount.String(), p.Currency, p.Network, p.CustomerID,
+			p.CustomerIP, p.AdditionalData, p.WebhookURL, string(state), why} {
+			cols[c] = append(cols[c], v)
 		}
+		fee[i], due[i] = p.NetworkFeeByUser, state.IsFinal()
 	}
-	if err := br.Close(); err != nil {
+	rows, err := tx.Query(ctx, q.sql.insert, pgx.NamedArgs{"order_id": cols[0], "wallet_address": cols[1], "fee_by_user": fee,
+		"amount": cols[2], "currency": cols[3], "network": cols[4], "customer_id": cols[5], "customer_ip": cols[6],
+		"additional_data": cols[7], "webhook_url": cols[8], "state": cols[9], "why": cols[10], "due": due,
+		"actor": actor, "approvals": q.cfg.Approvals})
+	if err != nil {
 		return 0, nil, fmt.Errorf("pgstore: enqueue: %w", err)
+	}
+	inserted := make(map[string]bool, len(ps))
+	var id string
+	if _, err := pgx.ForEachRow(rows, []any{&id}, func() error { inserted[id] = true; return nil }); err != nil {
+		return 0, nil, fmt.Errorf("pgstore: enqueue: %w", err)
+	}
+	for i, p := range ps {
+		if inserted[p.OrderID] {
+			delete(inserted, p.OrderID) // a repeat later in ps found it queued
+			created++
+			continue
+		}
+		existing = append(existing, i)
 	}
 	// No Transition here: tx may still roll back. The enqueue is reported
 	// by the first process that changes the committed intent (enqueued).
@@ -719,6 +800,17 @@ type ListFilter struct {
 	After string
 	// Limit caps the page (0: 100; at most 10,000).
 	Limit int
+	// Held keeps only intents with a Hold.
+	Held bool
+	// Currency and Network, if set, keep only intents in them (canonical
+	// keys, as enqueued).
+	Currency, Network string
+	// Since and Until, if set, keep only intents enqueued at or after
+	// Since and before Until.
+	Since, Until time.Time
+	// Search, if set, keeps only the intent whose orderId, payout id or
+	// wallet address is exactly Search.
+	Search string
 }
 
 // List returns intents in orderId order, filtered by f.
@@ -735,7 +827,8 @@ func (q *Queue) List(ctx context.Context, f ListFilter) ([]Intent, error) {
 	for i, s := range f.States {
 		states[i] = string(s)
 	}
-	rows, err := q.cfg.Pool.Query(ctx, q.sql.list, len(states) == 0, states, f.After, limit)
+	rows, err := q.cfg.Pool.Query(ctx, q.sql.list, len(states) == 0, states, f.After, limit,
+		f.Held, f.Currency, f.Network, nullTime(f.Since), nullTime(f.Until), f.Search)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: listing intents: %w", err)
 	}
@@ -752,6 +845,14 @@ func (q *Queue) List(ctx context.Context, f ListFilter) ([]Intent, error) {
 		return nil, fmt.Errorf("pgstore: listing intents: %w", err)
 	}
 	return out, nil
+}
+
+// nullTime is t, or NULL for the zero time.
+func nullTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
 }
 
 // Counts returns how many intents are in each state (states with none are
@@ -782,9 +883,13 @@ func (q *Queue) Counts(ctx context.Context) (map[IntentState]int, error) {
 type Event struct {
 	// At is the database's time of the change.
 	At time.Time
-	// Actor is who made it: "enqueue", "worker", "operator" (Approve,
-	// Reject, Retry: Note says who), or "webhook" (a payout id learned).
+	// Actor is what made it: "enqueue", "worker", "operator" (Approve,
+	// Reject, Retry, Resolve: ActorID says who), or "webhook" (a payout
+	// id learned).
 	Actor string
+	// ActorID is who made it: the actor id an operator's move names, or
+	// EnqueueBy's ("" for the workers, webhooks and an Enqueue without one).
+	ActorID string
 	// From and To are the states before and after ("" From: enqueued;
 	// From equal to To: no state change, an action on record).
 	From, To IntentState
@@ -814,7 +919,7 @@ func (q *Queue) History(ctx context.Context, orderID string) ([]Event, error) {
 	var out []Event
 	var e Event
 	var from, to string
-	_, err = pgx.ForEachRow(rows, []any{&e.At, &e.Actor, &from, &to, &e.Attempts, &e.Verdict, &e.Error, &e.Note, &e.PayoutID, &e.RequestID}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&e.At, &e.Actor, &from, &to, &e.Attempts, &e.Verdict, &e.Error, &e.Note, &e.PayoutID, &e.RequestID, &e.ActorID}, func() error {
 		e.From, e.To = IntentState(from), IntentState(to)
 		out = append(out, e)
 		return nil
@@ -825,30 +930,108 @@ func (q *Queue) History(ctx context.Context, orderID string) ([]Event, error) {
 	return out, nil
 }
 
-// Approve moves an intent from StateNeedsApproval to StateQueued and
-// records the approval (Intent.ApprovedAt): it is then sent, still subject
-// to the other guardrails. note is recorded (who approved, why). An intent
-// in another state is ErrIntentState; approval survives worker restarts
-// (it is a column, not memory).
-func (q *Queue) Approve(ctx context.Context, orderID, note string) error {
-	return q.operate(ctx, orderID, note, StateNeedsApproval, StateQueued)
+// Approve records actor's approval of an intent in StateNeedsApproval,
+// with note, in its history. Four eyes: the intent moves to StateQueued
+// (Intent.ApprovedAt) only when Intent.ApprovalsNeeded distinct actors
+// have approved it (QueueConfig.Approvals; an approving Queue with a
+// larger one raises it); until then it stays held, and nothing is sent.
+// The actor who enqueued it (EnqueueBy) does not count, and an actor
+// approving twice counts once: either is ErrApprovalNotCounted and
+// changes nothing. An intent in another state is ErrIntentState; an
+// invalid actor a *cryptopay.ValidationError (Field "actor"). Approvals
+// survive worker restarts (they are columns, not memory). Once queued, it
+// is sent subject to the other guardrails.
+func (q *Queue) Approve(ctx context.Context, orderID, actor, note string) error {
+	if err := checkActor(actor); err != nil {
+		return err
+	}
+	return q.apply(ctx, orderID, move{
+		from: StateNeedsApproval, what: "approving", sql: q.sql.approve,
+		args:   []any{orderID, actor, scrubText(note), q.cfg.Approvals},
+		whyNot: func(tx pgx.Tx) error { return q.whyNotApproved(ctx, tx, orderID, actor) },
+	})
+}
+
+// move is one operator's statement (it returns the intent and whether it
+// was fresh) and what goes with it.
+type move struct {
+	from IntentState
+	what string // the error's words: "approving", "parked -> queued for"
+	sql  string
+	args []any
+	// whyNot says why the statement changed no row; inTx, if set, runs
+	// after it in its transaction (OnFinal).
+	whyNot func(tx pgx.Tx) error
+	inTx   func(tx pgx.Tx, in *Intent) error
+}
+
+// apply runs m in one transaction and reports its transitions once it
+// committed.
+func (q *Queue) apply(ctx context.Context, orderID string, m move) error {
+	if err := q.CheckSchema(ctx); err != nil {
+		return err
+	}
+	var in *Intent
+	var fresh bool
+	err := pgx.BeginFunc(ctx, q.cfg.Pool, func(tx pgx.Tx) error {
+		var err error
+		in, err = scanIntent(tx.QueryRow(ctx, m.sql, m.args...), &fresh)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			return m.whyNot(tx)
+		case err != nil || m.inTx == nil:
+			return err
+		}
+		return m.inTx(tx, in)
+	})
+	if err != nil {
+		if errors.Is(err, ErrIntentNotFound) || errors.Is(err, ErrIntentState) || errors.Is(err, ErrApprovalNotCounted) {
+			return err
+		}
+		return fmt.Errorf("pgstore: %s %q: %w", m.what, orderID, err)
+	}
+	if fresh { // its first change: the enqueue is reported here (see enqueued)
+		q.observe(Transition{OrderID: orderID, To: m.from})
+	}
+	if in.State != m.from {
+		q.observe(Transition{OrderID: orderID, From: m.from, To: in.State, Attempts: in.Attempts, PayoutID: in.PayoutID})
+		q.poke()
+	}
+	return nil
+}
+
+// whyNotApproved says why the approval statement changed no row.
+func (q *Queue) whyNotApproved(ctx context.Context, tx pgx.Tx, orderID, actor string) error {
+	in, err := scanIntent(tx.QueryRow(ctx, q.sql.get, orderID))
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return fmt.Errorf("%w: %q", ErrIntentNotFound, orderID)
+	case err != nil:
+		return err
+	case in.State != StateNeedsApproval:
+		return fmt.Errorf("%w: %q is not %s", ErrIntentState, orderID, StateNeedsApproval)
+	case in.EnqueuedBy == actor:
+		return fmt.Errorf("%w: %q enqueued %q, and needs another person's approval", ErrApprovalNotCounted, actor, orderID)
+	}
+	return fmt.Errorf("%w: %q approved %q already; it needs another person's approval", ErrApprovalNotCounted, actor, orderID)
 }
 
 // Retry moves a parked intent back to StateQueued, so a new attempt is
 // sent, and clears its Hold. Call it only after checking with the processor that the parked
 // attempt created no payout (search its dashboard for the orderId): the
 // queue could not tell, and a Retry of a payout that does exist pays it
-// twice. note is recorded (who checked, how).
-func (q *Queue) Retry(ctx context.Context, orderID, note string) error {
-	return q.operate(ctx, orderID, note, StateParked, StateQueued)
+// twice. actor (who checked) and note (how) are recorded.
+func (q *Queue) Retry(ctx context.Context, orderID, actor, note string) error {
+	return q.operate(ctx, orderID, actor, note, StateParked, StateQueued)
 }
 
 // Reject moves an intent from StateNeedsApproval to StateRejected (final),
 // running QueueConfig.OnFinal in the same transaction. A Queue without
 // OnFinal (an operator's tool) leaves the callback due instead: a Run with
-// OnFinal runs it, exactly once. note is recorded.
-func (q *Queue) Reject(ctx context.Context, orderID, note string) error {
-	return q.operate(ctx, orderID, note, StateNeedsApproval, StateRejected)
+// OnFinal runs it, exactly once. actor and note are recorded; one
+// person's rejection is enough.
+func (q *Queue) Reject(ctx context.Context, orderID, actor, note string) error {
+	return q.operate(ctx, orderID, actor, note, StateNeedsApproval, StateRejected)
 }
 
 // Resolve records, for a parked intent, the payout an operator found at
@@ -859,12 +1042,15 @@ func (q *Queue) Reject(ctx context.Context, orderID, note string) error {
 // orderId, amount, currency, network and wallet address, and no other
 // intent may hold that payout id; then the intent moves to StateCreated
 // with it, and the workers follow it to its final status (OnFinal runs
-// there). note is recorded (who checked, how). Errors: ErrInvalidOption
+// there). actor (who checked) and note (how) are recorded. Errors: ErrInvalidOption
 // without a Client, ErrIntentNotFound, ErrIntentState (not parked), a
 // *cryptopay.ValidationError (Field "payoutID") when the payout does not
 // match. A payout created under another orderId (a server that altered
 // it) is refused: the intent cannot be tied to it by this check.
-func (q *Queue) Resolve(ctx context.Context, orderID, payoutID, note string) error {
+func (q *Queue) Resolve(ctx context.Context, orderID, payoutID, actor, note string) error {
+	if err := checkActor(actor); err != nil {
+		return err
+	}
 	if q.api == nil {
 		return fmt.Errorf("%w: Resolve needs QueueConfig.Client (the payout is read through the API)", ErrInvalidOption)
 	}
@@ -893,7 +1079,7 @@ func (q *Queue) Resolve(ctx context.Context, orderID, payoutID, note string) err
 		return fmt.Errorf("pgstore: resolving %q: %w", orderID, err)
 	}
 	var attempts int
-	err = q.cfg.Pool.QueryRow(ctx, q.sql.resolve, orderID, noNUL(got.ID), noNUL(string(got.Status)), scrubText(note)).Scan(&attempts)
+	err = q.cfg.Pool.QueryRow(ctx, q.sql.resolve, orderID, noNUL(got.ID), noNUL(string(got.Status)), scrubText(note), actor).Scan(&attempts)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return fmt.Errorf("%w: %q is no longer %s, or its payout id was taken meanwhile", ErrIntentState, orderID, StateParked)
 	}
@@ -927,43 +1113,30 @@ func payoutMismatch(got *cryptopay.Payout, id string, p cryptopay.CreatePayoutPa
 // lock, in one transaction with OnFinal when the new state is final. It
 // clears the lease, so a worker that holds the intent cannot record
 // anything over it.
-func (q *Queue) operate(ctx context.Context, orderID, note string, from, to IntentState) error {
+func (q *Queue) operate(ctx context.Context, orderID, actor, note string, from, to IntentState) error {
 	if !canMove(from, to, byOperator) {
 		return fmt.Errorf("pgstore: no operator's transition %s -> %s", from, to)
 	}
-	var in *Intent
-	var fresh bool
-	err := pgx.BeginFunc(ctx, q.cfg.Pool, func(tx pgx.Tx) error {
-		var err error
-		approve := from == StateNeedsApproval && to == StateQueued
-		due := to.IsFinal() && q.cfg.OnFinal == nil
-		in, err = scanIntent(tx.QueryRow(ctx, q.sql.operate, orderID, string(from), string(to), scrubText(note), approve, due), &fresh)
-		if errors.Is(err, pgx.ErrNoRows) {
+	if err := checkActor(actor); err != nil {
+		return err
+	}
+	due := to.IsFinal() && q.cfg.OnFinal == nil
+	m := move{
+		from: from, what: fmt.Sprintf("%s -> %s for", from, to), sql: q.sql.operate,
+		args: []any{orderID, string(from), string(to), scrubText(note), due, actor},
+		whyNot: func(tx pgx.Tx) error {
 			if _, gerr := scanIntent(tx.QueryRow(ctx, q.sql.get, orderID)); errors.Is(gerr, pgx.ErrNoRows) {
 				return fmt.Errorf("%w: %q", ErrIntentNotFound, orderID)
 			}
 			return fmt.Errorf("%w: %q is not %s", ErrIntentState, orderID, from)
-		}
-		if err != nil {
-			return err
-		}
-		if to.IsFinal() && q.cfg.OnFinal != nil {
+		},
+	}
+	if to.IsFinal() && q.cfg.OnFinal != nil {
+		m.inTx = func(tx pgx.Tx, in *Intent) error {
 			return guard("OnFinal", func() error { return q.cfg.OnFinal(ctx, tx, in) })
 		}
-		return nil
-	})
-	if err != nil {
-		if errors.Is(err, ErrIntentNotFound) || errors.Is(err, ErrIntentState) {
-			return err
-		}
-		return fmt.Errorf("pgstore: %s -> %s for %q: %w", from, to, orderID, err)
 	}
-	if fresh { // its first change: the enqueue is reported here (see enqueued)
-		q.observe(Transition{OrderID: orderID, To: from})
-	}
-	q.observe(Transition{OrderID: orderID, From: from, To: to, Attempts: in.Attempts, PayoutID: in.PayoutID})
-	q.poke()
-	return nil
+	return q.apply(ctx, orderID, m)
 }
 
 // PayoutChanged tells the queue that a payout changed (call it from the

@@ -180,7 +180,7 @@ func TestQueueDurableOperatorMove(t *testing.T) {
 	_, err := r.pool.Exec(context.Background(), "CHECKPOINT") // the setup, on disk
 	require.NoError(t, err)
 	require.NoError(t, srv.WaitWALWriterAsleep(context.Background()))
-	require.NoError(t, q.Reject(context.Background(), p.OrderID, "ops: not this customer"))
+	require.NoError(t, q.Reject(context.Background(), p.OrderID, "ops", "not this customer"))
 	require.NoError(t, srv.Crash())
 	require.NoError(t, srv.Start())
 	var in *pgstore.Intent

@@ -55,8 +55,10 @@ func TestQueueGuardrailsBlock(t *testing.T) {
 			r.enqueue(t, q, ok, tt.stopped)
 			r.payAll(t)
 			run(t, q)
-			waitFor(t, q, "one paid, one blocked", func(c map[pgstore.IntentState]int) bool {
-				return c[pgstore.StatePaid] == 1 && c[pgstore.StateBlocked] == 1
+			// Blocked at enqueue: its OnFinal runs when a worker claims its
+			// due callback, which may come after the other's payment.
+			waitFor(t, q, "one paid, one blocked, both effects", func(c map[pgstore.IntentState]int) bool {
+				return c[pgstore.StatePaid] == 1 && c[pgstore.StateBlocked] == 1 && len(r.effectCounts(t)) == 2
 			})
 			in, err := q.Get(context.Background(), tt.stopped.OrderID)
 			require.NoError(t, err)
@@ -143,17 +145,18 @@ func TestQueueApprovalAcrossRestart(t *testing.T) {
 	waiting, err := q2.List(ctx, pgstore.ListFilter{States: []pgstore.IntentState{pgstore.StateNeedsApproval}})
 	require.NoError(t, err)
 	require.Len(t, waiting, 2)
-	assert.ErrorIs(t, q2.Retry(ctx, big.OrderID, "x"), pgstore.ErrIntentState)
-	require.NoError(t, q2.Approve(ctx, big.OrderID, "approved by alice"))
-	require.NoError(t, q2.Reject(ctx, bad.OrderID, "rejected by bob: unknown customer"))
-	assert.ErrorIs(t, q2.Approve(ctx, bad.OrderID, "x"), pgstore.ErrIntentState, "a rejected intent stays rejected")
+	assert.ErrorIs(t, q2.Retry(ctx, big.OrderID, "ops", "x"), pgstore.ErrIntentState)
+	require.NoError(t, q2.Approve(ctx, big.OrderID, "alice", "KYC checked"))
+	require.NoError(t, q2.Approve(ctx, big.OrderID, "bob", "second pair of eyes"))
+	require.NoError(t, q2.Reject(ctx, bad.OrderID, "bob", "unknown customer"))
+	assert.ErrorIs(t, q2.Approve(ctx, bad.OrderID, "alice", "x"), pgstore.ErrIntentState, "a rejected intent stays rejected")
 	run(t, q2)
 	waitFor(t, q2, "approved paid, rejected final", func(c map[pgstore.IntentState]int) bool {
 		return c[pgstore.StatePaid] == 2 && c[pgstore.StateRejected] == 1
 	})
 	in, err := q2.Get(ctx, big.OrderID)
 	require.NoError(t, err)
-	assert.Equal(t, "approved by alice", in.Note)
+	assert.Equal(t, "second pair of eyes", in.Note)
 	assert.Equal(t, 1, r.fake.PayoutsWithOrderID(big.OrderID))
 	assert.Zero(t, r.fake.PayoutsWithOrderID(bad.OrderID))
 	assert.Equal(t, map[string]int{small.OrderID: 1, big.OrderID: 1, bad.OrderID: 1}, r.effectCounts(t))
@@ -202,7 +205,8 @@ func TestQueueWithoutClient(t *testing.T) {
 	_, err = q.Enqueue(ctx, tx, payoutParams(1))
 	require.NoError(t, err)
 	require.NoError(t, tx.Commit(ctx))
-	require.NoError(t, q.Approve(ctx, payoutParams(1).OrderID, "ops"))
+	require.NoError(t, q.Approve(ctx, payoutParams(1).OrderID, "alice", ""))
+	require.NoError(t, q.Approve(ctx, payoutParams(1).OrderID, "bob", ""))
 	in, err := q.Get(ctx, payoutParams(1).OrderID)
 	require.NoError(t, err)
 	assert.Equal(t, pgstore.StateQueued, in.State)
@@ -255,8 +259,9 @@ func TestQueueApprovalByWorker(t *testing.T) {
 		Err: in.LastError}}, held)
 	mu.Unlock()
 
-	require.NoError(t, plain.Approve(ctx, big.OrderID, "approved by alice")) // an operator's tool, no guardrails
-	q2 := r.queue(t, guard)                                                  // a worker restarted after the approval
+	require.NoError(t, plain.Approve(ctx, big.OrderID, "alice", ""))
+	require.NoError(t, plain.Approve(ctx, big.OrderID, "bob", "")) // an operator's tool, no guardrails
+	q2 := r.queue(t, guard)                                        // a worker restarted after the approval
 	run(t, q2)
 	waitFor(t, q2, "both paid", func(c map[pgstore.IntentState]int) bool { return c[pgstore.StatePaid] == 2 })
 	in, err = q2.Get(ctx, big.OrderID)

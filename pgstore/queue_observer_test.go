@@ -61,10 +61,11 @@ attempted_at = now() - interval '1 minute', reserved_at = now(), updated_at = no
 	stop1, stop2 := run(t, q1), run(t, q2)
 
 	waitIntent(t, q1, parked.OrderID, "parked at MaxAttempts", func(in *pgstore.Intent) bool { return in.Hold == pgstore.HoldMaxAttempts })
-	require.NoError(t, q2.Retry(ctx, parked.OrderID, "ops: the processor has no payout for it"))
+	require.NoError(t, q2.Retry(ctx, parked.OrderID, "ops", "the processor has no payout for it"))
 	waitIntent(t, q1, approved.OrderID, "held for approval", func(in *pgstore.Intent) bool { return in.State == pgstore.StateNeedsApproval })
-	require.NoError(t, q1.Approve(ctx, approved.OrderID, "alice"))
-	require.NoError(t, q2.Reject(ctx, rejected.OrderID, "bob"))
+	require.NoError(t, q1.Approve(ctx, approved.OrderID, "alice", ""))
+	require.NoError(t, q1.Approve(ctx, approved.OrderID, "carol", ""))
+	require.NoError(t, q2.Reject(ctx, rejected.OrderID, "bob", ""))
 	for _, p := range all {
 		want := pgstore.StatePaid
 		if p.OrderID == rejected.OrderID {
@@ -134,17 +135,17 @@ func TestQueueResolve(t *testing.T) {
 	theirs := r.fake.PayoutIDsWithOrderID(other.OrderID)
 	require.Len(t, theirs, 1)
 
-	err := q.Resolve(ctx, p.OrderID, theirs[0], "ops: wrong row")
+	err := q.Resolve(ctx, p.OrderID, theirs[0], "ops", "wrong row")
 	assert.ErrorIs(t, err, cryptopay.ErrInvalidParams, "another order's payout")
-	assert.ErrorIs(t, q.Resolve(ctx, other.OrderID, theirs[0], "ops"), pgstore.ErrIntentState, "not parked")
-	assert.ErrorIs(t, q.Resolve(ctx, "wd-none", mine[0], "ops"), pgstore.ErrIntentNotFound)
+	assert.ErrorIs(t, q.Resolve(ctx, other.OrderID, theirs[0], "ops", ""), pgstore.ErrIntentState, "not parked")
+	assert.ErrorIs(t, q.Resolve(ctx, "wd-none", mine[0], "ops", ""), pgstore.ErrIntentNotFound)
 	noClient := r.queue(t, func(c *pgstore.QueueConfig) { c.Client = nil })
-	assert.ErrorIs(t, noClient.Resolve(ctx, p.OrderID, mine[0], "ops"), pgstore.ErrInvalidOption)
+	assert.ErrorIs(t, noClient.Resolve(ctx, p.OrderID, mine[0], "ops", ""), pgstore.ErrInvalidOption)
 	// An intent bound to p's payout already (as a replayed answer once
 	// bound one to another order's payout): refused.
 	_, err = r.pool.Exec(ctx, "UPDATE "+r.table+" SET payout_id = $1 WHERE order_id = $2", mine[0], other.OrderID)
 	require.NoError(t, err)
-	assert.ErrorContains(t, q.Resolve(ctx, p.OrderID, mine[0], "ops"), "already")
+	assert.ErrorContains(t, q.Resolve(ctx, p.OrderID, mine[0], "ops", ""), "already")
 	_, err = r.pool.Exec(ctx, "UPDATE "+r.table+" SET payout_id = $1 WHERE order_id = $2", theirs[0], other.OrderID)
 	require.NoError(t, err)
 	in, err := q.Get(ctx, p.OrderID)
@@ -152,7 +153,7 @@ func TestQueueResolve(t *testing.T) {
 	assert.Equal(t, pgstore.StateParked, in.State, "a refused Resolve changes nothing")
 	assert.Empty(t, in.PayoutID)
 
-	require.NoError(t, q.Resolve(ctx, p.OrderID, mine[0], "ops: dashboard shows it"))
+	require.NoError(t, q.Resolve(ctx, p.OrderID, mine[0], "ops", "dashboard shows it"))
 	r.payAll(t)
 	run(t, q)
 	in = waitIntent(t, q, p.OrderID, "paid", func(in *pgstore.Intent) bool { return in.State == pgstore.StatePaid })
@@ -164,7 +165,7 @@ func TestQueueResolve(t *testing.T) {
 	require.NoError(t, err)
 	var resolved bool
 	for _, e := range hist {
-		resolved = resolved || e.Actor == "operator" && e.From == pgstore.StateParked && e.To == pgstore.StateCreated && e.Note == "ops: dashboard shows it"
+		resolved = resolved || e.Actor == "operator" && e.From == pgstore.StateParked && e.To == pgstore.StateCreated && e.ActorID == "ops" && e.Note == "dashboard shows it"
 	}
 	assert.True(t, resolved, "the operator's Resolve is in the history")
 }

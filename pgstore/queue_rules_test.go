@@ -3,6 +3,7 @@ package pgstore_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -282,7 +283,8 @@ func TestQueueObserverAndHistory(t *testing.T) {
 	}
 	polls := r.fake.Requests(cryptopaytest.RouteGetPayout)
 	waitCount(t, "follow polls", polls+10, func() int { return r.fake.Requests(cryptopaytest.RouteGetPayout) })
-	require.NoError(t, q.Approve(ctx, ps[2].OrderID, "alice: KYC checked"))
+	require.NoError(t, q.Approve(ctx, ps[2].OrderID, "alice", "KYC checked"))
+	require.NoError(t, q.Approve(ctx, ps[2].OrderID, "bob", "KYC checked"))
 	r.payAll(t)
 	for _, p := range ps {
 		waitIntent(t, q, p.OrderID, "paid", func(in *pgstore.Intent) bool { return in.State == pgstore.StatePaid })
@@ -313,14 +315,23 @@ func TestQueueObserverAndHistory(t *testing.T) {
 		require.NoError(t, err)
 		var hmoves [][2]pgstore.IntentState
 		for _, e := range hist {
-			hmoves = append(hmoves, [2]pgstore.IntentState{e.From, e.To})
 			assert.False(t, e.At.IsZero())
+			if e.From == e.To {
+				continue // an action on record: the first of two approvals
+			}
+			hmoves = append(hmoves, [2]pgstore.IntentState{e.From, e.To})
 		}
 		assert.Equal(t, moves, hmoves, "%s: the history holds the Observer's transitions", p.OrderID)
 		if i == 2 {
 			assert.Equal(t, pgstore.StateNeedsApproval, hist[0].To)
-			assert.Equal(t, "operator", hist[1].Actor)
-			assert.Equal(t, "alice: KYC checked", hist[1].Note)
+			for k, who := range []string{"alice", "bob"} {
+				e := hist[1+k]
+				assert.Equal(t, "operator", e.Actor)
+				assert.Equal(t, who, e.ActorID, "each approval names its approver")
+				assert.Equal(t, fmt.Sprintf("approval %d of 2: KYC checked", k+1), e.Note)
+			}
+			assert.Equal(t, pgstore.StateNeedsApproval, hist[1].To, "one approval holds it still")
+			assert.Equal(t, pgstore.StateQueued, hist[2].To, "the second approval queues it")
 		}
 	}
 }

@@ -89,6 +89,23 @@ func (r *qrig) enqueue(t *testing.T, q *pgstore.Queue, ps ...cryptopay.CreatePay
 	}))
 }
 
+// heldQueue is a queue that holds every usdt intent above 5 for approval.
+func (r *qrig) heldQueue(t *testing.T) *pgstore.Queue {
+	return r.queue(t, func(c *pgstore.QueueConfig) {
+		c.Guardrails.ApprovalAbove = map[string]decimal.Decimal{"usdt": decimal.NewFromInt(5)}
+	})
+}
+
+// enqueueBy enqueues ps in one transaction in actor's name.
+func (r *qrig) enqueueBy(t *testing.T, q *pgstore.Queue, actor string, ps ...cryptopay.CreatePayoutParams) {
+	t.Helper()
+	ctx := context.Background()
+	require.NoError(t, pgx.BeginFunc(ctx, r.pool, func(tx pgx.Tx) error {
+		_, err := q.EnqueueBy(ctx, tx, actor, ps)
+		return err
+	}))
+}
+
 // run works q (a Queue or a Tracker) until the test ends (or stop is
 // called).
 func run(t *testing.T, q interface{ Run(context.Context) error }) (stop func()) {
@@ -196,18 +213,64 @@ func TestQueueHappyPath(t *testing.T) {
 // Enqueue is keyed by orderId: identical again is a no-op, different is a
 // typed error that changes nothing, and a rolled-back transaction queues
 // nothing.
+// inTx runs f in a transaction on pool, committed if f succeeds.
+func inTx[T any](pool *pgxpool.Pool, f func(tx pgx.Tx) (T, error)) (T, error) {
+	var out T
+	err := pgx.BeginFunc(context.Background(), pool, func(tx pgx.Tx) error {
+		var err error
+		out, err = f(tx)
+		return err
+	})
+	return out, err
+}
+
+// EnqueueMany inserts a batch in one statement: each intent once with its
+// history row, an orderId repeated in the batch counts as a second
+// Enqueue (a no-op when equal, a conflict naming its index when not), and
+// amounts keep every digit.
+func TestQueueEnqueueManyRepeats(t *testing.T) {
+	r := newQRig(t)
+	q := r.queue(t)
+	ctx := context.Background()
+	enqMany := func(ps ...cryptopay.CreatePayoutParams) (int, error) {
+		return inTx(r.pool, func(tx pgx.Tx) (int, error) { return q.EnqueueMany(ctx, tx, ps) })
+	}
+	p1, p2 := payoutParams(1), payoutParams(2)
+	p2.Amount = decimal.RequireFromString("0.000001")
+	n, err := enqMany(p1, p2, p1)
+	require.NoError(t, err)
+	assert.Equal(t, 2, n)
+	n, err = enqMany(p2, payoutParams(3))
+	require.NoError(t, err)
+	assert.Equal(t, 1, n, "p2 was queued already")
+	for _, id := range []string{p1.OrderID, p2.OrderID, payoutParams(3).OrderID} {
+		hist, err := q.History(ctx, id)
+		require.NoError(t, err)
+		require.Len(t, hist, 1, id)
+		assert.Equal(t, pgstore.StateQueued, hist[0].To)
+	}
+	in, err := q.Get(ctx, p2.OrderID)
+	require.NoError(t, err)
+	assert.Equal(t, "0.000001", in.Params.Amount.String())
+
+	other := payoutParams(4)
+	changed := other
+	changed.CustomerID = "cust-2"
+	_, err = enqMany(other, changed)
+	var conflict *pgstore.IntentConflictError
+	require.ErrorAs(t, err, &conflict)
+	assert.Equal(t, "CustomerID", conflict.Field)
+	assert.Contains(t, err.Error(), "intent 2 of 2", "the repeat is named")
+	_, err = q.Get(ctx, other.OrderID)
+	assert.ErrorIs(t, err, pgstore.ErrIntentNotFound, "rolled back with the batch")
+}
+
 func TestQueueEnqueue(t *testing.T) {
 	r := newQRig(t)
 	q := r.queue(t)
 	ctx := context.Background()
 	enq := func(p cryptopay.CreatePayoutParams) (bool, error) {
-		var created bool
-		err := pgx.BeginFunc(ctx, r.pool, func(tx pgx.Tx) error {
-			var err error
-			created, err = q.Enqueue(ctx, tx, p)
-			return err
-		})
-		return created, err
+		return inTx(r.pool, func(tx pgx.Tx) (bool, error) { return q.Enqueue(ctx, tx, p) })
 	}
 	p := payoutParams(1)
 	created, err := enq(p)
@@ -263,4 +326,75 @@ func TestQueueEnqueue(t *testing.T) {
 	counts, err := q.Counts(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, map[pgstore.IntentState]int{pgstore.StateQueued: 1}, counts)
+}
+
+// Four eyes: an intent above the approval threshold is queued only by the
+// approval of a second distinct person. The enqueuer's approval does not
+// count, nor the same person's twice, and an operator's Queue configured
+// with fewer approvals cannot lower the number recorded at enqueue.
+func TestQueueFourEyes(t *testing.T) {
+	r := newQRig(t)
+	ctx := context.Background()
+	q := r.heldQueue(t)
+	lax := r.queue(t, func(c *pgstore.QueueConfig) { c.Approvals, c.CreateTable = 1, false })
+	p := payoutParams(1)
+	r.enqueueBy(t, q, "carol", p)
+	for _, step := range []struct {
+		queue   *pgstore.Queue
+		actor   string
+		err     error
+		state   pgstore.IntentState
+		already []string
+	}{
+		{q, "carol", pgstore.ErrApprovalNotCounted, pgstore.StateNeedsApproval, nil},
+		{q, "", cryptopay.ErrInvalidParams, pgstore.StateNeedsApproval, nil},
+		{q, "a\u202eb", cryptopay.ErrInvalidParams, pgstore.StateNeedsApproval, nil},
+		{lax, "alice", nil, pgstore.StateNeedsApproval, []string{"alice"}},
+		{q, "alice", pgstore.ErrApprovalNotCounted, pgstore.StateNeedsApproval, []string{"alice"}},
+		{q, "bob", nil, pgstore.StateQueued, []string{"alice", "bob"}},
+		{q, "dave", pgstore.ErrIntentState, pgstore.StateQueued, []string{"alice", "bob"}},
+	} {
+		err := step.queue.Approve(ctx, p.OrderID, step.actor, "looked")
+		if step.err == nil {
+			require.NoError(t, err, step.actor)
+		} else {
+			require.ErrorIs(t, err, step.err, step.actor)
+		}
+		in, err := q.Get(ctx, p.OrderID)
+		require.NoError(t, err)
+		assert.Equal(t, step.state, in.State, "after %q", step.actor)
+		assert.Equal(t, step.already, in.ApprovedBy, "after %q", step.actor)
+		assert.Equal(t, step.state == pgstore.StateQueued, !in.ApprovedAt.IsZero())
+		assert.Equal(t, "carol", in.EnqueuedBy)
+		assert.Equal(t, 2, in.ApprovalsNeeded)
+	}
+	hist, err := q.History(ctx, p.OrderID)
+	require.NoError(t, err)
+	require.Len(t, hist, 3, "the enqueue and two approvals; refused approvals change nothing")
+	assert.Equal(t, []string{"carol", "alice", "bob"}, []string{hist[0].ActorID, hist[1].ActorID, hist[2].ActorID})
+	assert.Equal(t, "approval 2 of 2: looked", hist[2].Note)
+}
+
+// Two approvers at the same moment: the row lock orders them, so the
+// intent is queued once, with both approvals in its history.
+func TestQueueFourEyesConcurrent(t *testing.T) {
+	r := newQRig(t)
+	ctx := context.Background()
+	q := r.heldQueue(t)
+	var obs transitions
+	q2 := r.queue(t, func(c *pgstore.QueueConfig) { c.CreateTable, c.Observer = false, obs.observe })
+	for i := range 20 {
+		p := payoutParams(i)
+		r.enqueue(t, q, p)
+		var wg sync.WaitGroup
+		for _, who := range []string{"alice", "bob"} {
+			wg.Go(func() { assert.NoError(t, q2.Approve(ctx, p.OrderID, who, "")) })
+		}
+		wg.Wait()
+		in, err := q.Get(ctx, p.OrderID)
+		require.NoError(t, err)
+		assert.Equal(t, pgstore.StateQueued, in.State)
+		assert.ElementsMatch(t, []string{"alice", "bob"}, in.ApprovedBy)
+	}
+	assert.Equal(t, 20, obs.count(pgstore.StateQueued), "one transition to queued per intent")
 }

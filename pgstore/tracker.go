@@ -331,6 +331,8 @@ func (t *Tracker) DDL() string {
 	name := t.table[len(t.table)-1]
 	due := pgx.Identifier{name + "_due_idx"}.Sanitize()
 	state := pgx.Identifier{name + "_state_idx"}.Sanitize()
+	action := pgx.Identifier{name + "_action_idx"}.Sanitize()
+	payment := pgx.Identifier{name + "_payment_idx"}.Sanitize()
 	return fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %[1]s (
     order_id     text        PRIMARY KEY,
     payment_id   text        NOT NULL DEFAULT '',
@@ -356,6 +358,8 @@ func (t *Tracker) DDL() string {
 ALTER TABLE %[1]s ADD COLUMN IF NOT EXISTS merchant_amount numeric;
 CREATE INDEX IF NOT EXISTS %[3]s ON %[1]s (next_at) WHERE next_at IS NOT NULL;
 CREATE INDEX IF NOT EXISTS %[4]s ON %[1]s (state, order_id);
+CREATE INDEX IF NOT EXISTS %[5]s ON %[1]s (order_id) WHERE needs_action;
+CREATE INDEX IF NOT EXISTS %[6]s ON %[1]s (payment_id) WHERE payment_id <> '';
 CREATE TABLE IF NOT EXISTS %[2]s (
     order_id    text        NOT NULL,
     seq         integer     NOT NULL,
@@ -369,7 +373,7 @@ CREATE TABLE IF NOT EXISTS %[2]s (
     PRIMARY KEY (order_id, seq)
 );
 ALTER TABLE %[2]s ADD COLUMN IF NOT EXISTS merchant_amount numeric;
-`+failDDL(t.Table()), t.Table(), t.history.Sanitize(), due, state)
+`+failDDL(t.Table()), t.Table(), t.history.Sanitize(), due, state, action, payment)
 }
 
 // CreateTable creates the tracker's tables and indexes if they do not
@@ -554,15 +558,18 @@ func (t *Tracker) Get(ctx context.Context, orderID string) (*TrackedPayment, err
 	return tp, nil
 }
 
-// ClearAnomaly clears the tracked payment's Anomaly once an operator has
-// looked into it, and keeps note (who looked, and what they found:
-// required, one line of at most 1024 bytes) in TrackedPayment.Note with
-// the anomaly it cleared. NeedsAction then follows the status alone. It
+// ClearAnomaly clears the tracked payment's Anomaly once actor (who
+// looked: an identifier, as Queue.Approve's) has looked into it, and keeps
+// note (what they found: required, one line of at most 1024 bytes) in
+// TrackedPayment.Note with the actor and the anomaly it cleared. NeedsAction then follows the status alone. It
 // changes nothing else: no status is recorded and nothing is credited. It
 // returns the anomaly it cleared ("" if there was none: nothing changes).
 // If a new status or another anomaly is recorded meanwhile, it clears
 // nothing and returns an error: look at the payment again.
-func (t *Tracker) ClearAnomaly(ctx context.Context, orderID, note string) (cleared string, err error) {
+func (t *Tracker) ClearAnomaly(ctx context.Context, orderID, actor, note string) (cleared string, err error) {
+	if err := checkActor(actor); err != nil {
+		return "", err
+	}
 	if r := ids.Text(note, maxErrorText); r != "" || note == "" {
 		return "", &cryptopay.ValidationError{Field: "note", Reason: cmpOr(r, "is required: who looked, and what they found")}
 	}
@@ -573,7 +580,7 @@ func (t *Tracker) ClearAnomaly(ctx context.Context, orderID, note string) (clear
 	if tp.Anomaly == "" {
 		return "", nil
 	}
-	keep := scrubText(fmt.Sprintf("cleared %q: %s", tp.Anomaly, note))
+	keep := scrubText(fmt.Sprintf("cleared %q by %q: %s", tp.Anomaly, actor, note))
 	tag, err := t.cfg.Pool.Exec(ctx, t.sql.clear, orderID, tp.Status.NeedsAction(), string(tp.Status), tp.Anomaly, keep)
 	if err != nil {
 		return "", fmt.Errorf("pgstore: clearing the anomaly of %q: %w", orderID, err)
@@ -594,6 +601,11 @@ type TrackFilter struct {
 	After string
 	// Limit caps the page (0: 100; at most 10,000).
 	Limit int
+	// Anomaly keeps only payments with an Anomaly.
+	Anomaly bool
+	// Search, if set, keeps only the payment whose orderId or payment id
+	// is exactly Search.
+	Search string
 }
 
 // List returns tracked payments in orderId order, filtered by f.
@@ -610,7 +622,7 @@ func (t *Tracker) List(ctx context.Context, f TrackFilter) ([]TrackedPayment, er
 	for i, s := range f.States {
 		states[i] = string(s)
 	}
-	rows, err := t.cfg.Pool.Query(ctx, t.sql.list, len(states) == 0, states, f.NeedsAction, f.After, limit)
+	rows, err := t.cfg.Pool.Query(ctx, t.sql.list, len(states) == 0, states, f.NeedsAction, f.After, limit, f.Anomaly, f.Search)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: listing tracked payments: %w", err)
 	}

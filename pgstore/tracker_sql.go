@@ -41,8 +41,9 @@ WHERE order_id = $1 AND lease_token = $2 AND changes = 0 AND pay_amount IS NULL`
 		get: fmt.Sprintf(`SELECT %s FROM %s WHERE order_id = $1`, trackedCols, t),
 		// An operator clears the anomaly they saw, only if no read or other
 		// anomaly was recorded since (compare and set).
-		clear:   fmt.Sprintf(`UPDATE %s SET anomaly = '', needs_action = $2, note = $5 WHERE order_id = $1 AND status = $3 AND anomaly = $4`, t),
-		list:    fmt.Sprintf(`SELECT %s FROM %s WHERE ($1 OR state = ANY($2)) AND (NOT $3 OR needs_action) AND order_id > $4 ORDER BY order_id LIMIT $5`, trackedCols, t),
+		clear: fmt.Sprintf(`UPDATE %s SET anomaly = '', needs_action = $2, note = $5 WHERE order_id = $1 AND status = $3 AND anomaly = $4`, t),
+		list: fmt.Sprintf(`SELECT %s FROM %s WHERE ($1 OR state = ANY($2)) AND (NOT $3 OR needs_action) AND order_id > $4
+    AND (NOT $6 OR anomaly <> '') AND ($7 = '' OR order_id = $7 OR payment_id = $7) ORDER BY order_id LIMIT $5`, trackedCols, t),
 		history: fmt.Sprintf(`SELECT order_id, seq, payment_id, from_status, to_status, from_paid::text, to_paid::text, late, at, merchant_amount::text FROM %s WHERE order_id = $1 ORDER BY seq`, h),
 		counts:  fmt.Sprintf(`SELECT state, count(*)::int, (count(*) FILTER (WHERE needs_action))::int FROM %s GROUP BY state`, t),
 		health:  healthSQL(t, "state <> 'closed'", "needs_action"),

@@ -36,3 +36,34 @@ func TestTrackerSQLPrepares(t *testing.T) {
 		})
 	}
 }
+
+// The tracker's list pages use an index over 100,000 tracked payments:
+// the primary key, the state index, the needs-action index.
+func TestTrackerListUsesIndex(t *testing.T) {
+	srv := pgtest.Need(t)
+	pool := srv.Pool(t, 2)
+	ctx := context.Background()
+	tr, err := NewTracker(ctx, TrackerConfig{Pool: pool, Table: pgtest.Name("tracked"), CreateTable: true})
+	require.NoError(t, err)
+	fillTable(t, pool, tr.Table(), `INSERT INTO `+tr.Table()+` (order_id, payment_id, state, needs_action, anomaly)
+SELECT 'ord-' || lpad(i::text, 7, '0'), 'p' || i, CASE WHEN i % 100 = 0 THEN 'open' ELSE 'closed' END,
+    i % 200 = 0, CASE WHEN i % 1000 = 0 THEN 'odd' ELSE '' END
+FROM generate_series(1, 100000) AS i`)
+	prefix := tr.table[len(tr.table)-1] + "_"
+	for _, tc := range []struct {
+		name          string
+		states        []string
+		action, anom  bool
+		after, search string
+		want          string // the index it must use ("": any of the table's)
+	}{
+		{name: "first page"},
+		{name: "open", states: []string{"open"}, after: "ord-0050000"},
+		{name: "needs action", action: true, want: prefix + "action_idx"},
+		{name: "anomaly", action: true, anom: true, want: prefix + "action_idx"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assertIndexScan(t, pool, prefix, tc.want, tr.sql.list, len(tc.states) == 0, tc.states, tc.action, tc.after, 51, tc.anom, tc.search)
+		})
+	}
+}

@@ -483,7 +483,7 @@ func TestTrackerRefusesDisallowedMove(t *testing.T) {
 	trackWaitFor(t, "a clean read", func() bool { return r.reads.Load() > reads })
 	anomaly := tp.Anomaly
 	for _, bad := range []string{"", " padded ", "two\nlines", strings.Repeat("x", 1025)} {
-		_, err := tr.ClearAnomaly(context.Background(), "ord-forge", bad)
+		_, err := tr.ClearAnomaly(context.Background(), "ord-forge", "ops", bad)
 		var ve *cryptopay.ValidationError
 		require.ErrorAs(t, err, &ve, "note %q", bad)
 		assert.Equal(t, "note", ve.Field)
@@ -491,19 +491,19 @@ func TestTrackerRefusesDisallowedMove(t *testing.T) {
 	tp, err = tr.Get(context.Background(), "ord-forge")
 	require.NoError(t, err)
 	assert.Equal(t, anomaly, tp.Anomaly, "a refused note clears nothing")
-	cleared, err := tr.ClearAnomaly(context.Background(), "ord-forge", "ops: checked the dashboard")
+	cleared, err := tr.ClearAnomaly(context.Background(), "ord-forge", "ops", "checked the dashboard")
 	require.NoError(t, err)
 	assert.Equal(t, anomaly, cleared)
 	tp, err = tr.Get(context.Background(), "ord-forge")
 	require.NoError(t, err)
 	assert.Empty(t, tp.Anomaly)
 	assert.False(t, tp.NeedsAction)
-	assert.Contains(t, tp.Note, "ops: checked the dashboard")
+	assert.Contains(t, tp.Note, `by "ops": checked the dashboard`, "the note names who cleared it")
 	assert.Contains(t, tp.Note, "does not allow", "the note keeps the anomaly it cleared")
-	cleared, err = tr.ClearAnomaly(context.Background(), "ord-forge", "again")
+	cleared, err = tr.ClearAnomaly(context.Background(), "ord-forge", "ops", "again")
 	require.NoError(t, err)
 	assert.Empty(t, cleared, "nothing left to clear")
-	_, err = tr.ClearAnomaly(context.Background(), "never", "n")
+	_, err = tr.ClearAnomaly(context.Background(), "never", "ops", "n")
 	require.ErrorIs(t, err, pgstore.ErrNotTracked)
 }
 
@@ -818,13 +818,13 @@ func TestTrackerAnomalyRaces(t *testing.T) {
 		r := newTRig(t)
 		p := r.create(t, "ord-race-clear", "10")
 		tp := r.raceDuringRead(t, p, unchanged+", anomaly = 'an old flag', needs_action = true", func(tr *pgstore.Tracker) {
-			cleared, err := tr.ClearAnomaly(context.Background(), "ord-race-clear", "ops: looked, all fine")
+			cleared, err := tr.ClearAnomaly(context.Background(), "ord-race-clear", "ops", "looked, all fine")
 			require.NoError(t, err)
 			require.Equal(t, "an old flag", cleared)
 		})
 		assert.Empty(t, tp.Anomaly, "the worker's write did not bring the cleared anomaly back")
 		assert.False(t, tp.NeedsAction)
-		assert.Contains(t, tp.Note, "ops: looked, all fine")
+		assert.Contains(t, tp.Note, "looked, all fine")
 	})
 }
 

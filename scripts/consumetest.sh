@@ -5,7 +5,8 @@
 # Version constant declares, to a file-based module proxy (zips built by
 # golang.org/x/mod/zip in scripts/releasetool). Then, outside the workspace
 # and on an empty module cache, as a user would:
-#   - a fresh module go gets each module alone and builds every package of it;
+#   - a fresh module go gets each module alone and builds every package of it,
+#     and a program importing them, also after go mod vendor;
 #   - go install of both commands at that version;
 #   - the installed cryptopay CLI reads from the installed fake server, and
 #     its exit codes survive (0 for an answer, 3 for a failed request).
@@ -82,6 +83,12 @@ for dir in "${dirs[@]}"; do
 				echo "func main() {}"
 			} >main.go
 			go build -mod=mod -o /dev/null . || fail "$mod: a program importing it"
+			# ...also vendored (go mod vendor copies only packages, so an
+			# asset outside the embedding package's tree would be lost).
+			go mod tidy >/dev/null 2>&1 || fail "$mod: go mod tidy of a program importing it"
+			go mod vendor || fail "$mod: go mod vendor of a program importing it"
+			go build -mod=vendor -o /dev/null . || fail "$mod: a vendored program importing it"
+			rm -rf vendor
 		fi
 		echo "built against ${#pkgs[@]} package(s) of $mod@$version"
 	)

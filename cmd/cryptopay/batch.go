@@ -559,11 +559,10 @@ func batchHelp() string {
 }
 
 func (a *app) payoutBatch(args []string) error {
-	fs := a.newDBFlagSet(command{"payout batch", "FILE.csv", batchHelp()})
-	var qf queueFlags
-	qf.register(fs.FlagSet)
+	fs, db := a.newDBFlagSet(command{"payout batch", "FILE.csv", batchHelp()}, queueStore)
 	var bf batchFlags
 	bf.register(fs.FlagSet)
+	actor := a.actorFlag(fs.FlagSet)
 	pos, asJSON, err := a.parseOutput(fs, args, 1, 1)
 	if err != nil {
 		return err
@@ -580,7 +579,7 @@ func (a *app) payoutBatch(args []string) error {
 	ps, lineOf := uniqueIntents(rows)
 	out := batchOutput{File: pos[0], DryRun: dryRun, Rows: len(rows), Duplicates: len(rows) - len(ps), Currencies: totals(ps)}
 
-	q, pool, err := a.openQueue(qf, g)
+	q, pool, err := a.openQueue(db, g)
 	if err != nil {
 		return err
 	}
@@ -598,7 +597,7 @@ func (a *app) payoutBatch(args []string) error {
 		}
 	}
 
-	created, err := a.enqueueAll(q, pool, ps, dryRun, lineOf, pos[0])
+	created, err := a.enqueueAll(q, pool, *actor, ps, dryRun, lineOf, pos[0])
 	if err != nil {
 		return err
 	}
@@ -625,8 +624,9 @@ func uniqueIntents(rows []batchRow) ([]cryptopay.CreatePayoutParams, map[string]
 
 // enqueueAll enqueues ps in one transaction, committed unless dryRun (a
 // dry run rolls it back: it learns what would be new and what conflicts,
-// and changes nothing). A conflict names the row's line.
-func (a *app) enqueueAll(q *pgstore.Queue, pool *pgxpool.Pool, ps []cryptopay.CreatePayoutParams, dryRun bool, lineOf map[string]int, file string) (int, error) {
+// and changes nothing). A conflict names the row's line. actor is recorded
+// as the intents' enqueuer: four eyes, their approval does not count.
+func (a *app) enqueueAll(q *pgstore.Queue, pool *pgxpool.Pool, actor string, ps []cryptopay.CreatePayoutParams, dryRun bool, lineOf map[string]int, file string) (int, error) {
 	what := "rows enqueued"
 	if dryRun {
 		what = "rows checked"
@@ -640,7 +640,7 @@ func (a *app) enqueueAll(q *pgstore.Queue, pool *pgxpool.Pool, ps []cryptopay.Cr
 	defer func() { _ = tx.Rollback(a.ctx) }()
 	created := 0
 	for start := 0; start < len(ps); start += enqueueChunk {
-		n, err := q.EnqueueMany(a.ctx, tx, ps[start:min(start+enqueueChunk, len(ps))])
+		n, err := q.EnqueueBy(a.ctx, tx, actor, ps[start:min(start+enqueueChunk, len(ps))])
 		if err != nil {
 			var ce *pgstore.IntentConflictError
 			if errors.As(err, &ce) {

@@ -40,7 +40,7 @@ func TestPayoutQueueOperate(t *testing.T) {
 	row := func(id, amount string) []string {
 		return []string{id, "TCL3eTB75W5qNJEmseEmVMkNJ5pNBciXj4", amount, "usdt", "tron", "c1", "203.0.113.7", "false", "", ""}
 	}
-	r := qf.run("payout", "batch", csvFile(t, batchHeader, row("q-1", "10"), row("q-2", "900"), row("q-3", "950"), row("q-4", "20")))
+	r := qf.run("payout", "batch", "--actor", "carol", csvFile(t, batchHeader, row("q-1", "10"), row("q-2", "900"), row("q-3", "950"), row("q-4", "20")))
 	require.Equal(t, 0, r.code, r.stderr)
 	worker := qf.queue(t, qf.srv.Client(), pgstore.Guardrails{ApprovalAbove: map[string]decimal.Decimal{"usdt": decimal.NewFromInt(500)}})
 	stop := runWorker(t, worker)
@@ -62,11 +62,39 @@ func TestPayoutQueueOperate(t *testing.T) {
 	assert.Equal(t, "900", got.Amount, "an exact decimal string")
 	assert.Equal(t, "needs_approval", got.State)
 
-	r = qf.run("payout", "queue", "approve", "q-2", "--note", "alice: KYC checked")
+	// Four eyes: carol enqueued it, so her approval does not count; alice's
+	// counts once; bob's queues it.
+	for _, step := range []struct {
+		actor, stdout, stderr string
+		code                  int
+		state                 pgstore.IntentState
+	}{
+		{"carol", "", "carol\" enqueued \"q-2\"", exitNo, pgstore.StateNeedsApproval},
+		{"alice", "q-2: approval 1 of 2 recorded: it waits for another person's approval\n", "", exitOK, pgstore.StateNeedsApproval},
+		{"alice", "", "approved \"q-2\" already", exitNo, pgstore.StateNeedsApproval},
+		{"", "", "invalid actor: is empty", exitUsage, pgstore.StateNeedsApproval},
+		{"bob", "q-2: approved: queued to be sent\n", "", exitOK, pgstore.StateQueued},
+	} {
+		r = qf.run("payout", "queue", "approve", "q-2", "--actor", step.actor, "--note", "KYC checked")
+		assert.Equal(t, step.code, r.code, "%s: %s", step.actor, r.stderr)
+		assert.Equal(t, step.stdout, r.stdout, step.actor)
+		assert.Contains(t, r.stderr, step.stderr, step.actor)
+		assert.Equal(t, step.state, qf.state(t, "q-2").State, step.actor)
+	}
+	assert.Equal(t, []string{"alice", "bob"}, qf.state(t, "q-2").ApprovedBy)
+	var shown intentDetail
+	r = qf.run("payout", "queue", "show", "q-2")
 	require.Equal(t, 0, r.code, r.stderr)
-	assert.Equal(t, "q-2: approved: queued to be sent\n", r.stdout)
-	assert.Equal(t, pgstore.StateQueued, qf.state(t, "q-2").State)
-	assert.Equal(t, "alice: KYC checked", qf.state(t, "q-2").Note)
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &shown))
+	assert.Equal(t, "carol", shown.EnqueuedBy)
+	assert.Equal(t, []string{"alice", "bob"}, shown.ApprovedBy)
+	var who []string
+	for _, e := range shown.History {
+		if e.ActorID != "" { // the workers' rows name no one
+			who = append(who, e.ActorID)
+		}
+	}
+	assert.Equal(t, []string{"carol", "alice", "bob"}, who, "each approval names its approver")
 	runWorker(t, worker) // restarted: the approval is on record, so it sends q-2, once
 	qf.waitState(t, "q-2", pgstore.StateCreated)
 	assert.Equal(t, 1, qf.srv.PayoutsWithOrderID("q-2"))
@@ -74,7 +102,7 @@ func TestPayoutQueueOperate(t *testing.T) {
 	r = qf.run("payout", "queue", "reject", "q-3")
 	assert.Equal(t, exitUsage, r.code, "a rejection needs a reason")
 	assert.Contains(t, r.stderr, "--reason is required")
-	r = qf.run("payout", "queue", "reject", "q-3", "--reason", "bob: unknown customer")
+	r = qf.run("payout", "queue", "reject", "q-3", "--actor", "bob", "--reason", "bob: unknown customer")
 	require.Equal(t, 0, r.code, r.stderr)
 	in := qf.state(t, "q-3")
 	assert.Equal(t, pgstore.StateRejected, in.State)
@@ -146,7 +174,7 @@ func TestPayoutQueueParkedRetry(t *testing.T) {
 	// The operator checked the dashboard: no payout. The list still fails
 	// (cleared, it would let the queue find the absence by itself); the
 	// new attempt's payout is followed by its id.
-	r = qf.run("payout", "queue", "retry", "p-00001", "--note", "carol: no payout in the dashboard, ticket 123")
+	r = qf.run("payout", "queue", "retry", "p-00001", "--actor", "carol", "--note", "carol: no payout in the dashboard, ticket 123")
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Equal(t, "p-00001: queued for a new attempt\n", r.stdout)
 	qf.waitState(t, "p-00001", pgstore.StateCreated)
@@ -181,8 +209,8 @@ func TestPayoutQueueParkedRetry(t *testing.T) {
 		"operator:parked>queued", "worker:queued>sending", "worker:sending>created", "worker:created>paid"}, changes)
 	r = qf.cli(terms{stdout: true}, "payout", "queue", "show", "p-00001")
 	require.Equal(t, 0, r.code, r.stderr)
-	assert.Regexp(t, `History:\n\s*AT\s+BY\s+CHANGE`, r.stdout)
-	assert.Regexp(t, `operator\s+parked -> queued\s+1`, r.stdout)
+	assert.Regexp(t, `History:\n\s*AT\s+BY\s+WHO\s+CHANGE`, r.stdout)
+	assert.Regexp(t, `operator\s+carol\s+parked -> queued\s+1`, r.stdout, "the table names who retried it")
 }
 
 // Values from the database are printed with no control character: in

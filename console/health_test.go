@@ -1,0 +1,34 @@
+package console_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The health summary at the top of every page is the queue's and the
+// tracker's own (Queue.Health, Tracker.Health): due, overdue and failing
+// open intents, those that need a person, and the commonest failure,
+// escaped; final intents do not count.
+func TestHealth(t *testing.T) {
+	r := newRig(t)
+	r.enqueue(t, payout(1, "10"), payout(2, "10"), payout(3, "10"), payout(4, "10"), payout(5, "500"), payout(6, "10"))
+	const failing = ", fail_class = 'server', fail_text = '502 Bad Gateway \u202e', failed_at = now(), fail_count = 1"
+	for _, u := range []struct{ id, set string }{
+		{"wd-000001", "next_at = now() - interval '1 second'" + failing},
+		{"wd-000002", "next_at = now() - interval '1 second'"},
+		{"wd-000003", "state = 'parked', next_at = now() - interval '10 minutes'" + failing},
+		{"wd-000004", "state = 'created', next_at = now() + interval '1 hour', fail_class = 'unreachable', fail_text = 'x', failed_at = now(), fail_count = 3"},
+		{"wd-000006", "state = 'paid'" + failing},
+	} {
+		_, err := r.pool.Exec(context.Background(), "UPDATE "+r.q.Table()+" SET "+u.set+" WHERE order_id = $1", u.id)
+		require.NoError(t, err)
+	}
+	_, page := r.do(t, "GET", "/payouts", viewer, nil)
+	for id, want := range map[string]string{"h-due": "3", "h-overdue": "1", "h-failing": "3", "h-person": "2", "h-payments": "0"} {
+		assert.Contains(t, page, `<b id="`+id+`">`+want+`</b>`, id)
+	}
+	assert.Contains(t, page, `Commonest payout failure (2): server <code>502 Bad Gateway \u202e</code>`)
+}
