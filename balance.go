@@ -19,7 +19,8 @@ type Balance struct {
 	Amount decimal.Decimal `json:"amount"`
 }
 
-// balanceFields is Balance without its methods (see paymentFields).
+// balanceFields is Balance without its methods, so that its wire form can
+// embed it and json fills its plain fields directly.
 type balanceFields Balance
 
 // wireBalance is a balance entry with its amount read leniently.

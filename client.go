@@ -178,7 +178,11 @@ func (c *Client) CloseIdleConnections() {
 // checkBaseURL returns the base URL without a trailing slash, or why it
 // cannot be used.
 func checkBaseURL(raw string, insecure bool) (string, error) {
-	u, err := url.Parse(strings.TrimSpace(raw))
+	raw = strings.TrimSpace(raw)
+	if raw == "" {
+		return "", &ValidationError{Field: "baseURL", Reason: "is empty; give the API's URL, for example https://api.example.com"}
+	}
+	u, err := url.Parse(raw)
 	if err != nil {
 		return "", &ValidationError{Field: "baseURL", Reason: "not a URL"}
 	}

@@ -209,6 +209,19 @@ func TestNewClientValidation(t *testing.T) {
 	}
 }
 
+// TestNewClientEmptyBaseURL: an empty base URL is refused as empty, not
+// as a URL with the wrong scheme.
+func TestNewClientEmptyBaseURL(t *testing.T) {
+	for _, base := range []string{"", "  \t"} {
+		_, err := NewClient(base, "k")
+		var ve *ValidationError
+		require.ErrorAs(t, err, &ve, "%q", base)
+		assert.Equal(t, "baseURL", ve.Field)
+		assert.Contains(t, ve.Reason, "is empty", "%q", base)
+		assert.NotContains(t, ve.Reason, "scheme", "%q", base)
+	}
+}
+
 func TestBaseURLPrefixKept(t *testing.T) {
 	mux := http.NewServeMux()
 	srv := httptest.NewServer(mux)

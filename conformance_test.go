@@ -133,8 +133,9 @@ func TestRequestsConformToSpec(t *testing.T) {
 	ctx := context.Background()
 	amounts := []string{"0.1", "0.00000001", "1", "123456789.123456789", "123456789012345678901234567890"}
 	for i, a := range amounts {
+		// eth on eth has 18 decimal places: room for every amount here.
 		pp := validPaymentParams()
-		pp.Amount = decimal.RequireFromString(a)
+		pp.Amount, pp.Currency, pp.Network = decimal.RequireFromString(a), "eth", "eth"
 		pp.PlatformFeeByUser = i%2 == 0
 		if i%2 == 1 {
 			pp.AdditionalData, pp.WebhookURL = "x", "https://shop.test/h"
@@ -142,7 +143,8 @@ func TestRequestsConformToSpec(t *testing.T) {
 		_, err := c.CreatePayment(ctx, pp)
 		require.NoError(t, err)
 		po := validPayoutParams()
-		po.Amount = pp.Amount
+		po.Amount, po.Currency, po.Network = pp.Amount, "eth", "eth"
+		po.WalletAddress = "0xde709f2102306220921060314715629080e2fb77"
 		po.AdditionalData = pp.AdditionalData
 		_, err = c.CreatePayout(ctx, po)
 		require.NoError(t, err)

@@ -3,10 +3,12 @@ package cryptopay
 import (
 	"encoding/json"
 	"reflect"
+	"strconv"
 	"unicode/utf8"
 
 	"github.com/shopspring/decimal"
 
+	"github.com/cryptopay/cryptopay-go/address"
 	"github.com/cryptopay/cryptopay-go/internal/ids"
 	"github.com/cryptopay/cryptopay-go/internal/wire"
 )
@@ -44,30 +46,50 @@ func paramRules(t reflect.Type) []paramRule {
 // turn invalid bytes into U+FFFD, so an orderId would no longer match its
 // payout and reconciling would say "not found"), the required string
 // fields are not empty, and each non-empty field passes its own rule
-// (identifier, key, size: see fieldRule). v is the params struct
-// (addressable or not).
-func checkParams(v reflect.Value, rules []paramRule, amount decimal.Decimal) error {
+// (identifier, key, size: see fieldRule), and the amount has no more
+// decimal places than currency has on network (amountPlaces). v is the
+// params struct (addressable or not).
+func checkParams(v reflect.Value, rules []paramRule, amount decimal.Decimal, currency, network string) error {
 	if err := positiveAmount(amount); err != nil {
 		return err
 	}
+	var buf [16]string // the fields' values, read once (no allocation for up to 16)
+	vals := buf[:0]
 	for _, r := range rules {
-		if err := validText(r.name, v.Field(r.index).String()); err != nil {
+		vals = append(vals, v.Field(r.index).String())
+	}
+	for i, r := range rules {
+		if err := validText(r.name, vals[i]); err != nil {
 			return err
 		}
 	}
-	for _, r := range rules {
-		if r.required && v.Field(r.index).Len() == 0 {
+	for i, r := range rules {
+		if r.required && vals[i] == "" {
 			return &ValidationError{Field: r.name, Reason: "must not be empty"}
 		}
 	}
-	for _, r := range rules {
-		if s := v.Field(r.index).String(); r.check != nil && s != "" {
+	for i, r := range rules {
+		if s := vals[i]; r.check != nil && s != "" {
 			if reason := r.check(s); reason != "" {
 				return &ValidationError{Field: r.name, Reason: reason}
 			}
 		}
 	}
-	return nil
+	return amountPlaces(amount, currency, network)
+}
+
+// amountPlaces refuses an amount with more decimal places than currency
+// has on network (address.Decimals: 8 for btc on bitcoin, 6 for usdt on
+// tron), naming the pair: the chain cannot move less than its smallest
+// unit. Trailing zeros do not count (1.500000000 btc is 1.5). A pair whose
+// places are not known passes.
+func amountPlaces(amount decimal.Decimal, currency, network string) error {
+	places, known := address.Decimals(currency, network)
+	if !known || -amount.Exponent() <= int32(places) || amount.Equal(amount.Truncate(int32(places))) {
+		return nil
+	}
+	return &ValidationError{Field: "Amount", Reason: "has more decimal places than " + currency + " on " + network +
+		" allows (" + strconv.Itoa(places) + "): " + amount.String()}
 }
 
 // validText refuses a string that is not valid UTF-8, before it is sent.

@@ -59,21 +59,33 @@ type Payment struct {
 	PaidAddress string `json:"paidAddress,omitempty"`
 }
 
-// paymentFields is Payment without its methods, so that wirePayment can
-// embed it and json fills its plain fields directly.
-type paymentFields Payment
-
 // wirePayment is a payment as read from the wire: Payment's fields, with
-// the amounts and times shadowed by lenient decoders (amounts as numbers
-// or strings, bounded in length; timestamps never fatal).
+// the amounts and times read by lenient decoders (amounts as numbers or
+// strings, bounded in length; timestamps never fatal). Its fields are
+// Payment's, declared flat rather than by embedding a copy of Payment:
+// json finds an embedded struct's fields through reflection on every
+// field of every response (TestWirePaymentHasPaymentsFields keeps the two
+// lists the same).
 type wirePayment struct {
-	paymentFields
-	PayAmount      wire.Amount `json:"payAmount"`
-	CreatedAt      wire.Time   `json:"createdAt"`
-	UpdatedAt      wire.Time   `json:"updatedAt"`
-	ExpiredAt      wire.Time   `json:"expiredAt"`
-	PaidAmount     wire.Amount `json:"paidAmount"`
-	MerchantAmount wire.Amount `json:"merchantAmount"`
+	ID                string        `json:"paymentId"`
+	Status            PaymentStatus `json:"status"`
+	PayAmount         wire.Amount   `json:"payAmount"`
+	PayAddress        string        `json:"payAddress"`
+	PayQRCodeURI      string        `json:"payQrCodeUri"`
+	Currency          string        `json:"currency"`
+	Network           string        `json:"network"`
+	CustomerID        string        `json:"customerId"`
+	CustomerIP        string        `json:"customerIp"`
+	OrderID           string        `json:"orderId"`
+	AdditionalData    string        `json:"additionalData,omitempty"`
+	PlatformFeeByUser bool          `json:"platformFeeByUser"`
+	CreatedAt         wire.Time     `json:"createdAt"`
+	UpdatedAt         wire.Time     `json:"updatedAt"`
+	ExpiredAt         wire.Time     `json:"expiredAt"`
+	WebhookURL        string        `json:"webhookUrl"`
+	PaidAmount        wire.Amount   `json:"paidAmount"`
+	MerchantAmount    wire.Amount   `json:"merchantAmount"`
+	PaidAddress       string        `json:"paidAddress,omitempty"`
 }
 
 // paymentPool reuses the wire form of a payment (see wirePool).
@@ -88,9 +100,13 @@ func (p *Payment) UnmarshalJSON(b []byte) error { return decodeVia[Payment, wire
 // wirePayment (one pass over the body) and converts; going through
 // Payment.UnmarshalJSON would scan the body twice more.
 func (w *wirePayment) to(p *Payment) {
-	*p = Payment(w.paymentFields)
-	p.PayAmount, p.PaidAmount, p.MerchantAmount = w.PayAmount.Decimal, w.PaidAmount.Null(), w.MerchantAmount.Null()
-	p.CreatedAt, p.UpdatedAt, p.ExpiredAt = w.CreatedAt.Time, w.UpdatedAt.Time, w.ExpiredAt.Time
+	*p = Payment{
+		ID: w.ID, Status: w.Status, PayAmount: w.PayAmount.Decimal, PayAddress: w.PayAddress, PayQRCodeURI: w.PayQRCodeURI,
+		Currency: w.Currency, Network: w.Network, CustomerID: w.CustomerID, CustomerIP: w.CustomerIP, OrderID: w.OrderID,
+		AdditionalData: w.AdditionalData, PlatformFeeByUser: w.PlatformFeeByUser,
+		CreatedAt: w.CreatedAt.Time, UpdatedAt: w.UpdatedAt.Time, ExpiredAt: w.ExpiredAt.Time, WebhookURL: w.WebhookURL,
+		PaidAmount: w.PaidAmount.Null(), MerchantAmount: w.MerchantAmount.Null(), PaidAddress: w.PaidAddress,
+	}
 }
 
 // answerOrderID is the orderId a create's answer was made for.
@@ -98,16 +114,19 @@ func (w *wirePayment) answerOrderID() string { return w.OrderID }
 
 // answers reports whether w is the payment id names (a UUID: letter case
 // does not matter).
-func (w *wirePayment) answers(id string) bool { return strings.EqualFold(w.ID, id) }
+func (w *wirePayment) answers(id string) bool { return w.ID == id || strings.EqualFold(w.ID, id) }
 
 // check is Payment.check for the wire form, which also sees whether the
 // required payAmount was sent.
 func (w *wirePayment) check() string {
-	return cmp.Or((*Payment)(&w.paymentFields).check(), requiredAmount("payAmount", w.PayAmount))
+	return cmp.Or(checkIDStatus(w.ID, string(w.Status), paymentIDMissing), requiredAmount("payAmount", w.PayAmount))
 }
 
 // check reports what makes p unusable as an API answer.
-func (p *Payment) check() string { return checkIDStatus(p.ID, string(p.Status), "paymentId missing") }
+func (p *Payment) check() string { return checkIDStatus(p.ID, string(p.Status), paymentIDMissing) }
+
+// paymentIDMissing is why an answer without a paymentId is refused.
+const paymentIDMissing = "paymentId missing"
 
 // CreatePaymentParams are the fields of POST /v1/payment. The struct tags
 // give each field's JSON name and the fields Validate requires.
@@ -158,7 +177,7 @@ func (p CreatePaymentParams) MarshalJSON() ([]byte, error) {
 // and Network canonical keys, AdditionalData at most 64 KiB. A refusal is
 // a *ValidationError naming the Go field.
 func (p CreatePaymentParams) Validate() error {
-	return checkParams(reflect.ValueOf(&p).Elem(), paymentParamRules, p.Amount)
+	return checkParams(reflect.ValueOf(&p).Elem(), paymentParamRules, p.Amount, p.Currency, p.Network)
 }
 
 // CreatePayment creates a payment link: the answer says where and how much

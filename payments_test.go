@@ -365,3 +365,13 @@ func TestPaymentIDs(t *testing.T) {
 	}
 	assert.Zero(t, hits.Load())
 }
+
+// TestWirePaymentHasPaymentsFields: wirePayment declares Payment's fields
+// flat (see its comment), and a response with every field set reaches
+// every field of the Payment.
+func TestWirePaymentHasPaymentsFields(t *testing.T) {
+	assertWireMirrors[Payment, wirePayment](t, `{"paymentId":"6f1c2a4e-8b9d-4e3f-a1b2-c3d4e5f60718","status":"paid","payAmount":"1.5",`+
+		`"payAddress":"a","payQrCodeUri":"q","currency":"usdt","network":"tron","customerId":"c","customerIp":"i","orderId":"o",`+
+		`"additionalData":"d","platformFeeByUser":true,"createdAt":"2026-01-02T03:04:05Z","updatedAt":"2026-01-02T03:04:06Z",`+
+		`"expiredAt":"2026-01-02T03:04:07Z","webhookUrl":"w","paidAmount":1,"merchantAmount":2,"paidAddress":"p"}`)
+}

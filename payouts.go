@@ -56,18 +56,25 @@ type Payout struct {
 	MerchantAmount decimal.NullDecimal `json:"merchantAmount"`
 }
 
-// payoutFields is Payout without its methods (see paymentFields).
-type payoutFields Payout
-
-// wirePayout is a payout as read from the wire: Payout's fields with the
-// amounts and times shadowed by lenient decoders (see wirePayment).
+// wirePayout is a payout as read from the wire: Payout's fields, flat (see
+// wirePayment), with the amounts and times read by lenient decoders.
 type wirePayout struct {
-	payoutFields
-	Amount         wire.Amount `json:"amount"`
-	PaidAmount     wire.Amount `json:"paidAmount"`
-	MerchantAmount wire.Amount `json:"merchantAmount"`
-	CreatedAt      wire.Time   `json:"createdAt"`
-	UpdatedAt      wire.Time   `json:"updatedAt"`
+	ID               string       `json:"payoutId"`
+	Status           PayoutStatus `json:"status"`
+	Amount           wire.Amount  `json:"amount"`
+	WalletAddress    string       `json:"walletAddress"`
+	NetworkFeeByUser bool         `json:"networkFeeByUser"`
+	Currency         string       `json:"currency"`
+	Network          string       `json:"network"`
+	CustomerID       string       `json:"customerId"`
+	CustomerIP       string       `json:"customerIp"`
+	OrderID          string       `json:"orderId"`
+	CreatedAt        wire.Time    `json:"createdAt"`
+	UpdatedAt        wire.Time    `json:"updatedAt"`
+	AdditionalData   string       `json:"additionalData,omitempty"`
+	WebhookURL       string       `json:"webhookUrl"`
+	PaidAmount       wire.Amount  `json:"paidAmount"`
+	MerchantAmount   wire.Amount  `json:"merchantAmount"`
 }
 
 // payoutPool reuses the wire form of a payout (see wirePool).
@@ -79,12 +86,18 @@ func (p *Payout) UnmarshalJSON(b []byte) error { return decodeVia[Payout, wirePa
 
 // to converts the wire form (see wirePayment.to).
 func (w *wirePayout) to(p *Payout) {
-	*p = Payout(w.payoutFields)
-	p.Amount, p.PaidAmount, p.MerchantAmount = w.Amount.Decimal, w.PaidAmount.Null(), w.MerchantAmount.Null()
-	p.CreatedAt, p.UpdatedAt = w.CreatedAt.Time, w.UpdatedAt.Time
+	*p = Payout{
+		ID: w.ID, Status: w.Status, Amount: w.Amount.Decimal, WalletAddress: w.WalletAddress, NetworkFeeByUser: w.NetworkFeeByUser,
+		Currency: w.Currency, Network: w.Network, CustomerID: w.CustomerID, CustomerIP: w.CustomerIP, OrderID: w.OrderID,
+		CreatedAt: w.CreatedAt.Time, UpdatedAt: w.UpdatedAt.Time, AdditionalData: w.AdditionalData, WebhookURL: w.WebhookURL,
+		PaidAmount: w.PaidAmount.Null(), MerchantAmount: w.MerchantAmount.Null(),
+	}
 }
 
-func (p *Payout) check() string { return checkIDStatus(p.ID, string(p.Status), "payoutId missing") }
+func (p *Payout) check() string { return checkIDStatus(p.ID, string(p.Status), payoutIDMissing) }
+
+// payoutIDMissing is why an answer without a payoutId is refused.
+const payoutIDMissing = "payoutId missing"
 
 // answerOrderID is the orderId a create's answer was made for.
 func (w *wirePayout) answerOrderID() string { return w.OrderID }
@@ -93,7 +106,7 @@ func (w *wirePayout) answerOrderID() string { return w.OrderID }
 func (w *wirePayout) answers(id string) bool { return w.ID == id }
 
 func (w *wirePayout) check() string {
-	return cmp.Or((*Payout)(&w.payoutFields).check(), requiredAmount("amount", w.Amount))
+	return cmp.Or(checkIDStatus(w.ID, string(w.Status), payoutIDMissing), requiredAmount("amount", w.Amount))
 }
 
 // CreatePayoutParams are the fields of POST /v1/payout. The struct tags
@@ -148,7 +161,7 @@ func (p CreatePayoutParams) Validate() error { return p.ValidateWith(address.Che
 
 // validateFields is Validate without the network's address check.
 func (p CreatePayoutParams) validateFields() error {
-	return checkParams(reflect.ValueOf(&p).Elem(), payoutParamRules, p.Amount)
+	return checkParams(reflect.ValueOf(&p).Elem(), payoutParamRules, p.Amount, p.Currency, p.Network)
 }
 
 // ValidateWith is Validate with the wallet address checked by c instead

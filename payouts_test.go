@@ -32,11 +32,11 @@ func TestCreatePayoutRequestAndDecode(t *testing.T) {
 	var seen capturedRequest
 	mux.HandleFunc("POST /v1/payout", serveJSON(200, payoutBody, &seen, nil))
 	p, err := c.CreatePayout(context.Background(), CreatePayoutParams{
-		WalletAddress: "TTmPKqxafRT1oacWi3zcTMKf3Ro9GJx82N", Amount: decimal.RequireFromString("1e-8"), Currency: "usdt", Network: "tron",
+		WalletAddress: "TTmPKqxafRT1oacWi3zcTMKf3Ro9GJx82N", Amount: decimal.RequireFromString("1e-6"), Currency: "usdt", Network: "tron",
 		CustomerID: "cus_9", CustomerIP: "198.51.100.4", OrderID: "wd-1", WebhookURL: "https://shop.test/po",
 	})
 	require.NoError(t, err)
-	assert.JSONEq(t, `{"walletAddress":"TTmPKqxafRT1oacWi3zcTMKf3Ro9GJx82N","networkFeeByUser":false,"amount":0.00000001,"currency":"usdt",
+	assert.JSONEq(t, `{"walletAddress":"TTmPKqxafRT1oacWi3zcTMKf3Ro9GJx82N","networkFeeByUser":false,"amount":0.000001,"currency":"usdt",
 		"network":"tron","customerId":"cus_9","customerIp":"198.51.100.4","orderId":"wd-1",
 		"webhookUrl":"https://shop.test/po"}`, string(seen.Body))
 	assert.Equal(t, "po_77", p.ID)
@@ -375,4 +375,13 @@ func TestPayoutListItemJSON(t *testing.T) {
 	assert.Equal(t, PayoutListItem{ID: "x1", Currency: "eth", WalletLabel: "l", WalletAddress: "a"}, it)
 	require.NoError(t, json.Unmarshal([]byte(`{"payoutId":"p1","id":"x1"}`), &it))
 	assert.Equal(t, "p1", it.ID)
+}
+
+// TestWirePayoutHasPayoutsFields: as TestWirePaymentHasPaymentsFields, for
+// payouts.
+func TestWirePayoutHasPayoutsFields(t *testing.T) {
+	assertWireMirrors[Payout, wirePayout](t, `{"payoutId":"po_1","status":"paid","amount":"1.5","walletAddress":"a",`+
+		`"networkFeeByUser":true,"currency":"usdt","network":"tron","customerId":"c","customerIp":"i","orderId":"o",`+
+		`"createdAt":"2026-01-02T03:04:05Z","updatedAt":"2026-01-02T03:04:06Z","additionalData":"d","webhookUrl":"w",`+
+		`"paidAmount":1,"merchantAmount":2}`)
 }

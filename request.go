@@ -37,7 +37,7 @@ type call struct {
 	policy  RetryPolicy
 	timeout time.Duration // per attempt; 0: none
 	info    CallInfo
-	path    string // the escaped path requested, base prefix included, no query, scrubbed
+	path    string // reqPath's, once it is asked for
 	url     *url.URL
 	header  http.Header
 	start   time.Time
@@ -46,13 +46,26 @@ type call struct {
 	n        int
 	actx     context.Context // its context (OnAttemptStart's, with the timeout)
 	aStart   time.Time
-	traced   atomic.Bool // POST: the transport reported connection events
-	wrote    atomic.Bool // POST: request headers were written to a connection
+	trace    httptrace.ClientTrace // POST: the hooks that set traced and wrote
+	traced   atomic.Bool           // POST: the transport reported connection events
+	wrote    atomic.Bool           // POST: request headers were written to a connection
 	resp     *http.Response
 	err      error // the transport error, when no whole response was read
 	buf      *bytes.Buffer
+	body     io.LimitedReader // the response body as readBody reads it (in the call: no allocation)
 	tooLarge bool
 	lastFail string // what the last retried attempt saw, for a ctx error
+}
+
+// reqPath is the escaped path requested, base prefix included, no query:
+// it names the request in errors and logs. An id in it may be server text
+// handed back (a payout id), so it is scrubbed. Made when first needed: a
+// call that succeeds without a log line never makes it.
+func (cl *call) reqPath() string {
+	if cl.path == "" {
+		cl.path = cl.c.scrubString(cl.c.basePath + pathOnly(cl.r.path))
+	}
+	return cl.path
 }
 
 var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
@@ -106,9 +119,6 @@ func (c *Client) startCall(ctx context.Context, r *request) (*call, error) {
 		return nil, &ValidationError{Field: "ctx", Reason: "is nil"}
 	}
 	cl := &call{c: c, r: r, start: time.Now(), policy: c.cfg.retry, timeout: c.timeout}
-	// The path names the request in errors and logs; an id in it may be
-	// server text handed back (a payout id), so it is scrubbed.
-	cl.path = c.scrubString(c.basePath + pathOnly(r.path))
 	if err := cl.applyOptions(); err != nil {
 		return nil, err
 	}
@@ -116,7 +126,7 @@ func (c *Client) startCall(ctx context.Context, r *request) (*call, error) {
 		if cl.opts.resp != nil {
 			*cl.opts.resp = Response{} // no attempt was made
 		}
-		return nil, fmt.Errorf("cryptopay: %s %s: %w", r.method, cl.path, err)
+		return nil, fmt.Errorf("cryptopay: %s %s: %w", r.method, cl.reqPath(), err)
 	}
 	u, err := c.newURL(r.path)
 	if err != nil {
@@ -124,11 +134,12 @@ func (c *Client) startCall(ctx context.Context, r *request) (*call, error) {
 	}
 	cl.url = u
 	if r.body != nil {
-		ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		cl.trace = httptrace.ClientTrace{
 			GetConn:      func(string) { cl.traced.Store(true) },
 			GotConn:      func(httptrace.GotConnInfo) { cl.traced.Store(true) },
 			WroteHeaders: func() { cl.wrote.Store(true) },
-		})
+		}
+		ctx = httptrace.WithClientTrace(ctx, &cl.trace)
 	}
 	cl.info = CallInfo{Method: r.method, Route: r.route}
 	if len(c.cfg.observers) > 0 {
@@ -201,20 +212,23 @@ func (cl *call) startAttempt() context.CancelFunc {
 // or a GOAWAY, and HTTP/1.1 replays one on a reused connection; the SDK
 // retries a POST itself, and only on proof that nothing was sent.
 func (cl *call) build() *http.Request {
-	req, err := http.NewRequestWithContext(cl.actx, cl.r.method, "", nil)
-	if err != nil {
-		panic("cryptopay: building a request with a checked method: " + err.Error())
+	req := &http.Request{
+		Method: cl.r.method, URL: cl.url, Host: cl.c.reqHost,
+		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: cl.header,
 	}
-	req.URL, req.Host = cl.url, cl.c.reqHost
-	if cl.r.body != nil {
-		req.Body = io.NopCloser(bytes.NewReader(cl.r.body))
-		req.ContentLength = int64(len(cl.r.body))
-	}
-	req.Header = cl.header
 	if !cl.c.shareHeaders {
 		req.Header = cl.header.Clone()
 	}
-	return req
+	if cl.r.body != nil {
+		// io.NopCloser of a *bytes.Reader: net/http knows it is in memory
+		// and writes headers and body together (a body type of its own
+		// would make it flush the headers first, a packet of their own
+		// that a server can answer before the body arrives).
+		req.Body = io.NopCloser(bytes.NewReader(cl.r.body))
+		req.ContentLength = int64(len(cl.r.body))
+	}
+	return req.WithContext(cl.actx)
 }
 
 // send makes one round trip.
@@ -280,7 +294,10 @@ func (cl *call) readBody(resp *http.Response) error {
 	if n := resp.ContentLength; n > 0 && n <= limit {
 		cl.buf.Grow(int(n))
 	}
-	if _, err := cl.buf.ReadFrom(io.LimitReader(resp.Body, limit+1)); err != nil {
+	cl.body = io.LimitedReader{R: resp.Body, N: limit + 1}
+	_, err := cl.buf.ReadFrom(&cl.body)
+	cl.body = io.LimitedReader{}
+	if err != nil {
 		return &bodyReadError{err}
 	}
 	if int64(cl.buf.Len()) <= limit {
@@ -311,8 +328,11 @@ func (cl *call) decide() (bool, time.Duration) {
 		status = cl.resp.StatusCode
 	}
 	if cl.resp != nil && cl.err == nil {
-		o.status, o.statusText = cl.resp.StatusCode, statusReason(cl.resp.StatusCode)
-		o.retryAfter, o.hasRA = parseRetryAfter(cl.resp.Header.Get("Retry-After"), time.Now())
+		o.status = cl.resp.StatusCode
+		if retryableStatus(o.status) { // only these are named or waited on
+			o.statusText = statusReason(o.status)
+			o.retryAfter, o.hasRA = parseRetryAfter(cl.resp.Header.Get("Retry-After"), time.Now())
+		}
 	}
 	retry, reason := shouldRetry(&o, cl.policy)
 	if retry {
@@ -341,7 +361,7 @@ func (cl *call) logAttempt(status int, d time.Duration, retry bool, reason strin
 	attrs := make([]slog.Attr, 0, 8)
 	attrs = append(attrs,
 		slog.String("method", cl.r.method),
-		slog.String("path", cl.path),
+		slog.String("path", cl.reqPath()),
 		slog.Int("attempt", cl.n),
 		slog.Duration("duration", d),
 	)
@@ -379,7 +399,7 @@ func (cl *call) decode(out any) error {
 	c, r, resp := cl.c, cl.r, cl.resp
 	body := cl.buf.Bytes()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		apiErr := newAPIError(c.cfg.scrub, r.method, cl.path, resp.StatusCode, resp.Header, body)
+		apiErr := newAPIError(c.cfg.scrub, r.method, cl.reqPath(), resp.StatusCode, resp.Header, body)
 		if r.method != http.MethodGet && createOutcomeUnknown(resp.StatusCode, nil, false) {
 			return cl.answeredUnknown(apiErr, resp.StatusCode, nil)
 		}
@@ -389,7 +409,7 @@ func (cl *call) decode(out any) error {
 	if rerr == nil {
 		return nil
 	}
-	rerr.StatusCode, rerr.Method, rerr.Path = resp.StatusCode, r.method, cl.path
+	rerr.StatusCode, rerr.Method, rerr.Path = resp.StatusCode, r.method, cl.reqPath()
 	rerr.Reason = c.scrubString(rerr.Reason)
 	rerr.Err = c.scrubErr(rerr.Err)
 	if r.method != http.MethodGet && createOutcomeUnknown(resp.StatusCode, nil, false) {
@@ -458,13 +478,13 @@ func (cl *call) transportError(err error) error {
 		return cl.outcomeUnknown(err)
 	}
 	if cl.ctx.Err() != nil && cl.lastFail != "" {
-		return fmt.Errorf("cryptopay: %s %s: %w (after %d attempt(s), last: %s)", r.method, cl.path, cl.ctx.Err(), cl.n, cl.lastFail)
+		return fmt.Errorf("cryptopay: %s %s: %w (after %d attempt(s), last: %s)", r.method, cl.reqPath(), cl.ctx.Err(), cl.n, cl.lastFail)
 	}
-	return fmt.Errorf("cryptopay: %s %s: %w", r.method, cl.path, err)
+	return fmt.Errorf("cryptopay: %s %s: %w", r.method, cl.reqPath(), err)
 }
 
 func (cl *call) outcomeUnknown(cause error) error {
-	return cl.logUnknown(&OutcomeUnknownError{Method: cl.r.method, Path: cl.path, OrderID: cl.r.orderID, Err: cause})
+	return cl.logUnknown(&OutcomeUnknownError{Method: cl.r.method, Path: cl.reqPath(), OrderID: cl.r.orderID, Err: cause})
 }
 
 // answeredUnknown is outcomeUnknown for an answer that was read: its
@@ -472,7 +492,7 @@ func (cl *call) outcomeUnknown(cause error) error {
 // text), go into the error so a caller can tell "the server acted" from
 // "no answer".
 func (cl *call) answeredUnknown(cause error, status int, body []byte) error {
-	e := &OutcomeUnknownError{Method: cl.r.method, Path: cl.path, OrderID: cl.r.orderID, Err: cause, StatusCode: status}
+	e := &OutcomeUnknownError{Method: cl.r.method, Path: cl.reqPath(), OrderID: cl.r.orderID, Err: cause, StatusCode: status}
 	if status >= 200 && status <= 299 && !cl.tooLarge {
 		var named struct {
 			PayoutID  any `json:"payoutId"`

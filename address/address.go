@@ -80,20 +80,31 @@ type family struct {
 	keys  []string
 }
 
-// families are the built-in checks, in the order a refused address is
-// matched against the others ("is a TRON address").
-var families = []family{
-	{"Bitcoin", Bitcoin, []string{"bitcoin", "btc"}},
-	{"Bitcoin testnet", BitcoinTestnet, []string{"bitcoin-testnet", "btc-testnet", "tbtc", "bitcoin-signet"}},
-	{"Litecoin", Litecoin, []string{"litecoin", "ltc"}},
-	{"Litecoin testnet", LitecoinTestnet, []string{"litecoin-testnet", "ltc-testnet", "tltc"}},
-	{"TRON", Tron, []string{"tron", "trc20", "trx", "shasta", "nile"}},
-	{"EVM (0x)", EVM, []string{
+// The network keys of each built-in family (the API's "network" field);
+// Decimals' table names them too.
+var (
+	bitcoinKeys         = []string{"bitcoin", "btc"}
+	bitcoinTestnetKeys  = []string{"bitcoin-testnet", "btc-testnet", "tbtc", "bitcoin-signet"}
+	litecoinKeys        = []string{"litecoin", "ltc"}
+	litecoinTestnetKeys = []string{"litecoin-testnet", "ltc-testnet", "tltc"}
+	tronKeys            = []string{"tron", "trc20", "trx", "shasta", "nile"}
+	evmKeys             = []string{
 		"eth", "ethereum", "erc20", "sepolia", "holesky", "hoodi", "goerli",
 		"bep20", "bsc", "polygon", "matic", "amoy", "arbitrum", "arbitrum-sepolia",
 		"optimism", "optimism-sepolia", "base", "base-sepolia", "avalanche", "avaxc",
 		"fantom", "linea", "scroll", "zksync", "gnosis", "celo",
-	}},
+	}
+)
+
+// families are the built-in checks, in the order a refused address is
+// matched against the others ("is a TRON address").
+var families = []family{
+	{"Bitcoin", Bitcoin, bitcoinKeys},
+	{"Bitcoin testnet", BitcoinTestnet, bitcoinTestnetKeys},
+	{"Litecoin", Litecoin, litecoinKeys},
+	{"Litecoin testnet", LitecoinTestnet, litecoinTestnetKeys},
+	{"TRON", Tron, tronKeys},
+	{"EVM (0x)", EVM, evmKeys},
 }
 
 // builtin maps each built-in network key to its family.

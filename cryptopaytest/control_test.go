@@ -40,7 +40,12 @@ func TestControlPayments(t *testing.T) {
 	id2 := createPayment(t, s, paymentBody)
 	r = ctl(t, s, "POST", "/payments/"+id2+"/status", `{"status":"expired"}`)
 	require.Equal(t, 200, r.Status, "%s", r.Body)
-	assert.Equal(t, "expired", r.obj(t)["status"])
+	m = r.obj(t)
+	assert.Equal(t, "expired", m["status"])
+	// Forced to expired, it expired now: expiredAt is not left in the future.
+	exp, err := time.Parse(time.RFC3339Nano, m["expiredAt"].(string))
+	require.NoError(t, err)
+	assert.False(t, exp.After(s.Now()), "expiredAt %s is after the fake's now %s", exp, s.Now())
 
 	tests := []struct {
 		method, path, body string

@@ -296,6 +296,8 @@ func paidStatus(paid, due decimal.Decimal) cryptopay.PaymentStatus {
 //	paid         -> paid_over                                               (a transfer on top)
 //
 // paid pays the outstanding remainder (as Pay would, balance included).
+// expired expires the payment now: an expiredAt still in the future moves
+// back to the fake's current time.
 // paid_partial and paid_over need an amount: they are accepted only when the
 // amount already paid matches them; otherwise use Pay. Setting the status a
 // payment already has is a no-op. paid_over, failed and rejected are final
@@ -325,6 +327,12 @@ func (s *Server) movePaymentLocked(p *payment, st cryptopay.PaymentStatus, now t
 		}
 		if rest := p.payAmount.Sub(p.paid); rest.IsPositive() {
 			s.addPaidLocked(p, rest)
+		}
+	case cryptopay.PaymentExpired:
+		// Expired now, not at the time it was given: a forced expiry moves
+		// expiredAt back, so the payment never reads expired before it.
+		if p.expiredAt.After(now) {
+			p.expiredAt = now
 		}
 	case cryptopay.PaymentPaidPartial, cryptopay.PaymentPaidOver:
 		if !p.paid.IsPositive() || paidStatus(p.paid, p.payAmount) != st {

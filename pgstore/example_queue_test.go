@@ -173,10 +173,15 @@ func webhookHandler(q *pgstore.Queue, client *cryptopay.Client, secret []byte) (
 // its payout intent in one transaction.
 func recordWithdrawal(ctx context.Context, pool *pgxpool.Pool, q *pgstore.Queue, userID, withdrawalID, address, ip, webhookURL string, amount decimal.Decimal) error {
 	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `UPDATE accounts SET balance = balance - $2 WHERE user_id = $1`, userID, amount); err != nil {
+		// Debit only what the account holds: no row updated means too little.
+		tag, err := tx.Exec(ctx, `UPDATE accounts SET balance = balance - $2 WHERE user_id = $1 AND balance >= $2`, userID, amount)
+		if err != nil {
 			return err
 		}
-		_, err := q.Enqueue(ctx, tx, cryptopay.CreatePayoutParams{
+		if tag.RowsAffected() == 0 {
+			return errors.New("insufficient balance") // nothing is queued: the transaction rolls back
+		}
+		_, err = q.Enqueue(ctx, tx, cryptopay.CreatePayoutParams{
 			OrderID:       "wd-" + withdrawalID, // unique per withdrawal, for ever
 			WalletAddress: address, Amount: amount, Currency: "usdt", Network: "tron",
 			CustomerID: userID, CustomerIP: ip,

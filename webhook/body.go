@@ -63,21 +63,9 @@ func newBodyReader(cfg *Config) (bodyReader, error) {
 // between reads. A Server's ReadTimeout still bounds the whole request:
 // the deadline never goes past the request's start plus ReadTimeout.
 func (b bodyReader) read(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	start := time.Now()
-	hardStop := time.Time{} // the server's own bound, if any
-	if srv, ok := r.Context().Value(http.ServerContextKey).(*http.Server); ok && srv.ReadTimeout > 0 {
-		hardStop = start.Add(srv.ReadTimeout)
-	}
-	deadline := func(received int64) time.Time {
-		earned := time.Duration(received/b.rate)*time.Second + time.Duration(received%b.rate)*time.Second/time.Duration(b.rate)
-		d := start.Add(b.timeout + earned)
-		if !hardStop.IsZero() && d.After(hardStop) {
-			d = hardStop
-		}
-		return d
-	}
+	s := b.schedule(r)
 	rc := http.NewResponseController(w)
-	onConn := rc.SetReadDeadline(deadline(0)) == nil
+	onConn := rc.SetReadDeadline(s.deadline(0)) == nil
 
 	size := int64(firstBodyBuf)
 	if n := r.ContentLength; n >= 0 && n <= firstBodyBuf {
@@ -85,19 +73,11 @@ func (b bodyReader) read(w http.ResponseWriter, r *http.Request) ([]byte, error)
 	}
 	buf := make([]byte, 0, size)
 	src := http.MaxBytesReader(w, r.Body, b.maxBody)
-	var probe [1]byte // a read past a full buffer of exactly the declared length
+	probe := make([]byte, 1) // a read past a full buffer of exactly the declared length
 	for {
 		var n int
 		var err error
-		if len(buf) < cap(buf) {
-			n, err = src.Read(buf[len(buf):cap(buf)])
-			buf = buf[:len(buf)+n]
-		} else {
-			n, err = src.Read(probe[:])
-			if n > 0 {
-				buf = append(buf, probe[0]) // grows by the append's own rule
-			}
-		}
+		buf, n, err = readChunk(src, buf, probe)
 		if errors.Is(err, io.EOF) {
 			if onConn {
 				// Read in time: the connection's deadline is the
@@ -106,7 +86,7 @@ func (b bodyReader) read(w http.ResponseWriter, r *http.Request) ([]byte, error)
 				// too slow keeps its passed deadline: the server then
 				// cannot wait on the rest of it and closes the
 				// connection.)
-				_ = rc.SetReadDeadline(hardStop)
+				_ = rc.SetReadDeadline(s.hardStop)
 			}
 			return buf, nil
 		}
@@ -116,7 +96,7 @@ func (b bodyReader) read(w http.ResponseWriter, r *http.Request) ([]byte, error)
 			}
 			return nil, err
 		}
-		d := deadline(int64(len(buf)))
+		d := s.deadline(int64(len(buf)))
 		if onConn {
 			if n > 0 {
 				_ = rc.SetReadDeadline(d)
@@ -125,6 +105,50 @@ func (b bodyReader) read(w http.ResponseWriter, r *http.Request) ([]byte, error)
 			return nil, errBodyTooSlow
 		}
 	}
+}
+
+// readSchedule is when a body's read must be done by: BodyReadTimeout
+// after it started plus the time the bytes received so far earned at
+// MinBodyRate, never after the server's own ReadTimeout (hardStop).
+type readSchedule struct {
+	start, hardStop time.Time // hardStop is zero if the server has no ReadTimeout
+	timeout         time.Duration
+	rate            int64 // bytes per second
+}
+
+// schedule starts the read schedule of r's body now.
+func (b bodyReader) schedule(r *http.Request) readSchedule {
+	s := readSchedule{start: time.Now(), timeout: b.timeout, rate: b.rate}
+	if srv, ok := r.Context().Value(http.ServerContextKey).(*http.Server); ok && srv.ReadTimeout > 0 {
+		s.hardStop = s.start.Add(srv.ReadTimeout)
+	}
+	return s
+}
+
+// deadline is when the read must be done by, received bytes in.
+func (s readSchedule) deadline(received int64) time.Time {
+	earned := time.Duration(received/s.rate)*time.Second + time.Duration(received%s.rate)*time.Second/time.Duration(s.rate)
+	d := s.start.Add(s.timeout + earned)
+	if !s.hardStop.IsZero() && d.After(s.hardStop) {
+		d = s.hardStop
+	}
+	return d
+}
+
+// readChunk reads src's next bytes into buf's free capacity or, when buf is
+// full (a body of exactly the declared length so far), into probe (one
+// byte), so that buf grows only for bytes that arrive. It returns buf with
+// them, how many arrived and the read's error.
+func readChunk(src io.Reader, buf, probe []byte) ([]byte, int, error) {
+	if len(buf) < cap(buf) {
+		n, err := src.Read(buf[len(buf):cap(buf)])
+		return buf[:len(buf)+n], n, err
+	}
+	n, err := src.Read(probe)
+	if n > 0 {
+		buf = append(buf, probe[0]) // grows by the append's own rule
+	}
+	return buf, n, err
 }
 
 // isTimeout reports whether err is a read deadline passing.

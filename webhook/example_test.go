@@ -48,7 +48,7 @@ func ExampleNewHandler() {
 		OnPayment: func(ctx context.Context, p *cryptopay.Payment) error {
 			// Called once per (payment, status). Must be idempotent; return an
 			// error to have the event redelivered.
-			if p.Status.IsTerminal() {
+			if p.Status.IsSuccess() { // paid or paid_over; not expired, failed or paid_partial
 				paid <- p
 			}
 			return nil

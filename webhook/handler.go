@@ -404,7 +404,7 @@ func (h *Handler) authenticate(token string, body []byte, ev *event) (outcome, b
 		order = []byte(s)
 	}
 	if !h.validToken(token, order) {
-		return rejected(http.StatusUnauthorized, "unauthorized", "token does not match orderId"), false
+		return rejected(http.StatusUnauthorized, "unauthorized", "token does not match orderId: a wrong token, or one signed with another secret"), false
 	}
 	if err := ev.identify(&f); err != nil {
 		return rejected(http.StatusBadRequest, "bad request", err.Error()), false

@@ -630,3 +630,19 @@ func TestWebhookObserverPanic(t *testing.T) {
 	assert.Equal(t, http.StatusMethodNotAllowed, rec.Code)
 	assert.Contains(t, logs.String(), "OnEvent")
 }
+
+// TestWebhookOtherSecretLogsTheSecret: a token signed with another secret
+// (a common setup mistake: the URL was signed by a process with a different
+// secret) is refused with 401, and the logged reason says the secret may
+// differ, so whoever reads the log knows where to look.
+func TestWebhookOtherSecretLogsTheSecret(t *testing.T) {
+	t.Parallel()
+	var logs syncBuffer
+	h := newTestHandler(t, nil, &recorder{}, &logs)
+	u, err := URL("https://shop.example/hooks/cryptopay", []byte(strings.Repeat("o", MinSecretLen)), whOrder)
+	require.NoError(t, err)
+	w := serve(h, whRequest(t, u, `{"paymentId":"00000000-0000-4000-8000-000000000001","orderId":"`+whOrder+`","status":"paid"}`))
+	require.Equal(t, http.StatusUnauthorized, w.Code)
+	assert.Contains(t, logs.String(), "signed with another secret")
+	assert.NotContains(t, w.Body.String(), "secret", "the reason goes to the log, never to the sender")
+}

@@ -124,9 +124,8 @@ func readBatch(r io.Reader) ([]batchRow, []error) {
 	if err != nil {
 		return nil, []error{guard.named(err, header)}
 	}
-	var rows []batchRow
+	good := batchRows{first: map[string]int{}}
 	var errs []error
-	first := map[string]int{} // orderId -> index in rows
 	for n := 0; ; n++ {
 		rec, err := cr.Read()
 		if errors.Is(err, io.EOF) {
@@ -135,13 +134,7 @@ func readBatch(r io.Reader) ([]batchRow, []error) {
 		var pe *csv.ParseError
 		isParseErr := errors.As(err, &pe)
 		if n == maxBatchRows && (err == nil || isParseErr) { // one record past the cap, good or bad
-			line := 0
-			if isParseErr {
-				line = pe.StartLine
-			} else {
-				line, _ = cr.FieldPos(0)
-			}
-			return nil, append(errs, &rowError{line: line, msg: fmt.Sprintf("more than %d payouts in one file; split it", maxBatchRows)})
+			return nil, append(errs, pastCap(cr, pe))
 		}
 		switch {
 		case isParseErr && errors.Is(pe.Err, csv.ErrFieldCount):
@@ -153,17 +146,7 @@ func readBatch(r io.Reader) ([]batchRow, []error) {
 			return nil, append(errs, guard.named(err, header)) // the CSV itself is broken: stop
 		default:
 			line, _ := cr.FieldPos(0)
-			var row batchRow
-			row, err = parseRow(line, rec, col)
-			if err == nil {
-				if i, seen := first[row.p.OrderID]; seen && !sameParams(rows[i].p, row.p) {
-					err = &rowError{line: line, column: "orderId", msg: fmt.Sprintf("repeats line %d's orderId with other parameters", rows[i].line)}
-				} else if !seen {
-					first[row.p.OrderID] = len(rows)
-				}
-			}
-			if err == nil {
-				rows = append(rows, row)
+			if err = good.add(line, rec, col); err == nil {
 				continue
 			}
 		}
@@ -174,10 +157,44 @@ func readBatch(r io.Reader) ([]batchRow, []error) {
 	if len(errs) > 0 {
 		return nil, errs
 	}
-	if len(rows) == 0 {
+	if len(good.rows) == 0 {
 		return nil, []error{&rowError{line: 2, msg: "no payouts after the header"}}
 	}
-	return rows, nil
+	return good.rows, nil
+}
+
+// pastCap is the error for the record one past maxBatchRows, at its line
+// (pe's, when that record did not parse).
+func pastCap(cr *csv.Reader, pe *csv.ParseError) error {
+	line := 0
+	if pe != nil {
+		line = pe.StartLine
+	} else {
+		line, _ = cr.FieldPos(0)
+	}
+	return &rowError{line: line, msg: fmt.Sprintf("more than %d payouts in one file; split it", maxBatchRows)}
+}
+
+// batchRows collects a batch file's good rows. An orderId may repeat only
+// with the same parameters (the same payout, listed twice).
+type batchRows struct {
+	rows  []batchRow
+	first map[string]int // orderId -> index in rows
+}
+
+// add parses rec, the record at line, and keeps it, or says why not.
+func (b *batchRows) add(line int, rec []string, col map[string]int) error {
+	row, err := parseRow(line, rec, col)
+	if err != nil {
+		return err
+	}
+	if i, seen := b.first[row.p.OrderID]; !seen {
+		b.first[row.p.OrderID] = len(b.rows)
+	} else if !sameParams(b.rows[i].p, row.p) {
+		return &rowError{line: line, column: "orderId", msg: fmt.Sprintf("repeats line %d's orderId with other parameters", b.rows[i].line)}
+	}
+	b.rows = append(b.rows, row)
+	return nil
 }
 
 // csvGuard passes a batch file through, refusing it once it is larger

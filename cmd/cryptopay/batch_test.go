@@ -45,7 +45,7 @@ func TestPayoutBatchLarge(t *testing.T) {
 	assert.Equal(t, "10000/10000 rows enqueued", lines[len(lines)-1])
 	in := qf.state(t, "wd-00004")
 	assert.Equal(t, pgstore.StateQueued, in.State)
-	assert.Equal(t, "5.000000000000000005", in.Params.Amount.String(), "exact")
+	assert.Equal(t, "5.000005", in.Params.Amount.String(), "exact")
 
 	r = qf.run("payout", "batch", file)
 	require.Equal(t, 0, r.code, r.stderr)
@@ -64,8 +64,8 @@ func TestPayoutBatchTerminal(t *testing.T) {
 	assert.Contains(t, r.stderr, "\r[##############################] 3/3 rows enqueued")
 	assert.Regexp(t, `Enqueued\s+3\n`, r.stdout)
 	assert.Regexp(t, `Repeated rows \(same orderId, same payout\)\s+1\n`, r.stdout)
-	assert.Regexp(t, `eth\s+1\s+4\.000000000000000004\n`, r.stdout)
-	assert.Regexp(t, `usdt\s+2\s+5\.000000000000000005\n`, r.stdout)
+	assert.Regexp(t, `eth\s+1\s+4\.000004\n`, r.stdout)
+	assert.Regexp(t, `usdt\s+2\s+5\.000005\n`, r.stdout)
 }
 
 // A bad row names its line and column, and nothing of the file is
@@ -156,7 +156,7 @@ func TestPayoutBatchDryRun(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 	file := csvFile(t, batchHeader,
 		row("d-0", "TCL3eTB75W5qNJEmseEmVMkNJ5pNBciXj4", "1", "usdt"),
-		row("d-1", "TCL3eTB75W5qNJEmseEmVMkNJ5pNBciXj4", "100.000000000000000001", "usdt"),
+		row("d-1", "TCL3eTB75W5qNJEmseEmVMkNJ5pNBciXj4", "100.000001", "usdt"),
 		row("d-2", "TCL3eTB75W5qNJEmseEmVMkNJ5pNBciXj4", "1000.5", "usdt"), // above --max-amount
 		row("d-3", "TPfXZX8ma2LGZJeydzqL75WFD9tNsh3ShZ", "5", "usdt"),      // not on the allow-list
 		row("d-4", "TCL3eTB75W5qNJEmseEmVMkNJ5pNBciXj4", "600", "eth"),     // above --approval-above
@@ -178,7 +178,7 @@ func TestPayoutBatchDryRun(t *testing.T) {
 	assert.Equal(t, []currencyTotal{
 		{Currency: "btc", Count: 1, Total: "2000"},
 		{Currency: "eth", Count: 2, Total: "1050"},
-		{Currency: "usdt", Count: 5, Total: "1106.750000000000000001"},
+		{Currency: "usdt", Count: 5, Total: "1106.750001"},
 	}, out.Currencies)
 	type stop struct {
 		line       int

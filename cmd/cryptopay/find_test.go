@@ -14,7 +14,7 @@ import (
 func TestPayoutFind(t *testing.T) {
 	f := setup(t)
 	f.createPayout("po-other", "1")
-	f.createPayout("po-find", "2.000000000000000001")
+	f.createPayout("po-find", "2.000001")
 	hourAgo := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
 	tests := []struct {
 		name        string
@@ -41,7 +41,7 @@ func TestPayoutFind(t *testing.T) {
 			}
 			if tt.wantVerdict == "exists" {
 				require.NotNil(t, out.Payout)
-				assert.Equal(t, "2.000000000000000001", out.Payout.Amount)
+				assert.Equal(t, "2.000001", out.Payout.Amount)
 				assert.Equal(t, "po-find", out.Payout.OrderID)
 			} else {
 				assert.Nil(t, out.Payout)
@@ -52,7 +52,7 @@ func TestPayoutFind(t *testing.T) {
 	r := f.runCLI(terms{stdout: true}, "", "payout", "find", "--order-id", "po-find")
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Regexp(t, `Verdict\s+exists \(the payout exists: do NOT create it again\)`, r.stdout)
-	assert.Regexp(t, `Amount\s+2\.000000000000000001 usdt on tron`, r.stdout)
+	assert.Regexp(t, `Amount\s+2\.000001 usdt on tron`, r.stdout)
 
 	r = f.runCLI(terms{stdout: true}, "", "payout", "find", "--order-id", "po-missing", "--attempted-at", "2h")
 	assert.Equal(t, exitNo, r.code, r.stderr)

@@ -15,7 +15,7 @@ import (
 
 func TestPaymentGet(t *testing.T) {
 	f := setup(t)
-	p := f.createPayment("o-get", "10.000000000000000000000000001", "")
+	p := f.createPayment("o-get", "12345678901234567.000001", "")
 	require.NoError(t, f.srv.Pay(p.ID, decimal.RequireFromString("3.3")))
 	tests := []struct {
 		name string
@@ -38,13 +38,13 @@ func TestPaymentGet(t *testing.T) {
 				require.NoError(t, json.Unmarshal([]byte(r.stdout), &m), r.stdout)
 				assert.Equal(t, p.ID, m["paymentId"])
 				assert.Equal(t, "paid_partial", m["status"])
-				assert.Equal(t, "10.000000000000000000000000001", m["payAmount"], "money is an exact decimal string")
+				assert.Equal(t, "12345678901234567.000001", m["payAmount"], "money is an exact decimal string")
 				assert.Equal(t, "3.3", m["paidAmount"])
 				return
 			}
 			assert.Regexp(t, `Payment ID\s+`+p.ID, r.stdout)
 			assert.Regexp(t, `Status\s+paid_partial \(terminal, not a success; needs a person\)`, r.stdout)
-			assert.Regexp(t, `Pay amount\s+10\.000000000000000000000000001 usdt on tron`, r.stdout)
+			assert.Regexp(t, `Pay amount\s+12345678901234567\.000001 usdt on tron`, r.stdout)
 			assert.Regexp(t, `Paid amount\s+3\.3\n`, r.stdout)
 		})
 	}
@@ -55,7 +55,7 @@ func TestPaymentGet(t *testing.T) {
 
 func TestPaymentCreate(t *testing.T) {
 	f := setup(t)
-	args := []string{"payment", "create", "--amount", "0.000000000000000001", "--currency", "usdt", "--network", "tron",
+	args := []string{"payment", "create", "--amount", "0.000000000000000001", "--currency", "eth", "--network", "eth",
 		"--customer-id", "cust-9", "--customer-ip", "198.51.100.2", "--order-id", "o-create", "--fee-by-user",
 		"--additional-data", "note", "--webhook-url", "http://127.0.0.1:9/hook"}
 	r := f.run(args...)
@@ -147,4 +147,16 @@ func TestPaymentWaitTimeout(t *testing.T) {
 
 	r = f.run("payment", "wait", p.ID, "--timeout", "0s")
 	assert.Equal(t, exitUsage, r.code)
+}
+
+// TestPaymentCreateTooManyDecimals: an amount with more decimal places than
+// the currency has on its network is refused before sending, with the flag
+// to fix and the pair named.
+func TestPaymentCreateTooManyDecimals(t *testing.T) {
+	f := setup(t)
+	r := f.run("payment", "create", "--amount", "0.0000001", "--currency", "usdt", "--network", "tron",
+		"--customer-id", "cust-9", "--customer-ip", "198.51.100.2", "--order-id", "o-places")
+	assert.Equal(t, exitUsage, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "--amount: has more decimal places than usdt on tron allows (6)")
+	assert.Empty(t, f.srv.PaymentIDsWithOrderID("o-places"), "nothing sent")
 }

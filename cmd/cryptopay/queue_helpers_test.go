@@ -146,7 +146,7 @@ func batchRecord(prefix string, i int) []string {
 	if i%3 == 0 {
 		cur = "eth"
 	}
-	return []string{fmt.Sprintf("%s-%05d", prefix, i), testWallet(i), fmt.Sprintf("%d.%018d", 1+i%500, i+1), cur, "tron",
+	return []string{fmt.Sprintf("%s-%05d", prefix, i), testWallet(i), fmt.Sprintf("%d.%06d", 1+i%500, i+1), cur, "tron",
 		fmt.Sprintf("c%d", i%7), "203.0.113.7", fmt.Sprint(i%2 == 0), "", ""}
 }
 

@@ -160,7 +160,7 @@ func TestPayoutQueueParkedRetry(t *testing.T) {
 	r = qf.cli(terms{stdout: true}, "payout", "queue", "--state", "parked")
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Regexp(t, `ORDER ID\s+STATE\s+AMOUNT`, r.stdout)
-	assert.Regexp(t, `p-00001\s+parked\s+2\.000000000000000002\s+usdt\s+tron\s+1\s+-\s+still_unknown`, r.stdout)
+	assert.Regexp(t, `p-00001\s+parked\s+2\.000002\s+usdt\s+tron\s+1\s+-\s+still_unknown`, r.stdout)
 	r = qf.cli(terms{stdout: true}, "payout", "queue", "show", "p-00001")
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Regexp(t, `State\s+parked \(the queue could not tell whether the payout was created`, r.stdout)

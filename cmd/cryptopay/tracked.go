@@ -138,7 +138,7 @@ func (a *app) trackedShow(args []string) error {
 		{"Payment ID", o.PaymentID},
 		{"State", o.State},
 		{"Status", o.Status},
-		{"Paid", o.PaidAmount + " of " + o.PayAmount + " " + o.Currency + " on " + o.Network},
+		{"Paid", paidText(o)},
 		{"Expires", o.ExpiredAt},
 		{"Needs action", strconv.FormatBool(o.NeedsAction)},
 		{"Anomaly", o.Anomaly},
@@ -159,6 +159,22 @@ func (a *app) trackedShow(args []string) error {
 		rows[i] = []string{strconv.Itoa(c.Seq), c.At, c.From, c.To, c.ToPaid, late}
 	}
 	return a.printTable([]string{"#", "AT", "FROM", "TO", "PAID", "LATE"}, rows)
+}
+
+// paidText is the Paid row of show: what was paid of what is asked, or, before
+// the first read (no amount known yet), that nothing has been read.
+func paidText(o trackedOut) string {
+	asked := strings.TrimSpace(o.PayAmount + " " + o.Currency)
+	if o.Network != "" {
+		asked += " on " + o.Network
+	}
+	switch {
+	case o.PaidAmount != "":
+		return o.PaidAmount + " of " + asked
+	case asked != "":
+		return "not read yet (asks " + asked + ")"
+	}
+	return "not read yet"
 }
 
 // trackedClear clears a tracked payment's anomaly with the operator's

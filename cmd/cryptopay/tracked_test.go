@@ -137,6 +137,26 @@ func TestPaymentTracked(t *testing.T) {
 	assert.Equal(t, exitUsage, r.code)
 }
 
+// TestPaidText: before the first read no amount is known, and show says so
+// instead of printing an empty amount "of 12 usdt".
+func TestPaidText(t *testing.T) {
+	tests := []struct {
+		name string
+		o    trackedOut
+		want string
+	}{
+		{"read", trackedOut{PaidAmount: "4.5", PayAmount: "12", Currency: "usdt", Network: "trc20"}, "4.5 of 12 usdt on trc20"},
+		{"read, nothing paid", trackedOut{PaidAmount: "0", PayAmount: "12", Currency: "usdt", Network: "trc20"}, "0 of 12 usdt on trc20"},
+		{"not read, amount known", trackedOut{PayAmount: "12", Currency: "usdt"}, "not read yet (asks 12 usdt)"},
+		{"not read, nothing known", trackedOut{}, "not read yet"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, paidText(tt.o))
+		})
+	}
+}
+
 // setupTracked is the CLI's fixture with a PostgreSQL database in
 // CRYPTOPAY_DATABASE_URL (with a password, which must never be printed),
 // a pool on it and a fresh tracker table name.

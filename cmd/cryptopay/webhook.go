@@ -136,9 +136,19 @@ func (a *app) buildEvent(to string, secret []byte, paymentID, payoutID, status s
 		req, buildErr = cryptopaytest.NewWebhookRequest(to, secret, p, st)
 	}
 	if buildErr != nil {
-		return nil, out, &exitError{exitUsage, buildErr}
+		return nil, out, toFlagError(buildErr)
 	}
 	return req.WithContext(a.ctx), out, nil
+}
+
+// toFlagError says a refused --to as the flag the user gave: the SDK names
+// the URL's parameter "base" (webhook.URL's), which send calls --to.
+func toFlagError(err error) error {
+	var ve *cryptopay.ValidationError
+	if errors.As(err, &ve) && ve.Field == "base" {
+		err = errors.New("--to: " + ve.Reason)
+	}
+	return &exitError{exitUsage, fmt.Errorf("webhook send: %w", err)}
 }
 
 // post sends req without following redirects and records the answer.

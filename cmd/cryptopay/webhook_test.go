@@ -140,6 +140,8 @@ func TestWebhookSendRefusals(t *testing.T) {
 		{"remote receiver", []string{"--to", "https://shop.example/wh", "--payment", pay.ID}, exitUsage, "not loopback; pass --allow-remote"},
 		{"not http", []string{"--to", "file:///etc/passwd", "--payment", pay.ID}, exitUsage, "want an http or https URL"},
 		{"unknown payment", []string{"--to", rc.url, "--payment", "6f1c0f9e-7d43-4b8e-9a8e-1f2a3b4c5d6e"}, exitFailed, "404"},
+		{"receiver with a token", []string{"--to", rc.url + "?token=abc", "--payment", pay.ID}, exitUsage, "--to: already has a token parameter"},
+		{"receiver with a fragment", []string{"--to", rc.url + "#x", "--payment", pay.ID}, exitUsage, "--to: must not have a fragment"},
 		{"receiver down", []string{"--to", "http://127.0.0.1:1/wh", "--payment", pay.ID}, exitFailed, "connection refused"},
 	}
 	for _, tt := range tests {

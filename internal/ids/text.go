@@ -64,6 +64,22 @@ func keyOK(s string) bool {
 // identifier, and reconciling by it would find nothing. Empty is left to
 // the caller (some fields are optional).
 func Text(s string, max int) string {
+	if printableASCII(s) {
+		// The common case, decided without decoding a rune: valid UTF-8,
+		// and no byte is a control or an invisible character.
+		switch {
+		case len(s) > max:
+			return "is longer than " + strconv.Itoa(max) + " bytes"
+		case len(s) > 0 && (s[0] == ' ' || s[len(s)-1] == ' '):
+			return "has leading or trailing white space"
+		}
+		return ""
+	}
+	return textRunes(s, max)
+}
+
+// textRunes is Text rune by rune, for any text.
+func textRunes(s string, max int) string {
 	if !utf8.ValidString(s) {
 		return "is not valid UTF-8"
 	}
@@ -80,6 +96,17 @@ func Text(s string, max int) string {
 	return ""
 }
 
+// printableASCII reports whether every byte of s is printable ASCII
+// (' ' to '~'): text Text can judge byte by byte.
+func printableASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < ' ' || c > '~' {
+			return false
+		}
+	}
+	return true
+}
+
 // Invisible reports whether r is a control character (C0, DEL, C1), a
 // format character (zero-width space and joiners, bidi embeddings,
 // overrides and isolates, the BOM), a default-ignorable code point, a
@@ -87,6 +114,14 @@ func Text(s string, max int) string {
 // characters a person cannot see or that change how the text around them
 // is shown.
 func Invisible(r rune) bool {
+	if r < utf8.RuneSelf {
+		return r < ' ' || r == 0x7f // C0 and DEL; printable ASCII is visible
+	}
+	return invisibleTables(r)
+}
+
+// invisibleTables is Invisible by the Unicode tables, for any rune.
+func invisibleTables(r rune) bool {
 	switch {
 	case unicode.IsControl(r),
 		unicode.Is(unicode.Cf, r),

@@ -1,8 +1,10 @@
 package ids
 
 import (
+	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 )
@@ -64,4 +66,29 @@ func FuzzText(f *testing.F) {
 			assert.Equal(t, strings.ToLower(s), s)
 		}
 	})
+}
+
+// TestTextASCIIFastPath: the byte-by-byte answer for ASCII text is the
+// rune-by-rune one, for every string of one and two ASCII bytes and for
+// every ASCII rune, so the fast path refuses and accepts exactly what the
+// Unicode tables do.
+func TestTextASCIIFastPath(t *testing.T) {
+	for r := rune(0); r < utf8.RuneSelf; r++ {
+		assert.Equal(t, invisibleTables(r), Invisible(r), "%U", r)
+	}
+	var diff []string
+	check := func(s string, max int) {
+		if got, want := Text(s, max), textRunes(s, max); got != want {
+			diff = append(diff, strconv.Quote(s)+": "+got+" / "+want)
+		}
+	}
+	for a := range utf8.RuneSelf {
+		check(string(rune(a)), 8)
+		check(string(rune(a))+"x", 1)
+		for b := range utf8.RuneSelf {
+			check(string([]byte{byte(a), byte(b)}), 8)
+			check("id "+string([]byte{byte(a), byte(b)})+" 7", 8)
+		}
+	}
+	assert.Empty(t, diff)
 }

@@ -38,13 +38,12 @@ import (
 
 func main() {
 	verbose := flag.Bool("v", false, "list every mutual pair and back-arrow with the names behind it")
-	fields := flag.Bool("fields", false, "count a use of a struct field as a use of the file that declares the struct")
 	flag.Parse()
 	dir := "."
 	if flag.NArg() > 0 {
 		dir = flag.Arg(0)
 	}
-	g, err := load(dir, *fields)
+	g, err := load(dir)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "filegraph:", err)
 		os.Exit(1)
@@ -61,32 +60,19 @@ type graph struct {
 
 // load type-checks the non-test Go files of the package in dir (as the
 // current GOOS/GOARCH build them) and returns its file graph. A file uses
-// another when it names a top-level declaration of it: a package-level
-// name or a method; with fields, also a field of a struct type it declares.
-func load(dir string, fields bool) (*graph, error) {
-	bp, err := build.ImportDir(dir, 0)
-	if err != nil {
-		return nil, err
-	}
-	fset := token.NewFileSet()
-	var files []*ast.File
-	for _, name := range bp.GoFiles {
-		f, err := parser.ParseFile(fset, filepath.Join(dir, name), nil, parser.SkipObjectResolution)
-		if err != nil {
-			return nil, err
-		}
-		files = append(files, f)
-	}
-	info := &types.Info{Uses: map[*ast.Ident]types.Object{}, Selections: map[*ast.SelectorExpr]*types.Selection{}}
-	conf := types.Config{Importer: importer.ForCompiler(fset, "gc", exportLookup(dir))}
-	pkg, err := conf.Check(bp.ImportPath, fset, files, info)
+// another when it refers to anything declared there: a package-level name
+// (a type in a signature or a struct field included), a method, or a field
+// of a struct type declared there (through the embedded fields a promoted
+// one is reached by, too).
+func load(dir string) (*graph, error) {
+	bp, fset, pkg, info, err := typeCheck(dir)
 	if err != nil {
 		return nil, err
 	}
 	g := &graph{Files: slices.Clone(bp.GoFiles), Uses: map[string]map[string][]string{}}
 	sort.Strings(g.Files)
 	add := func(at token.Pos, obj types.Object) {
-		if obj == nil || obj.Pkg() != pkg || !declaration(pkg, obj, fields) {
+		if obj == nil || obj.Pkg() != pkg || !declaration(pkg, obj) {
 			return
 		}
 		from := filepath.Base(fset.Position(at).Filename)
@@ -107,9 +93,6 @@ func load(dir string, fields bool) (*graph, error) {
 	// A promoted field or method is reached through the embedded fields
 	// on its path; Uses records only the last one.
 	for sel, s := range info.Selections {
-		if !fields {
-			break
-		}
 		t := s.Recv()
 		for _, i := range s.Index()[:len(s.Index())-1] {
 			st, ok := deref(t).Underlying().(*types.Struct)
@@ -128,6 +111,28 @@ func load(dir string, fields bool) (*graph, error) {
 	return g, nil
 }
 
+// typeCheck parses and type-checks the non-test Go files of the package in
+// dir, recording every use of a declared object and every selection.
+func typeCheck(dir string) (*build.Package, *token.FileSet, *types.Package, *types.Info, error) {
+	bp, err := build.ImportDir(dir, 0)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	fset := token.NewFileSet()
+	var files []*ast.File
+	for _, name := range bp.GoFiles {
+		f, err := parser.ParseFile(fset, filepath.Join(dir, name), nil, parser.SkipObjectResolution)
+		if err != nil {
+			return nil, nil, nil, nil, err
+		}
+		files = append(files, f)
+	}
+	info := &types.Info{Uses: map[*ast.Ident]types.Object{}, Selections: map[*ast.SelectorExpr]*types.Selection{}}
+	conf := types.Config{Importer: importer.ForCompiler(fset, "gc", exportLookup(dir))}
+	pkg, err := conf.Check(bp.ImportPath, fset, files, info)
+	return bp, fset, pkg, info, err
+}
+
 func deref(t types.Type) types.Type {
 	if p, ok := t.Underlying().(*types.Pointer); ok {
 		return p.Elem()
@@ -135,14 +140,14 @@ func deref(t types.Type) types.Type {
 	return t
 }
 
-// declaration reports whether obj is a top-level declaration of pkg (a
-// package-level name or a method) or, with fields, a struct field.
-func declaration(pkg *types.Package, obj types.Object, fields bool) bool {
+// declaration reports whether obj is a declaration of pkg that a file can
+// refer to from another: a package-level name, a method or a struct field.
+func declaration(pkg *types.Package, obj types.Object) bool {
 	switch o := obj.(type) {
 	case *types.Func:
 		return o.Parent() == pkg.Scope() || o.Type().(*types.Signature).Recv() != nil
 	case *types.Var:
-		return fields && o.IsField() || o.Parent() == pkg.Scope()
+		return o.IsField() || o.Parent() == pkg.Scope()
 	default:
 		return obj.Parent() == pkg.Scope()
 	}

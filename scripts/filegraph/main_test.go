@@ -26,7 +26,6 @@ func TestGraph(t *testing.T) {
 	tests := []struct {
 		name         string
 		files        map[string]string
-		fields       bool
 		arrows, back int
 		mutual       [][2]string
 		wantUses     [][2]string // arrows that must be there
@@ -72,35 +71,42 @@ func TestGraph(t *testing.T) {
 			},
 		},
 		{
-			name: "a field counts only with fields",
+			name: "a field is a reference to the struct's file",
 			files: map[string]string{
 				"a.go": "type S struct{ F int }",
 				"b.go": "func get() S { return S{} }",
 				"c.go": "func f() int { return get().F }",
 			},
-			arrows:     2,
-			wantUses:   [][2]string{{"b.go", "a.go"}, {"c.go", "b.go"}},
-			wantNoUses: [][2]string{{"c.go", "a.go"}},
-		},
-		{
-			name: "a field, with fields",
-			files: map[string]string{
-				"a.go": "type S struct{ F int }",
-				"b.go": "func get() S { return S{} }",
-				"c.go": "func f() int { return get().F }",
-			},
-			fields:   true,
 			arrows:   3,
-			wantUses: [][2]string{{"c.go", "a.go"}},
+			wantUses: [][2]string{{"b.go", "a.go"}, {"c.go", "b.go"}, {"c.go", "a.go"}},
 		},
 		{
-			name: "a promoted field names the embedded field, with fields",
+			// The pair the root had: a config whose field has a type of
+			// another file, and that file reading the field.
+			name: "a type in a field and the field read back: a mutual pair",
+			files: map[string]string{
+				"options.go": "type config struct{ bus Bus }",
+				"bus.go":     "type Bus interface{ Publish() }\n\nfunc publish(c *config) { c.bus.Publish() }",
+			},
+			arrows: 2, back: 1,
+			mutual: [][2]string{{"bus.go", "options.go"}},
+		},
+		{
+			name: "a type named only in a signature",
+			files: map[string]string{
+				"a.go": "type T struct{}",
+				"b.go": "func f(*T) {}",
+			},
+			arrows:   1,
+			wantUses: [][2]string{{"b.go", "a.go"}},
+		},
+		{
+			name: "a promoted field names the embedded field",
 			files: map[string]string{
 				"a.go": "type Inner struct{ F int }",
 				"b.go": "type Outer struct{ Inner }",
 				"c.go": "func f(o Outer) int { return o.F }",
 			},
-			fields:   true,
 			arrows:   3, // b->a (Inner), c->b (Outer, the embedded field), c->a (F)
 			wantUses: [][2]string{{"c.go", "b.go"}, {"c.go", "a.go"}},
 		},
@@ -108,7 +114,7 @@ func TestGraph(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			g, err := load(writePkg(t, tt.files), tt.fields)
+			g, err := load(writePkg(t, tt.files))
 			require.NoError(t, err)
 			assert.Equal(t, tt.arrows, g.Arrows(), "arrows")
 			assert.Len(t, g.BackArrows(), tt.back, "back-arrows")
@@ -131,7 +137,7 @@ func TestGreedyOrderAgreesOnSmallGroups(t *testing.T) {
 		"cycle":         {"a.go": "func A() { B() }", "b.go": "func B() { C() }", "c.go": "func C() { A() }"},
 		"pair and user": {"a.go": "func A() { B() }", "b.go": "func B() { A() }", "c.go": "func C() { A(); B() }"},
 	} {
-		g, err := load(writePkg(t, files), false)
+		g, err := load(writePkg(t, files))
 		require.NoError(t, err)
 		comp := g.Files
 		exact, greedy := g.countBack(g.bestOrder(comp)), g.countBack(g.greedyOrder(comp))
@@ -159,7 +165,7 @@ func TestRootHasNoMutualFilePairs(t *testing.T) {
 	if testing.Short() {
 		t.Skip("type-checks the root package (go list -export)")
 	}
-	g, err := load(filepath.Join("..", ".."), false)
+	g, err := load(filepath.Join("..", ".."))
 	require.NoError(t, err)
 	var pairs []string
 	for _, p := range g.MutualPairs() {

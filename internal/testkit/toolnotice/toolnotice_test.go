@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -21,39 +23,59 @@ func (f *fakeT) Fatalf(format string, args ...any) { f.fatal = fmt.Sprintf(forma
 func (f *fakeT) Skipf(format string, args ...any)  { f.skip = fmt.Sprintf(format, args...) }
 
 func TestMissing(t *testing.T) {
+	const notice = "SKIPPED: prism is not on PATH (npm install -g @stoplight/prism-cli); CI=true makes this a failure\n"
 	tests := []struct {
 		name                string
-		ci, terminal        bool
+		ci                  bool
+		present             []bool // which of the two sinks exist
 		wantFatal, wantSkip bool
-		wantOnTerminal      string
+		want                []string // what each sink holds afterwards
 	}{
-		{name: "no CI, a terminal", terminal: true, wantSkip: true, wantOnTerminal: "SKIPPED: prism is not on PATH (npm install -g @stoplight/prism-cli); CI=true makes this a failure\n"},
-		{name: "no CI, no terminal", wantSkip: true},
-		{name: "CI", ci: true, terminal: true, wantFatal: true},
+		{name: "no CI, the go command's stderr and a terminal", present: []bool{true, true}, wantSkip: true, want: []string{notice, ""}},
+		{name: "no CI, piped: no terminal", present: []bool{true, false}, wantSkip: true, want: []string{notice, ""}},
+		{name: "no CI, only a terminal", present: []bool{false, true}, wantSkip: true, want: []string{"", notice}},
+		{name: "no CI, nowhere to write", present: []bool{false, false}, wantSkip: true, want: []string{"", ""}},
+		{name: "CI", ci: true, present: []bool{true, true}, wantFatal: true, want: []string{"", ""}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tty := filepath.Join(t.TempDir(), "tty")
-			if tt.terminal {
-				require.NoError(t, os.WriteFile(tty, nil, 0o600))
+			dir := t.TempDir()
+			sinks := []string{filepath.Join(dir, "stderr"), filepath.Join(dir, "tty")}
+			for i, p := range sinks {
+				if tt.present[i] {
+					require.NoError(t, os.WriteFile(p, nil, 0o600))
+				}
 			}
 			what := "prism is not on PATH (npm install -g @stoplight/prism-cli)"
 			for range 3 { // three tests need it: one notice
 				f := &fakeT{}
-				missing(f, what, tt.ci, tty)
+				missing(f, what, tt.ci, sinks)
 				assert.Equal(t, tt.wantFatal, f.fatal != "", f.fatal)
 				assert.Equal(t, tt.wantSkip, f.skip != "", f.skip)
 				if tt.wantSkip {
 					assert.Contains(t, f.skip, what)
 				}
 			}
-			got, err := os.ReadFile(tty)
-			if !tt.terminal {
-				assert.ErrorIs(t, err, os.ErrNotExist, "no terminal is created")
-				return
+			for i, p := range sinks {
+				got, err := os.ReadFile(p)
+				if !tt.present[i] {
+					assert.ErrorIs(t, err, os.ErrNotExist, "no sink is created")
+					continue
+				}
+				require.NoError(t, err)
+				assert.Equal(t, tt.want[i], string(got), p)
 			}
-			require.NoError(t, err)
-			assert.Equal(t, tt.wantOnTerminal, string(got))
 		})
+	}
+}
+
+// TestSinks: on Linux the first sink is the standard error of the go
+// command that runs the test binary, which shows even what `go test ./...`
+// hides; the terminal comes after it.
+func TestSinks(t *testing.T) {
+	s := Sinks()
+	assert.Equal(t, "/dev/tty", s[len(s)-1])
+	if runtime.GOOS == "linux" {
+		assert.Equal(t, []string{"/proc/" + strconv.Itoa(os.Getppid()) + "/fd/2", "/dev/tty"}, s)
 	}
 }

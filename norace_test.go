@@ -1,0 +1,5 @@
+//go:build !race
+
+package cryptopay
+
+const raceDetector = false
