@@ -333,6 +333,7 @@ func (t *Tracker) DDL() string {
 	state := pgx.Identifier{name + "_state_idx"}.Sanitize()
 	action := pgx.Identifier{name + "_action_idx"}.Sanitize()
 	payment := pgx.Identifier{name + "_payment_idx"}.Sanitize()
+	open := pgx.Identifier{name + "_open_idx"}.Sanitize()
 	return fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %[1]s (
     order_id     text        PRIMARY KEY,
     payment_id   text        NOT NULL DEFAULT '',
@@ -360,6 +361,7 @@ CREATE INDEX IF NOT EXISTS %[3]s ON %[1]s (next_at) WHERE next_at IS NOT NULL;
 CREATE INDEX IF NOT EXISTS %[4]s ON %[1]s (state, order_id);
 CREATE INDEX IF NOT EXISTS %[5]s ON %[1]s (order_id) WHERE needs_action;
 CREATE INDEX IF NOT EXISTS %[6]s ON %[1]s (payment_id) WHERE payment_id <> '';
+CREATE INDEX IF NOT EXISTS %[7]s ON %[1]s (next_at) WHERE `+trackOpenSQL+`;
 CREATE TABLE IF NOT EXISTS %[2]s (
     order_id    text        NOT NULL,
     seq         integer     NOT NULL,
@@ -373,7 +375,7 @@ CREATE TABLE IF NOT EXISTS %[2]s (
     PRIMARY KEY (order_id, seq)
 );
 ALTER TABLE %[2]s ADD COLUMN IF NOT EXISTS merchant_amount numeric;
-`+failDDL(t.Table()), t.Table(), t.history.Sanitize(), due, state, action, payment)
+`+failDDL(t.Table()), t.Table(), t.history.Sanitize(), due, state, action, payment, open)
 }
 
 // CreateTable creates the tracker's tables and indexes if they do not
