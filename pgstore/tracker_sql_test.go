@@ -27,7 +27,7 @@ func TestTrackerSQLPrepares(t *testing.T) {
 
 	v := reflect.ValueOf(tr.sql)
 	typ := v.Type()
-	require.Equal(t, 16, v.NumField(), "a statement added to trackerSQL is checked here too")
+	require.Equal(t, 17, v.NumField(), "a statement added to trackerSQL is checked here too")
 	for i := range v.NumField() {
 		name, stmt := typ.Field(i).Name, v.Field(i).String()
 		t.Run(name, func(t *testing.T) {
