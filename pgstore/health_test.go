@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cryptopay/cryptopay-go"
+	"github.com/cryptopay/cryptopay-go/cryptopaytest"
 	"github.com/cryptopay/cryptopay-go/pgstore"
 )
 
@@ -213,6 +214,17 @@ func TestQueueCallbackPanics(t *testing.T) {
 	}
 }
 
+// rotatedKey is an API key the fake refuses (401).
+const rotatedKey = "sk_rotated_key_0123456789abcdef"
+
+// rotatedClient is a client of fake with a key it refuses.
+func rotatedClient(t testing.TB, fake *cryptopaytest.Server) *cryptopay.Client {
+	t.Helper()
+	c, err := cryptopay.NewClient(fake.URL, rotatedKey)
+	require.NoError(t, err)
+	return c
+}
+
 // A rotated API key is loud: every read fails 401, and each payment shows
 // the failure (class, scrubbed text, how many in a row), the health
 // summary says what to do, and the log has one line for the class, not
@@ -221,9 +233,7 @@ func TestQueueCallbackPanics(t *testing.T) {
 // nothing was logged.
 func TestTrackerWrongKeyIsLoud(t *testing.T) {
 	r := newTRig(t)
-	const rotated = "sk_rotated_key_0123456789abcdef"
-	wrong, err := cryptopay.NewClient(r.fake.URL, rotated)
-	require.NoError(t, err)
+	wrong := rotatedClient(t, r.fake)
 	var logs logLines
 	tr := r.start(t, 0, func(c *pgstore.TrackerConfig) {
 		c.Logger = logs.logger()
@@ -255,7 +265,7 @@ func TestTrackerWrongKeyIsLoud(t *testing.T) {
 		assert.Equal(t, pgstore.FailUnauthorized, tp.LastFailure.Class)
 		assert.True(t, tp.LastFailure.Class.Permanent())
 		assert.Contains(t, tp.LastFailure.Text, "401")
-		assert.NotContains(t, tp.LastFailure.Text, rotated)
+		assert.NotContains(t, tp.LastFailure.Text, rotatedKey)
 		assert.False(t, tp.LastFailure.At.IsZero())
 		assert.Equal(t, cryptopay.PaymentWaiting, tp.Status, "nothing recorded: still the create answer's status")
 		assert.Zero(t, tp.Changes, "nothing recorded")
@@ -288,7 +298,6 @@ func TestTrackerWrongKeyIsLoud(t *testing.T) {
 // failure, the health summary says it, one log line for the class.
 func TestQueueWrongKeyIsLoud(t *testing.T) {
 	r := newQRig(t)
-	const rotated = "sk_rotated_key_0123456789abcdef"
 	q := r.queue(t)
 	p := payoutParams(1)
 	r.enqueue(t, q, p)
@@ -296,8 +305,7 @@ func TestQueueWrongKeyIsLoud(t *testing.T) {
 	waitIntent(t, q, p.OrderID, "created", func(in *pgstore.Intent) bool { return in.State == pgstore.StateCreated })
 	stop()
 	var logs logLines
-	wrong, err := cryptopay.NewClient(r.fake.URL, rotated)
-	require.NoError(t, err)
+	wrong := rotatedClient(t, r.fake)
 	q2, err := pgstore.NewQueue(context.Background(), func() pgstore.QueueConfig {
 		c := r.config(wrong)
 		c.Logger = logs.logger()
@@ -309,7 +317,7 @@ func TestQueueWrongKeyIsLoud(t *testing.T) {
 	stop()
 	assert.Equal(t, pgstore.StateCreated, in.State)
 	assert.Equal(t, pgstore.FailUnauthorized, in.LastFailure.Class)
-	assert.NotContains(t, in.LastFailure.Text, rotated)
+	assert.NotContains(t, in.LastFailure.Text, rotatedKey)
 	h, err := q2.Health(context.Background())
 	require.NoError(t, err)
 	assert.Equal(t, 1, h.Failing)
@@ -350,8 +358,7 @@ func (a *inflight) GetPayment(ctx context.Context, id string, opts ...cryptopay.
 // was read (and refused) on every claim, Concurrency at a time.
 func TestTrackerRefusedKeyProbesOneAtATime(t *testing.T) {
 	r := newTRig(t)
-	wrong, err := cryptopay.NewClient(r.fake.URL, "sk_rotated_key_0123456789abcdef")
-	require.NoError(t, err)
+	wrong := rotatedClient(t, r.fake)
 	api := &inflight{api: wrong}
 	var logs logLines
 	tr := r.start(t, 0, func(c *pgstore.TrackerConfig) {

@@ -359,6 +359,7 @@ type Queue struct {
 	log    *slog.Logger
 	sql    queueSQL
 	watch  watch
+	rec    recorder // batches the workers' records
 	schema schema
 
 	// hook is called at named points of the worker; tests use it to kill
@@ -408,7 +409,7 @@ func NewQueue(ctx context.Context, cfg QueueConfig) (*Queue, error) {
 	if err := cfg.Guardrails.check(); err != nil {
 		return nil, err
 	}
-	q := &Queue{cfg: cfg, api: cfg.api, table: table, wake: make(chan struct{}, 1), log: cfg.Logger}
+	q := &Queue{cfg: cfg, api: cfg.api, table: table, wake: make(chan struct{}, 1), log: cfg.Logger, rec: newRecorder()}
 	if q.api == nil && cfg.Client != nil {
 		q.api = sdkAPI{c: cfg.Client, settle: cfg.ReconcileSettleTime, skew: cfg.ReconcileClockSkew}
 	}
@@ -657,11 +658,13 @@ func (q *Queue) enqueue(ctx context.Context, tx pgx.Tx, actor string, ps []crypt
 	return created, nil
 }
 
-// insertIntents inserts ps in one round trip and returns how many were
-// new and the indexes of those whose orderId was queued already.
+// insertIntents inserts ps in one statement, enqueued by actor, and
+// returns how many were new and the indexes of those whose orderId was
+// queued already (or earlier in ps).
 func (q *Queue) insertIntents(ctx context.Context, tx pgx.Tx, actor string, ps []cryptopay.CreatePayoutParams) (created int, existing []int, err error) {
-	b := &pgx.Batch{}
-	for _, p := range ps {
+	cols := make([][]string, 11) // the text columns, in the statement's order
+	fee, due := make([]bool, len(ps)), make([]bool, len(ps))
+	for i, p := range ps {
 		state, why := StateQueued, ""
 		if g := q.cfg.Guardrails.verdict(ctx, p, false); g != nil {
 			state, why = StateBlocked, errText(g)
@@ -669,24 +672,31 @@ func (q *Queue) insertIntents(ctx context.Context, tx pgx.Tx, actor string, ps [
 				state, why = StateNeedsApproval, ""
 			}
 		}
-		b.Queue(q.sql.insert, p.OrderID, p.WalletAddress, p.NetworkFeeByUser, p.Amount.String(), p.Currency, p.Network,
-			p.CustomerID, p.CustomerIP, p.AdditionalData, p.WebhookURL, string(state), why, state.IsFinal(), actor, q.cfg.Approvals)
-	}
-	br := tx.SendBatch(ctx, b)
-	for i := range ps {
-		var inserted bool
-		switch err := br.QueryRow().Scan(&inserted); {
-		case err == nil:
-			created++
-		case errors.Is(err, pgx.ErrNoRows):
-			existing = append(existing, i)
-		default:
-			_ = br.Close()
-			return 0, nil, fmt.Errorf("pgstore: enqueue %q: %w", ps[i].OrderID, err)
+		for c, v := range []string{p.OrderID, p.WalletAddress, p.Amount.String(), p.Currency, p.Network, p.CustomerID,
+			p.CustomerIP, p.AdditionalData, p.WebhookURL, string(state), why} {
+			cols[c] = append(cols[c], v)
 		}
+		fee[i], due[i] = p.NetworkFeeByUser, state.IsFinal()
 	}
-	if err := br.Close(); err != nil {
+	rows, err := tx.Query(ctx, q.sql.insert, pgx.NamedArgs{"order_id": cols[0], "wallet_address": cols[1], "fee_by_user": fee,
+		"amount": cols[2], "currency": cols[3], "network": cols[4], "customer_id": cols[5], "customer_ip": cols[6],
+		"additional_data": cols[7], "webhook_url": cols[8], "state": cols[9], "why": cols[10], "due": due,
+		"actor": actor, "approvals": q.cfg.Approvals})
+	if err != nil {
 		return 0, nil, fmt.Errorf("pgstore: enqueue: %w", err)
+	}
+	inserted := make(map[string]bool, len(ps))
+	var id string
+	if _, err := pgx.ForEachRow(rows, []any{&id}, func() error { inserted[id] = true; return nil }); err != nil {
+		return 0, nil, fmt.Errorf("pgstore: enqueue: %w", err)
+	}
+	for i, p := range ps {
+		if inserted[p.OrderID] {
+			delete(inserted, p.OrderID) // a repeat later in ps found it queued
+			created++
+			continue
+		}
+		existing = append(existing, i)
 	}
 	// No Transition here: tx may still roll back. The enqueue is reported
 	// by the first process that changes the committed intent (enqueued).

@@ -55,8 +55,10 @@ func TestQueueGuardrailsBlock(t *testing.T) {
 			r.enqueue(t, q, ok, tt.stopped)
 			r.payAll(t)
 			run(t, q)
-			waitFor(t, q, "one paid, one blocked", func(c map[pgstore.IntentState]int) bool {
-				return c[pgstore.StatePaid] == 1 && c[pgstore.StateBlocked] == 1
+			// Blocked at enqueue: its OnFinal runs when a worker claims its
+			// due callback, which may come after the other's payment.
+			waitFor(t, q, "one paid, one blocked, both effects", func(c map[pgstore.IntentState]int) bool {
+				return c[pgstore.StatePaid] == 1 && c[pgstore.StateBlocked] == 1 && len(r.effectCounts(t)) == 2
 			})
 			in, err := q.Get(context.Background(), tt.stopped.OrderID)
 			require.NoError(t, err)

@@ -31,11 +31,6 @@ const syncCommit = `set_config('synchronous_commit', CASE current_setting('synch
 // never pulled up or skipped).
 const durable = `(SELECT ` + syncCommit + `) AS durable`
 
-// durableIf is durable when the boolean SQL expression cond holds.
-func durableIf(cond string) string {
-	return `(SELECT CASE WHEN ` + cond + ` THEN ` + syncCommit + ` END) AS durable`
-}
-
 // Every change appends a row to the history table (h) in the statement
 // that makes it: the same transaction, no extra round trip.
 const histCols = `(order_id, actor, from_state, to_state, attempts, verdict, error, note, payout_id, request_id)`
@@ -46,12 +41,20 @@ const opHistCols = `(order_id, actor, from_state, to_state, attempts, verdict, e
 
 func buildQueueSQL(t, h string, idleTimeoutMillis int64) queueSQL {
 	return queueSQL{
-		insert: fmt.Sprintf(`WITH i AS (INSERT INTO %s (order_id, wallet_address, network_fee_by_user, amount, currency, network,
+		// The enqueue of a batch, in one statement: a row per intent (in
+		// the batch's order; a repeated orderId, or one queued already, is
+		// left alone) and its history row, naming the actor.
+		insert: fmt.Sprintf(`WITH v AS (SELECT * FROM unnest(@order_id::text[], @wallet_address::text[], @fee_by_user::bool[],
+    @amount::text[], @currency::text[], @network::text[], @customer_id::text[], @customer_ip::text[], @additional_data::text[],
+    @webhook_url::text[], @state::text[], @why::text[], @due::bool[]) WITH ORDINALITY AS v(v_order_id, v_wallet_address,
+    v_fee_by_user, v_amount, v_currency, v_network, v_customer_id, v_customer_ip, v_additional_data, v_webhook_url, v_state, v_why, v_due, n)),
+i AS (INSERT INTO %s (order_id, wallet_address, network_fee_by_user, amount, currency, network,
 customer_id, customer_ip, additional_data, webhook_url, state, last_error, callback_due, enqueued_by, approvals_needed)
-VALUES ($1, $2, $3, $4::numeric, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+SELECT v_order_id, v_wallet_address, v_fee_by_user, v_amount::numeric, v_currency, v_network, v_customer_id, v_customer_ip,
+    v_additional_data, v_webhook_url, v_state, v_why, v_due, @actor::text, @approvals::int FROM v ORDER BY n
 ON CONFLICT (order_id) DO NOTHING RETURNING order_id, state, last_error, enqueued_by),
 h AS (INSERT INTO %s %s SELECT order_id, 'enqueue', '', state, 0, '', last_error, '', '', '', enqueued_by FROM i)
-SELECT true FROM i`, t, h, opHistCols),
+SELECT order_id FROM i`, t, h, opHistCols),
 		history: fmt.Sprintf(`SELECT at, actor, from_state, to_state, attempts, verdict, error, note, payout_id, request_id, actor_id
 FROM %s WHERE order_id = $1 ORDER BY id`, h),
 		get:     fmt.Sprintf(`SELECT %s FROM %s WHERE order_id = $1`, intentCols, t),
@@ -142,10 +145,12 @@ FROM `+durable+`
 WHERE order_id = $1 AND lease_token = $2 AND state = $4 RETURNING order_id, attempts),
 h AS (INSERT INTO %s %s SELECT order_id, 'worker', $4, 'sending', attempts, $5, '', '', '', '' FROM u)
 SELECT 1 FROM u`, t, h, histCols),
-		// Every other change by a worker, only by the lease holder; $10
-		// gives the lease up (an intent held for approval, a final state),
-		// $11 records a hold, $12 leaves the final callback due (a final
-		// state recorded without OnFinal: committed durably).
+		// Every other change by a worker, for a batch of held intents (see
+		// recorder): one row each, by its index n, changed only by its
+		// lease holder. release gives the lease up (an intent held for
+		// approval, a final state), hold records a hold, due leaves the
+		// final callback due (a final state recorded without OnFinal:
+		// then the whole statement is committed durably).
 		// A wake-up (PayoutChanged) that came while the holder was
 		// following moved next_at before the lease's end: the intent stays
 		// due, or the event would wait for the next FollowEvery. It is
@@ -153,23 +158,29 @@ SELECT 1 FROM u`, t, h, histCols),
 		// statement's start, and a wake-up that began after it but
 		// committed before this statement reached the row carries a later
 		// now() of its own (issue 29).
-		// $13 is the state the holder saw; $14 says whether the change is
-		// worth a history row (a new state, a verdict, an error), $15 is
-		// the request id of the answer that led to it.
-		set: fmt.Sprintf(`WITH u AS (UPDATE %s SET state = $3,
-    verdict = CASE WHEN $4::text = '' THEN verdict ELSE $4::text END,
-    last_error = $5, tries = $6,
-    next_at = CASE WHEN $3::text = 'created' AND next_at <= clock_timestamp() THEN now() ELSE now() + $7 * interval '1 microsecond' END,
-    payout_id = CASE WHEN $8::text = '' THEN payout_id ELSE $8::text END,
-    payout_status = CASE WHEN $9::text = '' THEN payout_status ELSE $9::text END,
-    lease_token = CASE WHEN $10 THEN NULL ELSE lease_token END,
-    hold = CASE WHEN $11::text = '' THEN hold ELSE $11::text END,
-    callback_due = callback_due OR $12, updated_at = now(),
-    `+failSet("$16", "$17")+`
-FROM `+durableIf("$12")+`
-WHERE order_id = $1 AND lease_token = $2 RETURNING order_id, attempts, payout_id),
-h AS (INSERT INTO %s %s SELECT order_id, 'worker', $13, $3, attempts, $4, $5, '', payout_id, $15 FROM u WHERE $14)
-SELECT attempts FROM u`, t, h, histCols),
+		// from_state is the state the holder saw; logged says whether the
+		// change is worth a history row (a new state, a verdict, an error),
+		// request_id is the request id of the answer that led to it.
+		set: fmt.Sprintf(`WITH v AS (SELECT * FROM unnest(@order_id::text[], @token::bytea[], @to_state::text[], @verdict::text[],
+    @error::text[], @tries::int[], @after::bigint[], @payout_id::text[], @payout_status::text[], @release::bool[],
+    @hold::text[], @due::bool[], @from_state::text[], @logged::bool[], @request_id::text[], @fail_class::text[],
+    @fail_text::text[]) WITH ORDINALITY AS v(v_order_id, v_token, v_to, v_verdict, v_error, v_tries, v_after, v_payout_id,
+    v_payout_status, v_release, v_hold, v_due, v_from, v_logged, v_request_id, v_fail_class, v_fail_text, n)),
+u AS (UPDATE %s AS t SET state = v_to,
+    verdict = CASE WHEN v_verdict = '' THEN t.verdict ELSE v_verdict END,
+    last_error = v_error, tries = v_tries,
+    next_at = CASE WHEN v_to = 'created' AND t.next_at <= clock_timestamp() THEN now() ELSE now() + v_after * interval '1 microsecond' END,
+    payout_id = CASE WHEN v_payout_id = '' THEN t.payout_id ELSE v_payout_id END,
+    payout_status = CASE WHEN v_payout_status = '' THEN t.payout_status ELSE v_payout_status END,
+    lease_token = CASE WHEN v_release THEN NULL ELSE t.lease_token END,
+    hold = CASE WHEN v_hold = '' THEN t.hold ELSE v_hold END,
+    callback_due = t.callback_due OR v_due, updated_at = now(),
+    `+failSet("v_fail_class", "v_fail_text")+`
+FROM v, (SELECT CASE WHEN bool_or(v_due) THEN `+syncCommit+` END FROM v) AS durable
+WHERE t.order_id = v_order_id AND t.lease_token = v_token
+RETURNING n, t.order_id, t.attempts, t.payout_id, v_from, v_to, v_verdict, v_error, v_logged, v_request_id),
+h AS (INSERT INTO %s %s SELECT order_id, 'worker', v_from, v_to, attempts, v_verdict, v_error, '', payout_id, v_request_id FROM u WHERE v_logged)
+SELECT n FROM u`, t, h, histCols),
 		attemptMany: fmt.Sprintf(`WITH u AS (UPDATE %s SET state = 'sending', attempts = attempts + 1, attempted_at = $3,
 reserved_at = now(), tries = 0, last_error = '', verdict = '', updated_at = now()
 FROM `+durable+`

@@ -72,6 +72,7 @@ var moveDefs = []moveDef{
 	{"commit an attempt", byWorker, beforeSend, StateSending},
 	{"answered: created", byWorker, []IntentState{StateSending}, StateCreated},
 	{"answered: refused", byWorker, []IntentState{StateSending}, StateRefused},
+	{"answered 401 or 403: queued until the key works", byWorker, []IntentState{StateSending}, StateQueued},
 	{"no answer", byWorker, []IntentState{StateSending}, StateReconciling},
 	{"taken over", byWorker, []IntentState{StateSending}, StateReconciling},
 	{"answered 2xx, not matched", byWorker, []IntentState{StateSending}, StateParked},

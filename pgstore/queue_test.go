@@ -213,18 +213,64 @@ func TestQueueHappyPath(t *testing.T) {
 // Enqueue is keyed by orderId: identical again is a no-op, different is a
 // typed error that changes nothing, and a rolled-back transaction queues
 // nothing.
+// inTx runs f in a transaction on pool, committed if f succeeds.
+func inTx[T any](pool *pgxpool.Pool, f func(tx pgx.Tx) (T, error)) (T, error) {
+	var out T
+	err := pgx.BeginFunc(context.Background(), pool, func(tx pgx.Tx) error {
+		var err error
+		out, err = f(tx)
+		return err
+	})
+	return out, err
+}
+
+// EnqueueMany inserts a batch in one statement: each intent once with its
+// history row, an orderId repeated in the batch counts as a second
+// Enqueue (a no-op when equal, a conflict naming its index when not), and
+// amounts keep every digit.
+func TestQueueEnqueueManyRepeats(t *testing.T) {
+	r := newQRig(t)
+	q := r.queue(t)
+	ctx := context.Background()
+	enqMany := func(ps ...cryptopay.CreatePayoutParams) (int, error) {
+		return inTx(r.pool, func(tx pgx.Tx) (int, error) { return q.EnqueueMany(ctx, tx, ps) })
+	}
+	p1, p2 := payoutParams(1), payoutParams(2)
+	p2.Amount = decimal.RequireFromString("0.000001")
+	n, err := enqMany(p1, p2, p1)
+	require.NoError(t, err)
+	assert.Equal(t, 2, n)
+	n, err = enqMany(p2, payoutParams(3))
+	require.NoError(t, err)
+	assert.Equal(t, 1, n, "p2 was queued already")
+	for _, id := range []string{p1.OrderID, p2.OrderID, payoutParams(3).OrderID} {
+		hist, err := q.History(ctx, id)
+		require.NoError(t, err)
+		require.Len(t, hist, 1, id)
+		assert.Equal(t, pgstore.StateQueued, hist[0].To)
+	}
+	in, err := q.Get(ctx, p2.OrderID)
+	require.NoError(t, err)
+	assert.Equal(t, "0.000001", in.Params.Amount.String())
+
+	other := payoutParams(4)
+	changed := other
+	changed.CustomerID = "cust-2"
+	_, err = enqMany(other, changed)
+	var conflict *pgstore.IntentConflictError
+	require.ErrorAs(t, err, &conflict)
+	assert.Equal(t, "CustomerID", conflict.Field)
+	assert.Contains(t, err.Error(), "intent 2 of 2", "the repeat is named")
+	_, err = q.Get(ctx, other.OrderID)
+	assert.ErrorIs(t, err, pgstore.ErrIntentNotFound, "rolled back with the batch")
+}
+
 func TestQueueEnqueue(t *testing.T) {
 	r := newQRig(t)
 	q := r.queue(t)
 	ctx := context.Background()
 	enq := func(p cryptopay.CreatePayoutParams) (bool, error) {
-		var created bool
-		err := pgx.BeginFunc(ctx, r.pool, func(tx pgx.Tx) error {
-			var err error
-			created, err = q.Enqueue(ctx, tx, p)
-			return err
-		})
-		return created, err
+		return inTx(r.pool, func(tx pgx.Tx) (bool, error) { return q.Enqueue(ctx, tx, p) })
 	}
 	p := payoutParams(1)
 	created, err := enq(p)

@@ -187,21 +187,22 @@ func (q *Queue) record(ctx context.Context, c claimed, ch change) error {
 	return nil
 }
 
-// set writes ch for a held intent in one statement; due leaves the final
+// set writes ch for a held intent, in the next batch of records (see
+// recorder: one statement for the changes that waited); due leaves the final
 // callback due (a final state recorded without OnFinal). An intent held
 // for approval, or final, leaves the workers' hands (the claim skips its
 // state) until an operator moves it or its callback runs.
 func (q *Queue) set(ctx context.Context, c claimed, ch change, due bool) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
-	release := ch.to == StateNeedsApproval || ch.to.IsFinal()
-	logged := ch.to != c.State || ch.verdict != "" || ch.errText != ""
-	var attempts int
-	err := q.cfg.Pool.QueryRow(ctx, q.sql.set, c.Params.OrderID, c.token, string(ch.to), ch.verdict, ch.errText, ch.tries,
-		ch.after.Microseconds(), noNUL(ch.payoutID), noNUL(string(ch.payoutStatus)), release, ch.hold, due,
-		string(c.State), logged, noNUL(ch.requestID), string(ch.fail.Class), ch.fail.Text).Scan(&attempts)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return errLostLease
+	r := &setRow{orderID: c.Params.OrderID, token: c.token, to: string(ch.to), verdict: ch.verdict, errText: ch.errText,
+		tries: ch.tries, afterMicros: ch.after.Microseconds(), payoutID: noNUL(ch.payoutID), payoutStatus: noNUL(string(ch.payoutStatus)),
+		release: ch.to == StateNeedsApproval || ch.to.IsFinal(), hold: ch.hold, due: due, from: string(c.State),
+		logged: ch.to != c.State || ch.verdict != "" || ch.errText != "", requestID: noNUL(ch.requestID),
+		failClass: string(ch.fail.Class), failText: ch.fail.Text, done: make(chan error, 1)}
+	err := q.rec.record(ctx, r, q.sendSets)
+	if errors.Is(err, errLostLease) {
+		return err
 	}
 	if err != nil {
 		return fmt.Errorf("recording %s: %w", ch.to, err)
@@ -423,6 +424,13 @@ func (q *Queue) post(ctx context.Context, c claimed) error {
 	switch {
 	case err == nil:
 		return q.createdBy(ctx, c, pay.ID, pay.Status, "", reqID)
+	case keyRefused(err):
+		// Authentication failed before the API processed anything: nothing
+		// was created, and no answer about the payout was given. Queued
+		// again with the failure on record, backing off while the key gate
+		// probes the key; sent once the key works.
+		return q.record(ctx, c, change{to: StateQueued, errText: errText(err), tries: c.tries + 1, after: q.backoff(c.tries),
+			requestID: reqID, fail: q.watch.report(ctx, "sending a payout", c.Params.OrderID, err)})
 	case definiteRefusal(err):
 		return q.record(ctx, c, change{to: StateRefused, errText: errText(err), requestID: reqID,
 			fail: q.watch.report(ctx, "sending a payout", c.Params.OrderID, err)})
@@ -537,7 +545,8 @@ func (q *Queue) settle() time.Duration {
 // payout was not created and never will be from this attempt: the SDK
 // refused the params before sending, or the API answered a 4xx other than
 // 408 (the request may have been processed) and 429 (a rate limit, not a
-// refusal of the payout; it is reconciled and sent again). Everything else
+// refusal of the payout; it is reconciled and sent again); a 401 or 403
+// (keyRefused) is checked first. Everything else
 // (an unknown outcome, a context that ended, a transport error) is
 // reconciled before anything is sent again.
 func definiteRefusal(err error) bool {
@@ -553,6 +562,14 @@ func definiteRefusal(err error) bool {
 	}
 	s := apiErr.StatusCode
 	return s >= 400 && s < 500 && s != http.StatusRequestTimeout && s != http.StatusTooManyRequests
+}
+
+// keyRefused reports whether a create request was answered 401 or 403:
+// the API refused the key (wrong, rotated, revoked, or without the right),
+// which it checks before it processes the request, so nothing was created.
+func keyRefused(err error) bool {
+	var apiErr *cryptopay.APIError
+	return !errors.Is(err, cryptopay.ErrOutcomeUnknown) && errors.As(err, &apiErr) && classOfStatus(apiErr.StatusCode).Permanent()
 }
 
 // created records a payout that exists, finishing at once if its status is

@@ -387,3 +387,47 @@ func TestQueueWakeBetweenRecordStartAndRow(t *testing.T) {
 	<-done
 	assert.True(t, fired.Load(), "the wake-up came between the record's start and its row")
 }
+
+// A 401 to a create request is proof that nothing was created (the key is
+// checked first), and says nothing about the payout: with a rotated key
+// each intent the key probe sends stays queued, its failure on record,
+// nothing final and no OnFinal; once the key works each one is paid
+// exactly once. Before, each probe refused one payout for good.
+func TestQueueRefusedKeyKeepsPayoutsQueued(t *testing.T) {
+	r := newQRig(t)
+	var seen transitions
+	q := r.queue(t, func(c *pgstore.QueueConfig) { c.Client, c.Observer = rotatedClient(t, r.fake), seen.observe })
+	ps := []cryptopay.CreatePayoutParams{payoutParams(1), payoutParams(2), payoutParams(3)}
+	r.enqueue(t, q, ps...)
+	stop := run(t, q)
+	for _, p := range ps {
+		waitIntent(t, q, p.OrderID, "a refused send", func(in *pgstore.Intent) bool {
+			return in.Attempts >= 1 && in.State != pgstore.StateSending
+		})
+	}
+	stop()
+	for _, p := range ps {
+		in, err := q.Get(context.Background(), p.OrderID)
+		require.NoError(t, err)
+		assert.Equal(t, pgstore.StateQueued, in.State, p.OrderID)
+		assert.Equal(t, pgstore.FailUnauthorized, in.LastFailure.Class, p.OrderID)
+		assert.Contains(t, in.LastError, "401")
+		assert.NotContains(t, in.LastError+in.LastFailure.Text, rotatedKey)
+	}
+	for _, st := range []pgstore.IntentState{pgstore.StatePaid, pgstore.StateFailed, pgstore.StateRefused} {
+		assert.Zero(t, seen.count(st), "no final transition: %s", st)
+	}
+	assert.Empty(t, r.effectCounts(t), "no OnFinal")
+	assert.Zero(t, r.fake.PayoutCount(), "nothing created")
+
+	// The key is fixed: each one is sent and paid, once.
+	r.payAll(t)
+	run(t, r.queue(t))
+	waitFor(t, q, "all paid", func(c map[pgstore.IntentState]int) bool { return c[pgstore.StatePaid] == len(ps) })
+	want := map[string]int{}
+	for _, p := range ps {
+		want[p.OrderID] = 1
+		assert.Equal(t, 1, r.fake.PayoutsWithOrderID(p.OrderID), p.OrderID)
+	}
+	assert.Equal(t, want, r.effectCounts(t), "OnFinal once each, paid")
+}

@@ -542,9 +542,7 @@ func batchHelp() string {
 }
 
 func (a *app) payoutBatch(args []string) error {
-	fs := a.newDBFlagSet(command{"payout batch", "FILE.csv", batchHelp()})
-	var qf queueFlags
-	qf.register(fs.FlagSet)
+	fs, db := a.newDBFlagSet(command{"payout batch", "FILE.csv", batchHelp()}, queueStore)
 	var bf batchFlags
 	bf.register(fs.FlagSet)
 	actor := a.actorFlag(fs.FlagSet)
@@ -564,7 +562,7 @@ func (a *app) payoutBatch(args []string) error {
 	ps, lineOf := uniqueIntents(rows)
 	out := batchOutput{File: pos[0], DryRun: dryRun, Rows: len(rows), Duplicates: len(rows) - len(ps), Currencies: totals(ps)}
 
-	q, pool, err := a.openQueue(qf, g)
+	q, pool, err := a.openQueue(db, g)
 	if err != nil {
 		return err
 	}

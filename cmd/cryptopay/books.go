@@ -94,8 +94,7 @@ type booksFlags struct {
 }
 
 func (f *booksFlags) register(fs *cmdFlags) {
-	fs.StringVar(&f.db, "database-url", "", "PostgreSQL connection `string` of the payout queue and the payment tracker\n"+
-		"(default $"+envDatabaseURL+"); without a password (ps shows flags)")
+	registerDatabaseURL(fs.FlagSet, &f.db, "the payout queue and the payment tracker")
 	fs.StringVar(&f.queueTable, "queue-table", pgstore.DefaultQueueTable, "the payout queue's `table`")
 	fs.StringVar(&f.trackerTable, "tracker-table", pgstore.DefaultTrackerTable, "the payment tracker's `table`")
 	fs.StringVar(&f.sections, "sections", "payouts,payments", "the `sections` to check (comma-separated): payouts, payments,\n"+

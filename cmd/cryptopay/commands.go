@@ -39,7 +39,8 @@ Commands:
   fake                  run the fake API server on loopback
   help                  show this help
 
-Global flags (also accepted after the command):
+Global flags (also accepted after the command; the database commands that never call the API
+take only --output after it):
   --base-url URL          API base URL (default $CRYPTOPAY_BASE_URL)
   --api-key-file PATH     read the API key from PATH (default $CRYPTOPAY_API_KEY)
   --output table|json     output format (default: table on a terminal, json otherwise)

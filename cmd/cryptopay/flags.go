@@ -49,7 +49,8 @@ type command struct {
 // cmdFlags is a command's FlagSet and what its --help prints.
 type cmdFlags struct {
 	*flag.FlagSet
-	cmd command
+	cmd    command
+	dbOnly bool // works on the database alone: no API flags (newDBFlagSet)
 }
 
 // newFlagSet returns a FlagSet for cmd with the global flags registered.
@@ -61,26 +62,19 @@ func (a *app) newFlagSet(cmd command) *cmdFlags {
 	return fs
 }
 
-// newDBFlagSet is newFlagSet for a command that works on the payout
-// queue's database and never calls the API (payout queue ..., payout
-// batch): of the global flags it takes --output only, so its --help does
-// not list --base-url, --api-key-file or --request-timeout, which would do
-// nothing, and refuses them.
-func (a *app) newDBFlagSet(cmd command) *cmdFlags {
-	fs := bareFlagSet(cmd)
-	a.global.registerOutput(fs.FlagSet)
-	return fs
-}
-
 func bareFlagSet(cmd command) *cmdFlags {
 	fs := flag.NewFlagSet("cryptopay "+cmd.name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
-	return &cmdFlags{fs, cmd}
+	return &cmdFlags{FlagSet: fs, cmd: cmd}
 }
 
 func (a *app) printUsage(fs *cmdFlags) {
-	fmt.Fprintf(a.stdout, "Usage: cryptopay %s [flags] %s\n\n%s\n\nFlags:\n", fs.cmd.name, fs.cmd.args, fs.cmd.summary)
+	fmt.Fprintf(a.stdout, "Usage: cryptopay %s [flags] %s\n\n%s\n\n", fs.cmd.name, fs.cmd.args, fs.cmd.summary)
+	if fs.dbOnly {
+		fmt.Fprintf(a.stdout, "%s\n\n", dbOnlyNote)
+	}
+	fmt.Fprintln(a.stdout, "Flags:")
 	fs.SetOutput(a.stdout)
 	fs.PrintDefaults()
 	fs.SetOutput(io.Discard)
@@ -95,6 +89,9 @@ func (a *app) parse(fs *cmdFlags, args []string, minArgs, maxArgs int) ([]string
 			if errors.Is(err, flag.ErrHelp) {
 				a.printUsage(fs)
 				return nil, quietExit(exitOK)
+			}
+			if refused := apiFlagRefused(fs, err); refused != nil {
+				return nil, refused
 			}
 			return nil, usageErr("%s: %v (see 'cryptopay %s --help')", fs.cmd.name, err, fs.cmd.name)
 		}

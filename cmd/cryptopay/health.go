@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"strconv"
 	"strings"
@@ -12,16 +10,6 @@ import (
 
 	"github.com/cryptopay/cryptopay-go/pgstore"
 )
-
-// storeErr maps a pgstore constructor's or schema check's error to the
-// CLI's exit codes: a bad table name or a missing or out-of-date table is
-// configuration (usage), anything else a failure.
-func storeErr(err error) error {
-	if errors.Is(err, pgstore.ErrInvalidOption) || errors.Is(err, pgstore.ErrSchema) {
-		return &exitError{exitUsage, err}
-	}
-	return err
-}
 
 // failureOut is a worker's latest failure as the CLI writes it.
 type failureOut struct {
@@ -86,22 +74,21 @@ func healthHelp(noun, open string) string {
 // healthFunc is Queue.Health or Tracker.Health.
 type healthFunc func(context.Context) (pgstore.Health, error)
 
-// healthCommand runs a health command: its flags (register adds the
-// store's), then open's Health, printed; exit 1 when it is not OK.
-func (a *app) healthCommand(cmd command, args []string, register func(*flag.FlagSet),
-	open func() (healthFunc, *pgxpool.Pool, error)) error {
-	fs := a.newDBFlagSet(cmd)
-	register(fs.FlagSet)
+// healthCommand runs a health command on store s: its flags, then the
+// Health of the store open returns, printed; exit 1 when it is not OK.
+func healthCommand[S any](a *app, cmd command, s store, args []string,
+	open func(*dbFlags) (S, *pgxpool.Pool, error), health func(S, context.Context) (pgstore.Health, error)) error {
+	fs, db := a.newDBFlagSet(cmd, s)
 	_, asJSON, err := a.parseOutput(fs, args, 0, 0)
 	if err != nil {
 		return err
 	}
-	health, pool, err := open()
+	st, pool, err := open(db)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
-	return a.printHealth(health, asJSON)
+	return a.printHealth(func(ctx context.Context) (pgstore.Health, error) { return health(st, ctx) }, asJSON)
 }
 
 // printHealth prints a health summary; exit 1 when it is not OK.

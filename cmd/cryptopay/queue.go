@@ -15,43 +15,23 @@ import (
 	"github.com/cryptopay/cryptopay-go/pgstore"
 )
 
-// envDatabaseURL names the payout queue's database.
-const envDatabaseURL = "CRYPTOPAY_DATABASE_URL"
-
-// queueFlags name the payout queue: its database and table.
-type queueFlags struct {
-	databaseURL string
-	table       string
+// openQueue opens the payout queue (with no API client unless one is
+// given: only resolve calls the API) and returns its pool, for the caller
+// to close.
+func (a *app) openQueue(f *dbFlags, g pgstore.Guardrails, client ...*cryptopay.Client) (*pgstore.Queue, *pgxpool.Pool, error) {
+	return openStore(a, f, func(pool *pgxpool.Pool, table string) (*pgstore.Queue, error) {
+		qcfg := pgstore.QueueConfig{Pool: pool, Table: table, Guardrails: g}
+		if len(client) > 0 {
+			qcfg.Client = client[0]
+		}
+		return pgstore.NewQueue(a.ctx, qcfg)
+	})
 }
 
-func (f *queueFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.databaseURL, "database-url", "", "PostgreSQL connection `string` of the payout queue (default $"+envDatabaseURL+");\n"+
-		"without a password (ps shows flags): put it in $"+envDatabaseURL+", $PGPASSWORD or ~/.pgpass")
-	fs.StringVar(&f.table, "queue-table", pgstore.DefaultQueueTable, "the queue's `table` (\"name\" or \"schema.name\"), as in pgstore.QueueConfig.Table")
-}
-
-// openQueue connects to the queue's database and returns the queue (with
-// no API client unless one is given: only resolve calls the API) and its
-// pool, for the caller to close. The connection string and its password
-// are kept among the secrets: no error prints them.
-func (a *app) openQueue(f queueFlags, g pgstore.Guardrails, client ...*cryptopay.Client) (*pgstore.Queue, *pgxpool.Pool, error) {
-	pool, err := a.openPool(f.databaseURL, 4)
-	if err != nil {
-		return nil, nil, err
-	}
-	qcfg := pgstore.QueueConfig{Pool: pool, Table: f.table, Guardrails: g}
-	if len(client) > 0 {
-		qcfg.Client = client[0]
-	}
-	q, err := pgstore.NewQueue(a.ctx, qcfg)
-	if err == nil {
-		err = q.CheckSchema(a.ctx)
-	}
-	if err != nil {
-		pool.Close()
-		return nil, nil, storeErr(err)
-	}
-	return q, pool, nil
+// openQueueReader opens the payout queue to read it or make an operator's
+// move: no guardrails, no API client.
+func (a *app) openQueueReader(f *dbFlags) (*pgstore.Queue, *pgxpool.Pool, error) {
+	return a.openQueue(f, pgstore.Guardrails{})
 }
 
 // intentOut is an intent as the CLI writes it: amounts as exact decimal
@@ -158,75 +138,41 @@ func (a *app) payoutQueue(args []string) error {
 }
 
 func (a *app) queueList(args []string) error {
-	fs := a.newDBFlagSet(command{"payout queue list", "", "List the payout queue's intents in orderId order (also: 'payout queue' alone).\n" +
-		"States: " + strings.Join(stateNames(), ", ") + "."})
-	var qf queueFlags
-	qf.register(fs.FlagSet)
-	states := fs.String("state", "", "keep intents in these `states` (comma-separated; default all)")
-	after := fs.String("after", "", "page: only orderIds after this `orderId` (the last one of the previous page)")
-	limit := fs.Int("limit", 100, "at most `n` intents (up to 10000)")
+	fs, db := a.newDBFlagSet(command{"payout queue list", "", "List the payout queue's intents in orderId order (also: 'payout queue' alone).\n" +
+		"States: " + strings.Join(names(pgstore.States()), ", ") + "."}, queueStore)
+	list := registerList(fs.FlagSet, "intents")
 	_, asJSON, err := a.parseOutput(fs, args, 0, 0)
 	if err != nil {
 		return err
 	}
-	filter := pgstore.ListFilter{After: *after, Limit: *limit}
-	if *limit <= 0 || *limit > 10000 {
-		return usageErr("payout queue list: --limit must be 1 to 10000")
+	filter := pgstore.ListFilter{After: list.after, Limit: list.limit}
+	if filter.States, err = parseList(fs.cmd.name, list, pgstore.States()); err != nil {
+		return err
 	}
-	if *states != "" {
-		for s := range strings.SplitSeq(*states, ",") {
-			st := pgstore.IntentState(strings.TrimSpace(s))
-			if !isState(st) {
-				return usageErr("payout queue list: --state %q: want one of %s", s, strings.Join(stateNames(), ", "))
-			}
-			filter.States = append(filter.States, st)
-		}
-	}
-	q, pool, err := a.openQueue(qf, pgstore.Guardrails{})
+	ins, err := withStore(a, a.openQueueReader, db, func(q *pgstore.Queue) ([]pgstore.Intent, error) {
+		return q.List(a.ctx, filter)
+	})
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
-	ins, err := q.List(a.ctx, filter)
-	if err != nil {
-		return err
-	}
-	if asJSON {
-		out := make([]intentOut, len(ins))
-		for i := range ins {
-			out[i] = newIntentOut(&ins[i])
-		}
-		return a.printJSON(out)
-	}
-	rows := make([][]string, len(ins))
-	for i, in := range ins {
-		p := in.Params
-		rows[i] = []string{p.OrderID, string(in.State), money(p.Amount), p.Currency, p.Network, strconv.Itoa(in.Attempts),
-			in.PayoutID, in.Verdict, when(in.UpdatedAt), failingCell(in.LastFailure), in.LastError}
-	}
-	return a.printTable([]string{"ORDER ID", "STATE", "AMOUNT", "CURRENCY", "NETWORK", "ATTEMPTS", "PAYOUT ID", "VERDICT", "UPDATED", "FAILING", "LAST ERROR"}, rows)
+	return printList(a, asJSON, ins, newIntentOut,
+		[]string{"ORDER ID", "STATE", "AMOUNT", "CURRENCY", "NETWORK", "ATTEMPTS", "PAYOUT ID", "VERDICT", "UPDATED", "FAILING", "LAST ERROR"},
+		func(in *pgstore.Intent) []string {
+			p := in.Params
+			return []string{p.OrderID, string(in.State), money(p.Amount), p.Currency, p.Network, strconv.Itoa(in.Attempts),
+				in.PayoutID, in.Verdict, when(in.UpdatedAt), failingCell(in.LastFailure), in.LastError}
+		})
 }
 
 func (a *app) queueShow(args []string) error {
-	fs := a.newDBFlagSet(command{"payout queue show", "ORDER_ID", "Show one intent of the payout queue: its state, attempts, last error,\n" +
+	fs, db := a.newDBFlagSet(command{"payout queue show", "ORDER_ID", "Show one intent of the payout queue: its state, attempts, last error,\n" +
 		"reconciliation verdict, payout id, hold, the operator's note, and its history:\n" +
-		"every change and operator action, oldest first."})
-	var qf queueFlags
-	qf.register(fs.FlagSet)
+		"every change and operator action, oldest first."}, queueStore)
 	pos, asJSON, err := a.parseOutput(fs, args, 1, 1)
 	if err != nil {
 		return err
 	}
-	q, pool, err := a.openQueue(qf, pgstore.Guardrails{})
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
-	in, err := q.Get(a.ctx, pos[0])
-	if err != nil {
-		return err
-	}
-	hist, err := q.History(a.ctx, pos[0])
+	in, hist, err := readRecord[*pgstore.Intent, pgstore.Event](a, a.openQueueReader, db, pos[0])
 	if err != nil {
 		return err
 	}
@@ -235,18 +181,9 @@ func (a *app) queueShow(args []string) error {
 	if asJSON {
 		return a.printJSON(d)
 	}
-	state := o.State
-	if advice, ok := holdAdvice[in.Hold]; ok && in.State == pgstore.StateParked {
-		state += " (" + advice + ")"
-	} else if advice, ok := stateAdvice[in.State]; ok {
-		state += " (" + advice + ")"
-	}
-	if in.CallbackDue {
-		state += " (final; the application's OnFinal has not run yet: a worker with OnFinal runs it)"
-	}
 	if err := a.printRows([][2]string{
 		{"Order ID", o.OrderID},
-		{"State", state},
+		{"State", stateLine(in)},
 		{"Attempts", strconv.Itoa(o.Attempts)},
 		{"Last attempt", o.AttemptedAt},
 		{"Verdict", o.Verdict},
@@ -281,6 +218,21 @@ func (a *app) queueShow(args []string) error {
 	a.printLine("")
 	a.printLine("History:")
 	return a.printTable([]string{"AT", "BY", "WHO", "CHANGE", "ATTEMPTS", "VERDICT", "REQUEST ID", "NOTE", "ERROR"}, rows)
+}
+
+// stateLine is show's state of in, with what to do when it waits for a
+// person and whether its final callback is still due.
+func stateLine(in *pgstore.Intent) string {
+	state := string(in.State)
+	if advice, ok := holdAdvice[in.Hold]; ok && in.State == pgstore.StateParked {
+		state += " (" + advice + ")"
+	} else if advice, ok := stateAdvice[in.State]; ok {
+		state += " (" + advice + ")"
+	}
+	if in.CallbackDue {
+		state += " (final; the application's OnFinal has not run yet: a worker with OnFinal runs it)"
+	}
+	return state
 }
 
 // historyOut is an intent's history as the CLI writes it.
@@ -337,9 +289,7 @@ func (a *app) queueResolve(args []string) error {
 		"names this order id, amount, currency, network and wallet address and no other intent holds\n" +
 		"it. The intent becomes created; the application's workers follow it to its final status and\n" +
 		"run its callback. Nothing is sent. --note records who checked and how."}
-	fs := a.newFlagSet(cmd)
-	var qf queueFlags
-	qf.register(fs.FlagSet)
+	fs, db := a.newDBAPIFlagSet(cmd, queueStore)
 	payoutID := fs.String("payout-id", "", "the payout's `id` in the processor's dashboard (required)")
 	note := fs.String("note", "", "what is recorded with the intent: who, and why (required)")
 	actor := a.actorFlag(fs.FlagSet)
@@ -354,7 +304,7 @@ func (a *app) queueResolve(args []string) error {
 	if err != nil {
 		return err
 	}
-	q, pool, err := a.openQueue(qf, pgstore.Guardrails{}, client)
+	q, pool, err := a.openQueue(db, pgstore.Guardrails{}, client)
 	if err != nil {
 		return err
 	}
@@ -374,9 +324,7 @@ func (a *app) queueResolve(args []string) error {
 // an approval's: the line says whether it queued the intent.
 func (a *app) queueOperate(cmd command, noteFlag string, noteRequired bool, args []string,
 	op func(*pgstore.Queue, context.Context, string, string, string) error, done string) error {
-	fs := a.newDBFlagSet(cmd)
-	var qf queueFlags
-	qf.register(fs.FlagSet)
+	fs, db := a.newDBFlagSet(cmd, queueStore)
 	actor := a.actorFlag(fs.FlagSet)
 	usage := "what is recorded with the intent: who, and why"
 	if noteRequired {
@@ -390,7 +338,7 @@ func (a *app) queueOperate(cmd command, noteFlag string, noteRequired bool, args
 	if noteRequired && strings.TrimSpace(*note) == "" {
 		return usageErr("%s: --%s is required", cmd.name, noteFlag)
 	}
-	q, pool, err := a.openQueue(qf, pgstore.Guardrails{})
+	q, pool, err := a.openQueueReader(db)
 	if err != nil {
 		return err
 	}
@@ -442,30 +390,6 @@ func (a *app) actorFlag(fs *flag.FlagSet) *string {
 
 // queueHealth prints the queue's health summary (Queue.Health).
 func (a *app) queueHealth(args []string) error {
-	var qf queueFlags
-	return a.healthCommand(command{"payout queue health", "", healthHelp("payouts", "intents not final")}, args, qf.register,
-		func() (healthFunc, *pgxpool.Pool, error) {
-			q, pool, err := a.openQueue(qf, pgstore.Guardrails{})
-			if err != nil {
-				return nil, nil, err
-			}
-			return q.Health, pool, nil
-		})
-}
-
-func stateNames() []string {
-	var names []string
-	for _, s := range pgstore.States() {
-		names = append(names, string(s))
-	}
-	return names
-}
-
-func isState(s pgstore.IntentState) bool {
-	for _, st := range pgstore.States() {
-		if s == st {
-			return true
-		}
-	}
-	return false
+	return healthCommand(a, command{"payout queue health", "", healthHelp("payouts", "intents not final")}, queueStore, args,
+		a.openQueueReader, (*pgstore.Queue).Health)
 }

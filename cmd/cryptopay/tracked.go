@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"strconv"
 	"strings"
 
@@ -12,36 +11,12 @@ import (
 	"github.com/cryptopay/cryptopay-go/pgstore"
 )
 
-// trackerFlags name the payment tracker: its database and table.
-type trackerFlags struct {
-	databaseURL string
-	table       string
-}
-
-func (f *trackerFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.databaseURL, "database-url", "", "PostgreSQL connection `string` of the payment tracker (default $"+envDatabaseURL+");\n"+
-		"without a password (ps shows flags): put it in $"+envDatabaseURL+", $PGPASSWORD or ~/.pgpass")
-	fs.StringVar(&f.table, "tracker-table", pgstore.DefaultTrackerTable, "the tracker's `table` (\"name\" or \"schema.name\"), as in pgstore.TrackerConfig.Table")
-}
-
-// openTracker connects to the tracker's database and returns the tracker
-// (with no API client: listing and showing never call the API) and its
-// pool, for the caller to close. The connection string and its password
-// are kept among the secrets: no error prints them.
-func (a *app) openTracker(f trackerFlags) (*pgstore.Tracker, *pgxpool.Pool, error) {
-	pool, err := a.openPool(f.databaseURL, 2)
-	if err != nil {
-		return nil, nil, err
-	}
-	tr, err := pgstore.NewTracker(a.ctx, pgstore.TrackerConfig{Pool: pool, Table: f.table})
-	if err == nil {
-		err = tr.CheckSchema(a.ctx)
-	}
-	if err != nil {
-		pool.Close()
-		return nil, nil, storeErr(err)
-	}
-	return tr, pool, nil
+// openTracker opens the payment tracker (with no API client: no tracker
+// command calls the API) and returns its pool, for the caller to close.
+func (a *app) openTracker(f *dbFlags) (*pgstore.Tracker, *pgxpool.Pool, error) {
+	return openStore(a, f, func(pool *pgxpool.Pool, table string) (*pgstore.Tracker, error) {
+		return pgstore.NewTracker(a.ctx, pgstore.TrackerConfig{Pool: pool, Table: table})
+	})
 }
 
 // trackedOut is a tracked payment as the CLI writes it: amounts as exact
@@ -101,14 +76,6 @@ func newTrackedOut(tp *pgstore.TrackedPayment) trackedOut {
 // trackStates are the tracker states and what an operator reads in each.
 var trackStates = []pgstore.TrackState{pgstore.TrackUnmatched, pgstore.TrackOpen, pgstore.TrackLate, pgstore.TrackClosed}
 
-func trackStateNames() []string {
-	out := make([]string, len(trackStates))
-	for i, s := range trackStates {
-		out[i] = string(s)
-	}
-	return out
-}
-
 func (a *app) paymentTracked(args []string) error {
 	if len(args) > 0 && args[0] == "show" {
 		return a.trackedShow(args[1:])
@@ -126,84 +93,50 @@ func (a *app) paymentTracked(args []string) error {
 }
 
 func (a *app) trackedList(args []string) error {
-	fs := a.newFlagSet(command{"payment tracked", "", "List the payment tracker's payments in orderId order (pgstore.Tracker):\n" +
+	fs, db := a.newDBFlagSet(command{"payment tracked", "", "List the payment tracker's payments in orderId order (pgstore.Tracker):\n" +
 		"unmatched (tracked by orderId alone, waiting for its first webhook), open (before expiredAt),\n" +
 		"late (past expiredAt, read less often for late transfers), closed. Also\n" +
 		"'payment tracked show ORDER_ID' for one payment and its history,\n" +
 		"'payment tracked health' for a summary (due, overdue, failing, the commonest failure), and\n" +
-		"'payment tracked clear-anomaly ORDER_ID --note TEXT' once a person has looked into one."})
-	var tf trackerFlags
-	tf.register(fs.FlagSet)
-	states := fs.String("state", "", "keep payments in these `states` (comma-separated; default all)")
+		"'payment tracked clear-anomaly ORDER_ID --note TEXT' once a person has looked into one."}, trackerStore)
 	action := fs.Bool("needs-action", false, "keep only payments a person should look at (locked, paid_partial, paid_over, or an anomaly)")
-	after := fs.String("after", "", "page: only orderIds after this `orderId` (the last one of the previous page)")
-	limit := fs.Int("limit", 100, "at most `n` payments (up to 10000)")
+	list := registerList(fs.FlagSet, "payments")
 	_, asJSON, err := a.parseOutput(fs, args, 0, 0)
 	if err != nil {
 		return err
 	}
-	if *limit <= 0 || *limit > 10000 {
-		return usageErr("payment tracked: --limit must be 1 to 10000")
+	filter := pgstore.TrackFilter{NeedsAction: *action, After: list.after, Limit: list.limit}
+	if filter.States, err = parseList(fs.cmd.name, list, trackStates); err != nil {
+		return err
 	}
-	filter := pgstore.TrackFilter{NeedsAction: *action, After: *after, Limit: *limit}
-	if *states != "" {
-		for s := range strings.SplitSeq(*states, ",") {
-			st := pgstore.TrackState(strings.TrimSpace(s))
-			if !isTrackState(st) {
-				return usageErr("payment tracked: --state %q: want one of %s", s, strings.Join(trackStateNames(), ", "))
-			}
-			filter.States = append(filter.States, st)
-		}
-	}
-	tr, pool, err := a.openTracker(tf)
+	tps, err := withStore(a, a.openTracker, db, func(tr *pgstore.Tracker) ([]pgstore.TrackedPayment, error) {
+		return tr.List(a.ctx, filter)
+	})
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
-	tps, err := tr.List(a.ctx, filter)
-	if err != nil {
-		return err
-	}
-	if asJSON {
-		out := make([]trackedOut, len(tps))
-		for i := range tps {
-			out[i] = newTrackedOut(&tps[i])
-		}
-		return a.printJSON(out)
-	}
-	rows := make([][]string, len(tps))
-	for i, tp := range tps {
-		o := newTrackedOut(&tp)
-		rows[i] = []string{o.OrderID, o.State, o.Status, o.PaidAmount, o.PayAmount, o.Currency, strconv.FormatBool(o.NeedsAction),
-			o.PaymentID, o.UpdatedAt, failingCell(tp.LastFailure), o.Anomaly}
-	}
-	return a.printTable([]string{"ORDER ID", "STATE", "STATUS", "PAID", "OF", "CURRENCY", "NEEDS ACTION", "PAYMENT ID", "UPDATED", "FAILING", "ANOMALY"}, rows)
+	return printList(a, asJSON, tps, newTrackedOut,
+		[]string{"ORDER ID", "STATE", "STATUS", "PAID", "OF", "CURRENCY", "NEEDS ACTION", "PAYMENT ID", "UPDATED", "FAILING", "ANOMALY"},
+		func(tp *pgstore.TrackedPayment) []string {
+			o := newTrackedOut(tp)
+			return []string{o.OrderID, o.State, o.Status, o.PaidAmount, o.PayAmount, o.Currency, strconv.FormatBool(o.NeedsAction),
+				o.PaymentID, o.UpdatedAt, failingCell(tp.LastFailure), o.Anomaly}
+		})
 }
 
 func (a *app) trackedShow(args []string) error {
-	fs := a.newFlagSet(command{"payment tracked show", "ORDER_ID", "Show one tracked payment: its state, status, amounts, anomaly and every\n" +
-		"recorded change (oldest first; late ones came after expiredAt)."})
-	var tf trackerFlags
-	tf.register(fs.FlagSet)
+	fs, db := a.newDBFlagSet(command{"payment tracked show", "ORDER_ID", "Show one tracked payment: its state, status, amounts, anomaly and every\n" +
+		"recorded change (oldest first; late ones came after expiredAt)."}, trackerStore)
 	pos, asJSON, err := a.parseOutput(fs, args, 1, 1)
 	if err != nil {
 		return err
 	}
-	tr, pool, err := a.openTracker(tf)
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
-	tp, err := tr.Get(a.ctx, pos[0])
-	if err != nil {
-		return err
-	}
-	hist, err := tr.History(a.ctx, pos[0])
+	tp, hist, err := readRecord[*pgstore.TrackedPayment, pgstore.PaymentChange](a, a.openTracker, db, pos[0])
 	if err != nil {
 		return err
 	}
 	o := newTrackedOut(tp)
-	if o.Moves, err = a.trackedMoves(tr, pos[0]); err != nil {
+	if o.Moves, err = withStore(a, a.openTracker, db, a.trackedMoves(pos[0])); err != nil {
 		return err
 	}
 	for _, c := range hist {
@@ -242,13 +175,15 @@ func (a *app) trackedShow(args []string) error {
 }
 
 // trackedMoves reads the operators' moves on a tracked payment.
-func (a *app) trackedMoves(tr *pgstore.Tracker, orderID string) ([]moveOut, error) {
-	moves, err := tr.Moves(a.ctx, orderID)
-	var out []moveOut
-	for _, m := range moves {
-		out = append(out, moveOut{At: when(m.At), ActorID: m.ActorID, Action: string(m.Action), Anomaly: m.Anomaly, Note: m.Note})
+func (a *app) trackedMoves(orderID string) func(*pgstore.Tracker) ([]moveOut, error) {
+	return func(tr *pgstore.Tracker) ([]moveOut, error) {
+		moves, err := tr.Moves(a.ctx, orderID)
+		var out []moveOut
+		for _, m := range moves {
+			out = append(out, moveOut{At: when(m.At), ActorID: m.ActorID, Action: string(m.Action), Anomaly: m.Anomaly, Note: m.Note})
+		}
+		return out, err
 	}
-	return out, err
 }
 
 // printMoves prints the operators' moves, if any: who made each.
@@ -267,12 +202,10 @@ func (a *app) printMoves(moves []moveOut) error {
 // required note (pgstore.Tracker.ClearAnomaly): nothing is recorded or
 // credited; the payment is only no longer flagged for the anomaly.
 func (a *app) trackedClear(args []string) error {
-	fs := a.newDBFlagSet(command{"payment tracked clear-anomaly", "ORDER_ID", "Clear a tracked payment's anomaly once a person has looked into it (compare with\n" +
+	fs, db := a.newDBFlagSet(command{"payment tracked clear-anomaly", "ORDER_ID", "Clear a tracked payment's anomaly once a person has looked into it (compare with\n" +
 		"the processor's dashboard): it only stops flagging it; no status is recorded and\n" +
 		"nothing is credited. A webhook for another payment of the order means the customer\n" +
-		"may have paid that one: settle it before clearing. --note records who looked and what they found."})
-	var tf trackerFlags
-	tf.register(fs.FlagSet)
+		"may have paid that one: settle it before clearing. --note records who looked and what they found."}, trackerStore)
 	note := fs.String("note", "", "what is recorded with the payment: who looked, and what they found (required)")
 	actor := a.actorFlag(fs.FlagSet)
 	pos, err := a.parse(fs, args, 1, 1)
@@ -282,7 +215,7 @@ func (a *app) trackedClear(args []string) error {
 	if strings.TrimSpace(*note) == "" {
 		return usageErr("payment tracked clear-anomaly: --note is required")
 	}
-	tr, pool, err := a.openTracker(tf)
+	tr, pool, err := a.openTracker(db)
 	if err != nil {
 		return err
 	}
@@ -305,22 +238,6 @@ func (a *app) trackedClear(args []string) error {
 
 // trackedHealth prints the tracker's health summary (Tracker.Health).
 func (a *app) trackedHealth(args []string) error {
-	var tf trackerFlags
-	return a.healthCommand(command{"payment tracked health", "", healthHelp("payments", "tracked payments not closed")}, args, tf.register,
-		func() (healthFunc, *pgxpool.Pool, error) {
-			tr, pool, err := a.openTracker(tf)
-			if err != nil {
-				return nil, nil, err
-			}
-			return tr.Health, pool, nil
-		})
-}
-
-func isTrackState(s pgstore.TrackState) bool {
-	for _, t := range trackStates {
-		if t == s {
-			return true
-		}
-	}
-	return false
+	return healthCommand(a, command{"payment tracked health", "", healthHelp("payments", "tracked payments not closed")}, trackerStore, args,
+		a.openTracker, (*pgstore.Tracker).Health)
 }

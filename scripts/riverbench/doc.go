@@ -11,7 +11,7 @@
 // repository's modules by directory, and its own go.work keeps River's
 // requirements out of the repository's workspace. Run it from here:
 //
-//	go test -run '^$' -bench SideBySide -benchtime 5000x -count 3 .
+//	go test -run '^$' -bench SideBySide -benchtime 10000x -rounds 5 .
 //
 // BENCHMARKS.md ("The payout queue beside River") has the figures.
 package riverbench

@@ -1,0 +1,227 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"slices"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/cryptopay/cryptopay-go/pgstore"
+)
+
+// envDatabaseURL names the payout queue's and the payment tracker's
+// database.
+const envDatabaseURL = "CRYPTOPAY_DATABASE_URL"
+
+// apiFlags are the global flags that configure the API client. A command
+// that works on the database alone refuses them after its name (given
+// before the command, as global flags, they are accepted by every command).
+var apiFlags = []string{"base-url", "api-key-file", "request-timeout"}
+
+// dbOnlyNote ends the help of a command that works on the database alone.
+const dbOnlyNote = "Works on the database alone and never calls the API: it takes the database flags\n" +
+	"and --output, not --base-url, --api-key-file or --request-timeout."
+
+// store is a pgstore table the CLI opens: the payout queue or the payment
+// tracker.
+type store struct {
+	what      string // in the flags' help: "the payout queue"
+	short     string // "queue"
+	tableFlag string // "queue-table"
+	table     string // the default table
+	config    string // the configuration field naming the table
+	maxConns  int32
+}
+
+var (
+	queueStore   = store{"the payout queue", "queue", "queue-table", pgstore.DefaultQueueTable, "pgstore.QueueConfig.Table", 4}
+	trackerStore = store{"the payment tracker", "tracker", "tracker-table", pgstore.DefaultTrackerTable, "pgstore.TrackerConfig.Table", 2}
+)
+
+// dbFlags name a store's database and table.
+type dbFlags struct {
+	store       store
+	databaseURL string
+	table       string
+}
+
+// registerDatabaseURL registers --database-url, the connection string of
+// what (without a password: ps shows flags).
+func registerDatabaseURL(fs *flag.FlagSet, p *string, what string) {
+	fs.StringVar(p, "database-url", "", "PostgreSQL connection `string` of "+what+" (default $"+envDatabaseURL+");\n"+
+		"without a password (ps shows flags): put it in $"+envDatabaseURL+", $PGPASSWORD or ~/.pgpass")
+}
+
+func (f *dbFlags) register(fs *flag.FlagSet) {
+	registerDatabaseURL(fs, &f.databaseURL, f.store.what)
+	fs.StringVar(&f.table, f.store.tableFlag, f.store.table,
+		"the "+f.store.short+"'s `table` (\"name\" or \"schema.name\"), as in "+f.store.config)
+}
+
+// newDBFlagSet returns the flag set of a command that works on s's
+// database and never calls the API (payout queue ... but resolve, payout
+// batch, payment tracked ...): the database flags and, of the global
+// flags, --output alone. Its --help does not list the API's flags, which
+// would do nothing, and parse refuses them naming the flag.
+func (a *app) newDBFlagSet(cmd command, s store) (*cmdFlags, *dbFlags) {
+	fs := bareFlagSet(cmd)
+	fs.dbOnly = true
+	a.global.registerOutput(fs.FlagSet)
+	db := &dbFlags{store: s}
+	db.register(fs.FlagSet)
+	return fs, db
+}
+
+// newDBAPIFlagSet is newDBFlagSet for a command that also calls the API
+// (payout queue resolve): it takes every global flag too.
+func (a *app) newDBAPIFlagSet(cmd command, s store) (*cmdFlags, *dbFlags) {
+	fs := a.newFlagSet(cmd)
+	db := &dbFlags{store: s}
+	db.register(fs.FlagSet)
+	return fs, db
+}
+
+// apiFlagRefused is the usage error for an API flag given to a command
+// that works on the database alone, or nil when err is another.
+func apiFlagRefused(fs *cmdFlags, err error) error {
+	name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: -")
+	if !ok || !fs.dbOnly || !slices.Contains(apiFlags, name) {
+		return nil
+	}
+	return usageErr("%s: --%s is not a flag of this command: it works on the database alone and never calls the API (see 'cryptopay %s --help')",
+		fs.cmd.name, name, fs.cmd.name)
+}
+
+// schemaChecker is a pgstore store: its table can be checked.
+type schemaChecker interface {
+	CheckSchema(context.Context) error
+}
+
+// openStore connects to f's database and builds the store on its table,
+// with its schema checked; it returns the pool, for the caller to close.
+// The connection string and its password are kept among the secrets: no
+// error prints them.
+func openStore[S schemaChecker](a *app, f *dbFlags, build func(*pgxpool.Pool, string) (S, error)) (S, *pgxpool.Pool, error) {
+	var zero S
+	pool, err := a.openPool(f.databaseURL, f.store.maxConns)
+	if err != nil {
+		return zero, nil, err
+	}
+	s, err := build(pool, f.table)
+	if err == nil {
+		err = s.CheckSchema(a.ctx)
+	}
+	if err != nil {
+		pool.Close()
+		return zero, nil, storeErr(err)
+	}
+	return s, pool, nil
+}
+
+// withStore opens a store with open, calls read on it and closes it.
+func withStore[S, T any](a *app, open func(*dbFlags) (S, *pgxpool.Pool, error), db *dbFlags, read func(S) (T, error)) (T, error) {
+	var zero T
+	s, pool, err := open(db)
+	if err != nil {
+		return zero, err
+	}
+	defer pool.Close()
+	return read(s)
+}
+
+// recordStore reads one record and its history by orderId: the queue's
+// intents, the tracker's payments.
+type recordStore[R, H any] interface {
+	Get(context.Context, string) (R, error)
+	History(context.Context, string) ([]H, error)
+}
+
+// readRecord opens a store with open and reads orderID's record and its
+// history, for a show command.
+func readRecord[R, H any, S recordStore[R, H]](a *app, open func(*dbFlags) (S, *pgxpool.Pool, error), db *dbFlags, orderID string) (R, []H, error) {
+	var zero R
+	s, pool, err := open(db)
+	if err != nil {
+		return zero, nil, err
+	}
+	defer pool.Close()
+	r, err := s.Get(a.ctx, orderID)
+	if err != nil {
+		return zero, nil, err
+	}
+	hist, err := s.History(a.ctx, orderID)
+	return r, hist, err
+}
+
+// storeErr maps a pgstore constructor's or schema check's error to the
+// CLI's exit codes: a bad table name or a missing or out-of-date table is
+// configuration (usage), anything else a failure.
+func storeErr(err error) error {
+	if errors.Is(err, pgstore.ErrInvalidOption) || errors.Is(err, pgstore.ErrSchema) {
+		return &exitError{exitUsage, err}
+	}
+	return err
+}
+
+// listFlags are the flags of a store's list: states, page and size.
+type listFlags struct {
+	states, after string
+	limit         int
+}
+
+// registerList registers --state, --after and --limit for a list of noun.
+func registerList(fs *flag.FlagSet, noun string) *listFlags {
+	l := &listFlags{}
+	fs.StringVar(&l.states, "state", "", "keep "+noun+" in these `states` (comma-separated; default all)")
+	fs.StringVar(&l.after, "after", "", "page: only orderIds after this `orderId` (the last one of the previous page)")
+	fs.IntVar(&l.limit, "limit", 100, "at most `n` "+noun+" (up to 10000)")
+	return l
+}
+
+// parseList checks l's limit and parses its states, each one of valid.
+func parseList[S ~string](cmd string, l *listFlags, valid []S) ([]S, error) {
+	if l.limit <= 0 || l.limit > 10000 {
+		return nil, usageErr("%s: --limit must be 1 to 10000", cmd)
+	}
+	if l.states == "" {
+		return nil, nil
+	}
+	var states []S
+	for s := range strings.SplitSeq(l.states, ",") {
+		st := S(strings.TrimSpace(s))
+		if !slices.Contains(valid, st) {
+			return nil, usageErr("%s: --state %q: want one of %s", cmd, s, strings.Join(names(valid), ", "))
+		}
+		states = append(states, st)
+	}
+	return states, nil
+}
+
+// names are states as strings.
+func names[S ~string](states []S) []string {
+	out := make([]string, len(states))
+	for i, s := range states {
+		out[i] = string(s)
+	}
+	return out
+}
+
+// printList prints items: as JSON, each through out, or as a table of
+// header, a row each.
+func printList[T, O any](a *app, asJSON bool, items []T, out func(*T) O, header []string, row func(*T) []string) error {
+	if asJSON {
+		o := make([]O, len(items))
+		for i := range items {
+			o[i] = out(&items[i])
+		}
+		return a.printJSON(o)
+	}
+	rows := make([][]string, len(items))
+	for i := range items {
+		rows[i] = row(&items[i])
+	}
+	return a.printTable(header, rows)
+}
