@@ -64,8 +64,9 @@ func (c *console) paymentList(w http.ResponseWriter, r *http.Request) {
 type paymentPage struct {
 	P       *pgstore.TrackedPayment
 	History []pgstore.PaymentChange
-	Clear   bool // this actor may clear its anomaly
-	Confirm bool // the confirmation page: the form
+	Moves   []pgstore.OperatorMove // who cleared what
+	Clear   bool                   // this actor may clear its anomaly
+	Confirm bool                   // the confirmation page: the form
 }
 
 // payment reads the tracked payment named id, or answers the request.
@@ -88,7 +89,12 @@ func (c *console) paymentDetail(w http.ResponseWriter, r *http.Request) {
 		c.failDB(w, r, "reading the payment's history", err)
 		return
 	}
-	page := paymentPage{P: p, History: hist, Clear: p.Anomaly != "" && c.may(r, RoleOperator)}
+	moves, err := c.cfg.Tracker.Moves(r.Context(), p.OrderID)
+	if err != nil {
+		c.failDB(w, r, "reading the operators' moves on the payment", err)
+		return
+	}
+	page := paymentPage{P: p, History: hist, Moves: moves, Clear: p.Anomaly != "" && c.may(r, RoleOperator)}
 	c.render(w, r, http.StatusOK, "payment", c.newView(r, "Payment "+p.OrderID, page))
 }
 

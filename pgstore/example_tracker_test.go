@@ -160,3 +160,49 @@ func observeChange(c pgstore.PaymentChange) {
 }
 
 var _ = newTracker
+
+// An operator clears an anomaly (here: a webhook for a second payment of
+// the order) with a note; the move names its actor, in the moves, never
+// in the history: nothing is credited. The database is $DATABASE_URL.
+func ExampleTracker_Moves() {
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, os.Getenv("DATABASE_URL"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer pool.Close()
+	fake := cryptopaytest.NewServer()
+	defer fake.Close()
+	tr, err := pgstore.NewTracker(ctx, pgstore.TrackerConfig{Pool: pool, Client: fake.Client(),
+		Table: "example_moves_" + strings.ToLower(rand.Text()[:8]), CreateTable: true})
+	if err != nil {
+		log.Fatal(err)
+	}
+	orderID := "shop-" + rand.Text()
+	if _, err := recordOrder(ctx, pool, tr, fake.Client(), orderID, decimal.RequireFromString("25"), ""); err != nil {
+		log.Fatal(err)
+	}
+	// A webhook names another payment of this order: flagged, not followed.
+	other := "00000000-0000-4000-8000-000000000001"
+	if err := tr.PaymentChanged(ctx, &cryptopay.Payment{ID: other, OrderID: orderID}); err != nil {
+		log.Fatal(err)
+	}
+	if _, err := tr.ClearAnomaly(ctx, orderID, "alice", "second payment refunded"); err != nil {
+		log.Fatal(err)
+	}
+	moves, err := tr.Moves(ctx, orderID)
+	if err != nil {
+		log.Fatal(err)
+	}
+	history, err := tr.History(ctx, orderID)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, m := range moves {
+		fmt.Println(m.ActorID, m.Action, m.Note)
+	}
+	fmt.Println("recorded changes:", len(history))
+	// Output:
+	// alice clear_anomaly second payment refunded
+	// recorded changes: 0
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -91,7 +92,8 @@ func assertIndexScan(t *testing.T, pool *pgxpool.Pool, prefix, want, sql string,
 
 // The list pages of an operator's console use an index over 100,000
 // intents: orderId order by the primary key, a state filter by the
-// state index; none reads the whole table (counts, not clocks: the plan).
+// state index, the health summary by the due and state indexes; none
+// reads the whole table (counts, not clocks: the plan).
 func TestQueueListUsesIndex(t *testing.T) {
 	srv := pgtest.Need(t)
 	pool := srv.Pool(t, 2)
@@ -119,4 +121,7 @@ FROM generate_series(1, 100000) AS i`)
 				false, "", "", nil, nil, "")
 		})
 	}
+	t.Run("health", func(t *testing.T) {
+		assertIndexScan(t, pool, prefix, "", q.sql.health, time.Minute.Microseconds())
+	})
 }

@@ -18,7 +18,7 @@ import (
 
 // DefaultTrackerTable is the table a Tracker uses without
 // TrackerConfig.Table; its history table has the same name with "_history"
-// appended.
+// appended, the table of its operators' moves (Tracker.Moves) "_moves".
 const DefaultTrackerTable = "cryptopay_payments_tracked"
 
 // Defaults of TrackerConfig.
@@ -204,7 +204,7 @@ type TrackerConfig struct {
 	// track, wake, read and list, but not Run.
 	Client *cryptopay.Client
 	// Table is the table ("name" or "schema.name"); default
-	// DefaultTrackerTable. The history is Table + "_history".
+	// DefaultTrackerTable. The history is Table + "_history", the operators' moves Table + "_moves".
 	Table string
 	// CreateTable makes NewTracker create the tables if missing (see
 	// Tracker.DDL).
@@ -264,6 +264,7 @@ type Tracker struct {
 	api     trackerAPI
 	table   pgx.Identifier
 	history pgx.Identifier
+	moves   pgx.Identifier
 	wake    chan struct{}
 	log     *slog.Logger
 	sql     trackerSQL
@@ -292,6 +293,8 @@ func NewTracker(ctx context.Context, cfg TrackerConfig) (*Tracker, error) {
 	}
 	history := append(pgx.Identifier{}, table...)
 	history[len(history)-1] += "_history"
+	moves := append(pgx.Identifier{}, table...)
+	moves[len(moves)-1] += "_moves"
 	setDefault(&cfg.OpenEvery, DefaultTrackerOpenEvery)
 	setDefault(&cfg.LateMin, DefaultTrackerLateMin)
 	setDefault(&cfg.LateMax, DefaultTrackerLateMax)
@@ -304,7 +307,7 @@ func NewTracker(ctx context.Context, cfg TrackerConfig) (*Tracker, error) {
 	if cfg.LateMax < cfg.LateMin {
 		return nil, fmt.Errorf("%w: LateMax %v is below LateMin %v", ErrInvalidOption, cfg.LateMax, cfg.LateMin)
 	}
-	t := &Tracker{cfg: cfg, api: cfg.api, table: table, history: history, wake: make(chan struct{}, 1), log: cfg.Logger}
+	t := &Tracker{cfg: cfg, api: cfg.api, table: table, history: history, moves: moves, wake: make(chan struct{}, 1), log: cfg.Logger}
 	if t.api == nil && cfg.Client != nil {
 		t.api = cfg.Client
 	}
@@ -313,7 +316,7 @@ func NewTracker(ctx context.Context, cfg TrackerConfig) (*Tracker, error) {
 	}
 	t.watch.log, t.watch.key.base = t.log, cfg.PollInterval
 	t.schema = schema{pool: cfg.Pool, config: "TrackerConfig", ddl: t.DDL}
-	t.sql = buildTrackerSQL(table.Sanitize(), history.Sanitize())
+	t.sql = buildTrackerSQL(table.Sanitize(), history.Sanitize(), moves.Sanitize())
 	if cfg.CreateTable {
 		if err := t.CreateTable(ctx); err != nil {
 			return nil, err
@@ -333,6 +336,8 @@ func (t *Tracker) DDL() string {
 	state := pgx.Identifier{name + "_state_idx"}.Sanitize()
 	action := pgx.Identifier{name + "_action_idx"}.Sanitize()
 	payment := pgx.Identifier{name + "_payment_idx"}.Sanitize()
+	open := pgx.Identifier{name + "_open_idx"}.Sanitize()
+	moves := pgx.Identifier{name + "_moves_order_idx"}.Sanitize()
 	return fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %[1]s (
     order_id     text        PRIMARY KEY,
     payment_id   text        NOT NULL DEFAULT '',
@@ -360,6 +365,7 @@ CREATE INDEX IF NOT EXISTS %[3]s ON %[1]s (next_at) WHERE next_at IS NOT NULL;
 CREATE INDEX IF NOT EXISTS %[4]s ON %[1]s (state, order_id);
 CREATE INDEX IF NOT EXISTS %[5]s ON %[1]s (order_id) WHERE needs_action;
 CREATE INDEX IF NOT EXISTS %[6]s ON %[1]s (payment_id) WHERE payment_id <> '';
+CREATE INDEX IF NOT EXISTS %[7]s ON %[1]s (next_at) WHERE `+trackOpenSQL+`;
 CREATE TABLE IF NOT EXISTS %[2]s (
     order_id    text        NOT NULL,
     seq         integer     NOT NULL,
@@ -373,7 +379,17 @@ CREATE TABLE IF NOT EXISTS %[2]s (
     PRIMARY KEY (order_id, seq)
 );
 ALTER TABLE %[2]s ADD COLUMN IF NOT EXISTS merchant_amount numeric;
-`+failDDL(t.Table()), t.Table(), t.history.Sanitize(), due, state, action, payment)
+CREATE TABLE IF NOT EXISTS %[8]s (
+    id         bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    order_id   text        NOT NULL,
+    at         timestamptz NOT NULL DEFAULT clock_timestamp(),
+    actor_id   text        NOT NULL,
+    action     text        NOT NULL,
+    anomaly    text        NOT NULL,
+    note       text        NOT NULL
+);
+CREATE INDEX IF NOT EXISTS %[9]s ON %[8]s (order_id, id);
+`+failDDL(t.Table()), t.Table(), t.history.Sanitize(), due, state, action, payment, open, t.moves.Sanitize(), moves)
 }
 
 // CreateTable creates the tracker's tables and indexes if they do not
@@ -561,8 +577,11 @@ func (t *Tracker) Get(ctx context.Context, orderID string) (*TrackedPayment, err
 // ClearAnomaly clears the tracked payment's Anomaly once actor (who
 // looked: an identifier, as Queue.Approve's) has looked into it, and keeps
 // note (what they found: required, one line of at most 1024 bytes) in
-// TrackedPayment.Note with the actor and the anomaly it cleared. NeedsAction then follows the status alone. It
-// changes nothing else: no status is recorded and nothing is credited. It
+// TrackedPayment.Note with the actor and the anomaly it cleared; the move,
+// with the actor's id, is appended to the payment's moves (Moves), in the
+// same statement. NeedsAction then follows the status alone. It changes
+// nothing else: no status is recorded, nothing reaches OnChange and
+// nothing is credited (the moves are not the history). It
 // returns the anomaly it cleared ("" if there was none: nothing changes).
 // If a new status or another anomaly is recorded meanwhile, it clears
 // nothing and returns an error: look at the payment again.
@@ -581,7 +600,8 @@ func (t *Tracker) ClearAnomaly(ctx context.Context, orderID, actor, note string)
 		return "", nil
 	}
 	keep := scrubText(fmt.Sprintf("cleared %q by %q: %s", tp.Anomaly, actor, note))
-	tag, err := t.cfg.Pool.Exec(ctx, t.sql.clear, orderID, tp.Status.NeedsAction(), string(tp.Status), tp.Anomaly, keep)
+	tag, err := t.cfg.Pool.Exec(ctx, t.sql.clear, orderID, tp.Status.NeedsAction(), string(tp.Status), tp.Anomaly, keep,
+		actor, scrubText(note))
 	if err != nil {
 		return "", fmt.Errorf("pgstore: clearing the anomaly of %q: %w", orderID, err)
 	}
@@ -671,6 +691,54 @@ func (t *Tracker) History(ctx context.Context, orderID string) ([]PaymentChange,
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("pgstore: reading the history of %q: %w", orderID, err)
+	}
+	return out, nil
+}
+
+// MoveAction names an operator's move on a tracked payment.
+type MoveAction string
+
+// MoveClearAnomaly is ClearAnomaly's move.
+const MoveClearAnomaly MoveAction = "clear_anomaly"
+
+// OperatorMove is one operator's move on a tracked payment (Moves). Moves
+// are kept apart from the history (History, PaymentChange): they record
+// who acted, never a credit, so they change neither the books nor what
+// reaches OnChange.
+type OperatorMove struct {
+	// At is the database's time of the move.
+	At time.Time
+	// ActorID is who made it: the actor ClearAnomaly was given (the
+	// console's actor, the CLI's --actor).
+	ActorID string
+	// Action is what was done.
+	Action MoveAction
+	// Anomaly is the anomaly it cleared (server text: show it escaped).
+	Anomaly string
+	// Note is the operator's note (show it escaped).
+	Note string
+}
+
+// Moves returns the operators' moves on orderID's payment, oldest first
+// (empty if none or not tracked).
+func (t *Tracker) Moves(ctx context.Context, orderID string) ([]OperatorMove, error) {
+	if err := t.CheckSchema(ctx); err != nil {
+		return nil, err
+	}
+	rows, err := t.cfg.Pool.Query(ctx, t.sql.moves, orderID)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: reading the moves on %q: %w", orderID, err)
+	}
+	var out []OperatorMove
+	var m OperatorMove
+	var action string
+	_, err = pgx.ForEachRow(rows, []any{&m.At, &m.ActorID, &action, &m.Anomaly, &m.Note}, func() error {
+		m.Action = MoveAction(action)
+		out = append(out, m)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: reading the moves on %q: %w", orderID, err)
 	}
 	return out, nil
 }

@@ -5,10 +5,10 @@ import "fmt"
 // trackerSQL holds a Tracker's statements, built once for its tables.
 type trackerSQL struct {
 	insert, insertOrder, getLock, complete, wake, otherPayment, clear, unmatch string
-	get, list, history, counts, claim, set, record, health                     string
+	get, list, history, counts, claim, set, record, health, moves              string
 }
 
-func buildTrackerSQL(t, h string) trackerSQL {
+func buildTrackerSQL(t, h, m string) trackerSQL {
 	return trackerSQL{
 		insert: fmt.Sprintf(`INSERT INTO %s (order_id, payment_id, pay_amount, currency, network, expired_at, state, next_at, status, paid_amount)
 VALUES ($1, $2, $3::numeric, $4, $5, $6, $7, $8, $9, $10::numeric) ON CONFLICT (order_id) DO NOTHING RETURNING true`, t),
@@ -40,13 +40,18 @@ WHERE order_id = $1 AND payment_id <> '' AND lower(payment_id) <> lower($2)`, t,
 WHERE order_id = $1 AND lease_token = $2 AND changes = 0 AND pay_amount IS NULL`, t, mergeAnomaly("$3")),
 		get: fmt.Sprintf(`SELECT %s FROM %s WHERE order_id = $1`, trackedCols, t),
 		// An operator clears the anomaly they saw, only if no read or other
-		// anomaly was recorded since (compare and set).
-		clear: fmt.Sprintf(`UPDATE %s SET anomaly = '', needs_action = $2, note = $5 WHERE order_id = $1 AND status = $3 AND anomaly = $4`, t),
+		// anomaly was recorded since (compare and set), and the move with
+		// its actor ($6) goes to the moves table in the same statement:
+		// never to the history, whose rows are the credits.
+		clear: fmt.Sprintf(`WITH u AS (
+    UPDATE %s SET anomaly = '', needs_action = $2, note = $5 WHERE order_id = $1 AND status = $3 AND anomaly = $4 RETURNING order_id)
+INSERT INTO %s (order_id, actor_id, action, anomaly, note) SELECT order_id, $6, '`+string(MoveClearAnomaly)+`', $4, $7 FROM u`, t, m),
+		moves: fmt.Sprintf(`SELECT at, actor_id, action, anomaly, note FROM %s WHERE order_id = $1 ORDER BY id`, m),
 		list: fmt.Sprintf(`SELECT %s FROM %s WHERE ($1 OR state = ANY($2)) AND (NOT $3 OR needs_action) AND order_id > $4
     AND (NOT $6 OR anomaly <> '') AND ($7 = '' OR order_id = $7 OR payment_id = $7) ORDER BY order_id LIMIT $5`, trackedCols, t),
 		history: fmt.Sprintf(`SELECT order_id, seq, payment_id, from_status, to_status, from_paid::text, to_paid::text, late, at, merchant_amount::text FROM %s WHERE order_id = $1 ORDER BY seq`, h),
 		counts:  fmt.Sprintf(`SELECT state, count(*)::int, (count(*) FILTER (WHERE needs_action))::int FROM %s GROUP BY state`, t),
-		health:  healthSQL(t, "state <> 'closed'", "needs_action"),
+		health:  healthSQL(t, trackOpenSQL, "needs_action"),
 		// The claim: due payments, locked without waiting for rows another
 		// worker is claiming (SKIP LOCKED), leased to this worker by its
 		// token until now() + lease.
@@ -83,6 +88,12 @@ SELECT order_id, changes, payment_id, $10, $3, $15::numeric, $4::numeric, $16, $
 RETURNING seq, at`, t, h, mergeAnomaly("$17")),
 	}
 }
+
+// trackOpenSQL is the condition of a tracked payment not closed: the
+// predicate of the open index (name_open_idx), which Health reads instead
+// of the whole table; a query must state it as is for the planner to use
+// that index.
+const trackOpenSQL = `state <> 'closed'`
 
 // maxAnomalyText bounds a tracked payment's anomalies, merged.
 const maxAnomalyText = 4096

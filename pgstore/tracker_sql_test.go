@@ -4,6 +4,7 @@ import (
 	"context"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -26,7 +27,7 @@ func TestTrackerSQLPrepares(t *testing.T) {
 
 	v := reflect.ValueOf(tr.sql)
 	typ := v.Type()
-	require.Equal(t, 16, v.NumField(), "a statement added to trackerSQL is checked here too")
+	require.Equal(t, 17, v.NumField(), "a statement added to trackerSQL is checked here too")
 	for i := range v.NumField() {
 		name, stmt := typ.Field(i).Name, v.Field(i).String()
 		t.Run(name, func(t *testing.T) {
@@ -37,8 +38,9 @@ func TestTrackerSQLPrepares(t *testing.T) {
 	}
 }
 
-// The tracker's list pages use an index over 100,000 tracked payments:
-// the primary key, the state index, the needs-action index.
+// The tracker's list pages and its health summary (the console shows it
+// on every page) use an index over 100,000 tracked payments: the primary
+// key, the state index, the needs-action index, the open index.
 func TestTrackerListUsesIndex(t *testing.T) {
 	srv := pgtest.Need(t)
 	pool := srv.Pool(t, 2)
@@ -66,4 +68,7 @@ FROM generate_series(1, 100000) AS i`)
 			assertIndexScan(t, pool, prefix, tc.want, tr.sql.list, len(tc.states) == 0, tc.states, tc.action, tc.after, 51, tc.anom, tc.search)
 		})
 	}
+	t.Run("health", func(t *testing.T) {
+		assertIndexScan(t, pool, prefix, "", tr.sql.health, time.Minute.Microseconds())
+	})
 }

@@ -40,6 +40,16 @@ type trackedOut struct {
 	UpdatedAt   string      `json:"updatedAt"`
 	LastFailure *failureOut `json:"lastFailure,omitempty"`
 	History     []changeOut `json:"history,omitempty"`
+	Moves       []moveOut   `json:"moves,omitempty"`
+}
+
+// moveOut is one operator's move (pgstore.Tracker.Moves): who made it.
+type moveOut struct {
+	At      string `json:"at"`
+	ActorID string `json:"actorId"`
+	Action  string `json:"action"`
+	Anomaly string `json:"anomaly,omitempty"`
+	Note    string `json:"note,omitempty"`
 }
 
 // changeOut is one recorded change.
@@ -126,6 +136,9 @@ func (a *app) trackedShow(args []string) error {
 		return err
 	}
 	o := newTrackedOut(tp)
+	if o.Moves, err = withStore(a, a.openTracker, db, a.trackedMoves(pos[0])); err != nil {
+		return err
+	}
 	for _, c := range hist {
 		o.History = append(o.History, changeOut{Seq: c.Seq, From: string(c.From), To: string(c.To),
 			FromPaid: nullMoney(c.FromPaid), ToPaid: nullMoney(c.ToPaid), Late: c.Late, At: when(c.At)})
@@ -158,7 +171,31 @@ func (a *app) trackedShow(args []string) error {
 		}
 		rows[i] = []string{strconv.Itoa(c.Seq), c.At, c.From, c.To, c.ToPaid, late}
 	}
-	return a.printTable([]string{"#", "AT", "FROM", "TO", "PAID", "LATE"}, rows)
+	return errors.Join(a.printTable([]string{"#", "AT", "FROM", "TO", "PAID", "LATE"}, rows), a.printMoves(o.Moves))
+}
+
+// trackedMoves reads the operators' moves on a tracked payment.
+func (a *app) trackedMoves(orderID string) func(*pgstore.Tracker) ([]moveOut, error) {
+	return func(tr *pgstore.Tracker) ([]moveOut, error) {
+		moves, err := tr.Moves(a.ctx, orderID)
+		var out []moveOut
+		for _, m := range moves {
+			out = append(out, moveOut{At: when(m.At), ActorID: m.ActorID, Action: string(m.Action), Anomaly: m.Anomaly, Note: m.Note})
+		}
+		return out, err
+	}
+}
+
+// printMoves prints the operators' moves, if any: who made each.
+func (a *app) printMoves(moves []moveOut) error {
+	if len(moves) == 0 {
+		return nil
+	}
+	rows := make([][]string, len(moves))
+	for i, m := range moves {
+		rows[i] = []string{m.At, m.ActorID, m.Action, m.Note}
+	}
+	return a.printTable([]string{"AT", "ACTOR", "MOVE", "NOTE"}, rows)
 }
 
 // paidText is the Paid row of show: what was paid of what is asked, or, before
