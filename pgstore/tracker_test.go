@@ -870,3 +870,26 @@ func waitWritten(t testing.TB, pool *pgxpool.Pool, table, orderID string) {
 		return err == nil && free
 	})
 }
+
+// TestTrackerExpiredAtPrecision: a server whose times carry more digits
+// than PostgreSQL keeps (.NET writes seven, 100 ns ticks) sends the same
+// expiredAt on every read, yet the tracked one, stored to the
+// microsecond, is not Equal to it. That is not an expiredAt that moves:
+// the payment is followed to paid with no anomaly and nothing for a
+// person to do.
+func TestTrackerExpiredAtPrecision(t *testing.T) {
+	r := newTRig(t)
+	r.drop.Store(true) // the backstop's reads only
+	r.mu.Lock()
+	r.forge = func(q *cryptopay.Payment) { q.ExpiredAt = q.ExpiredAt.Add(700 * time.Nanosecond) }
+	r.mu.Unlock()
+	tr := r.start(t, 1)
+	p := r.create(t, "ord-ticks", "10")
+	p.ExpiredAt = p.ExpiredAt.Add(700 * time.Nanosecond) // the create answer's seven digits
+	r.track(t, tr, p)
+	require.NoError(t, r.fake.Pay(p.ID, p.PayAmount))
+	tp := r.waitStatus(t, "ord-ticks", cryptopay.PaymentPaid)
+	assert.Empty(t, tp.Anomaly)
+	assert.False(t, tp.NeedsAction)
+	assert.True(t, r.ledger(t)["ord-ticks"].Equal(p.PayAmount), "booked %s", r.ledger(t)["ord-ticks"])
+}

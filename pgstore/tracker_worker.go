@@ -286,7 +286,7 @@ func suspect(h held, p *cryptopay.Payment) string {
 	paid, due := paidOrZero(p.PaidAmount), dueOf(h, p)
 	st := p.Status
 	switch {
-	case !h.ExpiredAt.IsZero() && !p.ExpiredAt.IsZero() && !p.ExpiredAt.Equal(h.ExpiredAt):
+	case !h.ExpiredAt.IsZero() && !p.ExpiredAt.IsZero() && !sameMicrosecond(p.ExpiredAt, h.ExpiredAt):
 		return fmt.Sprintf("the API reported expiredAt %s; the payment is tracked with %s, which its schedule keeps",
 			p.ExpiredAt.UTC().Format(time.RFC3339Nano), h.ExpiredAt.UTC().Format(time.RFC3339Nano))
 	case !due.IsPositive():
@@ -297,6 +297,14 @@ func suspect(h held, p *cryptopay.Payment) string {
 		return fmt.Sprintf("the API reported %s with %s paid of %s due", st, paid, due)
 	}
 	return ""
+}
+
+// sameMicrosecond compares two times as PostgreSQL keeps them: to the
+// microsecond (pgx drops the rest). A server that writes more digits
+// (.NET writes 100 ns ticks) sends the tracked expiredAt unchanged, yet
+// it is not Equal to the stored one.
+func sameMicrosecond(a, b time.Time) bool {
+	return a.Truncate(time.Microsecond).Equal(b.Truncate(time.Microsecond))
 }
 
 // dueOf is the payAmount the answer is checked against: the tracked one,
