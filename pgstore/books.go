@@ -141,7 +141,8 @@ type BooksConfig struct {
 	Since time.Time
 	// LedgerSQL, if set, is the merchant's ledger: a query returning one
 	// row per orderId, (order_id text, credited numeric), the sum the
-	// merchant credited for the order's payment. It runs in the check's
+	// merchant credited for the order's payment (rows of one orderId are
+	// summed). It runs in the check's
 	// read-only snapshot of each page of payments, joined to the
 	// tracker's table; it is the merchant's own SQL, never built from
 	// data. At most one of LedgerSQL and LedgerFunc.

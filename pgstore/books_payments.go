@@ -28,7 +28,11 @@ const booksWindow = `($1::timestamptz IS NULL OR t.tracked_at >= $1 OR t.updated
 func booksPaymentsSQL(tracked, history, ledger string) string {
 	join, col := "", "NULL::text"
 	if ledger != "" {
-		join = "LEFT JOIN (" + ledger + ") AS l (order_id, credited) ON l.order_id = t.order_id"
+		// Summed per orderId: a query that returns one row per booking
+		// (an order booked twice: two rows) is compared whole, and the
+		// order is reported once.
+		join = "LEFT JOIN (SELECT l0.order_id, sum(l0.credited::numeric) AS credited FROM (" + ledger +
+			") AS l0 (order_id, credited) GROUP BY l0.order_id) AS l ON l.order_id = t.order_id"
 		col = "l.credited::text"
 	}
 	return fmt.Sprintf(`SELECT t.order_id, t.payment_id, t.status, t.paid_amount::text, t.currency, t.network, t.tracked_at,
@@ -193,7 +197,10 @@ func (r *paymentRow) classify(it *BooksItem, settle time.Duration, ledger bool) 
 	case r.err != nil:
 		return BooksUndecided, scrubText("the payment could not be read: " + r.err.Error())
 	}
-	recent := r.p.UpdatedAt.After(r.readAt.Add(-settle))
+	// Changed within the settle time, by the provider's clock; an
+	// updatedAt ahead of ours by more than booksClockMargin proves
+	// nothing, or one such answer would hold a difference in flight forever.
+	recent := r.p.UpdatedAt.After(r.readAt.Add(-settle)) && !r.p.UpdatedAt.After(r.readAt.Add(booksClockMargin))
 	paid, _ := nullDecimal(r.paid)
 	switch {
 	case !it.Theirs.Decimal.Equal(it.Ours.Decimal) && recent:

@@ -471,3 +471,34 @@ func TestBooksBalances(t *testing.T) {
 	res = runBooks(t, cfg)
 	assert.Equal(t, "-0.0007", res.by["balances:usdt/tron"].Delta.String(), "the drift stays until it is booked")
 }
+
+// TestBooksPaymentsHostileInputs: a ledger query that returns one row per
+// booking instead of one per orderId (the order booked twice: two rows of
+// 5) is summed, not matched row by row, and its orderId is reported once;
+// a provider whose clock runs a day ahead cannot hide a paid amount that
+// differs from the credit as in flight with an updatedAt in the future.
+func TestBooksPaymentsHostileInputs(t *testing.T) {
+	r := newQRig(t)
+	r.fake.Advance(24 * time.Hour) // every updatedAt the provider sends is a day ahead
+	tr, stop := r.tracker(t)
+	r.pay(t, tr, "pay-twice", "5", "5")
+	ahead := r.pay(t, tr, "pay-ahead", "10", "10")
+	recorded(t, tr, "pay-twice", cryptopay.PaymentPaid)
+	recorded(t, tr, "pay-ahead", cryptopay.PaymentPaid)
+	stop()
+	require.NoError(t, r.fake.SetPaidAmount(ahead.ID, decimal.RequireFromString("7.5")))
+	ledger := pgtest.Name("ledger_rows")
+	_, err := r.pool.Exec(context.Background(), "CREATE TABLE "+ledger+" (order_id text, amount numeric);"+
+		"INSERT INTO "+ledger+" VALUES ('pay-twice', 5), ('pay-twice', 5), ('pay-ahead', 10)")
+	require.NoError(t, err)
+	time.Sleep(2 * time.Millisecond) // the settle time (1 ms) passes
+
+	res := runBooks(t, pgstore.BooksConfig{Client: r.fake.Client(), Tracker: tr, SettleTime: time.Millisecond,
+		LedgerSQL: "SELECT order_id, amount FROM " + ledger})
+	res.assertClasses(t, "payments", []booksWant{
+		{"pay-twice", pgstore.BooksLedgerDiffers, "5"},
+		{"pay-ahead", pgstore.BooksCreditDiffers, "-2.5"},
+	})
+	assert.Len(t, res.items, 2, "one item per orderId")
+	assert.Equal(t, 2, res.sum.Drift)
+}
