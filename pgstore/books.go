@@ -253,7 +253,9 @@ func (s *BooksSummary) add(it *BooksItem) {
 // payments, then the balances (with BooksConfig.Balances; their snapshot
 // is stored at the end); an error from emit stops the check and is returned. A section
 // that cannot be finished is named in the summary's Unfinished, and the
-// check goes on with the next. It returns ctx's error if ctx ends.
+// check goes on with the next. It returns ctx's error if ctx ends. A
+// stopped check still returns its summary so far, with the section it
+// stopped in named in Unfinished: drift found before the stop is drift.
 //
 // It reads the whole payout list once (ScanPayouts: the list's pages) and
 // each tracked payment in the window once (GetPayment): nothing else
@@ -293,6 +295,8 @@ func (b *Books) Check(ctx context.Context, emit func(BooksItem) error) (*BooksSu
 	for _, s := range sections {
 		why, err := s.run(ctx, out)
 		if err != nil {
+			// Stopped: the summary so far, this section unfinished.
+			sum.Unfinished[s.name] = scrubText("stopped: " + err.Error())
 			return sum, err
 		}
 		if why != "" {
