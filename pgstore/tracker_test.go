@@ -704,6 +704,10 @@ func TestTrackerChecksAnswers(t *testing.T) {
 		{"paid_over at payAmount", forged(cryptopay.PaymentPaidOver, "10"), cryptopay.PaymentPaidOver, ten, "paid_over with 10 paid of 10 due"},
 		{"paid_partial at payAmount", forged(cryptopay.PaymentPaidPartial, "10"), cryptopay.PaymentPaidPartial, ten, "paid_partial with 10 paid of 10 due"},
 		{"expiredAt moved to 1970", func(q *cryptopay.Payment) { q.ExpiredAt = epoch }, cryptopay.PaymentWaiting, zero, "expiredAt 1970-01-01T00:00:00Z"},
+		{"expiredAt moved, and paid_partial at payAmount", func(q *cryptopay.Payment) { // the first flag must not hide the second
+			forged(cryptopay.PaymentPaidPartial, "10")(q)
+			q.ExpiredAt = epoch
+		}, cryptopay.PaymentPaidPartial, ten, "paid_partial with 10 paid of 10 due"},
 	}
 	r := newTRig(t)
 	forges := map[string]func(*cryptopay.Payment){}

@@ -283,20 +283,20 @@ func refusedMoney(h held, p *cryptopay.Payment) string {
 // tracked one (the schedule keeps the tracked one), paid_over without more
 // than payAmount paid, paid with more, paid_partial with all of it.
 func suspect(h held, p *cryptopay.Payment) string {
+	var why []string // every reason: the first must not hide the next
+	if !h.ExpiredAt.IsZero() && !p.ExpiredAt.IsZero() && !sameMicrosecond(p.ExpiredAt, h.ExpiredAt) {
+		why = append(why, fmt.Sprintf("the API reported expiredAt %s; the payment is tracked with %s, which its schedule keeps",
+			p.ExpiredAt.UTC().Format(time.RFC3339Nano), h.ExpiredAt.UTC().Format(time.RFC3339Nano)))
+	}
 	paid, due := paidOrZero(p.PaidAmount), dueOf(h, p)
-	st := p.Status
-	switch {
-	case !h.ExpiredAt.IsZero() && !p.ExpiredAt.IsZero() && !sameMicrosecond(p.ExpiredAt, h.ExpiredAt):
-		return fmt.Sprintf("the API reported expiredAt %s; the payment is tracked with %s, which its schedule keeps",
-			p.ExpiredAt.UTC().Format(time.RFC3339Nano), h.ExpiredAt.UTC().Format(time.RFC3339Nano))
+	switch st := p.Status; {
 	case !due.IsPositive():
-		return ""
 	case st == cryptopay.PaymentPaidOver && !paid.GreaterThan(due),
 		st == cryptopay.PaymentPaid && paid.GreaterThan(due),
 		st == cryptopay.PaymentPaidPartial && !paid.LessThan(due):
-		return fmt.Sprintf("the API reported %s with %s paid of %s due", st, paid, due)
+		why = append(why, fmt.Sprintf("the API reported %s with %s paid of %s due", st, paid, due))
 	}
-	return ""
+	return strings.Join(why, "; ")
 }
 
 // sameMicrosecond compares two times as PostgreSQL keeps them: to the
