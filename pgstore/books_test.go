@@ -3,8 +3,10 @@ package pgstore_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -501,4 +503,28 @@ func TestBooksPaymentsHostileInputs(t *testing.T) {
 	})
 	assert.Len(t, res.items, 2, "one item per orderId")
 	assert.Equal(t, 2, res.sum.Drift)
+}
+
+// TestBooksHostilePayoutText: a payout at the provider whose orderId,
+// wallet and status carry a NUL (which a PostgreSQL text cannot hold)
+// cannot blind the whole payout section: it is listed as provider-only
+// with the NUL shown as U+FFFD, and the section finishes.
+func TestBooksHostilePayoutText(t *testing.T) {
+	r := newQRig(t)
+	q := r.queue(t)
+	body := `{"walletAddress":"TMGN4ZGYBvvqVAX3BXXHwrxtzreXVDLJ2G","amount":"1.5","currency":"usdt","network":"tron",` +
+		`"customerId":"c","customerIp":"203.0.113.7","orderId":"nul\u0000id"}`
+	req, err := http.NewRequest(http.MethodPost, r.fake.URL+"/v1/payout", strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("x-api-key", r.fake.APIKey)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+
+	res := runBooks(t, pgstore.BooksConfig{Client: r.fake.Client(), Queue: q})
+	assert.Empty(t, res.sum.Unfinished)
+	res.assertClasses(t, "payouts", []booksWant{{"nul\uFFFDid", pgstore.BooksProviderOnly, "1.5"}})
+	assert.Len(t, res.items, 1)
 }
