@@ -30,9 +30,9 @@ func booksPaymentsSQL(tracked, history, ledger string) string {
 	if ledger != "" {
 		// Summed per orderId: a query that returns one row per booking
 		// (an order booked twice: two rows) is compared whole, and the
-		// order is reported once.
+		// order is reported once. The line break ends a trailing -- comment.
 		join = "LEFT JOIN (SELECT l0.order_id, sum(l0.credited::numeric) AS credited FROM (" + ledger +
-			") AS l0 (order_id, credited) GROUP BY l0.order_id) AS l ON l.order_id = t.order_id"
+			"\n) AS l0 (order_id, credited) GROUP BY l0.order_id) AS l ON l.order_id = t.order_id"
 		col = "l.credited::text"
 	}
 	return fmt.Sprintf(`SELECT t.order_id, t.payment_id, t.status, t.paid_amount::text, t.currency, t.network, t.tracked_at,

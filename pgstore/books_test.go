@@ -496,7 +496,7 @@ func TestBooksPaymentsHostileInputs(t *testing.T) {
 	time.Sleep(2 * time.Millisecond) // the settle time (1 ms) passes
 
 	res := runBooks(t, pgstore.BooksConfig{Client: r.fake.Client(), Tracker: tr, SettleTime: time.Millisecond,
-		LedgerSQL: "SELECT order_id, amount FROM " + ledger})
+		LedgerSQL: "SELECT order_id, amount FROM " + ledger + " -- one row per booking"})
 	res.assertClasses(t, "payments", []booksWant{
 		{"pay-twice", pgstore.BooksLedgerDiffers, "5"},
 		{"pay-ahead", pgstore.BooksCreditDiffers, "-2.5"},
