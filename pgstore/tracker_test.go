@@ -897,3 +897,42 @@ func TestTrackerExpiredAtPrecision(t *testing.T) {
 	assert.False(t, tp.NeedsAction)
 	assert.True(t, r.ledger(t)["ord-ticks"].Equal(p.PayAmount), "booked %s", r.ledger(t)["ord-ticks"])
 }
+
+// TestTrackerByOrderIDHostileKeys: a payment tracked by orderId alone
+// takes its currency and network from the first answer it records. An
+// answer whose currency holds a NUL and 64 KiB of text is refused
+// (flagged, nothing booked, the row not bloated) instead of failing every
+// write in silence; the next honest answer is recorded and booked.
+func TestTrackerByOrderIDHostileKeys(t *testing.T) {
+	r := newTRig(t)
+	r.mu.Lock()
+	r.forge = func(q *cryptopay.Payment) { q.Currency = "usdt\x00" + strings.Repeat("x", 64<<10) }
+	r.mu.Unlock()
+	tr := r.start(t, 1)
+	p := r.create(t, "ord-keys", "10")
+	require.NoError(t, pgx.BeginFunc(context.Background(), r.pool, func(tx pgx.Tx) error {
+		_, err := tr.TrackOrder(context.Background(), tx, "ord-keys")
+		return err
+	}))
+	require.NoError(t, r.fake.Pay(p.ID, p.PayAmount)) // its webhook gives the id
+	var tp *pgstore.TrackedPayment
+	trackWaitFor(t, "the hostile answer flagged", func() bool {
+		var err error
+		tp, err = tr.Get(context.Background(), "ord-keys")
+		return err == nil && tp.Anomaly != ""
+	})
+	assert.Contains(t, tp.Anomaly, "not a currency or network key")
+	assert.Less(t, len(tp.Anomaly), 4<<10)
+	assert.Empty(t, tp.Currency)
+	assert.Empty(t, string(tp.Status))
+	assert.True(t, tp.NeedsAction)
+	assert.True(t, r.ledger(t)["ord-keys"].IsZero(), "nothing booked")
+
+	r.mu.Lock()
+	r.forge = nil
+	r.mu.Unlock()
+	require.NoError(t, tr.PaymentChanged(context.Background(), p))
+	tp = r.waitStatus(t, "ord-keys", cryptopay.PaymentPaid)
+	assert.Equal(t, "usdt", tp.Currency)
+	assert.True(t, r.ledger(t)["ord-keys"].Equal(p.PayAmount))
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/cryptopay/cryptopay-go"
+	"github.com/cryptopay/cryptopay-go/internal/ids"
 )
 
 // trackBegin starts a change's transaction with synchronous_commit at
@@ -223,6 +224,12 @@ func (t *Tracker) untrusted(h held, p *cryptopay.Payment) string {
 		h.Network != "" && p.Network != "" && p.Network != h.Network:
 		return scrubText(fmt.Sprintf("the API answered in %s on %s; the payment is tracked in %s on %s",
 			p.Currency, p.Network, h.Currency, h.Network))
+	case h.Currency == "" && p.Currency != "" && ids.Key(strings.ToLower(strings.TrimSpace(p.Currency))) != "",
+		h.Network == "" && p.Network != "" && ids.Key(strings.ToLower(strings.TrimSpace(p.Network))) != "":
+		// Tracked by orderId alone, the payment takes these from the answer:
+		// a NUL would fail every write in silence, a long text bloat the row.
+		return scrubText(fmt.Sprintf("the API answered with %q on %q, not a currency or network key",
+			truncate(p.Currency, ids.MaxKeyLen), truncate(p.Network, ids.MaxKeyLen)))
 	case h.PayAmount.Valid && !p.PayAmount.IsZero() && !p.PayAmount.Equal(h.PayAmount.Decimal):
 		return fmt.Sprintf("the API answered with payAmount %s; the payment is tracked with %s", p.PayAmount, h.PayAmount.Decimal)
 	case !p.Status.IsKnown():
@@ -231,6 +238,14 @@ func (t *Tracker) untrusted(h held, p *cryptopay.Payment) string {
 		return scrubText(fmt.Sprintf("the API reported %s after %s, a move the lifecycle table does not allow", p.Status, h.Status))
 	}
 	return refusedMoney(h, p)
+}
+
+// truncate cuts s to at most n bytes, for quoting a server's text.
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return strings.ToValidUTF8(s[:n], "") + "…"
+	}
+	return s
 }
 
 // paymentStatuses are the statuses the lifecycle table names.
