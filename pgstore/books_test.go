@@ -273,6 +273,12 @@ func TestBooksPaymentDrifts(t *testing.T) {
 	recorded(t, tr, "pay-open", cryptopay.PaymentWaiting)
 	recorded(t, tr, "pay-expired", cryptopay.PaymentWaiting)
 	stop()
+	for _, o := range []string{"pay-open", "pay-expired"} { // the stopped tracker's next reads are overdue
+		trackWaitFor(t, o+" overdue", func() bool {
+			tp, err := tr.Get(context.Background(), o)
+			return err == nil && tp.NextAt.Before(time.Now().Add(-2*time.Millisecond))
+		})
+	}
 	require.NoError(t, r.fake.SetPaidAmount(lower.ID, decimal.RequireFromString("7.5")))
 	require.NoError(t, r.fake.SetPaymentStatus(expiring.ID, cryptopay.PaymentExpired)) // the tracker is stopped
 	ledger := pgtest.Name("ledger")
@@ -527,4 +533,29 @@ func TestBooksHostilePayoutText(t *testing.T) {
 	assert.Empty(t, res.sum.Unfinished)
 	res.assertClasses(t, "payouts", []booksWant{{"nul\uFFFDid", pgstore.BooksProviderOnly, "1.5"}})
 	assert.Len(t, res.items, 1)
+}
+
+// TestBooksPaymentAwaitingItsRead: a payment paid while its webhook was
+// lost, whose tracker's next read is still ahead (a late payment's reads
+// space out to LateMax, 6 h), is in flight, not drift: told to correct
+// the books by hand, a finance team would book it twice once the tracker
+// reads it. Once that read is overdue past the settle time (no worker
+// took it), or the payment carries an anomaly, it is drift again.
+func TestBooksPaymentAwaitingItsRead(t *testing.T) {
+	r := newQRig(t)
+	tr, err := pgstore.NewTracker(context.Background(), pgstore.TrackerConfig{Pool: r.pool, Client: r.fake.Client(),
+		Table: pgtest.Name("tracked"), CreateTable: true, OpenEvery: time.Hour}) // never Run: its next read is an hour ahead
+	require.NoError(t, err)
+	r.pay(t, tr, "pay-awaited", "10", "10")
+	r.pay(t, tr, "pay-overdue", "10", "10")
+	_, err = r.pool.Exec(context.Background(), "UPDATE "+tr.Table()+" SET next_at = now() - interval '1 hour' WHERE order_id = 'pay-overdue'")
+	require.NoError(t, err)
+	time.Sleep(2 * time.Millisecond) // the settle time (1 ms) passes after the payment at the fake
+
+	res := runBooks(t, pgstore.BooksConfig{Client: r.fake.Client(), Tracker: tr, SettleTime: time.Millisecond})
+	res.assertClasses(t, "payments", []booksWant{
+		{"pay-awaited", pgstore.BooksInFlight, "10"},
+		{"pay-overdue", pgstore.BooksCreditDiffers, "10"},
+	})
+	assert.Equal(t, 1, res.sum.Drift)
 }
