@@ -1,8 +1,10 @@
 package pgstore_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"strconv"
@@ -518,18 +520,14 @@ func TestBooksPaymentsHostileInputs(t *testing.T) {
 func TestBooksHostilePayoutText(t *testing.T) {
 	r := newQRig(t)
 	q := r.queue(t)
-	body := `{"walletAddress":"TMGN4ZGYBvvqVAX3BXXHwrxtzreXVDLJ2G","amount":"1.5","currency":"usdt","network":"tron",` +
-		`"customerId":"c","customerIp":"203.0.113.7","orderId":"nul\u0000id"}`
-	req, err := http.NewRequest(http.MethodPost, r.fake.URL+"/v1/payout", strings.NewReader(body))
+	outside := payoutParams(98)
+	outside.OrderID, outside.Amount = "nul-id", decimal.RequireFromString("1.5")
+	_, err := r.fake.Client().CreatePayout(context.Background(), outside)
 	require.NoError(t, err)
-	req.Header.Set("x-api-key", r.fake.APIKey)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	require.NoError(t, resp.Body.Close())
-	require.Equal(t, http.StatusOK, resp.StatusCode)
+	// The list as a hostile server sends it: the orderId with a NUL.
+	nul := &http.Client{Transport: rewriteBody{strings.NewReplacer(`"nul-id"`, `"nul\u0000id"`)}}
 
-	res := runBooks(t, pgstore.BooksConfig{Client: r.fake.Client(), Queue: q})
+	res := runBooks(t, pgstore.BooksConfig{Client: r.fake.Client(cryptopay.WithHTTPClient(nul)), Queue: q})
 	assert.Empty(t, res.sum.Unfinished)
 	res.assertClasses(t, "payouts", []booksWant{{"nul\uFFFDid", pgstore.BooksProviderOnly, "1.5"}})
 	assert.Len(t, res.items, 1)
@@ -558,4 +556,23 @@ func TestBooksPaymentAwaitingItsRead(t *testing.T) {
 		{"pay-overdue", pgstore.BooksCreditDiffers, "10"},
 	})
 	assert.Equal(t, 1, res.sum.Drift)
+}
+
+// rewriteBody is a transport that edits every answer's body.
+type rewriteBody struct{ r *strings.Replacer }
+
+func (rw rewriteBody) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	b, err := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	b = []byte(rw.r.Replace(string(b)))
+	resp.Body, resp.ContentLength = io.NopCloser(bytes.NewReader(b)), int64(len(b))
+	resp.Header.Del("Content-Length")
+	return resp, nil
 }
