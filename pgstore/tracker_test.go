@@ -360,12 +360,7 @@ func TestTrackerUnmatchedNotTakenByAWrongID(t *testing.T) {
 
 	require.NoError(t, tr.PaymentChanged(context.Background(), &cryptopay.Payment{ID: other.ID, OrderID: "ord-lost-2",
 		Status: cryptopay.PaymentPaid}))
-	var tp *pgstore.TrackedPayment
-	trackWaitFor(t, "the wrong id flagged", func() bool {
-		var err error
-		tp, err = tr.Get(context.Background(), "ord-lost-2")
-		return err == nil && tp.Anomaly != ""
-	})
+	tp := flagged(t, tr, "ord-lost-2")
 	assert.Contains(t, tp.Anomaly, "another orderId")
 	assert.True(t, tp.NeedsAction)
 	assert.Empty(t, r.credited(t, "ord-lost-2"), "another order's payment is not credited")
@@ -915,12 +910,7 @@ func TestTrackerByOrderIDHostileKeys(t *testing.T) {
 		return err
 	}))
 	require.NoError(t, r.fake.Pay(p.ID, p.PayAmount)) // its webhook gives the id
-	var tp *pgstore.TrackedPayment
-	trackWaitFor(t, "the hostile answer flagged", func() bool {
-		var err error
-		tp, err = tr.Get(context.Background(), "ord-keys")
-		return err == nil && tp.Anomaly != ""
-	})
+	tp := flagged(t, tr, "ord-keys")
 	assert.Contains(t, tp.Anomaly, "not a currency or network key")
 	assert.Less(t, len(tp.Anomaly), 4<<10)
 	assert.Empty(t, tp.Currency)
@@ -935,4 +925,16 @@ func TestTrackerByOrderIDHostileKeys(t *testing.T) {
 	tp = r.waitStatus(t, "ord-keys", cryptopay.PaymentPaid)
 	assert.Equal(t, "usdt", tp.Currency)
 	assert.True(t, r.ledger(t)["ord-keys"].Equal(p.PayAmount))
+}
+
+// flagged waits until orderID's tracked payment carries an anomaly.
+func flagged(t testing.TB, tr *pgstore.Tracker, orderID string) *pgstore.TrackedPayment {
+	t.Helper()
+	var tp *pgstore.TrackedPayment
+	trackWaitFor(t, orderID+" flagged", func() bool {
+		var err error
+		tp, err = tr.Get(context.Background(), orderID)
+		return err == nil && tp.Anomaly != ""
+	})
+	return tp
 }
