@@ -141,7 +141,8 @@ type BooksConfig struct {
 	Since time.Time
 	// LedgerSQL, if set, is the merchant's ledger: a query returning one
 	// row per orderId, (order_id text, credited numeric), the sum the
-	// merchant credited for the order's payment. It runs in the check's
+	// merchant credited for the order's payment (rows of one orderId are
+	// summed). It runs in the check's
 	// read-only snapshot of each page of payments, joined to the
 	// tracker's table; it is the merchant's own SQL, never built from
 	// data. At most one of LedgerSQL and LedgerFunc.
@@ -252,7 +253,9 @@ func (s *BooksSummary) add(it *BooksItem) {
 // payments, then the balances (with BooksConfig.Balances; their snapshot
 // is stored at the end); an error from emit stops the check and is returned. A section
 // that cannot be finished is named in the summary's Unfinished, and the
-// check goes on with the next. It returns ctx's error if ctx ends.
+// check goes on with the next. It returns ctx's error if ctx ends. A
+// stopped check still returns its summary so far, with the section it
+// stopped in named in Unfinished: drift found before the stop is drift.
 //
 // It reads the whole payout list once (ScanPayouts: the list's pages) and
 // each tracked payment in the window once (GetPayment): nothing else
@@ -292,6 +295,8 @@ func (b *Books) Check(ctx context.Context, emit func(BooksItem) error) (*BooksSu
 	for _, s := range sections {
 		why, err := s.run(ctx, out)
 		if err != nil {
+			// Stopped: the summary so far, this section unfinished.
+			sum.Unfinished[s.name] = scrubText("stopped: " + err.Error())
 			return sum, err
 		}
 		if why != "" {

@@ -23,18 +23,24 @@ const booksWindow = `($1::timestamptz IS NULL OR t.tracked_at >= $1 OR t.updated
 // booksPaymentsSQL reads a page of tracked payments in the window after
 // orderId $2, $3 at most, each with the sum its history credited and, with
 // a ledger query, the merchant's sum for it.
-// The last column is the merchantAmount recorded as of $4 (the balance
-// section's start less booksClockMargin; NULL: none).
+// Then the merchantAmount recorded as of $4 (the balance section's start
+// less booksClockMargin; NULL: none), the tracker's next read, and whether
+// the payment is flagged or its reads fail.
 func booksPaymentsSQL(tracked, history, ledger string) string {
 	join, col := "", "NULL::text"
 	if ledger != "" {
-		join = "LEFT JOIN (" + ledger + ") AS l (order_id, credited) ON l.order_id = t.order_id"
+		// Summed per orderId: a query that returns one row per booking
+		// (an order booked twice: two rows) is compared whole, and the
+		// order is reported once. The line break ends a trailing -- comment.
+		join = "LEFT JOIN (SELECT l0.order_id, sum(l0.credited::numeric) AS credited FROM (" + ledger +
+			"\n) AS l0 (order_id, credited) GROUP BY l0.order_id) AS l ON l.order_id = t.order_id"
 		col = "l.credited::text"
 	}
 	return fmt.Sprintf(`SELECT t.order_id, t.payment_id, t.status, t.paid_amount::text, t.currency, t.network, t.tracked_at,
     (SELECT sum(COALESCE(h.to_paid, 0) - COALESCE(h.from_paid, 0))::text FROM %[2]s h WHERE h.order_id = t.order_id),
     %[4]s,
-    (SELECT h.merchant_amount::text FROM %[2]s h WHERE h.order_id = t.order_id AND h.at <= $4 ORDER BY h.seq DESC LIMIT 1)
+    (SELECT h.merchant_amount::text FROM %[2]s h WHERE h.order_id = t.order_id AND h.at <= $4 ORDER BY h.seq DESC LIMIT 1),
+    t.next_at, t.anomaly <> '' OR t.fail_count > 0
 FROM %[1]s t %[3]s
 WHERE t.order_id > $2 AND %[5]s
 ORDER BY t.order_id LIMIT $3`, tracked, history, join, col, booksWindow)
@@ -50,6 +56,8 @@ type paymentRow struct {
 	trackedAt                  time.Time
 	credited, ledger           *string
 	merchantAtStart            *string
+	nextAt                     *time.Time // the tracker's next read (nil: not polled)
+	troubled                   bool       // an anomaly, or failing reads: a read will not settle it
 	p                          *cryptopay.Payment
 	err                        error
 	readAt                     time.Time
@@ -120,7 +128,8 @@ func (b *Books) paymentPage(ctx context.Context, since *time.Time, after string,
 		}
 		page, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (paymentRow, error) {
 			var r paymentRow
-			err := row.Scan(&r.orderID, &r.paymentID, &r.status, &r.paid, &r.currency, &r.network, &r.trackedAt, &r.credited, &r.ledger, &r.merchantAtStart)
+			err := row.Scan(&r.orderID, &r.paymentID, &r.status, &r.paid, &r.currency, &r.network, &r.trackedAt, &r.credited, &r.ledger, &r.merchantAtStart,
+				&r.nextAt, &r.troubled)
 			return r, err
 		})
 		if err != nil || b.cfg.LedgerFunc == nil {
@@ -193,17 +202,28 @@ func (r *paymentRow) classify(it *BooksItem, settle time.Duration, ledger bool) 
 	case r.err != nil:
 		return BooksUndecided, scrubText("the payment could not be read: " + r.err.Error())
 	}
-	recent := r.p.UpdatedAt.After(r.readAt.Add(-settle))
+	// Changed within the settle time, by the provider's clock; an
+	// updatedAt ahead of ours by more than booksClockMargin proves
+	// nothing, or one such answer would hold a difference in flight forever.
+	recent := r.p.UpdatedAt.After(r.readAt.Add(-settle)) && !r.p.UpdatedAt.After(r.readAt.Add(booksClockMargin))
+	// The tracker reads it again, not overdue past the settle time, and
+	// nothing it read so far was refused or failed: that read records the
+	// difference (a late payment's reads space out to LateMax).
+	awaited := r.nextAt != nil && r.nextAt.After(r.readAt.Add(-settle)) && !r.troubled
 	paid, _ := nullDecimal(r.paid)
 	switch {
 	case !it.Theirs.Decimal.Equal(it.Ours.Decimal) && recent:
 		return BooksInFlight, "the provider's paid amount changed within the settle time"
+	case !it.Theirs.Decimal.Equal(it.Ours.Decimal) && awaited:
+		return BooksInFlight, "the tracker's next read of it is still due: " + r.nextAt.UTC().Format(time.RFC3339)
 	case !it.Theirs.Decimal.Equal(it.Ours.Decimal):
 		return BooksCreditDiffers, "the tracker credited another amount than the provider says was paid"
 	case string(r.p.Status) == r.status && sameAmount(r.p.PaidAmount, paid):
 		return BooksMatched, ""
 	case recent:
 		return BooksInFlight, "the provider's payment changed within the settle time"
+	case awaited:
+		return BooksInFlight, "the tracker's next read of it is still due: " + r.nextAt.UTC().Format(time.RFC3339)
 	}
 	return BooksTrackerDiffers, "the tracker's record is not what the provider says, past the settle time"
 }

@@ -125,8 +125,11 @@ func (s *listSource) Next() bool {
 		return false
 	}
 	s.pos++
+	// A NUL (which a PostgreSQL text cannot hold) in one payout's text
+	// would fail the COPY, and with it the whole section: shown as U+FFFD.
 	wallet := cmpOr(it.WalletAddress, it.PaidAddress)
-	s.row = []any{s.pos, it.OrderID, it.Amount.String(), it.Currency, it.Network, wallet, string(it.Status), nullText(it.MerchantAmount)}
+	s.row = []any{s.pos, noNUL(it.OrderID), it.Amount.String(), noNUL(it.Currency), noNUL(it.Network), noNUL(wallet),
+		noNUL(string(it.Status)), nullText(it.MerchantAmount)}
 	return true
 }
 

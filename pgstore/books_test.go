@@ -1,10 +1,14 @@
 package pgstore_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -271,6 +275,12 @@ func TestBooksPaymentDrifts(t *testing.T) {
 	recorded(t, tr, "pay-open", cryptopay.PaymentWaiting)
 	recorded(t, tr, "pay-expired", cryptopay.PaymentWaiting)
 	stop()
+	for _, o := range []string{"pay-open", "pay-expired"} { // the stopped tracker's next reads are overdue
+		trackWaitFor(t, o+" overdue", func() bool {
+			tp, err := tr.Get(context.Background(), o)
+			return err == nil && tp.NextAt.Before(time.Now().Add(-2*time.Millisecond))
+		})
+	}
 	require.NoError(t, r.fake.SetPaidAmount(lower.ID, decimal.RequireFromString("7.5")))
 	require.NoError(t, r.fake.SetPaymentStatus(expiring.ID, cryptopay.PaymentExpired)) // the tracker is stopped
 	ledger := pgtest.Name("ledger")
@@ -470,4 +480,99 @@ func TestBooksBalances(t *testing.T) {
 	assert.False(t, res.sum.Clean())
 	res = runBooks(t, cfg)
 	assert.Equal(t, "-0.0007", res.by["balances:usdt/tron"].Delta.String(), "the drift stays until it is booked")
+}
+
+// TestBooksPaymentsHostileInputs: a ledger query that returns one row per
+// booking instead of one per orderId (the order booked twice: two rows of
+// 5) is summed, not matched row by row, and its orderId is reported once;
+// a provider whose clock runs a day ahead cannot hide a paid amount that
+// differs from the credit as in flight with an updatedAt in the future.
+func TestBooksPaymentsHostileInputs(t *testing.T) {
+	r := newQRig(t)
+	r.fake.Advance(24 * time.Hour) // every updatedAt the provider sends is a day ahead
+	tr, stop := r.tracker(t)
+	r.pay(t, tr, "pay-twice", "5", "5")
+	ahead := r.pay(t, tr, "pay-ahead", "10", "10")
+	recorded(t, tr, "pay-twice", cryptopay.PaymentPaid)
+	recorded(t, tr, "pay-ahead", cryptopay.PaymentPaid)
+	stop()
+	require.NoError(t, r.fake.SetPaidAmount(ahead.ID, decimal.RequireFromString("7.5")))
+	ledger := pgtest.Name("ledger_rows")
+	_, err := r.pool.Exec(context.Background(), "CREATE TABLE "+ledger+" (order_id text, amount numeric);"+
+		"INSERT INTO "+ledger+" VALUES ('pay-twice', 5), ('pay-twice', 5), ('pay-ahead', 10)")
+	require.NoError(t, err)
+	time.Sleep(2 * time.Millisecond) // the settle time (1 ms) passes
+
+	res := runBooks(t, pgstore.BooksConfig{Client: r.fake.Client(), Tracker: tr, SettleTime: time.Millisecond,
+		LedgerSQL: "SELECT order_id, amount FROM " + ledger + " -- one row per booking"})
+	res.assertClasses(t, "payments", []booksWant{
+		{"pay-twice", pgstore.BooksLedgerDiffers, "5"},
+		{"pay-ahead", pgstore.BooksCreditDiffers, "-2.5"},
+	})
+	assert.Len(t, res.items, 2, "one item per orderId")
+	assert.Equal(t, 2, res.sum.Drift)
+}
+
+// TestBooksHostilePayoutText: a payout at the provider whose orderId,
+// wallet and status carry a NUL (which a PostgreSQL text cannot hold)
+// cannot blind the whole payout section: it is listed as provider-only
+// with the NUL shown as U+FFFD, and the section finishes.
+func TestBooksHostilePayoutText(t *testing.T) {
+	r := newQRig(t)
+	q := r.queue(t)
+	outside := payoutParams(98)
+	outside.OrderID, outside.Amount = "nul-id", decimal.RequireFromString("1.5")
+	_, err := r.fake.Client().CreatePayout(context.Background(), outside)
+	require.NoError(t, err)
+	// The list as a hostile server sends it: the orderId with a NUL.
+	nul := &http.Client{Transport: rewriteBody{strings.NewReplacer(`"nul-id"`, `"nul\u0000id"`)}}
+
+	res := runBooks(t, pgstore.BooksConfig{Client: r.fake.Client(cryptopay.WithHTTPClient(nul)), Queue: q})
+	assert.Empty(t, res.sum.Unfinished)
+	res.assertClasses(t, "payouts", []booksWant{{"nul\uFFFDid", pgstore.BooksProviderOnly, "1.5"}})
+	assert.Len(t, res.items, 1)
+}
+
+// TestBooksPaymentAwaitingItsRead: a payment paid while its webhook was
+// lost, whose tracker's next read is still ahead (a late payment's reads
+// space out to LateMax, 6 h), is in flight, not drift: told to correct
+// the books by hand, a finance team would book it twice once the tracker
+// reads it. Once that read is overdue past the settle time (no worker
+// took it), or the payment carries an anomaly, it is drift again.
+func TestBooksPaymentAwaitingItsRead(t *testing.T) {
+	r := newQRig(t)
+	tr, err := pgstore.NewTracker(context.Background(), pgstore.TrackerConfig{Pool: r.pool, Client: r.fake.Client(),
+		Table: pgtest.Name("tracked"), CreateTable: true, OpenEvery: time.Hour}) // never Run: its next read is an hour ahead
+	require.NoError(t, err)
+	r.pay(t, tr, "pay-awaited", "10", "10")
+	r.pay(t, tr, "pay-overdue", "10", "10")
+	_, err = r.pool.Exec(context.Background(), "UPDATE "+tr.Table()+" SET next_at = now() - interval '1 hour' WHERE order_id = 'pay-overdue'")
+	require.NoError(t, err)
+	time.Sleep(2 * time.Millisecond) // the settle time (1 ms) passes after the payment at the fake
+
+	res := runBooks(t, pgstore.BooksConfig{Client: r.fake.Client(), Tracker: tr, SettleTime: time.Millisecond})
+	res.assertClasses(t, "payments", []booksWant{
+		{"pay-awaited", pgstore.BooksInFlight, "10"},
+		{"pay-overdue", pgstore.BooksCreditDiffers, "10"},
+	})
+	assert.Equal(t, 1, res.sum.Drift)
+}
+
+// rewriteBody is a transport that edits every answer's body.
+type rewriteBody struct{ r *strings.Replacer }
+
+func (rw rewriteBody) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	b, err := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	b = []byte(rw.r.Replace(string(b)))
+	resp.Body, resp.ContentLength = io.NopCloser(bytes.NewReader(b)), int64(len(b))
+	resp.Header.Del("Content-Length")
+	return resp, nil
 }

@@ -360,12 +360,7 @@ func TestTrackerUnmatchedNotTakenByAWrongID(t *testing.T) {
 
 	require.NoError(t, tr.PaymentChanged(context.Background(), &cryptopay.Payment{ID: other.ID, OrderID: "ord-lost-2",
 		Status: cryptopay.PaymentPaid}))
-	var tp *pgstore.TrackedPayment
-	trackWaitFor(t, "the wrong id flagged", func() bool {
-		var err error
-		tp, err = tr.Get(context.Background(), "ord-lost-2")
-		return err == nil && tp.Anomaly != ""
-	})
+	tp := flagged(t, tr, "ord-lost-2")
 	assert.Contains(t, tp.Anomaly, "another orderId")
 	assert.True(t, tp.NeedsAction)
 	assert.Empty(t, r.credited(t, "ord-lost-2"), "another order's payment is not credited")
@@ -729,6 +724,10 @@ func TestTrackerChecksAnswers(t *testing.T) {
 		{"paid_over at payAmount", forged(cryptopay.PaymentPaidOver, "10"), cryptopay.PaymentPaidOver, ten, "paid_over with 10 paid of 10 due"},
 		{"paid_partial at payAmount", forged(cryptopay.PaymentPaidPartial, "10"), cryptopay.PaymentPaidPartial, ten, "paid_partial with 10 paid of 10 due"},
 		{"expiredAt moved to 1970", func(q *cryptopay.Payment) { q.ExpiredAt = epoch }, cryptopay.PaymentWaiting, zero, "expiredAt 1970-01-01T00:00:00Z"},
+		{"expiredAt moved, and paid_partial at payAmount", func(q *cryptopay.Payment) { // the first flag must not hide the second
+			forged(cryptopay.PaymentPaidPartial, "10")(q)
+			q.ExpiredAt = epoch
+		}, cryptopay.PaymentPaidPartial, ten, "paid_partial with 10 paid of 10 due"},
 	}
 	r := newTRig(t)
 	forges := map[string]func(*cryptopay.Payment){}
@@ -894,4 +893,73 @@ func waitWritten(t testing.TB, pool *pgxpool.Pool, table, orderID string) {
 		err := pool.QueryRow(context.Background(), "SELECT lease_token IS NULL FROM "+table+" WHERE order_id = $1", orderID).Scan(&free)
 		return err == nil && free
 	})
+}
+
+// TestTrackerExpiredAtPrecision: a server whose times carry more digits
+// than PostgreSQL keeps (.NET writes seven, 100 ns ticks) sends the same
+// expiredAt on every read, yet the tracked one, stored to the
+// microsecond, is not Equal to it. That is not an expiredAt that moves:
+// the payment is followed to paid with no anomaly and nothing for a
+// person to do.
+func TestTrackerExpiredAtPrecision(t *testing.T) {
+	r := newTRig(t)
+	r.drop.Store(true) // the backstop's reads only
+	r.mu.Lock()
+	r.forge = func(q *cryptopay.Payment) { q.ExpiredAt = q.ExpiredAt.Add(700 * time.Nanosecond) }
+	r.mu.Unlock()
+	tr := r.start(t, 1)
+	p := r.create(t, "ord-ticks", "10")
+	p.ExpiredAt = p.ExpiredAt.Add(700 * time.Nanosecond) // the create answer's seven digits
+	r.track(t, tr, p)
+	require.NoError(t, r.fake.Pay(p.ID, p.PayAmount))
+	tp := r.waitStatus(t, "ord-ticks", cryptopay.PaymentPaid)
+	assert.Empty(t, tp.Anomaly)
+	assert.False(t, tp.NeedsAction)
+	assert.True(t, r.ledger(t)["ord-ticks"].Equal(p.PayAmount), "booked %s", r.ledger(t)["ord-ticks"])
+}
+
+// TestTrackerByOrderIDHostileKeys: a payment tracked by orderId alone
+// takes its currency and network from the first answer it records. An
+// answer whose currency holds a NUL and 64 KiB of text is refused
+// (flagged, nothing booked, the row not bloated) instead of failing every
+// write in silence; the next honest answer is recorded and booked.
+func TestTrackerByOrderIDHostileKeys(t *testing.T) {
+	r := newTRig(t)
+	r.mu.Lock()
+	r.forge = func(q *cryptopay.Payment) { q.Currency = "usdt\x00" + strings.Repeat("x", 64<<10) }
+	r.mu.Unlock()
+	tr := r.start(t, 1)
+	p := r.create(t, "ord-keys", "10")
+	require.NoError(t, pgx.BeginFunc(context.Background(), r.pool, func(tx pgx.Tx) error {
+		_, err := tr.TrackOrder(context.Background(), tx, "ord-keys")
+		return err
+	}))
+	require.NoError(t, r.fake.Pay(p.ID, p.PayAmount)) // its webhook gives the id
+	tp := flagged(t, tr, "ord-keys")
+	assert.Contains(t, tp.Anomaly, "not a currency or network key")
+	assert.Less(t, len(tp.Anomaly), 4<<10)
+	assert.Empty(t, tp.Currency)
+	assert.Empty(t, string(tp.Status))
+	assert.True(t, tp.NeedsAction)
+	assert.True(t, r.ledger(t)["ord-keys"].IsZero(), "nothing booked")
+
+	r.mu.Lock()
+	r.forge = nil
+	r.mu.Unlock()
+	require.NoError(t, tr.PaymentChanged(context.Background(), p))
+	tp = r.waitStatus(t, "ord-keys", cryptopay.PaymentPaid)
+	assert.Equal(t, "usdt", tp.Currency)
+	assert.True(t, r.ledger(t)["ord-keys"].Equal(p.PayAmount))
+}
+
+// flagged waits until orderID's tracked payment carries an anomaly.
+func flagged(t testing.TB, tr *pgstore.Tracker, orderID string) *pgstore.TrackedPayment {
+	t.Helper()
+	var tp *pgstore.TrackedPayment
+	trackWaitFor(t, orderID+" flagged", func() bool {
+		var err error
+		tp, err = tr.Get(context.Background(), orderID)
+		return err == nil && tp.Anomaly != ""
+	})
+	return tp
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/cryptopay/cryptopay-go"
+	"github.com/cryptopay/cryptopay-go/internal/ids"
 )
 
 // trackBegin starts a change's transaction with synchronous_commit at
@@ -224,6 +225,12 @@ func (t *Tracker) untrusted(h held, p *cryptopay.Payment) string {
 		h.Network != "" && p.Network != "" && p.Network != h.Network:
 		return scrubText(fmt.Sprintf("the API answered in %s on %s; the payment is tracked in %s on %s",
 			p.Currency, p.Network, h.Currency, h.Network))
+	case h.Currency == "" && p.Currency != "" && ids.Key(strings.ToLower(strings.TrimSpace(p.Currency))) != "",
+		h.Network == "" && p.Network != "" && ids.Key(strings.ToLower(strings.TrimSpace(p.Network))) != "":
+		// Tracked by orderId alone, the payment takes these from the answer:
+		// a NUL would fail every write in silence, a long text bloat the row.
+		return scrubText(fmt.Sprintf("the API answered with %q on %q, not a currency or network key",
+			truncate(p.Currency, ids.MaxKeyLen), truncate(p.Network, ids.MaxKeyLen)))
 	case h.PayAmount.Valid && !p.PayAmount.IsZero() && !p.PayAmount.Equal(h.PayAmount.Decimal):
 		return fmt.Sprintf("the API answered with payAmount %s; the payment is tracked with %s", p.PayAmount, h.PayAmount.Decimal)
 	case !p.Status.IsKnown():
@@ -232,6 +239,14 @@ func (t *Tracker) untrusted(h held, p *cryptopay.Payment) string {
 		return scrubText(fmt.Sprintf("the API reported %s after %s, a move the lifecycle table does not allow", p.Status, h.Status))
 	}
 	return refusedMoney(h, p)
+}
+
+// truncate cuts s to at most n bytes, for quoting a server's text.
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return strings.ToValidUTF8(s[:n], "") + "…"
+	}
+	return s
 }
 
 // paymentStatuses are the statuses the lifecycle table names.
@@ -284,20 +299,28 @@ func refusedMoney(h held, p *cryptopay.Payment) string {
 // tracked one (the schedule keeps the tracked one), paid_over without more
 // than payAmount paid, paid with more, paid_partial with all of it.
 func suspect(h held, p *cryptopay.Payment) string {
+	var why []string // every reason: the first must not hide the next
+	if !h.ExpiredAt.IsZero() && !p.ExpiredAt.IsZero() && !sameMicrosecond(p.ExpiredAt, h.ExpiredAt) {
+		why = append(why, fmt.Sprintf("the API reported expiredAt %s; the payment is tracked with %s, which its schedule keeps",
+			p.ExpiredAt.UTC().Format(time.RFC3339Nano), h.ExpiredAt.UTC().Format(time.RFC3339Nano)))
+	}
 	paid, due := paidOrZero(p.PaidAmount), dueOf(h, p)
-	st := p.Status
-	switch {
-	case !h.ExpiredAt.IsZero() && !p.ExpiredAt.IsZero() && !p.ExpiredAt.Equal(h.ExpiredAt):
-		return fmt.Sprintf("the API reported expiredAt %s; the payment is tracked with %s, which its schedule keeps",
-			p.ExpiredAt.UTC().Format(time.RFC3339Nano), h.ExpiredAt.UTC().Format(time.RFC3339Nano))
+	switch st := p.Status; {
 	case !due.IsPositive():
-		return ""
 	case st == cryptopay.PaymentPaidOver && !paid.GreaterThan(due),
 		st == cryptopay.PaymentPaid && paid.GreaterThan(due),
 		st == cryptopay.PaymentPaidPartial && !paid.LessThan(due):
-		return fmt.Sprintf("the API reported %s with %s paid of %s due", st, paid, due)
+		why = append(why, fmt.Sprintf("the API reported %s with %s paid of %s due", st, paid, due))
 	}
-	return ""
+	return strings.Join(why, "; ")
+}
+
+// sameMicrosecond compares two times as PostgreSQL keeps them: to the
+// microsecond (pgx drops the rest). A server that writes more digits
+// (.NET writes 100 ns ticks) sends the tracked expiredAt unchanged, yet
+// it is not Equal to the stored one.
+func sameMicrosecond(a, b time.Time) bool {
+	return a.Truncate(time.Microsecond).Equal(b.Truncate(time.Microsecond))
 }
 
 // dueOf is the payAmount the answer is checked against: the tracked one,

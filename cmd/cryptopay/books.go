@@ -248,7 +248,7 @@ func (a *app) runBooks(cfg pgstore.BooksConfig, w booksWriter) error {
 		bar.done()
 	}
 	if err != nil {
-		return &exitError{exitNotYet, fmt.Errorf("books: the check could not finish: %w", err)}
+		return booksStopped(w, sum, err)
 	}
 	if err := w.end(newBooksSummaryOut(sum)); err != nil {
 		return err
@@ -260,6 +260,22 @@ func (a *app) runBooks(cfg pgstore.BooksConfig, w booksWriter) error {
 		return quietExit(exitNotYet)
 	}
 	return nil
+}
+
+// booksStopped ends the report of a check that stopped (interrupted, or
+// its output failed) with the summary so far, and exits 1 if drift was
+// found before the stop (a double payment outranks an unfinished check),
+// else 2.
+func booksStopped(w booksWriter, sum *pgstore.BooksSummary, err error) error {
+	code := exitNotYet
+	if sum != nil {
+		_ = w.end(newBooksSummaryOut(sum)) // the output may be what failed
+		if sum.Drift > 0 {
+			code = exitNo
+			err = fmt.Errorf("%d drift found before it stopped: %w", sum.Drift, err)
+		}
+	}
+	return &exitError{code, fmt.Errorf("books: the check could not finish: %w", err)}
 }
 
 func (a *app) booksWriter(f *booksFlags, asJSON bool) booksWriter {

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/csv"
 	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/shopspring/decimal"
@@ -174,4 +176,41 @@ func TestBooksCommandNoDatabase(t *testing.T) {
 	r = f.run("books", "--sections", "payouts")
 	assert.Equal(t, exitNotYet, r.code, "%s", r.stderr)
 	assert.Contains(t, r.stderr, "could not start")
+}
+
+// TestBooksCommandStoppedAfterDrift: a check stopped (SIGTERM, a cron
+// job's timeout) after it found a double payment still exits 1, not 2 as
+// if nothing were wrong but unfinished, and --json still ends with the
+// summary, the stopped section named unfinished.
+func TestBooksCommandStoppedAfterDrift(t *testing.T) {
+	qf := booksFixture(t)
+	tracked := pgstoretest.Name("tracked")
+	tr, err := pgstore.NewTracker(context.Background(), pgstore.TrackerConfig{Pool: qf.pool, Table: tracked, CreateTable: true})
+	require.NoError(t, err)
+	p := qf.createPayment("bk-pay", "10", "")
+	require.NoError(t, pgx.BeginFunc(context.Background(), qf.pool, func(tx pgx.Tx) error {
+		_, err := tr.Track(context.Background(), tx, p)
+		return err
+	}))
+	qf.srv.InjectFault(cryptopaytest.RouteGetPayment, cryptopaytest.Fault{Delay: time.Hour}) // the payment read hangs
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	done := make(chan result, 1)
+	go func() {
+		done <- qf.runWith(ctx, terms{}, strings.NewReader(""), &bytes.Buffer{}, "books", "--sections", "payouts,payments",
+			"--queue-table", qf.table, "--tracker-table", tracked, "--json")
+	}()
+	for deadline := time.Now().Add(60 * time.Second); qf.srv.Requests(cryptopaytest.RouteGetPayment) == 0; {
+		require.False(t, time.Now().After(deadline), "the payment read never came")
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel() // stopped in the payments section, after the payouts section found the double payment
+	r := <-done
+	assert.Equal(t, exitNo, r.code, "stdout: %s stderr: %s", r.stdout, r.stderr)
+	var out booksJSONOut
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &out), r.stdout)
+	assert.Equal(t, "double_payment", out.Items[0].Class)
+	assert.Equal(t, 1, out.Summary.Drift)
+	assert.Contains(t, out.Summary.Unfinished, "payments")
+	assert.False(t, out.Summary.Clean)
 }

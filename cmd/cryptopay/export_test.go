@@ -137,3 +137,26 @@ func TestPayoutExportFailsMidway(t *testing.T) {
 		})
 	}
 }
+
+// TestCSVCellsSpreadsheetSafe: --spreadsheet-safe neutralises every cell a
+// spreadsheet would run as a formula, but an exact decimal (a negative
+// delta, a signed amount) stays a number, to the digit: "'-2.5" would be
+// text to the sum of a column.
+func TestCSVCellsSpreadsheetSafe(t *testing.T) {
+	for in, want := range map[string]string{
+		"-2.5":                     "-2.5",
+		"+10.25":                   "+10.25",
+		"-0.000000000000000001":    "-0.000000000000000001",
+		"=HYPERLINK(\"http://x\")": "'=HYPERLINK(\"http://x\")",
+		"-2+3+cmd|' /C calc'!A0":   "'-2+3+cmd|' /C calc'!A0",
+		"+1E+3":                    "'+1E+3",
+		"-":                        "'-",
+		"-.5":                      "'-.5",
+		"@SUM(A1)":                 "'@SUM(A1)",
+		"\t=1":                     "'\t=1",
+		"ord-1":                    "ord-1",
+	} {
+		assert.Equal(t, want, csvCells([]string{in}, true, false, nil)[0], "%q", in)
+		assert.Equal(t, in, csvCells([]string{in}, false, false, nil)[0], "exact without the flag: %q", in)
+	}
+}
