@@ -126,12 +126,7 @@ func (b *Books) paymentPage(ctx context.Context, since *time.Time, after string,
 		if err != nil {
 			return err
 		}
-		page, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (paymentRow, error) {
-			var r paymentRow
-			err := row.Scan(&r.orderID, &r.paymentID, &r.status, &r.paid, &r.currency, &r.network, &r.trackedAt, &r.credited, &r.ledger, &r.merchantAtStart,
-				&r.nextAt, &r.troubled)
-			return r, err
-		})
+		page, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (paymentRow, error) { return scanPaymentRow(row) })
 		if err != nil || b.cfg.LedgerFunc == nil {
 			return err
 		}
@@ -226,4 +221,12 @@ func (r *paymentRow) classify(it *BooksItem, settle time.Duration, ledger bool) 
 		return BooksInFlight, "the tracker's next read of it is still due: " + r.nextAt.UTC().Format(time.RFC3339)
 	}
 	return BooksTrackerDiffers, "the tracker's record is not what the provider says, past the settle time"
+}
+
+// scanPaymentRow reads one row of booksPaymentsSQL.
+func scanPaymentRow(row pgx.Row) (paymentRow, error) {
+	var r paymentRow
+	err := row.Scan(&r.orderID, &r.paymentID, &r.status, &r.paid, &r.currency, &r.network, &r.trackedAt, &r.credited, &r.ledger, &r.merchantAtStart,
+		&r.nextAt, &r.troubled)
+	return r, err
 }

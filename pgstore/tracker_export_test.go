@@ -32,10 +32,7 @@ func TrackerSchedule(t *Tracker, now, expiredAt time.Time, st cryptopay.PaymentS
 // BooksCredited is what the books check reads as credited to orderID's
 // payment: the sum of its history's ToPaid - FromPaid (nil: no history).
 func BooksCredited(ctx context.Context, t *Tracker, orderID string) (*string, error) {
-	var id, paymentID, status, currency, network string
-	var paid, credited, ledger, merchant *string
-	var trackedAt time.Time
-	err := t.cfg.Pool.QueryRow(ctx, "SELECT * FROM ("+booksPaymentsSQL(t.Table(), t.history.Sanitize(), "")+") p WHERE order_id = $5",
-		nil, "", 1_000_000, nil, orderID).Scan(&id, &paymentID, &status, &paid, &currency, &network, &trackedAt, &credited, &ledger, &merchant)
-	return credited, err
+	r, err := scanPaymentRow(t.cfg.Pool.QueryRow(ctx, "SELECT * FROM ("+booksPaymentsSQL(t.Table(), t.history.Sanitize(), "")+") p WHERE order_id = $5",
+		nil, "", 1_000_000, nil, orderID))
+	return r.credited, err
 }
