@@ -429,20 +429,6 @@ func NewQueue(ctx context.Context, cfg QueueConfig) (*Queue, error) {
 	return q, nil
 }
 
-func setDefault(d *time.Duration, def time.Duration) {
-	if *d <= 0 {
-		*d = def
-	}
-}
-
-func cmpOr[T comparable](a, b T) T {
-	var zero T
-	if a != zero {
-		return a
-	}
-	return b
-}
-
 // Table returns the queue's table name, quoted for SQL.
 func (q *Queue) Table() string { return q.table.Sanitize() }
 
@@ -624,14 +610,6 @@ func (q *Queue) EnqueueBy(ctx context.Context, tx pgx.Tx, actor string, ps []cry
 		return 0, err
 	}
 	return q.enqueue(ctx, tx, actor, ps)
-}
-
-// checkActor refuses an actor id that cannot name a person in the history.
-func checkActor(actor string) error {
-	if why := ids.Text(actor, 128); why != "" || actor == "" {
-		return &cryptopay.ValidationError{Field: "actor", Reason: cmpOr(why, "is empty: every operator's move names who made it")}
-	}
-	return nil
 }
 
 func (q *Queue) enqueue(ctx context.Context, tx pgx.Tx, actor string, ps []cryptopay.CreatePayoutParams) (created int, err error) {
@@ -1201,30 +1179,4 @@ func (q *Queue) Health(ctx context.Context) (Health, error) {
 		return Health{}, err
 	}
 	return q.watch.health(ctx, q.cfg.Pool, "payouts", q.sql.health, q.cfg.Lease)
-}
-
-// maxErrorText caps the error text an intent keeps.
-const maxErrorText = 1024
-
-// scrubText keeps error and note text to one capped, valid line.
-func scrubText(s string) string {
-	s = strings.ToValidUTF8(s, "?")
-	s = strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f {
-			return ' '
-		}
-		return r
-	}, s)
-	if len(s) > maxErrorText {
-		s = strings.ToValidUTF8(s[:maxErrorText], "") + "…"
-	}
-	return s
-}
-
-// errText is scrubText of err's text ("" for nil).
-func errText(err error) string {
-	if err == nil {
-		return ""
-	}
-	return scrubText(err.Error())
 }
