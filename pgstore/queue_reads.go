@@ -61,8 +61,11 @@ func (q *Queue) List(ctx context.Context, f ListFilter) ([]Intent, error) {
 	for i, s := range f.States {
 		states[i] = string(s)
 	}
-	rows, err := q.cfg.Pool.Query(ctx, q.sql.list, len(states) == 0, states, f.After, limit,
-		f.Held, f.Currency, f.Network, nullTime(f.Since), nullTime(f.Until), f.Search)
+	rows, err := q.cfg.Pool.Query(ctx, q.sql.list, pgx.NamedArgs{
+		"all": len(states) == 0, "states": states, "after": f.After, "limit": limit,
+		"held": f.Held, "currency": f.Currency, "network": f.Network,
+		"since": nullTime(f.Since), "until": nullTime(f.Until), "search": f.Search,
+	})
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: listing intents: %w", err)
 	}

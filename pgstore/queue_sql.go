@@ -89,11 +89,11 @@ FROM %s WHERE order_id = $1 ORDER BY id`, h),
 		// The list: keyset pages in orderId order (the primary key, or the
 		// state index for a state filter); the other filters are
 		// evaluated on the rows the index gives.
-		list: fmt.Sprintf(`SELECT %s FROM %s WHERE ($1 OR state = ANY($2)) AND order_id > $3
-    AND (NOT $5 OR hold <> '') AND ($6 = '' OR currency = $6) AND ($7 = '' OR network = $7)
-    AND ($8::timestamptz IS NULL OR created_at >= $8) AND ($9::timestamptz IS NULL OR created_at < $9)
-    AND ($10 = '' OR order_id = $10 OR payout_id = $10 OR wallet_address = $10)
-ORDER BY order_id LIMIT $4`, intentCols, t),
+		list: fmt.Sprintf(`SELECT %s FROM %s WHERE (@all OR state = ANY(@states)) AND order_id > @after
+    AND (NOT @held OR hold <> '') AND (@currency = '' OR currency = @currency) AND (@network = '' OR network = @network)
+    AND (@since::timestamptz IS NULL OR created_at >= @since) AND (@until::timestamptz IS NULL OR created_at < @until)
+    AND (@search = '' OR order_id = @search OR payout_id = @search OR wallet_address = @search)
+ORDER BY order_id LIMIT @limit`, intentCols, t),
 		counts: fmt.Sprintf(`SELECT state, count(*)::int FROM %s GROUP BY state`, t),
 		health: healthSQL(t, "state IN ("+openStatesSQL()+")", "state IN ('parked', 'needs_approval')"),
 	}
