@@ -52,36 +52,12 @@ func (q *Queue) List(ctx context.Context, f ListFilter) ([]Intent, error) {
 	if err := q.CheckSchema(ctx); err != nil {
 		return nil, err
 	}
-	limit := f.Limit
-	if limit <= 0 {
-		limit = 100
-	}
-	limit = min(limit, 10000)
-	states := make([]string, len(f.States))
-	for i, s := range f.States {
-		states[i] = string(s)
-	}
-	rows, err := q.cfg.Pool.Query(ctx, q.sql.list, pgx.NamedArgs{
-		"all": len(states) == 0, "states": states, "after": f.After, "limit": limit,
+	states := stateNames(f.States)
+	return listRows(ctx, q.cfg.Pool, "intents", q.sql.list, scanIntent, pgx.NamedArgs{
+		"all": len(states) == 0, "states": states, "after": f.After, "limit": pageLimit(f.Limit),
 		"held": f.Held, "currency": f.Currency, "network": f.Network,
 		"since": nullTime(f.Since), "until": nullTime(f.Until), "search": f.Search,
 	})
-	if err != nil {
-		return nil, fmt.Errorf("pgstore: listing intents: %w", err)
-	}
-	defer rows.Close()
-	var out []Intent
-	for rows.Next() {
-		in, err := scanIntent(rows)
-		if err != nil {
-			return nil, fmt.Errorf("pgstore: listing intents: %w", err)
-		}
-		out = append(out, *in)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("pgstore: listing intents: %w", err)
-	}
-	return out, nil
 }
 
 // nullTime is t, or NULL for the zero time.
