@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -46,4 +47,17 @@ func listRows[T any](ctx context.Context, pool *pgxpool.Pool, what, sql string, 
 		return nil, fmt.Errorf("pgstore: listing %s: %w", what, err)
 	}
 	return out, nil
+}
+
+// getRow reads the one row of orderID: notFound (with the orderId) when
+// there is none; other errors say what was being read.
+func getRow[T any](ctx context.Context, pool *pgxpool.Pool, what, sql, orderID string, scan func(pgx.Row, ...any) (*T, error), notFound error) (*T, error) {
+	v, err := scan(pool.QueryRow(ctx, sql, orderID))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("%w: %q", notFound, orderID)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: reading %s %q: %w", what, orderID, err)
+	}
+	return v, nil
 }

@@ -2,7 +2,6 @@ package pgstore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -15,14 +14,7 @@ func (q *Queue) Get(ctx context.Context, orderID string) (*Intent, error) {
 	if err := q.CheckSchema(ctx); err != nil {
 		return nil, err
 	}
-	in, err := scanIntent(q.cfg.Pool.QueryRow(ctx, q.sql.get, orderID))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, fmt.Errorf("%w: %q", ErrIntentNotFound, orderID)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("pgstore: reading intent %q: %w", orderID, err)
-	}
-	return in, nil
+	return getRow(ctx, q.cfg.Pool, "intent", q.sql.get, orderID, scanIntent, ErrIntentNotFound)
 }
 
 // ListFilter selects intents for List.

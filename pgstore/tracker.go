@@ -564,14 +564,7 @@ func (t *Tracker) Get(ctx context.Context, orderID string) (*TrackedPayment, err
 	if err := t.CheckSchema(ctx); err != nil {
 		return nil, err
 	}
-	tp, err := scanTracked(t.cfg.Pool.QueryRow(ctx, t.sql.get, orderID))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, fmt.Errorf("%w: %q", ErrNotTracked, orderID)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("pgstore: reading tracked payment %q: %w", orderID, err)
-	}
-	return tp, nil
+	return getRow(ctx, t.cfg.Pool, "tracked payment", t.sql.get, orderID, scanTracked, ErrNotTracked)
 }
 
 // ClearAnomaly clears the tracked payment's Anomaly once actor (who
