@@ -1,6 +1,7 @@
-// Package pgstore keeps the webhook state of several replicas of a
-// cryptopay-go service in PostgreSQL (10 or later; tested on 15), through a
-// pgx v5 pool:
+// Package pgstore is a cryptopay-go service's durable state in
+// PostgreSQL: a payout queue, a payment tracker, a books check, and the
+// webhook dedupe store and wake-up bus its replicas share (PostgreSQL 10 or
+// later, tested on 15, through a pgx v5 pool):
 //
 //   - DedupeStore, a webhook.DedupeStore in one table, so a webhook
 //     delivered twice, to the same replica or to two, reaches the callback
@@ -15,7 +16,10 @@
 //     docs/payout-queue.md);
 //   - Tracker, a durable payment tracker: each payment followed to its
 //     final status and each money change credited once (see "Payment
-//     tracker" below and docs/payment-tracker.md).
+//     tracker" below and docs/payment-tracker.md);
+//   - Books, the books check: the merchant's records (the queue's intents,
+//     the tracker's payments, the merchant's ledger) against the provider's,
+//     every difference named with its exact amount (see docs/books.md).
 //
 // # Table
 //

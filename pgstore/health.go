@@ -498,3 +498,12 @@ func (w *watch) answered(err error) {
 	defer w.key.mu.Unlock()
 	w.key.every, w.key.until = 0, time.Time{}
 }
+
+// failSet records a worker's failure (the parameters class and text) or,
+// with none, resets the count of failures in a row (the read succeeded).
+func failSet(class, text string) string {
+	return fmt.Sprintf(`fail_count = CASE WHEN %[1]s::text = '' THEN 0 ELSE fail_count + 1 END,
+    fail_class = CASE WHEN %[1]s::text = '' THEN fail_class ELSE %[1]s::text END,
+    fail_text = CASE WHEN %[1]s::text = '' THEN fail_text ELSE %[2]s::text END,
+    failed_at = CASE WHEN %[1]s::text = '' THEN failed_at ELSE now() END`, class, text)
+}

@@ -5,26 +5,40 @@ import "fmt"
 // queueSQL holds a Queue's statements, built once for its table. None is
 // built from a value: every value travels as a parameter.
 type queueSQL struct {
-	insert, get, getMany, list, counts, operate, approve, wakeOne, learnID, history string
-	health                                                                          string
-	resolve, payoutHolder                                                           string
-	claim, attempt, attemptMany, set, velocityLock, velocitySum                     string
-	// begin opens the final transaction (value-free: it is sent as a
-	// simple query); final and callbackDone close it, in one batch with
-	// COMMIT (see Queue.inFinalTx).
-	begin, final, callbackDone string
+	queueReadSQL
+	queueMoveSQL
+	queueClaimSQL
+	queueRecordSQL
+	queueFinalSQL
 }
 
-// syncCommit, evaluated in a statement, turns synchronous_commit on for
-// the rest of the transaction it runs in, whatever the server, database,
-// role or session says (remote_apply, which is stronger, is kept): a
-// COMMIT acknowledged after it is on disk, and on a synchronous standby if
-// there is one. set_config(..., true) is SET LOCAL, but needs neither a
-// transaction block nor a round trip of its own. The attempt (committed
-// before the request is sent) and every final state are committed with it:
-// an attempt lost in a crash would be sent again. See docs/payout-queue.md,
-// "Durable commits".
-const syncCommit = `set_config('synchronous_commit', CASE current_setting('synchronous_commit') WHEN 'remote_apply' THEN 'remote_apply' ELSE 'on' END, true)`
+// queueReadSQL holds the enqueue and the reads.
+type queueReadSQL struct {
+	insert, history, get, getMany, list, counts, health string
+}
+
+// queueMoveSQL holds the operator's moves and the webhook's wake-up.
+type queueMoveSQL struct {
+	operate, approve, resolve, payoutHolder, wakeOne, learnID string
+}
+
+// queueClaimSQL holds the worker's claim, its attempts and the velocity
+// guardrail's reads.
+type queueClaimSQL struct {
+	claim, attempt, attemptMany, velocityLock, velocitySum string
+}
+
+// queueRecordSQL holds the workers' batched record (see recorder).
+type queueRecordSQL struct {
+	set string
+}
+
+// queueFinalSQL holds the final transaction: begin opens it (value-free:
+// it is sent as a simple query); final and callbackDone close it, in one
+// batch with COMMIT (see Queue.inFinalTx).
+type queueFinalSQL struct {
+	begin, final, callbackDone string
+}
 
 // durable is syncCommit as a FROM item of an UPDATE: the statement changes
 // no row before it has run (a subquery with a volatile target list is
@@ -39,8 +53,21 @@ const histCols = `(order_id, actor, from_state, to_state, attempts, verdict, err
 // operator's rows name who made them.
 const opHistCols = `(order_id, actor, from_state, to_state, attempts, verdict, error, note, payout_id, request_id, actor_id)`
 
+// buildQueueSQL builds a Queue's statements for its table t and history
+// table h, by concern.
 func buildQueueSQL(t, h string, idleTimeoutMillis int64) queueSQL {
 	return queueSQL{
+		queueReadSQL:   buildQueueReadSQL(t, h),
+		queueMoveSQL:   buildQueueMoveSQL(t, h),
+		queueClaimSQL:  buildQueueClaimSQL(t, h),
+		queueRecordSQL: buildQueueRecordSQL(t, h),
+		queueFinalSQL:  buildQueueFinalSQL(t, h, idleTimeoutMillis),
+	}
+}
+
+// buildQueueReadSQL builds the enqueue and the reads.
+func buildQueueReadSQL(t, h string) queueReadSQL {
+	return queueReadSQL{
 		// The enqueue of a batch, in one statement: a row per intent (in
 		// the batch's order; a repeated orderId, or one queued already, is
 		// left alone) and its history row, naming the actor.
@@ -62,13 +89,19 @@ FROM %s WHERE order_id = $1 ORDER BY id`, h),
 		// The list: keyset pages in orderId order (the primary key, or the
 		// state index for a state filter); the other filters are
 		// evaluated on the rows the index gives.
-		list: fmt.Sprintf(`SELECT %s FROM %s WHERE ($1 OR state = ANY($2)) AND order_id > $3
-    AND (NOT $5 OR hold <> '') AND ($6 = '' OR currency = $6) AND ($7 = '' OR network = $7)
-    AND ($8::timestamptz IS NULL OR created_at >= $8) AND ($9::timestamptz IS NULL OR created_at < $9)
-    AND ($10 = '' OR order_id = $10 OR payout_id = $10 OR wallet_address = $10)
-ORDER BY order_id LIMIT $4`, intentCols, t),
+		list: fmt.Sprintf(`SELECT %s FROM %s WHERE (@all OR state = ANY(@states)) AND order_id > @after
+    AND (NOT @held OR hold <> '') AND (@currency = '' OR currency = @currency) AND (@network = '' OR network = @network)
+    AND (@since::timestamptz IS NULL OR created_at >= @since) AND (@until::timestamptz IS NULL OR created_at < @until)
+    AND (@search = '' OR order_id = @search OR payout_id = @search OR wallet_address = @search)
+ORDER BY order_id LIMIT @limit`, intentCols, t),
 		counts: fmt.Sprintf(`SELECT state, count(*)::int FROM %s GROUP BY state`, t),
 		health: healthSQL(t, "state IN ("+openStatesSQL()+")", "state IN ('parked', 'needs_approval')"),
+	}
+}
+
+// buildQueueMoveSQL builds the operator's moves and the webhook's wake-up.
+func buildQueueMoveSQL(t, h string) queueMoveSQL {
+	return queueMoveSQL{
 		// An operator's move (Reject, Retry); $5 leaves the final callback
 		// due (a final state recorded by a process without OnFinal); $6 is
 		// the actor. A move clears the hold (Retry is the operator's answer
@@ -120,6 +153,12 @@ SELECT payout_id = '' FROM %[1]s WHERE order_id = $1 AND state IN ('created', 'p
 WHERE order_id = $1 AND payout_id = '' AND state IN ('created', 'paid', 'failed') RETURNING order_id, state, attempts, payout_id)
 INSERT INTO %s %s SELECT order_id, 'webhook', state, state, attempts, '', '', 'payout id learned from its webhook, confirmed by the API', payout_id, '' FROM u`,
 			t, h, histCols),
+	}
+}
+
+// buildQueueClaimSQL builds the worker's claim, its attempts and the velocity guardrail's reads.
+func buildQueueClaimSQL(t, h string) queueClaimSQL {
+	return queueClaimSQL{
 		// The claim: due intents in open states (the due index's
 		// predicate, written out so the planner uses it) and, for a
 		// process with OnFinal ($4), final intents whose callback is due;
@@ -145,6 +184,27 @@ FROM `+durable+`
 WHERE order_id = $1 AND lease_token = $2 AND state = $4 RETURNING order_id, attempts),
 h AS (INSERT INTO %s %s SELECT order_id, 'worker', $4, 'sending', attempts, $5, '', '', '', '' FROM u)
 SELECT 1 FROM u`, t, h, histCols),
+		attemptMany: fmt.Sprintf(`WITH u AS (UPDATE %s SET state = 'sending', attempts = attempts + 1, attempted_at = $3,
+reserved_at = now(), tries = 0, last_error = '', verdict = '', updated_at = now()
+FROM `+durable+`
+WHERE order_id = ANY($1) AND lease_token = $2 AND state = 'queued' RETURNING order_id, attempts),
+h AS (INSERT INTO %s %s SELECT order_id, 'worker', 'queued', 'sending', attempts, '', '', '', '', '' FROM u)
+SELECT order_id FROM u`, t, h, histCols),
+		// The lock on the table's identity in the database (its oid, the
+		// same however the table is spelled) and the currency key.
+		velocityLock: `SELECT pg_advisory_xact_lock(hashtextextended('cryptopay_velocity:' || $1::regclass::oid::text || ':' || $2::text, 0))`,
+		// What the currency has reserved within the window: every attempt
+		// committed that may have created a payout (an intent attempted
+		// three times counts three times), except the last one of an
+		// intent the API refused (nothing was created by it).
+		velocitySum: fmt.Sprintf(`SELECT COALESCE(sum(amount * CASE WHEN state = 'refused' THEN attempts - 1 ELSE attempts END), 0)::text FROM %s
+WHERE currency = $1 AND reserved_at > now() - $2 * interval '1 microsecond'`, t),
+	}
+}
+
+// buildQueueRecordSQL builds the workers' batched record.
+func buildQueueRecordSQL(t, h string) queueRecordSQL {
+	return queueRecordSQL{
 		// Every other change by a worker, for a batch of held intents (see
 		// recorder): one row each, by its index n, changed only by its
 		// lease holder. release gives the lease up (an intent held for
@@ -181,12 +241,12 @@ WHERE t.order_id = v_order_id AND t.lease_token = v_token
 RETURNING n, t.order_id, t.attempts, t.payout_id, v_from, v_to, v_verdict, v_error, v_logged, v_request_id),
 h AS (INSERT INTO %s %s SELECT order_id, 'worker', v_from, v_to, attempts, v_verdict, v_error, '', payout_id, v_request_id FROM u WHERE v_logged)
 SELECT n FROM u`, t, h, histCols),
-		attemptMany: fmt.Sprintf(`WITH u AS (UPDATE %s SET state = 'sending', attempts = attempts + 1, attempted_at = $3,
-reserved_at = now(), tries = 0, last_error = '', verdict = '', updated_at = now()
-FROM `+durable+`
-WHERE order_id = ANY($1) AND lease_token = $2 AND state = 'queued' RETURNING order_id, attempts),
-h AS (INSERT INTO %s %s SELECT order_id, 'worker', 'queued', 'sending', attempts, '', '', '', '', '' FROM u)
-SELECT order_id FROM u`, t, h, histCols),
+	}
+}
+
+// buildQueueFinalSQL builds the final transaction's statements.
+func buildQueueFinalSQL(t, h string, idleTimeoutMillis int64) queueFinalSQL {
+	return queueFinalSQL{
 		begin: fmt.Sprintf(`BEGIN ISOLATION LEVEL READ COMMITTED READ WRITE;
 SET LOCAL idle_in_transaction_session_timeout = %d;
 SELECT `+syncCommit, max(idleTimeoutMillis, 1)),
@@ -209,14 +269,5 @@ SELECT 1 / count(*) FROM u`, t, h, histCols),
 WHERE order_id = $1 AND lease_token = $2 AND callback_due RETURNING order_id, state, attempts, payout_id),
 h AS (INSERT INTO %s %s SELECT order_id, 'worker', state, state, attempts, '', '', 'OnFinal ran (its callback was due)', payout_id, '' FROM u)
 SELECT 1 / count(*) FROM u`, t, h, histCols),
-		// The lock on the table's identity in the database (its oid, the
-		// same however the table is spelled) and the currency key.
-		velocityLock: `SELECT pg_advisory_xact_lock(hashtextextended('cryptopay_velocity:' || $1::regclass::oid::text || ':' || $2::text, 0))`,
-		// What the currency has reserved within the window: every attempt
-		// committed that may have created a payout (an intent attempted
-		// three times counts three times), except the last one of an
-		// intent the API refused (nothing was created by it).
-		velocitySum: fmt.Sprintf(`SELECT COALESCE(sum(amount * CASE WHEN state = 'refused' THEN attempts - 1 ELSE attempts END), 0)::text FROM %s
-WHERE currency = $1 AND reserved_at > now() - $2 * interval '1 microsecond'`, t),
 	}
 }

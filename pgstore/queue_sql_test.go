@@ -117,8 +117,10 @@ FROM generate_series(1, 100000) AS i`)
 		{"needs approval, a later page", []string{"needs_approval"}, "wd-0050000"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			assertIndexScan(t, pool, prefix, "", q.sql.list, len(tc.states) == 0, tc.states, tc.after, 51,
-				false, "", "", nil, nil, "")
+			assertIndexScan(t, pool, prefix, "", q.sql.list, pgx.NamedArgs{
+				"all": len(tc.states) == 0, "states": tc.states, "after": tc.after, "limit": 51,
+				"held": false, "currency": "", "network": "", "since": nil, "until": nil, "search": "",
+			})
 		})
 	}
 	t.Run("health", func(t *testing.T) {

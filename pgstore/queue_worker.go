@@ -15,11 +15,6 @@ import (
 	"github.com/cryptopay/cryptopay-go"
 )
 
-// recordTimeout bounds a worker's database write after the create request
-// has ended, which runs even when Run's ctx has ended: the outcome of a
-// request that was sent is worth recording.
-const recordTimeout = 10 * time.Second
-
 // claimed is an intent a worker holds: its lease token and the local time
 // by which the worker must be done with it (the lease, less a margin).
 type claimed struct {

@@ -564,14 +564,7 @@ func (t *Tracker) Get(ctx context.Context, orderID string) (*TrackedPayment, err
 	if err := t.CheckSchema(ctx); err != nil {
 		return nil, err
 	}
-	tp, err := scanTracked(t.cfg.Pool.QueryRow(ctx, t.sql.get, orderID))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, fmt.Errorf("%w: %q", ErrNotTracked, orderID)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("pgstore: reading tracked payment %q: %w", orderID, err)
-	}
-	return tp, nil
+	return getRow(ctx, t.cfg.Pool, "tracked payment", t.sql.get, orderID, scanTracked, ErrNotTracked)
 }
 
 // ClearAnomaly clears the tracked payment's Anomaly once actor (who
@@ -633,32 +626,9 @@ func (t *Tracker) List(ctx context.Context, f TrackFilter) ([]TrackedPayment, er
 	if err := t.CheckSchema(ctx); err != nil {
 		return nil, err
 	}
-	limit := f.Limit
-	if limit <= 0 {
-		limit = 100
-	}
-	limit = min(limit, 10000)
-	states := make([]string, len(f.States))
-	for i, s := range f.States {
-		states[i] = string(s)
-	}
-	rows, err := t.cfg.Pool.Query(ctx, t.sql.list, len(states) == 0, states, f.NeedsAction, f.After, limit, f.Anomaly, f.Search)
-	if err != nil {
-		return nil, fmt.Errorf("pgstore: listing tracked payments: %w", err)
-	}
-	defer rows.Close()
-	var out []TrackedPayment
-	for rows.Next() {
-		tp, err := scanTracked(rows)
-		if err != nil {
-			return nil, fmt.Errorf("pgstore: listing tracked payments: %w", err)
-		}
-		out = append(out, *tp)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("pgstore: listing tracked payments: %w", err)
-	}
-	return out, nil
+	states := stateNames(f.States)
+	return listRows(ctx, t.cfg.Pool, "tracked payments", t.sql.list, scanTracked,
+		len(states) == 0, states, f.NeedsAction, f.After, pageLimit(f.Limit), f.Anomaly, f.Search)
 }
 
 // History returns the recorded changes of orderID's payment, oldest first

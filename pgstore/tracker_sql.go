@@ -4,12 +4,39 @@ import "fmt"
 
 // trackerSQL holds a Tracker's statements, built once for its tables.
 type trackerSQL struct {
-	insert, insertOrder, getLock, complete, wake, otherPayment, clear, unmatch string
-	get, list, history, counts, claim, set, record, health, moves              string
+	trackerTrackSQL
+	trackerReadSQL
+	trackerWorkerSQL
 }
 
+// trackerTrackSQL holds Track's and the webhook's writes.
+type trackerTrackSQL struct {
+	insert, insertOrder, getLock, complete, wake, otherPayment, unmatch string
+}
+
+// trackerReadSQL holds the reads and the operator's move.
+type trackerReadSQL struct {
+	get, clear, moves, list, history, counts, health string
+}
+
+// trackerWorkerSQL holds the worker's claim and records.
+type trackerWorkerSQL struct {
+	claim, set, record string
+}
+
+// buildTrackerSQL builds a Tracker's statements for its table t, history
+// table h and moves table m, by concern.
 func buildTrackerSQL(t, h, m string) trackerSQL {
 	return trackerSQL{
+		trackerTrackSQL:  buildTrackerTrackSQL(t),
+		trackerReadSQL:   buildTrackerReadSQL(t, h, m),
+		trackerWorkerSQL: buildTrackerWorkerSQL(t, h),
+	}
+}
+
+// buildTrackerTrackSQL builds Track's and the webhook's writes.
+func buildTrackerTrackSQL(t string) trackerTrackSQL {
+	return trackerTrackSQL{
 		insert: fmt.Sprintf(`INSERT INTO %s (order_id, payment_id, pay_amount, currency, network, expired_at, state, next_at, status, paid_amount)
 VALUES ($1, $2, $3::numeric, $4, $5, $6, $7, $8, $9, $10::numeric) ON CONFLICT (order_id) DO NOTHING RETURNING true`, t),
 		insertOrder: fmt.Sprintf(`INSERT INTO %s (order_id, state) VALUES ($1, $2) ON CONFLICT (order_id) DO NOTHING RETURNING true`, t),
@@ -38,6 +65,12 @@ WHERE order_id = $1 AND payment_id <> '' AND lower(payment_id) <> lower($2)`, t,
 		unmatch: fmt.Sprintf(`UPDATE %s SET payment_id = '', state = $4, next_at = NULL, woken = false, %s,
     needs_action = true, lease_token = NULL, updated_at = now()
 WHERE order_id = $1 AND lease_token = $2 AND changes = 0 AND pay_amount IS NULL`, t, mergeAnomaly("$3")),
+	}
+}
+
+// buildTrackerReadSQL builds the reads and the operator's move.
+func buildTrackerReadSQL(t, h, m string) trackerReadSQL {
+	return trackerReadSQL{
 		get: fmt.Sprintf(`SELECT %s FROM %s WHERE order_id = $1`, trackedCols, t),
 		// An operator clears the anomaly they saw, only if no read or other
 		// anomaly was recorded since (compare and set), and the move with
@@ -52,6 +85,12 @@ INSERT INTO %s (order_id, actor_id, action, anomaly, note) SELECT order_id, $6, 
 		history: fmt.Sprintf(`SELECT order_id, seq, payment_id, from_status, to_status, from_paid::text, to_paid::text, late, at, merchant_amount::text FROM %s WHERE order_id = $1 ORDER BY seq`, h),
 		counts:  fmt.Sprintf(`SELECT state, count(*)::int, (count(*) FILTER (WHERE needs_action))::int FROM %s GROUP BY state`, t),
 		health:  healthSQL(t, trackOpenSQL, "needs_action"),
+	}
+}
+
+// buildTrackerWorkerSQL builds the worker's claim and records.
+func buildTrackerWorkerSQL(t, h string) trackerWorkerSQL {
+	return trackerWorkerSQL{
 		// The claim: due payments, locked without waiting for rows another
 		// worker is claiming (SKIP LOCKED), leased to this worker by its
 		// token until now() + lease.
@@ -105,13 +144,4 @@ const maxAnomalyText = 4096
 func mergeAnomaly(param string) string {
 	return fmt.Sprintf(`anomaly = CASE WHEN %[1]s = '' OR strpos(anomaly, %[1]s) > 0 THEN anomaly
         WHEN anomaly = '' THEN %[1]s ELSE left(anomaly || '; ' || %[1]s, %[2]d) END`, param, maxAnomalyText)
-}
-
-// failSet records a worker's failure (the parameters class and text) or,
-// with none, resets the count of failures in a row (the read succeeded).
-func failSet(class, text string) string {
-	return fmt.Sprintf(`fail_count = CASE WHEN %[1]s::text = '' THEN 0 ELSE fail_count + 1 END,
-    fail_class = CASE WHEN %[1]s::text = '' THEN fail_class ELSE %[1]s::text END,
-    fail_text = CASE WHEN %[1]s::text = '' THEN fail_text ELSE %[2]s::text END,
-    failed_at = CASE WHEN %[1]s::text = '' THEN failed_at ELSE now() END`, class, text)
 }

@@ -1,0 +1,63 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// pageLimit is a List page's size: limit, 100 when not positive, at most
+// 10,000.
+func pageLimit(limit int) int {
+	if limit <= 0 {
+		limit = 100
+	}
+	return min(limit, 10000)
+}
+
+// stateNames is states as the text the tables keep.
+func stateNames[S ~string](states []S) []string {
+	out := make([]string, len(states))
+	for i, s := range states {
+		out[i] = string(s)
+	}
+	return out
+}
+
+// listRows runs a List statement and scans every row; an error says what
+// was being listed.
+func listRows[T any](ctx context.Context, pool *pgxpool.Pool, what, sql string, scan func(pgx.Row, ...any) (*T, error), args ...any) ([]T, error) {
+	rows, err := pool.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: listing %s: %w", what, err)
+	}
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, fmt.Errorf("pgstore: listing %s: %w", what, err)
+		}
+		out = append(out, *v)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("pgstore: listing %s: %w", what, err)
+	}
+	return out, nil
+}
+
+// getRow reads the one row of orderID: notFound (with the orderId) when
+// there is none; other errors say what was being read.
+func getRow[T any](ctx context.Context, pool *pgxpool.Pool, what, sql, orderID string, scan func(pgx.Row, ...any) (*T, error), notFound error) (*T, error) {
+	v, err := scan(pool.QueryRow(ctx, sql, orderID))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("%w: %q", notFound, orderID)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: reading %s %q: %w", what, orderID, err)
+	}
+	return v, nil
+}

@@ -1,0 +1,222 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/cryptopay/cryptopay-go"
+	"github.com/cryptopay/cryptopay-go/internal/ids"
+)
+
+// Approve records actor's approval of an intent in StateNeedsApproval,
+// with note, in its history. Four eyes: the intent moves to StateQueued
+// (Intent.ApprovedAt) only when Intent.ApprovalsNeeded distinct actors
+// have approved it (QueueConfig.Approvals; an approving Queue with a
+// larger one raises it); until then it stays held, and nothing is sent.
+// The actor who enqueued it (EnqueueBy) does not count, and an actor
+// approving twice counts once: either is ErrApprovalNotCounted and
+// changes nothing. An intent in another state is ErrIntentState; an
+// invalid actor a *cryptopay.ValidationError (Field "actor"). Approvals
+// survive worker restarts (they are columns, not memory). Once queued, it
+// is sent subject to the other guardrails.
+func (q *Queue) Approve(ctx context.Context, orderID, actor, note string) error {
+	if err := checkActor(actor); err != nil {
+		return err
+	}
+	return q.apply(ctx, orderID, move{
+		from: StateNeedsApproval, what: "approving", sql: q.sql.approve,
+		args:   []any{orderID, actor, scrubText(note), q.cfg.Approvals},
+		whyNot: func(tx pgx.Tx) error { return q.whyNotApproved(ctx, tx, orderID, actor) },
+	})
+}
+
+// move is one operator's statement (it returns the intent and whether it
+// was fresh) and what goes with it.
+type move struct {
+	from IntentState
+	what string // the error's words: "approving", "parked -> queued for"
+	sql  string
+	args []any
+	// whyNot says why the statement changed no row; inTx, if set, runs
+	// after it in its transaction (OnFinal).
+	whyNot func(tx pgx.Tx) error
+	inTx   func(tx pgx.Tx, in *Intent) error
+}
+
+// apply runs m in one transaction and reports its transitions once it
+// committed.
+func (q *Queue) apply(ctx context.Context, orderID string, m move) error {
+	if err := q.CheckSchema(ctx); err != nil {
+		return err
+	}
+	var in *Intent
+	var fresh bool
+	err := pgx.BeginFunc(ctx, q.cfg.Pool, func(tx pgx.Tx) error {
+		var err error
+		in, err = scanIntent(tx.QueryRow(ctx, m.sql, m.args...), &fresh)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			return m.whyNot(tx)
+		case err != nil || m.inTx == nil:
+			return err
+		}
+		return m.inTx(tx, in)
+	})
+	if err != nil {
+		if errors.Is(err, ErrIntentNotFound) || errors.Is(err, ErrIntentState) || errors.Is(err, ErrApprovalNotCounted) {
+			return err
+		}
+		return fmt.Errorf("pgstore: %s %q: %w", m.what, orderID, err)
+	}
+	if fresh { // its first change: the enqueue is reported here (see enqueued)
+		q.observe(Transition{OrderID: orderID, To: m.from})
+	}
+	if in.State != m.from {
+		q.observe(Transition{OrderID: orderID, From: m.from, To: in.State, Attempts: in.Attempts, PayoutID: in.PayoutID})
+		q.poke()
+	}
+	return nil
+}
+
+// whyNotApproved says why the approval statement changed no row.
+func (q *Queue) whyNotApproved(ctx context.Context, tx pgx.Tx, orderID, actor string) error {
+	in, err := scanIntent(tx.QueryRow(ctx, q.sql.get, orderID))
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return fmt.Errorf("%w: %q", ErrIntentNotFound, orderID)
+	case err != nil:
+		return err
+	case in.State != StateNeedsApproval:
+		return fmt.Errorf("%w: %q is not %s", ErrIntentState, orderID, StateNeedsApproval)
+	case in.EnqueuedBy == actor:
+		return fmt.Errorf("%w: %q enqueued %q, and needs another person's approval", ErrApprovalNotCounted, actor, orderID)
+	}
+	return fmt.Errorf("%w: %q approved %q already; it needs another person's approval", ErrApprovalNotCounted, actor, orderID)
+}
+
+// Retry moves a parked intent back to StateQueued, so a new attempt is
+// sent, and clears its Hold. Call it only after checking with the processor that the parked
+// attempt created no payout (search its dashboard for the orderId): the
+// queue could not tell, and a Retry of a payout that does exist pays it
+// twice. actor (who checked) and note (how) are recorded.
+func (q *Queue) Retry(ctx context.Context, orderID, actor, note string) error {
+	return q.operate(ctx, orderID, actor, note, StateParked, StateQueued)
+}
+
+// Reject moves an intent from StateNeedsApproval to StateRejected (final),
+// running QueueConfig.OnFinal in the same transaction. A Queue without
+// OnFinal (an operator's tool) leaves the callback due instead: a Run with
+// OnFinal runs it, exactly once. actor and note are recorded; one
+// person's rejection is enough.
+func (q *Queue) Reject(ctx context.Context, orderID, actor, note string) error {
+	return q.operate(ctx, orderID, actor, note, StateNeedsApproval, StateRejected)
+}
+
+// Resolve records, for a parked intent, the payout an operator found at
+// the processor (its dashboard, by orderId), for a parked intent the
+// queue could not decide: a 2xx it could not match (HoldServerActed), a
+// list it could not read or prove. Nothing is sent. The queue's own read
+// of payoutID through the API (QueueConfig.Client) must name the intent's
+// orderId, amount, currency, network and wallet address, and no other
+// intent may hold that payout id; then the intent moves to StateCreated
+// with it, and the workers follow it to its final status (OnFinal runs
+// there). actor (who checked) and note (how) are recorded. Errors: ErrInvalidOption
+// without a Client, ErrIntentNotFound, ErrIntentState (not parked), a
+// *cryptopay.ValidationError (Field "payoutID") when the payout does not
+// match. A payout created under another orderId (a server that altered
+// it) is refused: the intent cannot be tied to it by this check.
+func (q *Queue) Resolve(ctx context.Context, orderID, payoutID, actor, note string) error {
+	if err := checkActor(actor); err != nil {
+		return err
+	}
+	if q.api == nil {
+		return fmt.Errorf("%w: Resolve needs QueueConfig.Client (the payout is read through the API)", ErrInvalidOption)
+	}
+	if why := ids.Text(payoutID, 128); why != "" || payoutID == "" {
+		return &cryptopay.ValidationError{Field: "payoutID", Reason: cmpOr(why, "is empty")}
+	}
+	in, err := q.Get(ctx, orderID)
+	if err != nil {
+		return err
+	}
+	if in.State != StateParked {
+		return fmt.Errorf("%w: %q is not %s", ErrIntentState, orderID, StateParked)
+	}
+	got, err := q.api.get(ctx, payoutID)
+	if err != nil {
+		return fmt.Errorf("pgstore: reading payout %q for intent %q: %w", payoutID, orderID, err)
+	}
+	if why := payoutMismatch(got, payoutID, in.Params); why != "" {
+		return &cryptopay.ValidationError{Field: "payoutID", Reason: why}
+	}
+	var holder string
+	switch err := q.cfg.Pool.QueryRow(ctx, q.sql.payoutHolder, got.ID, orderID).Scan(&holder); {
+	case err == nil:
+		return &cryptopay.ValidationError{Field: "payoutID", Reason: fmt.Sprintf("is the payout of intent %q already", holder)}
+	case !errors.Is(err, pgx.ErrNoRows):
+		return fmt.Errorf("pgstore: resolving %q: %w", orderID, err)
+	}
+	var attempts int
+	err = q.cfg.Pool.QueryRow(ctx, q.sql.resolve, orderID, noNUL(got.ID), noNUL(string(got.Status)), scrubText(note), actor).Scan(&attempts)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("%w: %q is no longer %s, or its payout id was taken meanwhile", ErrIntentState, orderID, StateParked)
+	}
+	if err != nil {
+		return fmt.Errorf("pgstore: resolving %q: %w", orderID, err)
+	}
+	q.observe(Transition{OrderID: orderID, From: StateParked, To: StateCreated, Attempts: attempts, PayoutID: got.ID})
+	q.poke()
+	return nil
+}
+
+// payoutMismatch says how the payout the API returned differs from the
+// intent's parameters ("" if it is the intent's).
+func payoutMismatch(got *cryptopay.Payout, id string, p cryptopay.CreatePayoutParams) string {
+	switch {
+	case got.ID != id:
+		return "the API answered with another payout"
+	case got.OrderID != p.OrderID:
+		return fmt.Sprintf("names orderId %q, not the intent's", scrubText(got.OrderID))
+	case !got.Amount.Equal(p.Amount):
+		return fmt.Sprintf("is for %s, not the intent's %s", got.Amount, p.Amount)
+	case !strings.EqualFold(got.Currency, p.Currency) || !strings.EqualFold(got.Network, p.Network):
+		return fmt.Sprintf("is in %s on %s, not the intent's %s on %s", scrubText(got.Currency), scrubText(got.Network), p.Currency, p.Network)
+	case got.WalletAddress != p.WalletAddress:
+		return "pays another wallet address than the intent's"
+	}
+	return ""
+}
+
+// operate is an operator's move from one state to another: under the row
+// lock, in one transaction with OnFinal when the new state is final. It
+// clears the lease, so a worker that holds the intent cannot record
+// anything over it.
+func (q *Queue) operate(ctx context.Context, orderID, actor, note string, from, to IntentState) error {
+	if !canMove(from, to, byOperator) {
+		return fmt.Errorf("pgstore: no operator's transition %s -> %s", from, to)
+	}
+	if err := checkActor(actor); err != nil {
+		return err
+	}
+	due := to.IsFinal() && q.cfg.OnFinal == nil
+	m := move{
+		from: from, what: fmt.Sprintf("%s -> %s for", from, to), sql: q.sql.operate,
+		args: []any{orderID, string(from), string(to), scrubText(note), due, actor},
+		whyNot: func(tx pgx.Tx) error {
+			if _, gerr := scanIntent(tx.QueryRow(ctx, q.sql.get, orderID)); errors.Is(gerr, pgx.ErrNoRows) {
+				return fmt.Errorf("%w: %q", ErrIntentNotFound, orderID)
+			}
+			return fmt.Errorf("%w: %q is not %s", ErrIntentState, orderID, from)
+		},
+	}
+	if to.IsFinal() && q.cfg.OnFinal != nil {
+		m.inTx = func(tx pgx.Tx, in *Intent) error {
+			return guard("OnFinal", func() error { return q.cfg.OnFinal(ctx, tx, in) })
+		}
+	}
+	return q.apply(ctx, orderID, m)
+}
