@@ -152,7 +152,17 @@ func TestCrashLosesUnflushedCommits(t *testing.T) {
 			require.Eventually(t, func() bool {
 				return pool.QueryRow(ctx, "SELECT string_agg(v, ',' ORDER BY v) FROM "+tbl).Scan(&got) == nil
 			}, 30*time.Second, 20*time.Millisecond)
-			assert.Equal(t, "set local,set_config", got, "the asynchronous commit is lost, the synchronous ones are kept")
+			if tc.pause {
+				assert.Equal(t, "set local,set_config", got, "the asynchronous commit is lost, the synchronous ones are kept")
+			} else {
+				// A WAL writer asleep sleeps at most wal_writer_delay (10 s,
+				// the setting's maximum) and may wake between the async
+				// commit and the crash on a loaded machine (seen 1 run in
+				// many): only the paused writer makes the loss certain. Here
+				// the synchronous commits must survive; the async one may.
+				assert.Contains(t, []string{"set local,set_config", "async,set local,set_config"}, got,
+					"the synchronous commits are kept")
+			}
 			assert.Contains(t, srv.Log(), "database system was interrupted", "the restart ran crash recovery")
 		})
 	}
