@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -337,10 +336,6 @@ func (c claimed) after(ch change) *Intent {
 	in.PayoutStatus = cmpOr(ch.payoutStatus, in.PayoutStatus)
 	return &in
 }
-
-// noNUL replaces NUL bytes, which no text value can hold, by U+FFFD:
-// server text (a payout id, a status) is stored as it came otherwise.
-func noNUL(s string) string { return strings.ReplaceAll(s, "\x00", "\uFFFD") }
 
 // backoff is the wait after the tries-th failed look: BackoffMin doubling
 // up to BackoffMax.

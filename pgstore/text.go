@@ -40,3 +40,7 @@ func checkActor(actor string) error {
 	}
 	return nil
 }
+
+// noNUL replaces NUL bytes, which no text value can hold, by U+FFFD:
+// server text (a payout id, a status) is stored as it came otherwise.
+func noNUL(s string) string { return strings.ReplaceAll(s, "\x00", "\uFFFD") }
