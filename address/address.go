@@ -78,6 +78,9 @@ type family struct {
 	name  string // for "is a <name> address"
 	check Func
 	keys  []string
+	// caseless reports whether an address is in a form of this family
+	// whose case carries no meaning (nil: none is); Same uses it.
+	caseless func(string) bool
 }
 
 // The network keys of each built-in family (the API's "network" field);
@@ -99,12 +102,12 @@ var (
 // families are the built-in checks, in the order a refused address is
 // matched against the others ("is a TRON address").
 var families = []family{
-	{"Bitcoin", Bitcoin, bitcoinKeys},
-	{"Bitcoin testnet", BitcoinTestnet, bitcoinTestnetKeys},
-	{"Litecoin", Litecoin, litecoinKeys},
-	{"Litecoin testnet", LitecoinTestnet, litecoinTestnetKeys},
-	{"TRON", Tron, tronKeys},
-	{"EVM (0x)", EVM, evmKeys},
+	{"Bitcoin", Bitcoin, bitcoinKeys, bitcoinMain.caseless},
+	{"Bitcoin testnet", BitcoinTestnet, bitcoinTestnetKeys, bitcoinTest.caseless},
+	{"Litecoin", Litecoin, litecoinKeys, litecoinMain.caseless},
+	{"Litecoin testnet", LitecoinTestnet, litecoinTestnetKeys, litecoinTest.caseless},
+	{"TRON", Tron, tronKeys, nil},
+	{"EVM (0x)", EVM, evmKeys, evmCaseless},
 }
 
 // builtin maps each built-in network key to its family.
