@@ -232,6 +232,17 @@ var (
 		foreignReason: `is a P2SH address with Bitcoin testnet's version byte ("2..."): use the Litecoin testnet form ("Q...")`}
 )
 
+// evmCaseless reports whether s has the EVM form ("0x" and 40 characters)
+// whose case carries no meaning.
+func evmCaseless(s string) bool { return len(s) == 42 && strings.HasPrefix(s, "0x") }
+
+// caseless reports whether s is in n's segwit form (its HRP, then '1'),
+// whose case carries no meaning; base58 forms are case-sensitive.
+func (n bitcoinLike) caseless(s string) bool {
+	one := strings.LastIndexByte(s, '1')
+	return one > 0 && strings.EqualFold(s[:one], n.hrp)
+}
+
 // Bitcoin checks a Bitcoin mainnet address (see the package comment).
 func Bitcoin(addr string) error { return bitcoinMain.check(addr) }
 

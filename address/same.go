@@ -1,6 +1,5 @@
 package address
 
-import "strings"
 
 // Same reports whether a and b spell one address of network. Where a
 // format gives case no meaning, case is ignored: EVM hex, whose mixed case
@@ -47,15 +46,4 @@ func lowerASCII(c byte) byte {
 		return c + ('a' - 'A')
 	}
 	return c
-}
-
-// evmCaseless reports whether s has the EVM form ("0x" and 40 characters)
-// whose case carries no meaning.
-func evmCaseless(s string) bool { return len(s) == 42 && strings.HasPrefix(s, "0x") }
-
-// caseless reports whether s is in n's segwit form (its HRP, then '1'),
-// whose case carries no meaning; base58 forms are case-sensitive.
-func (n bitcoinLike) caseless(s string) bool {
-	one := strings.LastIndexByte(s, '1')
-	return one > 0 && strings.EqualFold(s[:one], n.hrp)
 }
