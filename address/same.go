@@ -1,6 +1,5 @@
 package address
 
-
 // Same reports whether a and b spell one address of network. Where a
 // format gives case no meaning, case is ignored: EVM hex, whose mixed case
 // is only the EIP-55 checksum, and segwit bech32, written all in one case
