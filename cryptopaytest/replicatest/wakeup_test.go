@@ -8,7 +8,7 @@ import (
 
 	"github.com/cryptopay/cryptopay-go"
 	"github.com/cryptopay/cryptopay-go/cryptopaytest"
-	"github.com/cryptopay/cryptopay-go/internal/testkit/replicatest"
+	"github.com/cryptopay/cryptopay-go/cryptopaytest/replicatest"
 )
 
 // The rig itself, on a bus without a server: every wait on A ends by a

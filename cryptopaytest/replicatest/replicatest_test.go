@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"github.com/cryptopay/cryptopay-go/internal/testkit/replicatest"
+	"github.com/cryptopay/cryptopay-go/cryptopaytest/replicatest"
 
 	"github.com/cryptopay/cryptopay-go/webhook"
 )
