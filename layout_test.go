@@ -1,6 +1,7 @@
 package cryptopay
 
 import (
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -106,8 +107,10 @@ func readHouseGraph(t *testing.T, root string) *houseGraph {
 			if err != nil {
 				return err
 			}
-			first, _, _ := strings.Cut(string(data), "\n")
-			mod := strings.TrimSpace(strings.TrimPrefix(first, "module"))
+			mod := modulePath(string(data))
+			if mod == "" {
+				return fmt.Errorf("%s names no module", path)
+			}
 			modDirs[filepath.Dir(path)], g.modules[mod] = mod, string(data)
 		case filepath.Ext(path) == ".go":
 			files = append(files, path)
@@ -137,6 +140,16 @@ func readHouseGraph(t *testing.T, root string) *houseGraph {
 	}
 	g.packages = len(pkgs)
 	return g
+}
+
+// modulePath returns the path a go.mod's module line names ("" if none).
+func modulePath(gomod string) string {
+	for _, line := range strings.Split(gomod, "\n") {
+		if f := strings.Fields(line); len(f) == 2 && f[0] == "module" {
+			return strings.Trim(f[1], `"`)
+		}
+	}
+	return ""
 }
 
 // importPathOf returns the import path of the package in dir, from the
