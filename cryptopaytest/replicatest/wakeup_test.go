@@ -1,6 +1,7 @@
 package replicatest_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -39,4 +40,11 @@ func TestPercentile(t *testing.T) {
 		}
 		assert.Equal(t, time.Duration(tc.want), replicatest.Percentile(ds, tc.p), "%v p%v", tc.in, tc.p)
 	}
+}
+
+// The median and the slowest of a rig's latencies, nearest rank.
+func ExamplePercentile() {
+	ds := []time.Duration{40 * time.Millisecond, 10 * time.Millisecond, 30 * time.Millisecond, 20 * time.Millisecond}
+	fmt.Println(replicatest.Percentile(ds, 50), replicatest.Percentile(ds, 100))
+	// Output: 20ms 40ms
 }
