@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// maxFuncLines is the longest a function of the root module may be, from
+// maxFuncLines is the longest a function of the repository may be, from
 // its func line to its closing brace: a longer one does several things and
 // is split along them.
 const maxFuncLines = 60
@@ -25,6 +25,23 @@ const maxFuncLines = 60
 // moduleSources calls f with every non-test Go file of the root module
 // (not the companion modules below it, not testdata), parsed.
 func moduleSources(t *testing.T, f func(path string, fset *token.FileSet, file *ast.File)) {
+	t.Helper()
+	goSources(t, false, f)
+}
+
+// repositorySources calls f with every non-test Go file of the repository,
+// parsed: the root module and every module below it (cmd, console,
+// pgstore, ...; only those present: a module's zip holds its own files
+// alone), not testdata, vendor or node_modules.
+func repositorySources(t *testing.T, f func(path string, fset *token.FileSet, file *ast.File)) {
+	t.Helper()
+	goSources(t, true, f)
+}
+
+// goSources walks the tree from the repository's root and calls f with
+// each non-test Go file, parsed; nested says whether it enters the
+// directories of other modules (those with their own go.mod).
+func goSources(t *testing.T, nested bool, f func(path string, fset *token.FileSet, file *ast.File)) {
 	t.Helper()
 	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -34,7 +51,7 @@ func moduleSources(t *testing.T, f func(path string, fset *token.FileSet, file *
 			if path == "." {
 				return nil
 			}
-			if _, err := os.Stat(filepath.Join(path, "go.mod")); err == nil || d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".") {
+			if skipDir(path, d.Name(), nested) {
 				return filepath.SkipDir
 			}
 			return nil
@@ -53,11 +70,26 @@ func moduleSources(t *testing.T, f func(path string, fset *token.FileSet, file *
 	require.NoError(t, err)
 }
 
-// TestFunctionsAreShort: no function of the root module's packages (tests
-// aside) is longer than maxFuncLines.
+// skipDir says whether the walk leaves out the directory at path: test
+// data, vendored or JavaScript packages, hidden directories and, unless
+// nested, another module's.
+func skipDir(path, name string, nested bool) bool {
+	switch {
+	case name == "testdata" || name == "vendor" || name == "node_modules" || strings.HasPrefix(name, "."):
+		return true
+	case nested:
+		return false
+	}
+	_, err := os.Stat(filepath.Join(path, "go.mod"))
+	return err == nil
+}
+
+// TestFunctionsAreShort: no function of the repository's modules (the
+// root and every module below it; tests aside) is longer than
+// maxFuncLines.
 func TestFunctionsAreShort(t *testing.T) {
 	var long []string
-	moduleSources(t, func(path string, fset *token.FileSet, file *ast.File) {
+	repositorySources(t, func(path string, fset *token.FileSet, file *ast.File) {
 		for _, decl := range file.Decls {
 			if fd, ok := decl.(*ast.FuncDecl); ok {
 				if n := fset.Position(fd.End()).Line - fset.Position(fd.Pos()).Line + 1; n > maxFuncLines {
