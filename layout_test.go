@@ -22,41 +22,19 @@ import (
 // is split along them.
 const maxFuncLines = 60
 
-// moduleSources calls f with every non-test Go file of the root module
-// (not the companion modules below it, not testdata), parsed.
-func moduleSources(t *testing.T, f func(path string, fset *token.FileSet, file *ast.File)) {
-	t.Helper()
-	goSources(t, false, f)
-}
-
 // repositorySources calls f with every non-test Go file of the repository,
 // parsed: the root module and every module below it (cmd, console,
 // pgstore, ...; only those present: a module's zip holds its own files
-// alone), not testdata, vendor or node_modules.
+// alone), not testdata, vendor, node_modules or hidden directories.
 func repositorySources(t *testing.T, f func(path string, fset *token.FileSet, file *ast.File)) {
 	t.Helper()
-	goSources(t, true, f)
-}
-
-// goSources walks the tree from the repository's root and calls f with
-// each non-test Go file, parsed; nested says whether it enters the
-// directories of other modules (those with their own go.mod).
-func goSources(t *testing.T, nested bool, f func(path string, fset *token.FileSet, file *ast.File)) {
-	t.Helper()
 	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
+		switch name := d.Name(); {
+		case err != nil:
 			return err
-		}
-		if d.IsDir() {
-			if path == "." {
-				return nil
-			}
-			if skipDir(path, d.Name(), nested) {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if filepath.Ext(path) != ".go" || strings.HasSuffix(path, "_test.go") {
+		case d.IsDir() && path != "." && (name == "testdata" || name == "vendor" || name == "node_modules" || strings.HasPrefix(name, ".")):
+			return filepath.SkipDir
+		case d.IsDir() || filepath.Ext(path) != ".go" || strings.HasSuffix(path, "_test.go"):
 			return nil
 		}
 		fset := token.NewFileSet()
@@ -68,20 +46,6 @@ func goSources(t *testing.T, nested bool, f func(path string, fset *token.FileSe
 		return nil
 	})
 	require.NoError(t, err)
-}
-
-// skipDir says whether the walk leaves out the directory at path: test
-// data, vendored or JavaScript packages, hidden directories and, unless
-// nested, another module's.
-func skipDir(path, name string, nested bool) bool {
-	switch {
-	case name == "testdata" || name == "vendor" || name == "node_modules" || strings.HasPrefix(name, "."):
-		return true
-	case nested:
-		return false
-	}
-	_, err := os.Stat(filepath.Join(path, "go.mod"))
-	return err == nil
 }
 
 // TestFunctionsAreShort: no function of the repository's modules (the
