@@ -161,7 +161,7 @@ func (g *graph) countBack(order []string) int {
 
 // pairFree are the packages, by their directory from the repository's
 // root, whose files use one another one way: the SDK, the address checks,
-// the webhook handler, the fake, the console, the commands and the stores
+// the webhook handler, the fake, the console, the commands, the stores
 // and the tracing wrapper. console, cmd, pgstore, redisstore and
 // otelcryptopay are modules of their own, loaded through the workspace
 // (go.work).
