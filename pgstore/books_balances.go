@@ -13,40 +13,6 @@ import (
 	"github.com/shopspring/decimal"
 )
 
-// DefaultBooksBalanceTable is the books check's own table of balance
-// snapshots (BooksConfig.BalanceTable).
-const DefaultBooksBalanceTable = "cryptopay_books_balances"
-
-// PayoutDebit says when the provider takes a payout from the balance. The
-// API does not say: set what your provider does, or the balance is
-// undecided.
-type PayoutDebit int
-
-const (
-	// DebitUndecided: not set; balances are undecided rather than guessed.
-	DebitUndecided PayoutDebit = iota
-	// DebitAtCreate: the balance falls when the payout is created, and a
-	// failed or cancelled payout gives it back.
-	DebitAtCreate
-	// DebitAtPaid: the balance falls when the payout is paid.
-	DebitAtPaid
-)
-
-// PayoutFees says whether what a payout takes from the balance includes
-// a fee beyond its amount. The API does not say.
-type PayoutFees int
-
-const (
-	// FeesUndecided: not set; balances are undecided rather than guessed.
-	FeesUndecided PayoutFees = iota
-	// FeesExcluded: a payout takes its amount, exactly.
-	FeesExcluded
-	// FeesIncluded: a payout takes its amount plus a fee the queue does not
-	// record; a currency and network whose payouts moved is then
-	// undecided, never guessed.
-	FeesIncluded
-)
-
 // balancePair is one currency and network.
 type balancePair struct{ currency, network string }
 
@@ -218,21 +184,6 @@ func (b *Books) balanceTable() string { return b.balanceIdent().Sanitize() }
 func (b *Books) balanceIdent() pgx.Identifier {
 	t, _ := parseTable(cmpOr(b.cfg.BalanceTable, DefaultBooksBalanceTable)) // checked by NewBooks
 	return t
-}
-
-// paymentMoved adds what a payment read in the payments section shows of
-// money in flight: merchantAmount the provider has and the tracker had not
-// recorded by the start (recorded since, or not yet).
-func (r *balanceRun) paymentMoved(row *paymentRow) {
-	if r == nil || row.p == nil {
-		return
-	}
-	start, _ := nullDecimal(row.merchantAtStart) // as of the start, less booksClockMargin
-	now := row.p.MerchantAmount.Decimal
-	if d := now.Sub(start.Decimal); d.IsPositive() {
-		a := r.acc(pairOf(row.currency, row.network))
-		a.inFlight = a.inFlight.Add(d)
-	}
 }
 
 // booksClockMargin is how far before the start of a check a change may

@@ -230,3 +230,18 @@ func scanPaymentRow(row pgx.Row) (paymentRow, error) {
 		&r.nextAt, &r.troubled)
 	return r, err
 }
+
+// paymentMoved adds what a payment read in the payments section shows of
+// money in flight: merchantAmount the provider has and the tracker had not
+// recorded by the start (recorded since, or not yet).
+func (r *balanceRun) paymentMoved(row *paymentRow) {
+	if r == nil || row.p == nil {
+		return
+	}
+	start, _ := nullDecimal(row.merchantAtStart) // as of the start, less booksClockMargin
+	now := row.p.MerchantAmount.Decimal
+	if d := now.Sub(start.Decimal); d.IsPositive() {
+		a := r.acc(pairOf(row.currency, row.network))
+		a.inFlight = a.inFlight.Add(d)
+	}
+}

@@ -64,68 +64,6 @@ const (
 	HoldMaxAttempts = "max_attempts"
 )
 
-// IntentState is where a payout intent stands. The final states are
-// StatePaid, StateFailed, StateRefused, StateRejected and StateBlocked.
-type IntentState string
-
-// Intent states.
-const (
-	// StateNeedsApproval: above the approval threshold; waits for Approve
-	// or Reject. Nothing is sent meanwhile. An intent enters it at Enqueue
-	// (by the enqueuing process's threshold) or, not yet approved, when a
-	// worker (by its own threshold) is about to send it.
-	StateNeedsApproval IntentState = "needs_approval"
-	// StateQueued: due to be sent (again, after a "not created" verdict).
-	StateQueued IntentState = "queued"
-	// StateSending: an attempt was committed; its create request may be
-	// in flight. Found by another worker (the lease ran out), it is
-	// reconciled, never resent on a guess.
-	StateSending IntentState = "sending"
-	// StateReconciling: the create request's outcome is unknown (no answer,
-	// a timeout, a 5xx ...); the payout list is read before anything else.
-	StateReconciling IntentState = "reconciling"
-	// StateParked: reconciliation could not decide (the list was
-	// unreadable or inconsistent), or the intent has a Hold (a 2xx answer
-	// that could not be matched, or MaxAttempts reached). It is reconciled
-	// again with backoff (a payout found by its orderId is followed) and
-	// never resent without a "not created" verdict (none at all with a
-	// Hold) or an operator's Retry. Every entry into this state reaches
-	// QueueConfig.Observer.
-	StateParked IntentState = "parked"
-	// StateCreated: the payout exists; it is followed to its final status.
-	StateCreated IntentState = "created"
-	// StatePaid: the payout is paid. Final.
-	StatePaid IntentState = "paid"
-	// StateFailed: the payout failed or was cancelled (PayoutStatus says
-	// which); the processor did not deliver it. Final.
-	StateFailed IntentState = "failed"
-	// StateRefused: the API refused the create request definitely (a 4xx
-	// other than 408 and 429, or parameters the SDK refused before
-	// sending); LastError says why. Nothing was created. Final.
-	StateRefused IntentState = "refused"
-	// StateRejected: an operator rejected it (Reject). Final.
-	StateRejected IntentState = "rejected"
-	// StateBlocked: a guardrail (MaxAmount, the address check) stopped it
-	// before sending; LastError says which. Final.
-	StateBlocked IntentState = "blocked"
-)
-
-// IsFinal reports whether the state is final: the intent will not move
-// again. QueueConfig.OnFinal has run for it unless Intent.CallbackDue.
-func (s IntentState) IsFinal() bool {
-	d, ok := stateOf(s)
-	return ok && d.final
-}
-
-// States lists every state, in their usual order.
-func States() []IntentState {
-	out := make([]IntentState, len(stateDefs))
-	for i, d := range stateDefs {
-		out[i] = d.state
-	}
-	return out
-}
-
 // Errors of the queue; match them with errors.Is.
 var (
 	// ErrIntentConflict: an intent with this orderId exists with other
@@ -506,11 +444,7 @@ func (q *Queue) CreateTable(ctx context.Context) error {
 // ErrSchema) if not. Once it succeeds it is free.
 func (q *Queue) CheckSchema(ctx context.Context) error { return q.schema.check(ctx, q.cfg.Pool) }
 
-// intentCols are the columns every read returns, in scanIntent's order.
-const intentCols = `order_id, wallet_address, network_fee_by_user, amount::text, currency, network, customer_id, customer_ip,
-additional_data, webhook_url, state, attempts, attempted_at, payout_id, payout_status, verdict, last_error, note,
-next_at, created_at, updated_at, approved_at, hold, callback_due, enqueued_by, approved_by, approvals_needed, ` + failCols
-
+// scanIntent reads one row of intentCols, then extra.
 func scanIntent(row pgx.Row, extra ...any) (*Intent, error) {
 	var in Intent
 	var attempted, approved *time.Time

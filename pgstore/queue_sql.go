@@ -53,6 +53,11 @@ const histCols = `(order_id, actor, from_state, to_state, attempts, verdict, err
 // operator's rows name who made them.
 const opHistCols = `(order_id, actor, from_state, to_state, attempts, verdict, error, note, payout_id, request_id, actor_id)`
 
+// intentCols are the columns every read returns, in scanIntent's order.
+const intentCols = `order_id, wallet_address, network_fee_by_user, amount::text, currency, network, customer_id, customer_ip,
+additional_data, webhook_url, state, attempts, attempted_at, payout_id, payout_status, verdict, last_error, note,
+next_at, created_at, updated_at, approved_at, hold, callback_due, enqueued_by, approved_by, approvals_needed, ` + failCols
+
 // buildQueueSQL builds a Queue's statements for its table t and history
 // table h, by concern.
 func buildQueueSQL(t, h string, idleTimeoutMillis int64) queueSQL {

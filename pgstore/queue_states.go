@@ -13,6 +13,68 @@ import (
 // docs/payout-queue.md (TestStateDiagramInDocs) all come from these
 // tables.
 
+// IntentState is where a payout intent stands. The final states are
+// StatePaid, StateFailed, StateRefused, StateRejected and StateBlocked.
+type IntentState string
+
+// Intent states.
+const (
+	// StateNeedsApproval: above the approval threshold; waits for Approve
+	// or Reject. Nothing is sent meanwhile. An intent enters it at Enqueue
+	// (by the enqueuing process's threshold) or, not yet approved, when a
+	// worker (by its own threshold) is about to send it.
+	StateNeedsApproval IntentState = "needs_approval"
+	// StateQueued: due to be sent (again, after a "not created" verdict).
+	StateQueued IntentState = "queued"
+	// StateSending: an attempt was committed; its create request may be
+	// in flight. Found by another worker (the lease ran out), it is
+	// reconciled, never resent on a guess.
+	StateSending IntentState = "sending"
+	// StateReconciling: the create request's outcome is unknown (no answer,
+	// a timeout, a 5xx ...); the payout list is read before anything else.
+	StateReconciling IntentState = "reconciling"
+	// StateParked: reconciliation could not decide (the list was
+	// unreadable or inconsistent), or the intent has a Hold (a 2xx answer
+	// that could not be matched, or MaxAttempts reached). It is reconciled
+	// again with backoff (a payout found by its orderId is followed) and
+	// never resent without a "not created" verdict (none at all with a
+	// Hold) or an operator's Retry. Every entry into this state reaches
+	// QueueConfig.Observer.
+	StateParked IntentState = "parked"
+	// StateCreated: the payout exists; it is followed to its final status.
+	StateCreated IntentState = "created"
+	// StatePaid: the payout is paid. Final.
+	StatePaid IntentState = "paid"
+	// StateFailed: the payout failed or was cancelled (PayoutStatus says
+	// which); the processor did not deliver it. Final.
+	StateFailed IntentState = "failed"
+	// StateRefused: the API refused the create request definitely (a 4xx
+	// other than 408 and 429, or parameters the SDK refused before
+	// sending); LastError says why. Nothing was created. Final.
+	StateRefused IntentState = "refused"
+	// StateRejected: an operator rejected it (Reject). Final.
+	StateRejected IntentState = "rejected"
+	// StateBlocked: a guardrail (MaxAmount, the address check) stopped it
+	// before sending; LastError says which. Final.
+	StateBlocked IntentState = "blocked"
+)
+
+// IsFinal reports whether the state is final: the intent will not move
+// again. QueueConfig.OnFinal has run for it unless Intent.CallbackDue.
+func (s IntentState) IsFinal() bool {
+	d, ok := stateOf(s)
+	return ok && d.final
+}
+
+// States lists every state, in their usual order.
+func States() []IntentState {
+	out := make([]IntentState, len(stateDefs))
+	for i, d := range stateDefs {
+		out[i] = d.state
+	}
+	return out
+}
+
 // stateDef is one state: whether workers claim it (open) and whether it
 // is final.
 type stateDef struct {

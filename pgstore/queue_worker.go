@@ -26,10 +26,6 @@ type claimed struct {
 	committed bool
 }
 
-// errLostLease: the intent's lease passed to another worker (or an operator
-// moved it); this worker records nothing more and sends nothing.
-var errLostLease = errors.New("pgstore: lease lost")
-
 // Run works the queue until ctx ends: it claims due intents (any number of
 // replicas may Run on the same table; each intent is held by one at a
 // time, under a lease), sends, reconciles and follows them, at most

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -35,29 +34,6 @@ const (
 	DefaultTrackerHorizon = 72 * time.Hour
 )
 
-// TrackState is where a tracked payment stands for the tracker (not the
-// payment's status: see TrackedPayment.Status).
-type TrackState string
-
-// Tracker states.
-const (
-	// TrackUnmatched: tracked by orderId alone (the create answer was
-	// lost); the payment's id is unknown, so nothing can be read. Its first
-	// authenticated webhook (Tracker.PaymentChanged) gives the id.
-	TrackUnmatched TrackState = "unmatched"
-	// TrackOpen: before expiredAt; read every OpenEvery and on every
-	// webhook.
-	TrackOpen TrackState = "open"
-	// TrackLate: past expiredAt and not settled (expired, paid_partial,
-	// still waiting ...); read less and less often, up to Horizon after
-	// expiredAt, to catch late transfers.
-	TrackLate TrackState = "late"
-	// TrackClosed: a final status, a success, or past the horizon: no more
-	// polls. A webhook (PaymentChanged) still wakes a payment whose status
-	// can move, so a transfer after the horizon is still credited.
-	TrackClosed TrackState = "closed"
-)
-
 // Errors of the tracker; match them with errors.Is.
 var (
 	// ErrTrackConflict: the orderId is tracked with other data. See
@@ -83,116 +59,6 @@ func (e *TrackConflictError) Error() string {
 
 // Is matches ErrTrackConflict.
 func (e *TrackConflictError) Is(target error) bool { return target == ErrTrackConflict }
-
-// TrackedPayment is a payment as the tracker holds it.
-type TrackedPayment struct {
-	// OrderID is the merchant's orderId (the key).
-	OrderID string
-	// PaymentID is the payment's id; empty while TrackUnmatched.
-	PaymentID string
-	// State is where the tracker stands with it.
-	State TrackState
-	// Status is the latest status recorded: Track's payment's (waiting, a
-	// create answer) until a read shows another; "" for a payment tracked
-	// by orderId alone until its first read.
-	Status cryptopay.PaymentStatus
-	// PaidAmount is the latest paid amount recorded (invalid: none).
-	PaidAmount decimal.NullDecimal
-	// MerchantAmount is the provider's merchantAmount (what the payment
-	// brought to the balance) at the latest recorded change (invalid:
-	// none, or recorded before the tracker kept it).
-	MerchantAmount decimal.NullDecimal
-	// PayAmount, Currency and Network are the payment's, as tracked.
-	PayAmount         decimal.NullDecimal
-	Currency, Network string
-	// ExpiredAt is the payment's expiredAt (zero while unknown).
-	ExpiredAt time.Time
-	// NeedsAction says a person should look: the status needs action
-	// (locked, paid_partial, paid_over) or Anomaly is set.
-	NeedsAction bool
-	// Anomaly describes what the tracker refused to record, or recorded
-	// but a person should check (docs/payment-tracker.md, "Keeping your
-	// books"): an answer for another payment or order, or in another
-	// currency, network or payAmount; an unknown status; a move the
-	// lifecycle table does not allow; a paid amount that is negative, went
-	// down, or disagrees with the status; an expiredAt other than tracked;
-	// an id the API does not know; a webhook for another payment of this
-	// order. A new anomaly is added to those not yet cleared, never put in
-	// their place (up to 4 KiB of text, NeedsAction set whatever the
-	// length); they stay until an operator clears them (ClearAnomaly).
-	// Server text: show it escaped.
-	Anomaly string
-	// Note is the operator's note of the latest ClearAnomaly, with the
-	// anomaly it cleared ("" if none). Show it escaped.
-	Note string
-	// Changes counts the recorded changes (the history's length).
-	Changes int
-	// NextAt is when it is next read (zero: not polled).
-	NextAt time.Time
-	// LastFailure is the latest failed read or OnChange of the payment
-	// (a wrong API key, the API down, a callback that failed or
-	// panicked); its Count is reset by the next read that succeeds.
-	LastFailure Failure
-	// TrackedAt and UpdatedAt are the database's times of Track and of the
-	// latest change.
-	TrackedAt, UpdatedAt time.Time
-}
-
-// PaymentChange is one recorded change of a tracked payment's status or
-// paid amount, as TrackerConfig.OnChange, TrackerConfig.Observer and
-// Tracker.History give it.
-type PaymentChange struct {
-	// OrderID and PaymentID name the payment.
-	OrderID, PaymentID string
-	// Seq is the change's number in the payment's history (1 first).
-	Seq int
-	// From and To are the statuses before and after (From is Track's
-	// payment's status, waiting, for the first change of a payment tracked
-	// by its create answer; "" for one tracked by orderId alone). They are
-	// equal when only the paid amount changed.
-	From, To cryptopay.PaymentStatus
-	// FromPaid and ToPaid are the paid amounts before and after (invalid:
-	// none). The merchant's ledger moves by ToPaid - FromPaid (Delta).
-	FromPaid, ToPaid decimal.NullDecimal
-	// MerchantAmount is the provider's merchantAmount after the change
-	// (invalid: the answer had none). The books check's balance rolls
-	// forward by its moves.
-	MerchantAmount decimal.NullDecimal
-	// Late is true when the change came after the payment's expiredAt (a
-	// late transfer: expired -> paid, or a payment reached after expiry).
-	Late bool
-	// At is when it was recorded (the database's clock).
-	At time.Time
-	// Payment is the API's payment the change was read from (nil in
-	// History).
-	Payment *cryptopay.Payment
-}
-
-// Credits reports whether the change matters to money and so reaches
-// TrackerConfig.OnChange: the paid amount changed (whatever the status:
-// waiting, confirming and locked included), or the new status is terminal
-// or needs action (paid, paid_over, paid_partial, locked, expired,
-// failed, rejected), late moves included. Every change of the paid amount
-// reaches OnChange, once: the sum of Delta over them is the paid amount
-// the tracker last recorded from the API.
-func (c *PaymentChange) Credits() bool {
-	return !c.Delta().IsZero() || c.To.IsTerminal() || c.To.NeedsAction()
-}
-
-// Delta is the change's move of the merchant's ledger: ToPaid - FromPaid,
-// an amount not given counting as zero. Book it on every change; ship the
-// goods on the status (To.IsSuccess), not on the amount.
-func (c *PaymentChange) Delta() decimal.Decimal {
-	return paidOrZero(c.ToPaid).Sub(paidOrZero(c.FromPaid))
-}
-
-// paidOrZero is a paid amount, zero when none was given.
-func paidOrZero(d decimal.NullDecimal) decimal.Decimal {
-	if !d.Valid {
-		return decimal.Zero
-	}
-	return d.Decimal
-}
 
 // TrackerConfig configures NewTracker. Pool is required, and Client for
 // Run; every other field has a default.
@@ -387,158 +253,6 @@ func (t *Tracker) CreateTable(ctx context.Context) error {
 // ErrSchema) if not. Once it succeeds it is free.
 func (t *Tracker) CheckSchema(ctx context.Context) error { return t.schema.check(ctx, t.cfg.Pool) }
 
-// Track starts tracking the payment p (CreatePayment's answer) in tx, the
-// merchant's own transaction: record the order and its payment in one
-// commit (if tx rolls back, nothing is tracked). p's status (waiting) and
-// paid amount are the payment's first known state (see firstState). The payment is keyed by
-// its orderId. Tracking an orderId again with the same payment is a no-op
-// (created false); with another payment id, amount, currency or network it
-// is a *TrackConflictError and the tracked payment is unchanged. An
-// orderId tracked by TrackOrder alone is completed by Track.
-func (t *Tracker) Track(ctx context.Context, tx pgx.Tx, p *cryptopay.Payment) (created bool, err error) {
-	switch {
-	case tx == nil:
-		return false, fmt.Errorf("%w: Track needs the caller's transaction", ErrInvalidOption)
-	case p == nil:
-		return false, &cryptopay.ValidationError{Field: "Payment", Reason: "is nil"}
-	}
-	if r := ids.Payment(p.ID); r != "" {
-		return false, &cryptopay.ValidationError{Field: "ID", Reason: r}
-	}
-	if r := ids.Text(p.OrderID, 256); r != "" || p.OrderID == "" {
-		return false, &cryptopay.ValidationError{Field: "OrderID", Reason: cmpOr(r, "is empty")}
-	}
-	if !p.PayAmount.IsPositive() {
-		return false, &cryptopay.ValidationError{Field: "PayAmount", Reason: "must be greater than 0"}
-	}
-	if err := t.schema.check(ctx, tx); err != nil {
-		return false, err
-	}
-	var expired *time.Time
-	if !p.ExpiredAt.IsZero() {
-		expired = &p.ExpiredAt
-	}
-	next := t.schedule(time.Now(), p.ExpiredAt, "", 0)
-	if next.at == nil { // tracked after its horizon: read it once now
-		now := time.Now()
-		next.at = &now
-	}
-	status, paid := firstState(p)
-	var inserted bool
-	err = tx.QueryRow(ctx, t.sql.insert, p.OrderID, p.ID, p.PayAmount.String(), p.Currency, p.Network, expired,
-		string(TrackOpen), next.at, status, paid).Scan(&inserted)
-	if err == nil {
-		return true, nil
-	}
-	if !errors.Is(err, pgx.ErrNoRows) {
-		return false, fmt.Errorf("pgstore: track %q: %w", p.OrderID, err)
-	}
-	have, err := scanTracked(tx.QueryRow(ctx, t.sql.getLock, p.OrderID))
-	if err != nil {
-		return false, fmt.Errorf("pgstore: track %q: reading the tracked payment: %w", p.OrderID, err)
-	}
-	if f := trackConflict(have, p); f != "" {
-		return false, &TrackConflictError{OrderID: p.OrderID, Field: f}
-	}
-	if have.PaymentID != "" {
-		return false, nil
-	}
-	// Tracked by orderId alone: this completes it.
-	if _, err := tx.Exec(ctx, t.sql.complete, p.OrderID, p.ID, p.PayAmount.String(), p.Currency, p.Network, expired, next.at,
-		status, paid); err != nil {
-		return false, fmt.Errorf("pgstore: track %q: %w", p.OrderID, err)
-	}
-	return false, nil
-}
-
-// firstState is the status and paid amount Track records as the payment's
-// first known state: a create answer's (waiting, nothing paid), so the
-// first change reads waiting -> paid. A payment that already shows money
-// (Track given a later read) is recorded as not yet seen ("", none), so
-// its first read books all of its paid amount.
-func firstState(p *cryptopay.Payment) (string, *string) {
-	if p.Status != cryptopay.PaymentWaiting || !paidOrZero(p.PaidAmount).IsZero() {
-		return "", nil
-	}
-	return string(p.Status), nullText(p.PaidAmount)
-}
-
-// trackConflict names the first datum of p that differs from the tracked
-// payment have ("" if none; data have lacks do not differ).
-func trackConflict(have *TrackedPayment, p *cryptopay.Payment) string {
-	switch {
-	case have.PaymentID != "" && !strings.EqualFold(have.PaymentID, p.ID):
-		return "PaymentID"
-	case have.PayAmount.Valid && !have.PayAmount.Decimal.Equal(p.PayAmount):
-		return "PayAmount"
-	case have.Currency != "" && have.Currency != p.Currency:
-		return "Currency"
-	case have.Network != "" && have.Network != p.Network:
-		return "Network"
-	}
-	return ""
-}
-
-// TrackOrder starts tracking, in tx, the payment of an order whose create
-// request had an unknown outcome (ErrOutcomeUnknown): the API has no
-// payment search, so it waits in TrackUnmatched, unread, until its first
-// authenticated webhook reaches PaymentChanged with the payment's id (or
-// Track gives it). Tracking an orderId that is tracked already is a no-op
-// (created false).
-func (t *Tracker) TrackOrder(ctx context.Context, tx pgx.Tx, orderID string) (created bool, err error) {
-	if tx == nil {
-		return false, fmt.Errorf("%w: TrackOrder needs the caller's transaction", ErrInvalidOption)
-	}
-	if r := ids.Text(orderID, 256); r != "" || orderID == "" {
-		return false, &cryptopay.ValidationError{Field: "OrderID", Reason: cmpOr(r, "is empty")}
-	}
-	if err := t.schema.check(ctx, tx); err != nil {
-		return false, err
-	}
-	var inserted bool
-	err = tx.QueryRow(ctx, t.sql.insertOrder, orderID, string(TrackUnmatched)).Scan(&inserted)
-	switch {
-	case err == nil:
-		return true, nil
-	case errors.Is(err, pgx.ErrNoRows):
-		return false, nil
-	}
-	return false, fmt.Errorf("pgstore: track order %q: %w", orderID, err)
-}
-
-// PaymentChanged wakes the tracked payment of p's orderId (call it from the
-// webhook handler's OnPayment callback, whose payment the handler re-read
-// through the API): it is read again at once instead of at its next poll.
-// It only wakes the payment; the status is read from the API, never taken
-// from p. A payment tracked by orderId alone (TrackUnmatched) takes p.ID as
-// its id here; if the tracker's read of that id shows another orderId, the
-// id is dropped and the payment flagged (Anomaly) and unmatched again,
-// waiting for its own webhook: nothing is credited from p. A payment with
-// another id than the one tracked for the
-// order is not followed: the tracked payment is flagged (Anomaly,
-// NeedsAction) for a person. An orderId that is not tracked is ignored.
-func (t *Tracker) PaymentChanged(ctx context.Context, p *cryptopay.Payment) error {
-	if p == nil || p.OrderID == "" || ids.Payment(p.ID) != "" {
-		return nil
-	}
-	if err := t.CheckSchema(ctx); err != nil {
-		return err
-	}
-	tag, err := t.cfg.Pool.Exec(ctx, t.sql.wake, p.OrderID, p.ID, string(TrackOpen), string(TrackUnmatched))
-	if err != nil {
-		return fmt.Errorf("pgstore: waking tracked payment %q: %w", p.OrderID, err)
-	}
-	if tag.RowsAffected() == 0 {
-		anomaly := scrubText("a webhook named payment " + p.ID + " for this order; the tracked payment has another id")
-		if _, err := t.cfg.Pool.Exec(ctx, t.sql.otherPayment, p.OrderID, p.ID, anomaly); err != nil {
-			return fmt.Errorf("pgstore: flagging tracked payment %q: %w", p.OrderID, err)
-		}
-		return nil
-	}
-	t.poke()
-	return nil
-}
-
 // Get returns the tracked payment of orderID, or an error matching
 // ErrNotTracked.
 func (t *Tracker) Get(ctx context.Context, orderID string) (*TrackedPayment, error) {
@@ -646,30 +360,6 @@ func (t *Tracker) History(ctx context.Context, orderID string) ([]PaymentChange,
 	return out, nil
 }
 
-// MoveAction names an operator's move on a tracked payment.
-type MoveAction string
-
-// MoveClearAnomaly is ClearAnomaly's move.
-const MoveClearAnomaly MoveAction = "clear_anomaly"
-
-// OperatorMove is one operator's move on a tracked payment (Moves). Moves
-// are kept apart from the history (History, PaymentChange): they record
-// who acted, never a credit, so they change neither the books nor what
-// reaches OnChange.
-type OperatorMove struct {
-	// At is the database's time of the move.
-	At time.Time
-	// ActorID is who made it: the actor ClearAnomaly was given (the
-	// console's actor, the CLI's --actor).
-	ActorID string
-	// Action is what was done.
-	Action MoveAction
-	// Anomaly is the anomaly it cleared (server text: show it escaped).
-	Anomaly string
-	// Note is the operator's note (show it escaped).
-	Note string
-}
-
 // Moves returns the operators' moves on orderID's payment, oldest first
 // (empty if none or not tracked).
 func (t *Tracker) Moves(ctx context.Context, orderID string) ([]OperatorMove, error) {
@@ -713,10 +403,7 @@ func (t *Tracker) Health(ctx context.Context) (Health, error) {
 	return t.watch.health(ctx, t.cfg.Pool, "payments", t.sql.health, t.cfg.Lease)
 }
 
-// trackedCols are the columns every read returns, in scanTracked's order.
-const trackedCols = `order_id, payment_id, state, status, paid_amount::text, pay_amount::text, currency, network,
-expired_at, needs_action, anomaly, note, changes, next_at, tracked_at, updated_at, merchant_amount::text, ` + failCols
-
+// scanTracked reads one row of trackedCols, then extra.
 func scanTracked(row pgx.Row, extra ...any) (*TrackedPayment, error) {
 	var tp TrackedPayment
 	var state, status string

@@ -24,6 +24,10 @@ type trackerWorkerSQL struct {
 	claim, set, record string
 }
 
+// trackedCols are the columns every read returns, in scanTracked's order.
+const trackedCols = `order_id, payment_id, state, status, paid_amount::text, pay_amount::text, currency, network,
+expired_at, needs_action, anomaly, note, changes, next_at, tracked_at, updated_at, merchant_amount::text, ` + failCols
+
 // buildTrackerSQL builds a Tracker's statements for its table t, history
 // table h and moves table m, by concern.
 func buildTrackerSQL(t, h, m string) trackerSQL {

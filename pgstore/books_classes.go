@@ -1,0 +1,103 @@
+package pgstore
+
+import "github.com/shopspring/decimal"
+
+// What the books check reports: an item (BooksItem) per orderId or
+// balance, and the class it concluded (BooksClass), which every section
+// uses.
+
+// BooksClass is what the books check concluded about one item.
+type BooksClass string
+
+// The classes of the books check, the drifts first. docs/books.md says
+// what to do about each.
+const (
+	// BooksDoublePayment: more than one payout at the provider for one
+	// orderId. Always drift; the first lines of the report.
+	BooksDoublePayment BooksClass = "double_payment"
+	// BooksPayoutDiffers: the provider's payout has another amount,
+	// currency, network or wallet than the queue's intent.
+	BooksPayoutDiffers BooksClass = "payout_differs"
+	// BooksStatusDiffers: one side is final and the other is not, past the
+	// settle time; or both are final with different outcomes; or the
+	// provider lists a payout for an intent the queue says was never sent
+	// (refused, rejected, blocked).
+	BooksStatusDiffers BooksClass = "status_differs"
+	// BooksProviderOnly: a payout at the provider whose orderId no intent
+	// has: created outside the queue.
+	BooksProviderOnly BooksClass = "provider_only"
+	// BooksMissing: the queue holds the intent as created or paid, but the
+	// provider does not list it, past the settle time.
+	BooksMissing BooksClass = "missing_at_provider"
+	// BooksTrackerDiffers: the tracker's recorded status or paid amount is
+	// not what the provider says now, past the settle time.
+	BooksTrackerDiffers BooksClass = "tracker_differs"
+	// BooksCreditDiffers: what the tracker's history credited (the sum of
+	// ToPaid - FromPaid) is not the provider's paid amount, past the
+	// settle time.
+	BooksCreditDiffers BooksClass = "credit_differs"
+	// BooksLedgerDiffers: the merchant's own ledger (BooksConfig.LedgerSQL
+	// or LedgerFunc) holds another sum than the tracker credited: an
+	// OnChange that booked twice, or missed a change.
+	BooksLedgerDiffers BooksClass = "ledger_differs"
+	// BooksBalanceDrift: the provider's balance of a currency and network
+	// is not the last check's snapshot + what payments brought in (their
+	// merchantAmount) - what payouts took out, beyond what is in flight.
+	BooksBalanceDrift BooksClass = "balance_drift"
+	// BooksOpening: the first check of a currency and network: the
+	// provider's balance is recorded as the opening balance. Not drift.
+	BooksOpening BooksClass = "opening_balance"
+	// BooksUndecided: the check could not decide (the payment could not be
+	// read, its id is not known yet, a status the SDK does not know).
+	BooksUndecided BooksClass = "undecided"
+	// BooksInFlight: the two sides differ, but only as things in progress
+	// do (within the settle time, or neither side final). Never drift.
+	BooksInFlight BooksClass = "in_flight"
+	// BooksMatched: both sides agree.
+	BooksMatched BooksClass = "matched"
+)
+
+// IsDrift reports whether the class is a difference in the books (not
+// matched, in flight or undecided).
+func (c BooksClass) IsDrift() bool {
+	switch c {
+	case BooksMatched, BooksInFlight, BooksUndecided, BooksOpening:
+		return false
+	}
+	return true
+}
+
+// BooksItem is one line of the books check: one orderId of one section,
+// both sides' values and the class. Amounts are exact. Status, wallet and
+// Detail text come partly from the provider: show it escaped.
+type BooksItem struct {
+	// Section is "payouts", "payments" or "balances".
+	Section string
+	// OrderID is the merchant's orderId ("" for a provider payout
+	// without one, and for a balance: see Currency and Network).
+	OrderID string
+	// Class is what the check concluded.
+	Class BooksClass
+	// Ours and Theirs are the amounts on each side (invalid: that side
+	// has none): the intent's amount and the provider's payout amount (the
+	// sum, for a double payment); the credited sum and the provider's
+	// paid amount; the expected balance and the provider's.
+	Ours, Theirs decimal.NullDecimal
+	// Delta is Theirs - Ours (a missing side counts 0); for
+	// BooksLedgerDiffers, the ledger's sum - the credited sum.
+	Delta decimal.Decimal
+	// Ledger is the merchant's ledger sum for the order (invalid: no
+	// ledger given, or no entry).
+	Ledger decimal.NullDecimal
+	// OurStatus and TheirStatus are the queue's state or the tracker's
+	// status, and the provider's status.
+	OurStatus, TheirStatus string
+	// Currency and Network are the provider's, else ours.
+	Currency, Network string
+	// OurWallet and TheirWallet are the payout's wallet on each side.
+	OurWallet, TheirWallet string
+	// Payouts is how many payouts the provider lists for the orderId.
+	Payouts int
+	// Detail says why, in words.
+	Detail string
+}
