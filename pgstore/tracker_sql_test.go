@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"reflect"
+	"syscall"
 	"testing"
 	"time"
 
@@ -153,4 +154,73 @@ FROM generate_series(1, 100000) AS i`)
 	t.Run("health", func(t *testing.T) {
 		assertIndexScan(t, pool, prefix, "", tr.sql.health, time.Minute.Microseconds())
 	})
+}
+
+// BenchmarkTrackerStatements measures the worker's and Track's statements
+// one payment at a time, without the poll loop's waits: "track" is Track
+// in its own transaction (BEGIN, the insert, COMMIT), "write" a claim and
+// a read recorded without a change, "record" a claim and a change with
+// its history row (BEGIN, the record, COMMIT). The payment stays due, so
+// each claim finds it. Metric: cpu-ns/op, this process's CPU time per op
+// (the client's side: the server runs apart), which a busy machine
+// disturbs less than wall time.
+func BenchmarkTrackerStatements(b *testing.B) {
+	srv := pgtest.Need(b)
+	pool := srv.Pool(b, 2)
+	ctx := context.Background()
+	tr, err := NewTracker(ctx, TrackerConfig{Pool: pool, Table: pgtest.Name("tracked"), CreateTable: true})
+	require.NoError(b, err)
+	ten := decimal.RequireFromString("10")
+	track := func(orderID string) {
+		require.NoError(b, pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+			_, err := tr.Track(ctx, tx, &cryptopay.Payment{ID: uuid.NewString(), OrderID: orderID,
+				Status: cryptopay.PaymentWaiting, PayAmount: ten, Currency: "usdt", Network: "tron", ExpiredAt: time.Now().Add(time.Hour)})
+			return err
+		}))
+	}
+	b.Run("track", func(b *testing.B) {
+		defer reportCPU(b)()
+		for b.Loop() {
+			track(uuid.NewString())
+		}
+	})
+	track("bench-due")
+	_, err = pool.Exec(ctx, "UPDATE "+tr.Table()+" SET next_at = now() - interval '1 hour' WHERE order_id = 'bench-due'")
+	require.NoError(b, err)
+	claimOne := func() held {
+		hs, err := tr.claim(ctx, 1)
+		require.NoError(b, err)
+		require.Len(b, hs, 1)
+		return hs[0]
+	}
+	past := time.Now().Add(-time.Hour)
+	b.Run("write", func(b *testing.B) {
+		defer reportCPU(b)()
+		for b.Loop() {
+			tr.write(ctx, claimOne(), next{state: TrackOpen, at: &past}, "")
+		}
+	})
+	var n int64
+	b.Run("record", func(b *testing.B) {
+		defer reportCPU(b)()
+		for b.Loop() {
+			h := claimOne()
+			n++
+			p := &cryptopay.Payment{ID: h.PaymentID, OrderID: h.OrderID, Status: cryptopay.PaymentPaidPartial, PayAmount: ten,
+				PaidAmount: decimal.NewNullDecimal(decimal.New(n, -6)), Currency: "usdt", Network: "tron"}
+			require.NoError(b, tr.record(ctx, h, p, next{state: TrackOpen, at: &past}, ""))
+		}
+	})
+}
+
+// reportCPU starts counting this process's CPU time (user + system); the
+// function it returns reports it per op as cpu-ns/op.
+func reportCPU(b *testing.B) func() {
+	cpu := func() time.Duration {
+		var ru syscall.Rusage
+		require.NoError(b, syscall.Getrusage(syscall.RUSAGE_SELF, &ru))
+		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	start := cpu()
+	return func() { b.ReportMetric(float64(cpu()-start)/float64(b.N), "cpu-ns/op") }
 }
