@@ -31,7 +31,7 @@ func maxPositional(stmt string) int {
 }
 
 // No statement pgstore builds takes ten or more positional parameters: one
-// that needs as many names them (@name, bound by pgx.StrictNamedArgs), so
+// that needs as many names them (@name, bound by namedArgs), so
 // a call reads like the columns it fills and a missing or misspelt one is
 // an error, not a NULL. Checked on what every builder returns and, for the
 // statements written inline, on every string literal of the package.
@@ -58,7 +58,7 @@ func TestStatementsTakeAtMostNinePositionalParameters(t *testing.T) {
 			require.NotEmpty(t, tc.stmts)
 			for name, stmt := range tc.stmts {
 				assert.Less(t, maxPositional(stmt), 10,
-					"%s takes ten or more positional parameters: name them (@name, pgx.StrictNamedArgs)\n%s", name, stmt)
+					"%s takes ten or more positional parameters: name them (@name, namedArgs)\n%s", name, stmt)
 			}
 		})
 	}

@@ -444,7 +444,7 @@ func (t *Tracker) Track(ctx context.Context, tx pgx.Tx, p *cryptopay.Payment) (c
 	}
 	status, paid := firstState(p)
 	var inserted bool
-	err = tx.QueryRow(ctx, t.sql.insert, pgx.StrictNamedArgs{"order_id": p.OrderID, "payment_id": p.ID,
+	err = tx.QueryRow(ctx, t.sql.insert, namedArgs{"order_id": p.OrderID, "payment_id": p.ID,
 		"pay_amount": p.PayAmount.String(), "currency": p.Currency, "network": p.Network, "expired_at": expired,
 		"state": string(TrackOpen), "next_at": next.at, "status": status, "paid_amount": paid}).Scan(&inserted)
 	if err == nil {

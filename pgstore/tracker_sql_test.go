@@ -161,9 +161,9 @@ FROM generate_series(1, 100000) AS i`)
 // in its own transaction (BEGIN, the insert, COMMIT), "write" a claim and
 // a read recorded without a change, "record" a claim and a change with
 // its history row (BEGIN, the record, COMMIT). The payment stays due, so
-// each claim finds it. Metric: cpu-ns/op, this process's CPU time per op
+// each claim finds it. Metrics: cpu-ns/op, this process's CPU time per op
 // (the client's side: the server runs apart), which a busy machine
-// disturbs less than wall time.
+// disturbs less than wall time, and the client's allocations per op.
 func BenchmarkTrackerStatements(b *testing.B) {
 	srv := pgtest.Need(b)
 	pool := srv.Pool(b, 2)
@@ -213,14 +213,16 @@ func BenchmarkTrackerStatements(b *testing.B) {
 	})
 }
 
-// reportCPU starts counting this process's CPU time (user + system); the
-// function it returns reports it per op as cpu-ns/op.
+// reportCPU starts counting this process's CPU time (user + system) and
+// allocations; the function it returns reports the time per op as
+// cpu-ns/op.
 func reportCPU(b *testing.B) func() {
 	cpu := func() time.Duration {
 		var ru syscall.Rusage
 		require.NoError(b, syscall.Getrusage(syscall.RUSAGE_SELF, &ru))
 		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 	}
+	b.ReportAllocs()
 	start := cpu()
 	return func() { b.ReportMetric(float64(cpu()-start)/float64(b.N), "cpu-ns/op") }
 }

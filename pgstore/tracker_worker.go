@@ -353,7 +353,7 @@ func (t *Tracker) write(ctx context.Context, h held, nx next, anomaly string) {
 	if !h.ExpiredAt.IsZero() {
 		expired = &h.ExpiredAt
 	}
-	if _, err := t.cfg.Pool.Exec(ctx, t.sql.set, pgx.StrictNamedArgs{"order_id": h.OrderID, "lease_token": h.token,
+	if _, err := t.cfg.Pool.Exec(ctx, t.sql.set, namedArgs{"order_id": h.OrderID, "lease_token": h.token,
 		"state": string(nx.state), "next_at": nx.at, "late_polls": nx.latePolls, "anomaly": scrubText(anomaly),
 		"needs_action": h.Status.NeedsAction(), "expired_at": expired,
 		"fail_class": string(nx.fail.Class), "fail_text": nx.fail.Text}); err != nil {
@@ -380,7 +380,7 @@ func (t *Tracker) record(ctx context.Context, h held, p *cryptopay.Payment, nx n
 		expired = &exp
 	}
 	err := pgx.BeginTxFunc(ctx, t.cfg.Pool, pgx.TxOptions{BeginQuery: trackBegin}, func(tx pgx.Tx) error {
-		err := tx.QueryRow(ctx, t.sql.record, pgx.StrictNamedArgs{"order_id": h.OrderID, "lease_token": h.token,
+		err := tx.QueryRow(ctx, t.sql.record, namedArgs{"order_id": h.OrderID, "lease_token": h.token,
 			"from_status": string(h.Status), "to_status": string(p.Status),
 			"from_paid": nullText(h.PaidAmount), "to_paid": nullText(p.PaidAmount),
 			"state": string(nx.state), "next_at": nx.at, "late_polls": nx.latePolls,
