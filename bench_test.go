@@ -25,7 +25,7 @@ package cryptopay_test
 // (http.Server.ConnState StateNew) from a fresh client, and par64 also
 // "conns/caller".
 //
-// Run them with `go run ./internal/testkit/benchtable` (prints the SDK/floor table)
+// Run them with `go run ./scripts/benchtable` (prints the SDK/floor table)
 // or `go test -run '^$' -bench . -benchmem`.
 
 import (

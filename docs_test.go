@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cryptopay/cryptopay-go/internal/testkit/toolnotice"
+	"github.com/cryptopay/cryptopay-go/internal/toolnotice"
 )
 
 // The Go snippets of README.md, docs/*.md and doc.go are checked here, so a renamed

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cryptopay/cryptopay-go/internal/testkit/testfix"
+	"github.com/cryptopay/cryptopay-go/internal/testfix"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )

@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cryptopay/cryptopay-go/internal/testkit/testfix"
-	"github.com/cryptopay/cryptopay-go/internal/testkit/toolnotice"
+	"github.com/cryptopay/cryptopay-go/internal/testfix"
+	"github.com/cryptopay/cryptopay-go/internal/toolnotice"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )

@@ -78,6 +78,9 @@ type family struct {
 	name  string // for "is a <name> address"
 	check Func
 	keys  []string
+	// caseless reports whether an address is in a form of this family
+	// whose case carries no meaning (nil: none is); Same uses it.
+	caseless func(string) bool
 }
 
 // The network keys of each built-in family (the API's "network" field);
@@ -99,12 +102,12 @@ var (
 // families are the built-in checks, in the order a refused address is
 // matched against the others ("is a TRON address").
 var families = []family{
-	{"Bitcoin", Bitcoin, bitcoinKeys},
-	{"Bitcoin testnet", BitcoinTestnet, bitcoinTestnetKeys},
-	{"Litecoin", Litecoin, litecoinKeys},
-	{"Litecoin testnet", LitecoinTestnet, litecoinTestnetKeys},
-	{"TRON", Tron, tronKeys},
-	{"EVM (0x)", EVM, evmKeys},
+	{"Bitcoin", Bitcoin, bitcoinKeys, bitcoinMain.caseless},
+	{"Bitcoin testnet", BitcoinTestnet, bitcoinTestnetKeys, bitcoinTest.caseless},
+	{"Litecoin", Litecoin, litecoinKeys, litecoinMain.caseless},
+	{"Litecoin testnet", LitecoinTestnet, litecoinTestnetKeys, litecoinTest.caseless},
+	{"TRON", Tron, tronKeys, nil},
+	{"EVM (0x)", EVM, evmKeys, evmCaseless},
 }
 
 // builtin maps each built-in network key to its family.
@@ -228,6 +231,17 @@ var (
 	litecoinTest = bitcoinLike{name: "litecoin-testnet", hrp: "tltc", p2pkh: 0x6f, p2sh: 0x3a, foreignP2SH: 0xc4,
 		foreignReason: `is a P2SH address with Bitcoin testnet's version byte ("2..."): use the Litecoin testnet form ("Q...")`}
 )
+
+// evmCaseless reports whether s has the EVM form ("0x" and 40 characters)
+// whose case carries no meaning.
+func evmCaseless(s string) bool { return len(s) == 42 && strings.HasPrefix(s, "0x") }
+
+// caseless reports whether s is in n's segwit form (its HRP, then '1'),
+// whose case carries no meaning; base58 forms are case-sensitive.
+func (n bitcoinLike) caseless(s string) bool {
+	one := strings.LastIndexByte(s, '1')
+	return one > 0 && strings.EqualFold(s[:one], n.hrp)
+}
 
 // Bitcoin checks a Bitcoin mainnet address (see the package comment).
 func Bitcoin(addr string) error { return bitcoinMain.check(addr) }

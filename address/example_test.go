@@ -50,3 +50,14 @@ func ExampleChecker_With() {
 	// give the EIP-55 checksummed form
 	// <nil>
 }
+
+// Same tells a respelling of an address from another address: a provider
+// that answers with an EVM address in lower case names the checksummed
+// one the payout was sent to, while base58 is case-sensitive.
+func ExampleSame() {
+	fmt.Println(address.Same("eth", "0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed", "0x5aaeb6053f3e94c9b9a09f33669435e7ef1beaed"))
+	fmt.Println(address.Same("tron", "TJRyWwFs9wTFGZg3JbrVriFbNfCug5tDeC", "tjrywwfs9wtfgzg3jbrvrifbnfcug5tdec"))
+	// Output:
+	// true
+	// false
+}

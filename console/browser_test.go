@@ -20,7 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cryptopay/cryptopay-go"
-	"github.com/cryptopay/cryptopay-go/internal/testkit/toolnotice"
+	"github.com/cryptopay/cryptopay-go/internal/toolnotice"
 	"github.com/cryptopay/cryptopay-go/pgstore"
 )
 

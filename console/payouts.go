@@ -7,9 +7,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
-	"time"
 
-	"github.com/cryptopay/cryptopay-go"
 	"github.com/cryptopay/cryptopay-go/pgstore"
 )
 
@@ -20,71 +18,6 @@ func (c *console) payoutRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /payout/{action}", c.payoutAct)
 	mux.HandleFunc("GET /payouts/bulk", c.bulkConfirm)
 	mux.HandleFunc("POST /payouts/bulk", c.bulkAct)
-}
-
-// payoutFilter is the payouts list's filter as the form carries it.
-type payoutFilter struct {
-	State, Currency, Network, Since, Until, Q string
-	Held                                      bool
-}
-
-// badRequest is a filter or form the console refuses, in its words.
-type badRequest string
-
-func (b badRequest) Error() string { return string(b) }
-
-// dateLayout is how the list's date filters are typed (UTC days).
-const dateLayout = "2006-01-02"
-
-// parsePayoutFilter reads the filter from a query or form, checked.
-func parsePayoutFilter(v url.Values) (payoutFilter, pgstore.ListFilter, error) {
-	f := payoutFilter{State: v.Get("state"), Currency: strings.TrimSpace(v.Get("currency")), Network: strings.TrimSpace(v.Get("network")),
-		Since: v.Get("since"), Until: v.Get("until"), Q: strings.TrimSpace(v.Get("q")), Held: v.Get("held") == "1"}
-	lf := pgstore.ListFilter{Held: f.Held, Currency: f.Currency, Network: f.Network, Search: f.Q, After: v.Get("after")}
-	if f.State != "" {
-		if !slices.Contains(pgstore.States(), pgstore.IntentState(f.State)) {
-			return f, lf, badRequest(fmt.Sprintf("Unknown state %q.", f.State))
-		}
-		lf.States = []pgstore.IntentState{pgstore.IntentState(f.State)}
-	}
-	for _, d := range []struct {
-		text string
-		to   *time.Time
-		add  int
-	}{{f.Since, &lf.Since, 0}, {f.Until, &lf.Until, 1}} {
-		if d.text == "" {
-			continue
-		}
-		t, err := time.Parse(dateLayout, d.text)
-		if err != nil {
-			return f, lf, badRequest(fmt.Sprintf("A date is YYYY-MM-DD, not %q.", d.text))
-		}
-		*d.to = t.AddDate(0, 0, d.add) // until a day: up to its end
-	}
-	return f, lf, nil
-}
-
-// values is the filter as a query string's values.
-func (f payoutFilter) values() url.Values {
-	return queryOf(map[string]string{"state": f.State, "currency": f.Currency, "network": f.Network, "since": f.Since, "until": f.Until, "q": f.Q},
-		map[string]bool{"held": f.Held})
-}
-
-// queryOf is a query of the texts that are set and the flags that are
-// on (as "1").
-func queryOf(texts map[string]string, flags map[string]bool) url.Values {
-	v := url.Values{}
-	for k, s := range texts {
-		if s != "" {
-			v.Set(k, s)
-		}
-	}
-	for k, on := range flags {
-		if on {
-			v.Set(k, "1")
-		}
-	}
-	return v
 }
 
 // payoutsPage is the list page's data.
@@ -111,17 +44,6 @@ func (c *console) payoutList(w http.ResponseWriter, r *http.Request) {
 	p := payoutsPage{Filter: f, States: pgstore.States(), BulkFilter: f.values()}
 	p.Rows, p.Next = onePage(rows, c.cfg.PageSize, f.values(), func(in pgstore.Intent) string { return in.Params.OrderID })
 	c.render(w, r, http.StatusOK, "payouts", c.newView(r, "Payouts", p))
-}
-
-// onePage cuts rows (read with one more than size) to a page, and
-// returns the query of the next page (filter with after: the page's last
-// key), nil on the last page.
-func onePage[T any](rows []T, size int, filter url.Values, key func(T) string) ([]T, url.Values) {
-	if len(rows) <= size {
-		return rows, nil
-	}
-	filter.Set("after", key(rows[size-1]))
-	return rows[:size], filter
 }
 
 // payoutPage is the detail page's data.
@@ -253,20 +175,4 @@ func (c *console) payoutAct(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.Redirect(w, r, prefix(r)+"/payout?"+url.Values{"id": {id}, "done": {act.Done}}.Encode(), http.StatusSeeOther)
-}
-
-// refused shows why a move was refused (its text: the queue's own words,
-// ids escaped), or logs a database error.
-func (c *console) refused(w http.ResponseWriter, r *http.Request, err error, what string) {
-	var ve *cryptopay.ValidationError
-	switch {
-	case errors.Is(err, pgstore.ErrIntentNotFound), errors.Is(err, pgstore.ErrNotTracked):
-		c.fail(w, r, http.StatusNotFound, err.Error()+": nothing was done.")
-	case errors.Is(err, pgstore.ErrIntentState), errors.Is(err, pgstore.ErrApprovalNotCounted), errors.Is(err, pgstore.ErrInvalidOption):
-		c.fail(w, r, http.StatusConflict, err.Error()+": nothing was done.")
-	case errors.As(err, &ve):
-		c.fail(w, r, http.StatusBadRequest, ve.Error()+": nothing was done.")
-	default:
-		c.failDB(w, r, what, err)
-	}
 }

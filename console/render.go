@@ -126,18 +126,3 @@ func (c *console) render(w http.ResponseWriter, r *http.Request, status int, pag
 	w.WriteHeader(status)
 	_, _ = w.Write(buf.Bytes())
 }
-
-// fail shows msg (the console's own words, or a refusal's text, escaped)
-// on the error page with status.
-func (c *console) fail(w http.ResponseWriter, r *http.Request, status int, msg string) {
-	v := c.newView(r, http.StatusText(status), msg)
-	v.CanApprove, v.CanOperate = false, false
-	c.render(w, r, status, "error", v)
-}
-
-// failDB logs a database error and shows only that it happened: its text
-// may name the database, never shown on a page.
-func (c *console) failDB(w http.ResponseWriter, r *http.Request, what string, err error) {
-	c.log.Error("console: "+what, "err", err)
-	c.fail(w, r, http.StatusInternalServerError, "The database could not be read or written ("+what+"); the error is in the server's log.")
-}

@@ -1,106 +1,14 @@
 package cryptopaytest
 
 import (
-	"crypto/subtle"
 	"errors"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
-	"strings"
+	"strconv"
 	"time"
 )
-
-// Route names one API operation, written as its method and path pattern.
-type Route string
-
-// The seven operations of the spec.
-const (
-	RouteCreatePayment Route = "POST /v1/payment"
-	RouteGetPayment    Route = "GET /v1/payment/{id}/status"
-	RouteCreatePayout  Route = "POST /v1/payout"
-	RouteGetPayout     Route = "GET /v1/payout/{id}/status"
-	RouteListPayouts   Route = "GET /v1/payout/list"
-	RouteBalance       Route = "GET /v1/balance"
-	RouteCurrencies    Route = "GET /v1/currencies"
-)
-
-const (
-	rCreatePayment = iota
-	rGetPayment
-	rCreatePayout
-	rGetPayout
-	rListPayouts
-	rBalance
-	rCurrencies
-	numRoutes
-)
-
-var routeInfo = [numRoutes]struct {
-	route  Route
-	method string
-}{
-	rCreatePayment: {RouteCreatePayment, http.MethodPost},
-	rGetPayment:    {RouteGetPayment, http.MethodGet},
-	rCreatePayout:  {RouteCreatePayout, http.MethodPost},
-	rGetPayout:     {RouteGetPayout, http.MethodGet},
-	rListPayouts:   {RouteListPayouts, http.MethodGet},
-	rBalance:       {RouteBalance, http.MethodGet},
-	rCurrencies:    {RouteCurrencies, http.MethodGet},
-}
-
-// Routes returns the seven routes of the API.
-func Routes() []Route {
-	out := make([]Route, numRoutes)
-	for i := range routeInfo {
-		out[i] = routeInfo[i].route
-	}
-	return out
-}
-
-func (r Route) index() int {
-	for i := range routeInfo {
-		if routeInfo[i].route == r {
-			return i
-		}
-	}
-	return -1
-}
-
-// matchRoute maps a path to a route index and the {id} it carries; -1 if
-// no route has that path.
-func matchRoute(path string) (int, string) {
-	switch path {
-	case "/v1/payment":
-		return rCreatePayment, ""
-	case "/v1/payout":
-		return rCreatePayout, ""
-	case "/v1/payout/list":
-		return rListPayouts, ""
-	case "/v1/balance":
-		return rBalance, ""
-	case "/v1/currencies":
-		return rCurrencies, ""
-	}
-	if id, ok := idSegment(path, "/v1/payment/"); ok {
-		return rGetPayment, id
-	}
-	if id, ok := idSegment(path, "/v1/payout/"); ok {
-		return rGetPayout, id
-	}
-	return -1, ""
-}
-
-func idSegment(path, prefix string) (string, bool) {
-	rest, ok := strings.CutPrefix(path, prefix)
-	if !ok {
-		return "", false
-	}
-	id, ok := strings.CutSuffix(rest, "/status")
-	if !ok || id == "" || strings.Contains(id, "/") {
-		return "", false
-	}
-	return id, true
-}
 
 // apiHandler serves the API.
 type apiHandler struct{ s *Server }
@@ -164,45 +72,6 @@ func (h apiHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.serveRoute(w, r, idx, id, body)
 }
 
-// serveRoute answers a request for real: authentication, then the route.
-func (s *Server) serveRoute(w http.ResponseWriter, r *http.Request, idx int, id string, body []byte) {
-	key := r.Header.Get("X-Api-Key")
-	if key == "" {
-		writeError(w, http.StatusUnauthorized, codeUnauthorized, "missing x-api-key header")
-		return
-	}
-	if subtle.ConstantTimeCompare([]byte(key), []byte(s.APIKey)) != 1 {
-		writeError(w, http.StatusUnauthorized, codeUnauthorized, "invalid API key")
-		return
-	}
-	if r.Method == http.MethodPost {
-		if rerr := checkJSONContentType(r); rerr != nil {
-			writeRequestError(w, rerr)
-			return
-		}
-	}
-	switch idx {
-	case rCreatePayment:
-		s.createPayment(w, body)
-	case rGetPayment:
-		s.getPayment(w, id)
-	case rCreatePayout:
-		s.createPayout(w, body)
-	case rGetPayout:
-		s.getPayout(w, id)
-	case rListPayouts:
-		s.listPayouts(w, r)
-	case rBalance:
-		s.getBalances(w)
-	case rCurrencies:
-		s.getCurrencies(w)
-	}
-}
-
-func writeRequestError(w http.ResponseWriter, e *requestError) {
-	writeError(w, e.status, e.code, e.msg)
-}
-
 // logWriter remembers the status for the request log.
 type logWriter struct {
 	http.ResponseWriter
@@ -226,4 +95,33 @@ func (s *Server) logRequest(r *http.Request, idx int, lw *logWriter, start time.
 		slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.String("route", route),
 		slog.Int("status", lw.status), slog.Duration("duration", time.Since(start)),
 		slog.String("requestId", lw.Header().Get("X-Request-Id")))
+}
+
+// ConnState counts the connections a listener accepts into
+// ConnectionsOpened. s sets it on its own listener's server; set it as the
+// http.Server.ConnState of a server that serves Handler elsewhere.
+func (s *Server) ConnState(_ net.Conn, st http.ConnState) {
+	if st == http.StateNew {
+		s.conns.Add(1)
+	}
+}
+
+// ConnectionsOpened returns how many TCP connections the server's listener
+// has accepted: compare it with the number of callers to see whether a
+// client reuses connections.
+func (s *Server) ConnectionsOpened() int64 { return s.conns.Load() }
+
+// Requests returns how many requests of route have arrived, whether they
+// were answered normally, refused (401, 400, ...) or faulted. An unknown
+// route returns 0.
+func (s *Server) Requests(route Route) int {
+	i := route.index()
+	if i < 0 {
+		return 0
+	}
+	return int(s.requests[i].Load())
+}
+
+func (s *Server) nextRequestID() string {
+	return s.reqPrefix + strconv.FormatUint(s.reqSeq.Add(1), 10)
 }

@@ -446,3 +446,49 @@ func (s *Server) ctlState(w http.ResponseWriter, _ *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, st)
 }
+
+func (s *Server) ctlDuplicatePayout(w http.ResponseWriter, r *http.Request) {
+	id, err := s.DuplicatePayout(r.PathValue("id"))
+	if err != nil {
+		writeControlError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, struct {
+		PayoutID string `json:"payoutId"`
+	}{id})
+}
+
+func (s *Server) ctlPayoutAmount(w http.ResponseWriter, r *http.Request) {
+	if amount, ok := ctlAmount(w, r); ok {
+		if err := s.SetPayoutAmount(r.PathValue("id"), amount); err != nil {
+			writeControlError(w, err)
+			return
+		}
+		s.ctlGetPayout(w, r)
+	}
+}
+
+func (s *Server) ctlLosePayout(w http.ResponseWriter, r *http.Request) {
+	if err := s.LosePayout(r.PathValue("id")); err != nil {
+		writeControlError(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) ctlPaidAmount(w http.ResponseWriter, r *http.Request) {
+	if amount, ok := ctlAmount(w, r); ok {
+		if err := s.SetPaidAmount(r.PathValue("id"), amount); err != nil {
+			writeControlError(w, err)
+			return
+		}
+		s.ctlGetPayment(w, r)
+	}
+}
+
+func (s *Server) ctlDebitBalance(w http.ResponseWriter, r *http.Request) {
+	if key, amount, ok := ctlBalanceBody(w, r, false); ok {
+		s.DebitBalance(key.Currency, key.Network, amount)
+		s.getBalances(w)
+	}
+}

@@ -1,10 +1,6 @@
 package cryptopaytest
 
-import (
-	"net/http"
-
-	"github.com/shopspring/decimal"
-)
+import "github.com/shopspring/decimal"
 
 // Currency is a currency and network pair the server supports, for example
 // {Currency: "usdt", Network: "tron"}. Matching is exact and case-sensitive.
@@ -36,12 +32,3 @@ func DefaultCurrencies() []Currency {
 // DefaultBalance returns the starting balance (1000) of every supported
 // pair that WithBalance does not set.
 func DefaultBalance() decimal.Decimal { return decimal.NewFromInt(1000) }
-
-// getCurrencies handles GET /v1/currencies.
-func (s *Server) getCurrencies(w http.ResponseWriter) {
-	out := make([]currencyJSON, 0, len(s.currencies))
-	for _, c := range s.currencies { // immutable after start
-		out = append(out, currencyJSON(c))
-	}
-	writeJSON(w, http.StatusOK, out)
-}

@@ -2,7 +2,6 @@ package cryptopaytest
 
 import (
 	"fmt"
-	"net/http"
 	"slices"
 	"time"
 
@@ -99,49 +98,3 @@ func (s *Server) SetPaidAmount(paymentID string, paid decimal.Decimal) error {
 }
 
 // The control API's form of the drifts (see ControlHandler).
-
-func (s *Server) ctlDuplicatePayout(w http.ResponseWriter, r *http.Request) {
-	id, err := s.DuplicatePayout(r.PathValue("id"))
-	if err != nil {
-		writeControlError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, struct {
-		PayoutID string `json:"payoutId"`
-	}{id})
-}
-
-func (s *Server) ctlPayoutAmount(w http.ResponseWriter, r *http.Request) {
-	if amount, ok := ctlAmount(w, r); ok {
-		if err := s.SetPayoutAmount(r.PathValue("id"), amount); err != nil {
-			writeControlError(w, err)
-			return
-		}
-		s.ctlGetPayout(w, r)
-	}
-}
-
-func (s *Server) ctlLosePayout(w http.ResponseWriter, r *http.Request) {
-	if err := s.LosePayout(r.PathValue("id")); err != nil {
-		writeControlError(w, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
-}
-
-func (s *Server) ctlPaidAmount(w http.ResponseWriter, r *http.Request) {
-	if amount, ok := ctlAmount(w, r); ok {
-		if err := s.SetPaidAmount(r.PathValue("id"), amount); err != nil {
-			writeControlError(w, err)
-			return
-		}
-		s.ctlGetPayment(w, r)
-	}
-}
-
-func (s *Server) ctlDebitBalance(w http.ResponseWriter, r *http.Request) {
-	if key, amount, ok := ctlBalanceBody(w, r, false); ok {
-		s.DebitBalance(key.Currency, key.Network, amount)
-		s.getBalances(w)
-	}
-}

@@ -1,52 +1,50 @@
 package cryptopaytest
 
-import (
-	"container/heap"
-	"time"
-)
+import "time"
 
-// expiryEntry is a payment that was waiting when it was queued, due at at
-// (its expiredAt in Unix nanoseconds).
-type expiryEntry struct {
-	at int64
-	p  *payment
-}
-
-// expiryQueue is a min-heap of payments by expiredAt, so that expiring the
-// due ones costs O(due · log n) instead of a scan of every payment. An
-// entry stays until its time comes even if the payment was paid meanwhile;
-// it is dropped then. Guarded by Server.mu.
-type expiryQueue []expiryEntry
-
-func (q expiryQueue) Len() int           { return len(q) }
-func (q expiryQueue) Less(i, j int) bool { return q[i].at < q[j].at }
-func (q expiryQueue) Swap(i, j int)      { q[i], q[j] = q[j], q[i] }
-
-// Push is for container/heap; use add.
-func (q *expiryQueue) Push(x any) { *q = append(*q, x.(expiryEntry)) }
-
-// Pop is for container/heap; use popDue.
-func (q *expiryQueue) Pop() any {
-	old := *q
-	e := old[len(old)-1]
-	old[len(old)-1] = expiryEntry{}
-	*q = old[:len(old)-1]
-	return e
-}
-
-func (q *expiryQueue) add(p *payment) {
-	heap.Push(q, expiryEntry{at: p.expiredAt.UnixNano(), p: p})
-}
-
-// due reports whether the earliest entry is due at now.
-func (q expiryQueue) due(now time.Time) bool {
-	return len(q) > 0 && q[0].at <= now.UnixNano()
-}
-
-// popDue removes and returns the earliest entry if it is due at now.
-func (q *expiryQueue) popDue(now time.Time) (*payment, bool) {
-	if !q.due(now) {
-		return nil, false
+// Advance moves the server's clock forward by d (a negative d is ignored).
+// Waiting payments whose expiredAt has passed become expired at once and
+// their webhooks are sent.
+func (s *Server) Advance(d time.Duration) {
+	if d > 0 {
+		s.clock.offset.Add(int64(d))
 	}
-	return heap.Pop(q).(expiryEntry).p, true
+	s.expireDue()
+}
+
+// sweep expires due payments once per sweepInterval, so an expiry webhook
+// is sent even when nobody reads the payment. Each tick looks only at the
+// earliest expiry (expireDue), not at every payment.
+func (s *Server) sweep() {
+	t := time.NewTicker(s.cfg.sweepInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.done:
+			return
+		case <-t.C:
+			s.expireDue()
+		}
+	}
+}
+
+// expireDue expires every waiting payment past its expiredAt, taking them
+// from the expiry queue (earliest first) rather than scanning every payment.
+func (s *Server) expireDue() {
+	now := s.Now()
+	s.mu.RLock()
+	due := s.expiry.due(now)
+	s.mu.RUnlock()
+	if !due {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for {
+		p, ok := s.expiry.popDue(now)
+		if !ok {
+			return
+		}
+		s.expireLocked(p, now)
+	}
 }

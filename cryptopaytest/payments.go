@@ -11,69 +11,6 @@ import (
 	cryptopay "github.com/cryptopay/cryptopay-go"
 )
 
-// payment is the server's record of a payment. Guarded by Server.mu.
-type payment struct {
-	id                string
-	status            cryptopay.PaymentStatus
-	amount            decimal.Decimal // requested
-	fee               decimal.Decimal // amount * fee%
-	payAmount         decimal.Decimal
-	payAddress        string
-	qrURI             string
-	currency, network string
-	customerID        string
-	customerIP        string
-	orderID           string
-	additionalData    *string
-	feeByUser         bool
-	createdAt         time.Time
-	updatedAt         time.Time
-	expiredAt         time.Time
-	webhookURL        string
-	paid              decimal.Decimal
-	merchant          decimal.Decimal
-	paidAddress       string
-	everPaid          bool
-}
-
-// json builds the wire form; status adds the status-only fields.
-func (p *payment) json(status bool, unpaid UnpaidFields) paymentJSON {
-	j := paymentJSON{
-		PaymentID:         p.id,
-		Status:            string(p.status),
-		PayAmount:         number(p.payAmount),
-		PayAddress:        p.payAddress,
-		PayQrCodeURI:      p.qrURI,
-		Currency:          p.currency,
-		Network:           p.network,
-		CustomerID:        p.customerID,
-		CustomerIP:        p.customerIP,
-		OrderID:           p.orderID,
-		AdditionalData:    p.additionalData,
-		PlatformFeeByUser: p.feeByUser,
-		CreatedAt:         wireTime(p.createdAt),
-		UpdatedAt:         wireTime(p.updatedAt),
-		ExpiredAt:         wireTime(p.expiredAt),
-		WebhookURL:        p.webhookURL,
-	}
-	if !status {
-		return j
-	}
-	switch {
-	case p.everPaid:
-		j.PaidAmount = optNumber{p.paid, fieldSet}
-		j.MerchantAmount = optNumber{p.merchant, fieldSet}
-		j.PaidAddress = optString{p.paidAddress, fieldSet}
-	case unpaid == UnpaidNull:
-		j.PaidAmount.state, j.MerchantAmount.state, j.PaidAddress.state = fieldNull, fieldNull, fieldNull
-	case unpaid == UnpaidZero:
-		j.PaidAmount = optNumber{decimal.Zero, fieldSet}
-		j.MerchantAmount = optNumber{decimal.Zero, fieldSet}
-		j.PaidAddress = optString{"", fieldSet}
-	}
-	return j
-}
-
 // createPayment handles POST /v1/payment.
 func (s *Server) createPayment(w http.ResponseWriter, body []byte) {
 	o, rerr := parseObject(body)
@@ -176,37 +113,12 @@ func (s *Server) paymentJSON(id string) (paymentJSON, bool) {
 	return p.json(true, s.cfg.unpaid), true
 }
 
-func (p *payment) expiryDue(now time.Time) bool {
-	return p.status == cryptopay.PaymentWaiting && !now.Before(p.expiredAt)
-}
-
 // expireLocked expires p if it is due. Caller holds s.mu.
 func (s *Server) expireLocked(p *payment, now time.Time) {
 	if !p.expiryDue(now) {
 		return
 	}
 	s.setPaymentLocked(p, cryptopay.PaymentExpired, now)
-}
-
-// expireDue expires every waiting payment past its expiredAt, taking them
-// from the expiry queue (earliest first) rather than scanning every payment.
-func (s *Server) expireDue() {
-	now := s.Now()
-	s.mu.RLock()
-	due := s.expiry.due(now)
-	s.mu.RUnlock()
-	if !due {
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for {
-		p, ok := s.expiry.popDue(now)
-		if !ok {
-			return
-		}
-		s.expireLocked(p, now)
-	}
 }
 
 // addPaymentLocked stores a new payment and queues its expiry. Caller holds

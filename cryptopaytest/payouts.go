@@ -9,81 +9,9 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/shopspring/decimal"
 
 	cryptopay "github.com/cryptopay/cryptopay-go"
 )
-
-// payout is the server's record of a payout. Guarded by Server.mu.
-type payout struct {
-	id                string
-	status            cryptopay.PayoutStatus
-	amount            decimal.Decimal
-	walletAddress     string
-	feeByUser         bool
-	currency, network string
-	customerID        string
-	customerIP        string
-	orderID           string
-	additionalData    *string
-	webhookURL        string
-	createdAt         time.Time
-	updatedAt         time.Time
-	reserved          decimal.Decimal // taken from the balance: merchantAmount once paid
-	paidAmount        decimal.Decimal // what the wallet receives once paid
-	paid              bool
-}
-
-func (p *payout) json(status bool, unpaid UnpaidFields) payoutJSON {
-	j := payoutJSON{
-		PayoutID:         p.id,
-		Status:           string(p.status),
-		Amount:           number(p.amount),
-		WalletAddress:    p.walletAddress,
-		NetworkFeeByUser: p.feeByUser,
-		Currency:         p.currency,
-		Network:          p.network,
-		CustomerID:       p.customerID,
-		CustomerIP:       p.customerIP,
-		OrderID:          p.orderID,
-		CreatedAt:        wireTime(p.createdAt),
-		UpdatedAt:        wireTime(p.updatedAt),
-		AdditionalData:   p.additionalData,
-		WebhookURL:       p.webhookURL,
-	}
-	if status {
-		j.PaidAmount, j.MerchantAmount = p.statusAmounts(unpaid)
-	}
-	return j
-}
-
-func (p *payout) statusAmounts(unpaid UnpaidFields) (paid, merchant optNumber) {
-	switch {
-	case p.paid:
-		return optNumber{p.paidAmount, fieldSet}, optNumber{p.reserved, fieldSet}
-	case unpaid == UnpaidNull:
-		return optNumber{state: fieldNull}, optNumber{state: fieldNull}
-	case unpaid == UnpaidZero:
-		return optNumber{decimal.Zero, fieldSet}, optNumber{decimal.Zero, fieldSet}
-	}
-	return optNumber{}, optNumber{}
-}
-
-func (p *payout) listItem(unpaid UnpaidFields) payoutListItemJSON {
-	_, merchant := p.statusAmounts(unpaid)
-	return payoutListItemJSON{
-		Status:         string(p.status),
-		Amount:         number(p.amount),
-		MerchantAmount: merchant,
-		PaidAddress:    p.walletAddress,
-		OrderID:        p.orderID,
-		CustomerID:     p.customerID,
-		PayCurrency:    nameJSON{p.currency},
-		PayNetwork:     nameJSON{p.network},
-		CreatedAt:      wireTime(p.createdAt),
-		PayoutWallet:   walletJSON{Label: "customer " + p.customerID, Address: p.walletAddress},
-	}
-}
 
 // createPayout handles POST /v1/payout.
 func (s *Server) createPayout(w http.ResponseWriter, body []byte) {

@@ -22,7 +22,7 @@ import (
 
 	cryptopay "github.com/cryptopay/cryptopay-go"
 	"github.com/cryptopay/cryptopay-go/cryptopaytest"
-	"github.com/cryptopay/cryptopay-go/internal/testkit/toolnotice"
+	"github.com/cryptopay/cryptopay-go/internal/toolnotice"
 )
 
 // openAPIPath is the OpenAPI rendering of the spec.

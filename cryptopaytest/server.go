@@ -10,61 +10,12 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"strconv"
-	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/shopspring/decimal"
 
 	cryptopay "github.com/cryptopay/cryptopay-go"
 )
-
-// Server is a running fake of the API on a loopback address. Its methods
-// are safe for concurrent use, also while requests are being served. Close
-// it when done (t.Cleanup(srv.Close)).
-type Server struct {
-	// URL is the base URL of the API, "http://127.0.0.1:port" (https
-	// with WithTLS), with no trailing slash.
-	URL string
-	// APIKey is the key the server accepts in x-api-key.
-	APIKey string
-
-	cfg      serverConfig
-	tls      *tlsState // WithTLS's certificate (tls.go)
-	listener net.Listener
-	httpSrv  *http.Server
-	clock    clock
-
-	mu         sync.RWMutex // guards the state below
-	payments   map[string]*payment
-	payouts    map[string]*payout
-	payoutList []*payout
-	expiry     expiryQueue // waiting payments by expiredAt
-	balances   map[pair]decimal.Decimal
-	balanceKey []pair // listing order
-	currencies []Currency
-	supported  map[pair]bool
-
-	requests  [numRoutes]atomic.Int64
-	faults    faultQueues
-	conns     atomic.Int64
-	reqSeq    atomic.Uint64
-	reqPrefix string
-
-	wh *webhooks
-
-	done      chan struct{} // closed by Close
-	closeOnce sync.Once
-	enterMu   sync.RWMutex
-	closed    bool
-	inflight  sync.WaitGroup // API and control handlers running
-	bg        sync.WaitGroup // Serve and the expiry sweeper
-
-	clientsMu sync.Mutex
-	clients   []*cryptopay.Client
-}
 
 // NewServer starts a Server on 127.0.0.1 (or WithAddr's address) and
 // returns it, like httptest.NewServer. It panics if an option is invalid or
@@ -167,33 +118,6 @@ func newState(cfg serverConfig) *Server {
 	return s
 }
 
-func checkLoopbackAddr(addr string) error {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return fmt.Errorf("%w: listen address %q: %v", ErrInvalid, addr, err)
-	}
-	if !isLoopbackHost(host) {
-		return fmt.Errorf("%w: listen address %q is not loopback (use 127.0.0.1, ::1 or localhost)", ErrInvalid, addr)
-	}
-	return nil
-}
-
-func isLoopbackHost(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(strings.Trim(host, "[]"))
-	return ip != nil && ip.IsLoopback()
-}
-
-// hostOnly strips the port from a Host header value.
-func hostOnly(hostport string) string {
-	if h, _, err := net.SplitHostPort(hostport); err == nil {
-		return h
-	}
-	return hostport
-}
-
 // Client returns a *cryptopay.Client for s.URL and s.APIKey with a fast
 // retry policy (3 retries, waits of 1 to 20 ms) and a 5 s per-attempt
 // timeout; opts are applied after these, so they can override them. It
@@ -223,15 +147,6 @@ func (s *Server) Client(opts ...cryptopay.Option) *cryptopay.Client {
 // another server's when its http.Server.ConnState is s.ConnState.
 func (s *Server) Handler() http.Handler { return apiHandler{s} }
 
-// ConnState counts the connections a listener accepts into
-// ConnectionsOpened. s sets it on its own listener's server; set it as the
-// http.Server.ConnState of a server that serves Handler elsewhere.
-func (s *Server) ConnState(_ net.Conn, st http.ConnState) {
-	if st == http.StateNew {
-		s.conns.Add(1)
-	}
-}
-
 // Close stops the server: the listener and every connection are closed at
 // once (requests in flight are cut off, injected delays end), pending and
 // in-flight webhook deliveries are abandoned, and Close returns when every
@@ -257,33 +172,7 @@ func (s *Server) Close() {
 	})
 }
 
-// enter registers a handler run; false once the server is closed.
-func (s *Server) enter() bool {
-	s.enterMu.RLock()
-	defer s.enterMu.RUnlock()
-	if s.closed {
-		return false
-	}
-	s.inflight.Add(1)
-	return true
-}
-
-// ConnectionsOpened returns how many TCP connections the server's listener
-// has accepted: compare it with the number of callers to see whether a
-// client reuses connections.
-func (s *Server) ConnectionsOpened() int64 { return s.conns.Load() }
-
-// Requests returns how many requests of route have arrived, whether they
-// were answered normally, refused (401, 400, ...) or faulted. An unknown
-// route returns 0.
-func (s *Server) Requests(route Route) int {
-	i := route.index()
-	if i < 0 {
-		return 0
-	}
-	return int(s.requests[i].Load())
-}
-
-func (s *Server) nextRequestID() string {
-	return s.reqPrefix + strconv.FormatUint(s.reqSeq.Add(1), 10)
+// NewTLSServer starts a Server over TLS: NewServer with WithTLS.
+func NewTLSServer(opts ...ServerOption) *Server {
+	return NewServer(append(opts, WithTLS())...)
 }

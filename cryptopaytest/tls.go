@@ -28,17 +28,6 @@ func WithTLS() ServerOption {
 	return func(c *serverConfig) { c.tls = true }
 }
 
-// NewTLSServer starts a Server over TLS: NewServer with WithTLS.
-func NewTLSServer(opts ...ServerOption) *Server {
-	return NewServer(append(opts, WithTLS())...)
-}
-
-// tlsState is what WithTLS made.
-type tlsState struct {
-	cert *x509.Certificate
-	pool *x509.CertPool
-}
-
 // Certificate returns the certificate the server presents, or nil without
 // WithTLS.
 func (s *Server) Certificate() *x509.Certificate {

@@ -355,3 +355,7 @@ func checkWebhookURL(s string) *requestError {
 	}
 	return nil
 }
+
+func writeRequestError(w http.ResponseWriter, e *requestError) {
+	writeError(w, e.status, e.code, e.msg)
+}

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cryptopay/cryptopay-go"
+	"github.com/cryptopay/cryptopay-go/address"
 )
 
 // booksListed is the temporary table the payout list streams into, one
@@ -212,7 +213,7 @@ func (r *payoutRow) differs(it *BooksItem) string {
 	if !strings.EqualFold(r.network, r.qNetwork) {
 		d = append(d, "network")
 	}
-	if r.wallet != "" && r.wallet != r.qWallet {
+	if r.wallet != "" && !address.Same(cmpOr(r.qNetwork, r.network), r.wallet, r.qWallet) {
 		d = append(d, "wallet")
 	}
 	if len(d) == 0 {

@@ -2,8 +2,12 @@ package pgstore
 
 import (
 	"context"
+	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // claimLoop is the worker loop the payout queue and the payment tracker
@@ -65,4 +69,45 @@ func takeFree(_ context.Context, slots chan struct{}) int {
 		}
 	}
 	return n
+}
+
+// claimGated is a worker loop's claim: up to n items through claim, one
+// per window while the API refuses the key (see keyGate). A failed claim
+// is logged as claiming what and hands out what it read.
+func claimGated[T any](ctx context.Context, w *watch, what string, n int, claim func(context.Context, int) ([]T, error)) []T {
+	if n = w.key.claims(n); n == 0 {
+		return nil // the API refuses the key: wait for the next probe
+	}
+	batch, err := claim(ctx, n)
+	if err != nil && ctx.Err() == nil {
+		w.warn(ctx, "pgstore: claiming "+what, slog.String("error", err.Error()))
+	}
+	return batch
+}
+
+// claimRows runs a claim statement, which leases up to n due rows to this
+// worker for lease under a new token (its parameters: n, the lease in
+// microseconds, the token, then more), and scans each row with the token
+// and the row's deadline: the worker stops using a row a tenth of the
+// lease before the lease ends by the clock of this machine, started before
+// the claim.
+func claimRows[T any](ctx context.Context, pool *pgxpool.Pool, sql string, n int, lease time.Duration,
+	scan func(rows pgx.Rows, token []byte, deadline time.Time) (T, error), more ...any) ([]T, error) {
+	start := time.Now()
+	token := newToken()
+	rows, err := pool.Query(ctx, sql, append([]any{n, lease.Microseconds(), token}, more...)...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	deadline := start.Add(lease - lease/10)
+	var out []T
+	for rows.Next() {
+		v, err := scan(rows, token, deadline)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
 }

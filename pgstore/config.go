@@ -1,6 +1,15 @@
 package pgstore
 
-import "time"
+import (
+	"errors"
+	"time"
+)
+
+// ErrInvalidOption is returned (wrapped) for a bad option or
+// configuration (NewDedupeStore, NewWakeupBus, NewQueue, NewTracker,
+// NewBooks) and for a call its configuration cannot serve (a Run without
+// a Client, a Track without the caller's transaction).
+var ErrInvalidOption = errors.New("pgstore: invalid option")
 
 // setDefault sets *d to def when *d is not positive: a zero option means
 // the default.

@@ -61,3 +61,29 @@ func getRow[T any](ctx context.Context, pool *pgxpool.Pool, what, sql, orderID s
 	}
 	return v, nil
 }
+
+// countStates runs a Counts statement, whose rows are a state and its
+// count, and with needAction a third column: how many of them need action,
+// summed into the second result. An error says what was being counted.
+func countStates[S ~string](ctx context.Context, pool *pgxpool.Pool, what, sql string, needAction bool) (map[S]int, int, error) {
+	rows, err := pool.Query(ctx, sql)
+	if err != nil {
+		return nil, 0, fmt.Errorf("pgstore: counting %s: %w", what, err)
+	}
+	out := make(map[S]int)
+	var st string
+	var n, action, total int
+	dest := []any{&st, &n}
+	if needAction {
+		dest = append(dest, &action)
+	}
+	_, err = pgx.ForEachRow(rows, dest, func() error {
+		out[S(st)] = n
+		total += action
+		return nil
+	})
+	if err != nil {
+		return nil, 0, fmt.Errorf("pgstore: counting %s: %w", what, err)
+	}
+	return out, total, nil
+}

@@ -349,16 +349,12 @@ type QueueConfig struct {
 // outcome before sending again, and follow each payout to its final status.
 // Build it with NewQueue; safe for concurrent use.
 type Queue struct {
-	cfg    QueueConfig
-	api    payoutAPI
-	table  pgx.Identifier
-	hist   pgx.Identifier // the history table: the queue table's name + "_history"
-	wake   chan struct{}
-	log    *slog.Logger
-	sql    queueSQL
-	watch  watch
-	rec    recorder // batches the workers' records
-	schema schema
+	engine
+	cfg  QueueConfig
+	api  payoutAPI
+	hist pgx.Identifier // the history table: the queue table's name + "_history"
+	sql  queueSQL
+	rec  recorder // batches the workers' records
 
 	// hook is called at named points of the worker; tests use it to kill
 	// the process there.
@@ -373,13 +369,6 @@ type Queue struct {
 // checks the tables and columns (CheckSchema, one query, once) and returns
 // a *SchemaError naming the table, the database and both fixes.
 func NewQueue(ctx context.Context, cfg QueueConfig) (*Queue, error) {
-	if cfg.Pool == nil {
-		return nil, fmt.Errorf("%w: QueueConfig.Pool is nil", ErrInvalidOption)
-	}
-	table, err := parseTable(cmpOr(cfg.Table, DefaultQueueTable))
-	if err != nil {
-		return nil, err
-	}
 	setDefault(&cfg.Lease, DefaultQueueLease)
 	setDefault(&cfg.SendTimeout, DefaultQueueSendTimeout)
 	setDefault(&cfg.PollInterval, DefaultQueuePollInterval)
@@ -395,6 +384,11 @@ func NewQueue(ctx context.Context, cfg QueueConfig) (*Queue, error) {
 	if cfg.Approvals <= 0 {
 		cfg.Approvals = DefaultQueueApprovals
 	}
+	q := &Queue{api: cfg.api, rec: newRecorder()}
+	if err := q.init(engineConfig{config: "QueueConfig", pool: cfg.Pool, table: cmpOr(cfg.Table, DefaultQueueTable),
+		logger: cfg.Logger, poll: cfg.PollInterval, ddl: q.DDL}); err != nil {
+		return nil, err
+	}
 	settle := cmpOr(cfg.ReconcileSettleTime, cryptopay.DefaultReconcileSettleTime)
 	switch {
 	case cfg.Lease <= 2*cfg.SendTimeout+settle:
@@ -404,21 +398,15 @@ func NewQueue(ctx context.Context, cfg QueueConfig) (*Queue, error) {
 	case cfg.ReconcileSettleTime < 0 || cfg.ReconcileClockSkew < 0:
 		return nil, fmt.Errorf("%w: negative reconcile times", ErrInvalidOption)
 	}
-	if err := cfg.Guardrails.check(); err != nil {
+	if err := cfg.Guardrails.check(); err != nil { // fills in the guardrails' defaults
 		return nil, err
 	}
-	q := &Queue{cfg: cfg, api: cfg.api, table: table, wake: make(chan struct{}, 1), log: cfg.Logger, rec: newRecorder()}
+	q.cfg = cfg
 	if q.api == nil && cfg.Client != nil {
 		q.api = sdkAPI{c: cfg.Client, settle: cfg.ReconcileSettleTime, skew: cfg.ReconcileClockSkew}
 	}
-	if q.log == nil {
-		q.log = defaultLogger()
-	}
-	q.watch.log, q.watch.key.base = q.log, cfg.PollInterval
-	q.schema = schema{pool: cfg.Pool, config: "QueueConfig", ddl: q.DDL}
-	q.hist = append(pgx.Identifier{}, table...)
-	q.hist[len(q.hist)-1] += "_history"
-	q.sql = buildQueueSQL(table.Sanitize(), q.hist.Sanitize(), cfg.Lease.Milliseconds()/2)
+	q.hist = sibling(q.table, "_history")
+	q.sql = buildQueueSQL(q.Table(), q.hist.Sanitize(), cfg.Lease.Milliseconds()/2)
 	if cfg.CreateTable {
 		if err := q.CreateTable(ctx); err != nil {
 			return nil, err
@@ -434,17 +422,14 @@ func (q *Queue) Table() string { return q.table.Sanitize() }
 // table (the queue table's name + "_history") and their indexes. Amounts
 // are numeric (exact), never floating point.
 func (q *Queue) DDL() string {
-	name := q.table[len(q.table)-1]
-	due := pgx.Identifier{name + "_due_idx"}.Sanitize()
-	state := pgx.Identifier{name + "_state_idx"}.Sanitize()
-	vel := pgx.Identifier{name + "_velocity_idx"}.Sanitize()
-	calls := pgx.Identifier{name + "_callback_idx"}.Sanitize()
-	histIdx := pgx.Identifier{name + "_history_order_idx"}.Sanitize()
-	search := pgx.Identifier{name + "_wallet_idx"}.Sanitize()
-	payout := pgx.Identifier{name + "_payout_idx"}.Sanitize()
-	held := pgx.Identifier{name + "_held_idx"}.Sanitize()
-	return fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %[1]s (
-    order_id            text        PRIMARY KEY,
+	table, hist := q.Table(), q.hist.Sanitize()
+	return tableDDL(table, queueColumns) + addColumnsDDL(table, queueAdded...) + indexDDL(q.table, table, queueIndexes...) +
+		tableDDL(hist, queueHistoryColumns) + addColumnsDDL(hist, "actor_id text NOT NULL DEFAULT ''") +
+		indexDDL(q.table, hist, index{"_history_order_idx", "(order_id, id)"}) + failDDL(table)
+}
+
+// queueColumns are the queue table's columns.
+const queueColumns = `    order_id            text        PRIMARY KEY,
     wallet_address      text        NOT NULL,
     network_fee_by_user boolean     NOT NULL,
     amount              numeric     NOT NULL CHECK (amount > 0),
@@ -473,23 +458,31 @@ func (q *Queue) DDL() string {
     approved_by         text[]      NOT NULL DEFAULT '{}',
     approvals_needed    integer     NOT NULL DEFAULT 1,
     created_at          timestamptz NOT NULL DEFAULT now(),
-    updated_at          timestamptz NOT NULL DEFAULT now()
-);
-ALTER TABLE %[1]s ADD COLUMN IF NOT EXISTS approved_at timestamptz;
-ALTER TABLE %[1]s ADD COLUMN IF NOT EXISTS hold text NOT NULL DEFAULT '';
-ALTER TABLE %[1]s ADD COLUMN IF NOT EXISTS callback_due boolean NOT NULL DEFAULT false;
-ALTER TABLE %[1]s ADD COLUMN IF NOT EXISTS enqueued_by text NOT NULL DEFAULT '';
-ALTER TABLE %[1]s ADD COLUMN IF NOT EXISTS approved_by text[] NOT NULL DEFAULT '{}';
-ALTER TABLE %[1]s ADD COLUMN IF NOT EXISTS approvals_needed integer NOT NULL DEFAULT 1;
-CREATE INDEX IF NOT EXISTS %[2]s ON %[1]s (next_at) WHERE state IN (%[8]s);
-CREATE INDEX IF NOT EXISTS %[3]s ON %[1]s (state, order_id);
-CREATE INDEX IF NOT EXISTS %[4]s ON %[1]s (currency, reserved_at) WHERE reserved_at IS NOT NULL;
-CREATE INDEX IF NOT EXISTS %[5]s ON %[1]s (next_at) WHERE callback_due;
-CREATE INDEX IF NOT EXISTS %[9]s ON %[1]s (wallet_address);
-CREATE INDEX IF NOT EXISTS %[10]s ON %[1]s (payout_id) WHERE payout_id <> '';
-CREATE INDEX IF NOT EXISTS %[11]s ON %[1]s (order_id) WHERE hold <> '';
-CREATE TABLE IF NOT EXISTS %[6]s (
-    id         bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    updated_at          timestamptz NOT NULL DEFAULT now()`
+
+// queueAdded are the queue table's columns that its first version lacked.
+var queueAdded = []string{
+	"approved_at timestamptz",
+	"hold text NOT NULL DEFAULT ''",
+	"callback_due boolean NOT NULL DEFAULT false",
+	"enqueued_by text NOT NULL DEFAULT ''",
+	"approved_by text[] NOT NULL DEFAULT '{}'",
+	"approvals_needed integer NOT NULL DEFAULT 1",
+}
+
+// queueIndexes are the queue table's indexes.
+var queueIndexes = []index{
+	{"_due_idx", "(next_at) WHERE state IN (" + openStatesSQL() + ")"},
+	{"_state_idx", "(state, order_id)"},
+	{"_velocity_idx", "(currency, reserved_at) WHERE reserved_at IS NOT NULL"},
+	{"_callback_idx", "(next_at) WHERE callback_due"},
+	{"_wallet_idx", "(wallet_address)"},
+	{"_payout_idx", "(payout_id) WHERE payout_id <> ''"},
+	{"_held_idx", "(order_id) WHERE hold <> ''"},
+}
+
+// queueHistoryColumns are the history table's columns.
+const queueHistoryColumns = `    id         bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     order_id   text        NOT NULL,
     at         timestamptz NOT NULL DEFAULT clock_timestamp(),
     actor      text        NOT NULL,
@@ -501,20 +494,11 @@ CREATE TABLE IF NOT EXISTS %[6]s (
     note       text        NOT NULL,
     payout_id  text        NOT NULL,
     request_id text        NOT NULL,
-    actor_id   text        NOT NULL DEFAULT ''
-);
-ALTER TABLE %[6]s ADD COLUMN IF NOT EXISTS actor_id text NOT NULL DEFAULT '';
-CREATE INDEX IF NOT EXISTS %[7]s ON %[6]s (order_id, id);
-`+failDDL(q.Table()), q.Table(), due, state, vel, calls, q.hist.Sanitize(), histIdx, openStatesSQL(),
-		search, payout, held)
-}
+    actor_id   text        NOT NULL DEFAULT ''`
 
 // CreateTable creates the queue's table and indexes if they do not exist.
 func (q *Queue) CreateTable(ctx context.Context) error {
-	if err := createTables(ctx, q.cfg.Pool, q.table, q.DDL()); err != nil {
-		return fmt.Errorf("pgstore: creating %s: %w", q.Table(), err)
-	}
-	return nil
+	return createTable(ctx, q.cfg.Pool, q.table, q.DDL())
 }
 
 // CheckSchema checks, in one query, that the queue's tables exist with
@@ -594,14 +578,6 @@ func (q *Queue) PayoutChanged(ctx context.Context, p *cryptopay.Payout) error {
 		return fmt.Errorf("pgstore: recording payout id for intent %q: %w", p.OrderID, err)
 	}
 	return nil
-}
-
-// poke wakes this process's idle workers.
-func (q *Queue) poke() {
-	select {
-	case q.wake <- struct{}{}:
-	default:
-	}
 }
 
 // observe tells the Observer of t, after its commit: a panic is

@@ -10,6 +10,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/cryptopay/cryptopay-go"
+	"github.com/cryptopay/cryptopay-go/address"
 	"github.com/cryptopay/cryptopay-go/internal/ids"
 )
 
@@ -44,7 +45,9 @@ type Guardrails struct {
 	// VelocityWindow is the rolling window of Velocity (default 24 h).
 	VelocityWindow time.Duration
 	// AllowedAddresses, if not nil, lists the only wallet addresses paid
-	// to (compared exactly); any other is blocked.
+	// to; any other is blocked. They are compared with address.Same for
+	// the payout's network: an EVM or segwit address in another case is
+	// the same address, a base58 one must match byte for byte.
 	AllowedAddresses []string
 	// CheckAddress, if set, is asked before each create request; an error
 	// blocks the intent, with the error's text recorded (do not put
@@ -112,6 +115,21 @@ func (g *Guardrails) check() error {
 	return nil
 }
 
+// allows reports whether wallet is on the allow-list for network: an
+// exact entry (one map lookup), else an entry that address.Same finds
+// equal (a scan, on the path that refuses).
+func (g *Guardrails) allows(network, wallet string) bool {
+	if _, ok := g.allowed[wallet]; ok {
+		return true
+	}
+	for _, a := range g.AllowedAddresses {
+		if address.Same(network, a, wallet) {
+			return true
+		}
+	}
+	return false
+}
+
 // capOf is the cap of a canonical currency key (keys are compared byte
 // for byte: both sides are canonical).
 func capOf(m map[string]decimal.Decimal, currency string) (decimal.Decimal, bool) {
@@ -169,7 +187,7 @@ func (g *Guardrails) stop(ctx context.Context, p cryptopay.CreatePayoutParams) *
 		return &GuardrailError{Rule: "max_amount", Reason: fmt.Sprintf("%s %s is above the cap of %s per payout", p.Amount, p.Currency, limit)}
 	}
 	if g.allowed != nil {
-		if _, ok := g.allowed[p.WalletAddress]; !ok {
+		if !g.allows(p.Network, p.WalletAddress) {
 			return &GuardrailError{Rule: "address", Reason: "the wallet address is not on the allow-list"}
 		}
 	}

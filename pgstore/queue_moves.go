@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cryptopay/cryptopay-go"
+	"github.com/cryptopay/cryptopay-go/address"
 	"github.com/cryptopay/cryptopay-go/internal/ids"
 )
 
@@ -185,7 +186,7 @@ func payoutMismatch(got *cryptopay.Payout, id string, p cryptopay.CreatePayoutPa
 		return fmt.Sprintf("is for %s, not the intent's %s", got.Amount, p.Amount)
 	case !strings.EqualFold(got.Currency, p.Currency) || !strings.EqualFold(got.Network, p.Network):
 		return fmt.Sprintf("is in %s on %s, not the intent's %s on %s", scrubText(got.Currency), scrubText(got.Network), p.Currency, p.Network)
-	case got.WalletAddress != p.WalletAddress:
+	case !address.Same(p.Network, got.WalletAddress, p.WalletAddress):
 		return "pays another wallet address than the intent's"
 	}
 	return ""

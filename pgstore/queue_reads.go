@@ -66,21 +66,8 @@ func (q *Queue) Counts(ctx context.Context) (map[IntentState]int, error) {
 	if err := q.CheckSchema(ctx); err != nil {
 		return nil, err
 	}
-	rows, err := q.cfg.Pool.Query(ctx, q.sql.counts)
-	if err != nil {
-		return nil, fmt.Errorf("pgstore: counting intents: %w", err)
-	}
-	out := make(map[IntentState]int)
-	var st string
-	var n int
-	_, err = pgx.ForEachRow(rows, []any{&st, &n}, func() error {
-		out[IntentState(st)] = n
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("pgstore: counting intents: %w", err)
-	}
-	return out, nil
+	out, _, err := countStates[IntentState](ctx, q.cfg.Pool, "intents", q.sql.counts, false)
+	return out, err
 }
 
 // Event is one entry of an intent's history: a change of the intent, or

@@ -55,13 +55,7 @@ func (q *Queue) Run(ctx context.Context) error {
 // failed claim is logged and hands out nothing. While the API refuses the
 // key, one intent is claimed per window (see keyGate).
 func (q *Queue) claimForRun(ctx context.Context, n int) []claimed {
-	if n = q.watch.key.claims(n); n == 0 {
-		return nil // the API refuses the key: wait for the next probe
-	}
-	batch, err := q.claim(ctx, n)
-	if err != nil && ctx.Err() == nil {
-		q.watch.warn(ctx, "pgstore: claiming payout intents", slog.String("error", err.Error()))
-	}
+	batch := claimGated(ctx, &q.watch, "payout intents", n, q.claim)
 	q.commitBatch(ctx, batch)
 	return batch
 }
@@ -103,25 +97,12 @@ func (q *Queue) gather(ctx context.Context, slots chan struct{}) int {
 
 // claim leases up to n due intents to this worker.
 func (q *Queue) claim(ctx context.Context, n int) ([]claimed, error) {
-	start := time.Now()
-	token := newToken()
-	rows, err := q.cfg.Pool.Query(ctx, q.sql.claim, n, q.cfg.Lease.Microseconds(), token, q.cfg.OnFinal != nil)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	// The worker stops using an intent a tenth of the lease before the
-	// lease ends by the clock of this machine, started before the claim.
-	deadline := start.Add(q.cfg.Lease - q.cfg.Lease/10)
-	var out []claimed
-	for rows.Next() {
+	return claimRows(ctx, q.cfg.Pool, q.sql.claim, n, q.cfg.Lease, func(rows pgx.Rows, token []byte, deadline time.Time) (claimed, error) {
 		c := claimed{token: token, deadline: deadline}
-		if c.Intent, err = scanIntent(rows, &c.tries); err != nil {
-			return out, err
-		}
-		out = append(out, c)
-	}
-	return out, rows.Err()
+		var err error
+		c.Intent, err = scanIntent(rows, &c.tries)
+		return c, err
+	}, q.cfg.OnFinal != nil)
 }
 
 // handle takes one claimed intent one step (or a few) further.

@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cryptopay/cryptopay-go"
-	"github.com/cryptopay/cryptopay-go/internal/testkit/replicatest"
+	"github.com/cryptopay/cryptopay-go/cryptopaytest/replicatest"
 	"github.com/cryptopay/cryptopay-go/pgstore"
 	"github.com/cryptopay/cryptopay-go/pgstore/internal/pgtest"
 

@@ -149,25 +149,3 @@ func awaitSchema(ctx context.Context, check func(context.Context) error, w *watc
 		}
 	}
 }
-
-// createTables runs ddl, the statements that create table and the tables
-// and indexes that go with it, in one implicit transaction that first
-// takes a transaction-level advisory lock keyed on the table's name as it
-// resolves (its schema, else the first schema of the search_path). So
-// replicas that call CreateTable at once run the DDL one after the other:
-// without the lock two could deadlock (a CREATE INDEX's SHARE lock, then
-// an ALTER TABLE wanting ACCESS EXCLUSIVE) or, on a fresh table, one could
-// fail (both insert the same catalog row: a unique violation).
-func createTables(ctx context.Context, pool *pgxpool.Pool, table pgx.Identifier, ddl string) error {
-	schema := "current_schema()"
-	if len(table) == 2 {
-		schema = sqlLiteral(table[0])
-	}
-	lock := fmt.Sprintf("SELECT pg_advisory_xact_lock(hashtextextended('cryptopay_ddl:' || %s || '.' || %s, 0));\n",
-		schema, sqlLiteral(table[len(table)-1]))
-	_, err := pool.Exec(ctx, lock+ddl)
-	return err
-}
-
-// sqlLiteral quotes s as an SQL string literal.
-func sqlLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }

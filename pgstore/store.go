@@ -3,9 +3,7 @@ package pgstore
 import (
 	"context"
 	"crypto/rand"
-	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -32,10 +30,6 @@ const (
 
 // cleanupBatch bounds the rows one opportunistic cleanup deletes.
 const cleanupBatch = 1000
-
-// ErrInvalidOption is returned (wrapped) by NewDedupeStore and
-// NewWakeupBus for a bad option.
-var ErrInvalidOption = errors.New("pgstore: invalid option")
 
 // DedupeStore is a webhook.DedupeStore in a PostgreSQL table, shared by
 // every replica that uses the same table. A claim is a lease that expires:
@@ -141,28 +135,6 @@ func WithCreateTable() Option {
 	}
 }
 
-var identRe = regexp.MustCompile(`^[a-z_][a-z0-9_]*$`)
-
-// parseTable checks a "name" or "schema.name" table name.
-func parseTable(name string) (pgx.Identifier, error) {
-	parts := strings.Split(name, ".")
-	if len(parts) > 2 {
-		return nil, fmt.Errorf("%w: table %q: want name or schema.name", ErrInvalidOption, name)
-	}
-	for i, p := range parts {
-		// The index name adds "_expires_at_idx" (15) to the table name,
-		// within PostgreSQL's 63-byte identifiers.
-		maxLen := 48
-		if i == 0 && len(parts) == 2 {
-			maxLen = 63
-		}
-		if !identRe.MatchString(p) || len(p) > maxLen {
-			return nil, fmt.Errorf("%w: table %q: each part must match [a-z_][a-z0-9_]* (the name at most 48 bytes)", ErrInvalidOption, name)
-		}
-	}
-	return pgx.Identifier(parts), nil
-}
-
 // NewDedupeStore returns a store on pool's database. Every replica builds
 // its own instance on the same table; an instance remembers its own open
 // claims (a few bytes each, until Complete or Release). With
@@ -205,22 +177,19 @@ func (s *DedupeStore) Table() string { return s.table.Sanitize() }
 
 // DDL returns the statements that create the store's table and index.
 func (s *DedupeStore) DDL() string {
-	idx := pgx.Identifier{s.table[len(s.table)-1] + "_expires_at_idx"}
-	return fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %[1]s (
-    key        bytea       PRIMARY KEY,
+	ddl := tableDDL(s.Table(), dedupeColumns) + indexDDL(s.table, s.Table(), index{"_expires_at_idx", "(expires_at)"})
+	return strings.TrimSuffix(ddl, "\n") // as it always was: no newline after the last statement
+}
+
+// dedupeColumns are the dedupe table's columns.
+const dedupeColumns = `    key        bytea       PRIMARY KEY,
     token      bytea       NOT NULL,
     done       boolean     NOT NULL DEFAULT false,
-    expires_at timestamptz NOT NULL
-);
-CREATE INDEX IF NOT EXISTS %[2]s ON %[1]s (expires_at);`, s.Table(), idx.Sanitize())
-}
+    expires_at timestamptz NOT NULL`
 
 // CreateTable creates the table and its index if they do not exist.
 func (s *DedupeStore) CreateTable(ctx context.Context) error {
-	if err := createTables(ctx, s.pool, s.table, s.DDL()); err != nil {
-		return fmt.Errorf("pgstore: creating %s: %w", s.Table(), err)
-	}
-	return nil
+	return createTable(ctx, s.pool, s.table, s.DDL())
 }
 
 // buildSQL renders the statements for the store's table. All times are

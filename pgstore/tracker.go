@@ -260,16 +260,12 @@ type trackerAPI interface {
 // exactly once, in the transaction that records it. Build it with
 // NewTracker; safe for concurrent use.
 type Tracker struct {
+	engine
 	cfg     TrackerConfig
 	api     trackerAPI
-	table   pgx.Identifier
 	history pgx.Identifier
 	moves   pgx.Identifier
-	wake    chan struct{}
-	log     *slog.Logger
 	sql     trackerSQL
-	watch   watch
-	schema  schema
 
 	// hook is called at named points of the worker; tests use it to kill
 	// the process there.
@@ -284,17 +280,6 @@ type Tracker struct {
 // checks the tables and columns (CheckSchema, one query, once) and returns
 // a *SchemaError naming the table, the database and both fixes.
 func NewTracker(ctx context.Context, cfg TrackerConfig) (*Tracker, error) {
-	if cfg.Pool == nil {
-		return nil, fmt.Errorf("%w: TrackerConfig.Pool is nil", ErrInvalidOption)
-	}
-	table, err := parseTable(cmpOr(cfg.Table, DefaultTrackerTable))
-	if err != nil {
-		return nil, err
-	}
-	history := append(pgx.Identifier{}, table...)
-	history[len(history)-1] += "_history"
-	moves := append(pgx.Identifier{}, table...)
-	moves[len(moves)-1] += "_moves"
 	setDefault(&cfg.OpenEvery, DefaultTrackerOpenEvery)
 	setDefault(&cfg.LateMin, DefaultTrackerLateMin)
 	setDefault(&cfg.LateMax, DefaultTrackerLateMax)
@@ -304,19 +289,19 @@ func NewTracker(ctx context.Context, cfg TrackerConfig) (*Tracker, error) {
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = 16
 	}
+	t := &Tracker{cfg: cfg, api: cfg.api}
+	if err := t.init(engineConfig{config: "TrackerConfig", pool: cfg.Pool, table: cmpOr(cfg.Table, DefaultTrackerTable),
+		logger: cfg.Logger, poll: cfg.PollInterval, ddl: t.DDL}); err != nil {
+		return nil, err
+	}
 	if cfg.LateMax < cfg.LateMin {
 		return nil, fmt.Errorf("%w: LateMax %v is below LateMin %v", ErrInvalidOption, cfg.LateMax, cfg.LateMin)
 	}
-	t := &Tracker{cfg: cfg, api: cfg.api, table: table, history: history, moves: moves, wake: make(chan struct{}, 1), log: cfg.Logger}
 	if t.api == nil && cfg.Client != nil {
 		t.api = cfg.Client
 	}
-	if t.log == nil {
-		t.log = defaultLogger()
-	}
-	t.watch.log, t.watch.key.base = t.log, cfg.PollInterval
-	t.schema = schema{pool: cfg.Pool, config: "TrackerConfig", ddl: t.DDL}
-	t.sql = buildTrackerSQL(table.Sanitize(), history.Sanitize(), moves.Sanitize())
+	t.history, t.moves = sibling(t.table, "_history"), sibling(t.table, "_moves")
+	t.sql = buildTrackerSQL(t.Table(), t.history.Sanitize(), t.moves.Sanitize())
 	if cfg.CreateTable {
 		if err := t.CreateTable(ctx); err != nil {
 			return nil, err
@@ -331,15 +316,16 @@ func (t *Tracker) Table() string { return t.table.Sanitize() }
 // DDL returns the statements that create the tracker's tables and indexes.
 // Amounts are numeric (exact), never floating point.
 func (t *Tracker) DDL() string {
-	name := t.table[len(t.table)-1]
-	due := pgx.Identifier{name + "_due_idx"}.Sanitize()
-	state := pgx.Identifier{name + "_state_idx"}.Sanitize()
-	action := pgx.Identifier{name + "_action_idx"}.Sanitize()
-	payment := pgx.Identifier{name + "_payment_idx"}.Sanitize()
-	open := pgx.Identifier{name + "_open_idx"}.Sanitize()
-	moves := pgx.Identifier{name + "_moves_order_idx"}.Sanitize()
-	return fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %[1]s (
-    order_id     text        PRIMARY KEY,
+	table, hist, moves := t.Table(), t.history.Sanitize(), t.moves.Sanitize()
+	return tableDDL(table, trackedColumns) + addColumnsDDL(table, "merchant_amount numeric") +
+		indexDDL(t.table, table, trackedIndexes...) +
+		tableDDL(hist, trackedHistoryColumns) + addColumnsDDL(hist, "merchant_amount numeric") +
+		tableDDL(moves, trackedMovesColumns) + indexDDL(t.table, moves, index{"_moves_order_idx", "(order_id, id)"}) +
+		failDDL(table)
+}
+
+// trackedColumns are the tracker table's columns.
+const trackedColumns = `    order_id     text        PRIMARY KEY,
     payment_id   text        NOT NULL DEFAULT '',
     pay_amount   numeric,
     currency     text        NOT NULL DEFAULT '',
@@ -358,16 +344,19 @@ func (t *Tracker) DDL() string {
     next_at      timestamptz,
     lease_token  bytea,
     tracked_at   timestamptz NOT NULL DEFAULT now(),
-    updated_at   timestamptz NOT NULL DEFAULT now()
-);
-ALTER TABLE %[1]s ADD COLUMN IF NOT EXISTS merchant_amount numeric;
-CREATE INDEX IF NOT EXISTS %[3]s ON %[1]s (next_at) WHERE next_at IS NOT NULL;
-CREATE INDEX IF NOT EXISTS %[4]s ON %[1]s (state, order_id);
-CREATE INDEX IF NOT EXISTS %[5]s ON %[1]s (order_id) WHERE needs_action;
-CREATE INDEX IF NOT EXISTS %[6]s ON %[1]s (payment_id) WHERE payment_id <> '';
-CREATE INDEX IF NOT EXISTS %[7]s ON %[1]s (next_at) WHERE `+trackOpenSQL+`;
-CREATE TABLE IF NOT EXISTS %[2]s (
-    order_id    text        NOT NULL,
+    updated_at   timestamptz NOT NULL DEFAULT now()`
+
+// trackedIndexes are the tracker table's indexes.
+var trackedIndexes = []index{
+	{"_due_idx", "(next_at) WHERE next_at IS NOT NULL"},
+	{"_state_idx", "(state, order_id)"},
+	{"_action_idx", "(order_id) WHERE needs_action"},
+	{"_payment_idx", "(payment_id) WHERE payment_id <> ''"},
+	{"_open_idx", "(next_at) WHERE " + trackOpenSQL},
+}
+
+// trackedHistoryColumns are the history table's columns.
+const trackedHistoryColumns = `    order_id    text        NOT NULL,
     seq         integer     NOT NULL,
     payment_id  text        NOT NULL,
     from_status text        NOT NULL,
@@ -376,29 +365,21 @@ CREATE TABLE IF NOT EXISTS %[2]s (
     to_paid     numeric,
     late        boolean     NOT NULL,
     at          timestamptz NOT NULL DEFAULT now(),
-    PRIMARY KEY (order_id, seq)
-);
-ALTER TABLE %[2]s ADD COLUMN IF NOT EXISTS merchant_amount numeric;
-CREATE TABLE IF NOT EXISTS %[8]s (
-    id         bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    PRIMARY KEY (order_id, seq)`
+
+// trackedMovesColumns are the moves table's columns.
+const trackedMovesColumns = `    id         bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     order_id   text        NOT NULL,
     at         timestamptz NOT NULL DEFAULT clock_timestamp(),
     actor_id   text        NOT NULL,
     action     text        NOT NULL,
     anomaly    text        NOT NULL,
-    note       text        NOT NULL
-);
-CREATE INDEX IF NOT EXISTS %[9]s ON %[8]s (order_id, id);
-`+failDDL(t.Table()), t.Table(), t.history.Sanitize(), due, state, action, payment, open, t.moves.Sanitize(), moves)
-}
+    note       text        NOT NULL`
 
 // CreateTable creates the tracker's tables and indexes if they do not
 // exist.
 func (t *Tracker) CreateTable(ctx context.Context) error {
-	if err := createTables(ctx, t.cfg.Pool, t.table, t.DDL()); err != nil {
-		return fmt.Errorf("pgstore: creating %s: %w", t.Table(), err)
-	}
-	return nil
+	return createTable(ctx, t.cfg.Pool, t.table, t.DDL())
 }
 
 // CheckSchema checks, in one query, that the tracker's tables exist with
@@ -720,22 +701,7 @@ func (t *Tracker) Counts(ctx context.Context) (map[TrackState]int, int, error) {
 	if err := t.CheckSchema(ctx); err != nil {
 		return nil, 0, err
 	}
-	rows, err := t.cfg.Pool.Query(ctx, t.sql.counts)
-	if err != nil {
-		return nil, 0, fmt.Errorf("pgstore: counting tracked payments: %w", err)
-	}
-	out := make(map[TrackState]int)
-	var st string
-	var n, action, total int
-	_, err = pgx.ForEachRow(rows, []any{&st, &n, &action}, func() error {
-		out[TrackState(st)] = n
-		total += action
-		return nil
-	})
-	if err != nil {
-		return nil, 0, fmt.Errorf("pgstore: counting tracked payments: %w", err)
-	}
-	return out, total, nil
+	return countStates[TrackState](ctx, t.cfg.Pool, "tracked payments", t.sql.counts, true)
 }
 
 // Health summarizes the tracked payments not closed: due, overdue (due
@@ -746,14 +712,6 @@ func (t *Tracker) Health(ctx context.Context) (Health, error) {
 		return Health{}, err
 	}
 	return t.watch.health(ctx, t.cfg.Pool, "payments", t.sql.health, t.cfg.Lease)
-}
-
-// poke wakes this process's idle workers.
-func (t *Tracker) poke() {
-	select {
-	case t.wake <- struct{}{}:
-	default:
-	}
 }
 
 // trackedCols are the columns every read returns, in scanTracked's order.

@@ -45,14 +45,7 @@ func (t *Tracker) Run(ctx context.Context) error {
 // refuses the key: see keyGate); a failed claim is logged and hands out
 // nothing.
 func (t *Tracker) claimForRun(ctx context.Context, n int) []held {
-	if n = t.watch.key.claims(n); n == 0 {
-		return nil // the API refuses the key: wait for the next probe
-	}
-	batch, err := t.claim(ctx, n)
-	if err != nil && ctx.Err() == nil {
-		t.watch.warn(ctx, "pgstore: claiming tracked payments", slog.String("error", err.Error()))
-	}
-	return batch
+	return claimGated(ctx, &t.watch, "tracked payments", n, t.claim)
 }
 
 // held is a tracked payment a worker holds under its lease token until
@@ -66,23 +59,12 @@ type held struct {
 
 // claim leases up to n due payments to this worker.
 func (t *Tracker) claim(ctx context.Context, n int) ([]held, error) {
-	start := time.Now()
-	token := newToken()
-	rows, err := t.cfg.Pool.Query(ctx, t.sql.claim, n, t.cfg.Lease.Microseconds(), token)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	deadline := start.Add(t.cfg.Lease - t.cfg.Lease/10)
-	var out []held
-	for rows.Next() {
+	return claimRows(ctx, t.cfg.Pool, t.sql.claim, n, t.cfg.Lease, func(rows pgx.Rows, token []byte, deadline time.Time) (held, error) {
 		h := held{token: token, deadline: deadline}
-		if h.TrackedPayment, err = scanTracked(rows, &h.latePolls); err != nil {
-			return out, err
-		}
-		out = append(out, h)
-	}
-	return out, rows.Err()
+		var err error
+		h.TrackedPayment, err = scanTracked(rows, &h.latePolls)
+		return h, err
+	})
 }
 
 // next is when and in which state a payment is read next.

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/cryptopay/cryptopay-go"
-	"github.com/cryptopay/cryptopay-go/internal/testkit/replicatest"
+	"github.com/cryptopay/cryptopay-go/cryptopaytest/replicatest"
 	"github.com/cryptopay/cryptopay-go/redisstore/internal/redistest"
 )
 

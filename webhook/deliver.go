@@ -95,13 +95,3 @@ func (h *Handler) callback(ctx context.Context, ev *event) (err error) {
 	}()
 	return h.callbacks[ev.kind](ctx, ev.obj)
 }
-
-// deliverTo is a typed callback (Config.OnPayment or OnPayout) as a func of
-// the event's object, the form the handler's table of callbacks holds; nil
-// stays nil (no callback for that kind).
-func deliverTo[T any](fn func(context.Context, *T) error) func(context.Context, any) error {
-	if fn == nil {
-		return nil
-	}
-	return func(ctx context.Context, v any) error { return fn(ctx, v.(*T)) }
-}

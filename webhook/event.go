@@ -16,7 +16,10 @@ import (
 // every amount goes through wire.DecodeAmount, which refuses one over
 // wire.MaxAmountLen characters before parsing it).
 
-var errBadEvent = errors.New("not a payment or payout event")
+var (
+	errBadEvent  = errors.New("not a payment or payout event")
+	errAmbiguous = errors.New("a member is given twice")
+)
 
 // Limits of what a webhook body may carry.
 const (
@@ -403,3 +406,43 @@ func jsonString(raw []byte) (string, bool) {
 	}
 	return s, true
 }
+
+// event is a webhook body once authenticated: its kind, id, orderId and
+// status, and its object (the posted one, or the API's after a re-read).
+type event struct {
+	kind    *kind // nil until the body is scanned
+	id      string
+	orderID string
+	// status is the API's once re-read, else the posted one; postedStatus
+	// keeps the body's.
+	status, postedStatus string
+	obj                  any // *cryptopay.Payment or *cryptopay.Payout
+}
+
+// identify reads the event's kind, id and status from an authenticated
+// body's members.
+func (ev *event) identify(f *eventFields) error {
+	if f.ambiguous {
+		return errAmbiguous
+	}
+	if ev.kind == nil {
+		return errBadEvent
+	}
+	id, ok := jsonString(f.id())
+	if !ok || ev.kind.badID(id) != "" {
+		return errBadEvent
+	}
+	status, ok := jsonString(f.status)
+	// A status is a short word; a long one would bloat the dedupe store.
+	if !ok || status == "" || len(status) > maxStatusLen {
+		return errBadEvent
+	}
+	ev.id, ev.status = id, status
+	return nil
+}
+
+// ahead reports whether the posted status is further along than the API's,
+// so the API is probably lagging behind the event: the API's status can
+// still move to the posted one by the SDK's lifecycle table (late moves
+// included). Unknown statuses are never ahead.
+func (ev *event) ahead() bool { return ev.kind.ahead(ev.postedStatus, ev.status) }

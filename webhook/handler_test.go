@@ -20,7 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cryptopay/cryptopay-go"
-	"github.com/cryptopay/cryptopay-go/internal/testkit/testfix"
+	"github.com/cryptopay/cryptopay-go/internal/testfix"
 )
 
 var whSecret = []byte("whsec-0123456789abcdef-0123456789")

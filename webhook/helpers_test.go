@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cryptopay/cryptopay-go"
-	"github.com/cryptopay/cryptopay-go/internal/testkit/testfix"
+	"github.com/cryptopay/cryptopay-go/internal/testfix"
 )
 
 const (

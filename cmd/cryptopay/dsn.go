@@ -9,6 +9,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
+// envDatabaseURL names the payout queue's and the payment tracker's
+// database.
+const envDatabaseURL = "CRYPTOPAY_DATABASE_URL"
+
 // passwordInConnString matches a password setting of a key/value
 // connection string ("host=db password=x", "password = 'x'").
 var passwordInConnString = regexp.MustCompile(`(?i)(^|\s)password\s*=`)

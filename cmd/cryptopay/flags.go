@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -296,4 +297,54 @@ func looksLikeKey(arg string) bool {
 	return !strings.ContainsFunc(arg, func(r rune) bool {
 		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("_-+/=", r))
 	})
+}
+
+// apiFlags are the global flags that configure the API client. A command
+// that works on the database alone refuses them after its name (given
+// before the command, as global flags, they are accepted by every command).
+var apiFlags = []string{"base-url", "api-key-file", "request-timeout"}
+
+// dbOnlyNote ends the help of a command that works on the database alone.
+const dbOnlyNote = "Works on the database alone and never calls the API: it takes the database flags\n" +
+	"and --output, not --base-url, --api-key-file or --request-timeout."
+
+// apiFlagRefused is the usage error for an API flag given to a command
+// that works on the database alone, or nil when err is another.
+func apiFlagRefused(fs *cmdFlags, err error) error {
+	name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: -")
+	if !ok || !fs.dbOnly || !slices.Contains(apiFlags, name) {
+		return nil
+	}
+	return usageErr("%s: --%s is not a flag of this command: it works on the database alone and never calls the API (see 'cryptopay %s --help')",
+		fs.cmd.name, name, fs.cmd.name)
+}
+
+// objectFlags are the fields payment create and payout create share.
+type objectFlags struct {
+	amount                     decimal.Decimal
+	currency, network          string
+	customerID, customerIP     string
+	orderID                    string
+	additionalData, webhookURL string
+	feeByUser                  bool
+}
+
+// register defines the shared flags; payout marks those a payout requires
+// and a payment does not (CreatePayoutParams.Validate: the network picks
+// the wallet address's check). Both require the orderId: it reconciles an
+// unknown outcome.
+func (o *objectFlags) register(fs *flag.FlagSet, feeUsage string, payout bool) {
+	payoutRequired := ""
+	if payout {
+		payoutRequired = " (required)"
+	}
+	fs.Var(&decimalValue{d: &o.amount}, "amount", "amount in the currency, an exact `decimal` such as 10.5 (required)")
+	fs.StringVar(&o.currency, "currency", "", "currency `key`, for example usdt (required)")
+	fs.StringVar(&o.network, "network", "", "network `key`, for example tron"+payoutRequired)
+	fs.StringVar(&o.customerID, "customer-id", "", "your customer's `id` (required)")
+	fs.StringVar(&o.customerIP, "customer-ip", "", "your customer's IP `address` (required)")
+	fs.StringVar(&o.orderID, "order-id", "", "your order `id`; unique per order (it is how an unknown outcome is reconciled) (required)")
+	fs.StringVar(&o.additionalData, "additional-data", "", "free-form `text` stored with the object")
+	fs.StringVar(&o.webhookURL, "webhook-url", "", "where events are sent; build it with 'cryptopay webhook url'")
+	fs.BoolVar(&o.feeByUser, "fee-by-user", false, feeUsage)
 }

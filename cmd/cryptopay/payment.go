@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"time"
 
@@ -99,36 +98,6 @@ func lastStatus(p *cryptopay.Payment) string {
 		return "nothing read"
 	}
 	return string(p.Status)
-}
-
-// objectFlags are the fields payment create and payout create share.
-type objectFlags struct {
-	amount                     decimal.Decimal
-	currency, network          string
-	customerID, customerIP     string
-	orderID                    string
-	additionalData, webhookURL string
-	feeByUser                  bool
-}
-
-// register defines the shared flags; payout marks those a payout requires
-// and a payment does not (CreatePayoutParams.Validate: the network picks
-// the wallet address's check). Both require the orderId: it reconciles an
-// unknown outcome.
-func (o *objectFlags) register(fs *flag.FlagSet, feeUsage string, payout bool) {
-	payoutRequired := ""
-	if payout {
-		payoutRequired = " (required)"
-	}
-	fs.Var(&decimalValue{d: &o.amount}, "amount", "amount in the currency, an exact `decimal` such as 10.5 (required)")
-	fs.StringVar(&o.currency, "currency", "", "currency `key`, for example usdt (required)")
-	fs.StringVar(&o.network, "network", "", "network `key`, for example tron"+payoutRequired)
-	fs.StringVar(&o.customerID, "customer-id", "", "your customer's `id` (required)")
-	fs.StringVar(&o.customerIP, "customer-ip", "", "your customer's IP `address` (required)")
-	fs.StringVar(&o.orderID, "order-id", "", "your order `id`; unique per order (it is how an unknown outcome is reconciled) (required)")
-	fs.StringVar(&o.additionalData, "additional-data", "", "free-form `text` stored with the object")
-	fs.StringVar(&o.webhookURL, "webhook-url", "", "where events are sent; build it with 'cryptopay webhook url'")
-	fs.BoolVar(&o.feeByUser, "fee-by-user", false, feeUsage)
 }
 
 func (a *app) paymentCreate(args []string) error {

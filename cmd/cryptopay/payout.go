@@ -89,16 +89,6 @@ func (a *app) confirmPayout(p cryptopay.CreatePayoutParams) error {
 	return &exitError{exitNotConfirmed, errors.New("payout create: not confirmed; nothing was sent")}
 }
 
-// shellQuote quotes s for a POSIX shell when it needs it.
-func shellQuote(s string) string {
-	if s != "" && !strings.ContainsFunc(s, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_.:/@+=,", r))
-	}) {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
 // findOutput is payout find's JSON answer.
 type findOutput struct {
 	Verdict  string    `json:"verdict"`

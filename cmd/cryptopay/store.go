@@ -12,19 +12,6 @@ import (
 	"github.com/cryptopay/cryptopay-go/pgstore"
 )
 
-// envDatabaseURL names the payout queue's and the payment tracker's
-// database.
-const envDatabaseURL = "CRYPTOPAY_DATABASE_URL"
-
-// apiFlags are the global flags that configure the API client. A command
-// that works on the database alone refuses them after its name (given
-// before the command, as global flags, they are accepted by every command).
-var apiFlags = []string{"base-url", "api-key-file", "request-timeout"}
-
-// dbOnlyNote ends the help of a command that works on the database alone.
-const dbOnlyNote = "Works on the database alone and never calls the API: it takes the database flags\n" +
-	"and --output, not --base-url, --api-key-file or --request-timeout."
-
 // store is a pgstore table the CLI opens: the payout queue or the payment
 // tracker.
 type store struct {
@@ -82,17 +69,6 @@ func (a *app) newDBAPIFlagSet(cmd command, s store) (*cmdFlags, *dbFlags) {
 	db := &dbFlags{store: s}
 	db.register(fs.FlagSet)
 	return fs, db
-}
-
-// apiFlagRefused is the usage error for an API flag given to a command
-// that works on the database alone, or nil when err is another.
-func apiFlagRefused(fs *cmdFlags, err error) error {
-	name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: -")
-	if !ok || !fs.dbOnly || !slices.Contains(apiFlags, name) {
-		return nil
-	}
-	return usageErr("%s: --%s is not a flag of this command: it works on the database alone and never calls the API (see 'cryptopay %s --help')",
-		fs.cmd.name, name, fs.cmd.name)
 }
 
 // schemaChecker is a pgstore store: its table can be checked.

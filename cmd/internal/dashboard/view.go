@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"bytes"
+	"html/template"
 	"net/http"
 	"slices"
 	"strconv"
@@ -190,3 +191,9 @@ func (d *dash) render(w http.ResponseWriter, name string, v view) {
 	w.Header().Set("Cache-Control", "no-store")
 	_, _ = buf.WriteTo(w)
 }
+
+// pageTemplates holds the page and the panel the page refreshes.
+var pageTemplates = template.Must(template.New("").Funcs(template.FuncMap{
+	"short":       shortID,
+	"statusClass": statusClass,
+}).ParseFS(files, "templates/*.html"))

@@ -1,6 +1,7 @@
 package replicatest_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -8,7 +9,7 @@ import (
 
 	"github.com/cryptopay/cryptopay-go"
 	"github.com/cryptopay/cryptopay-go/cryptopaytest"
-	"github.com/cryptopay/cryptopay-go/internal/testkit/replicatest"
+	"github.com/cryptopay/cryptopay-go/cryptopaytest/replicatest"
 )
 
 // The rig itself, on a bus without a server: every wait on A ends by a
@@ -39,4 +40,11 @@ func TestPercentile(t *testing.T) {
 		}
 		assert.Equal(t, time.Duration(tc.want), replicatest.Percentile(ds, tc.p), "%v p%v", tc.in, tc.p)
 	}
+}
+
+// The median and the slowest of a rig's latencies, nearest rank.
+func ExamplePercentile() {
+	ds := []time.Duration{40 * time.Millisecond, 10 * time.Millisecond, 30 * time.Millisecond, 20 * time.Millisecond}
+	fmt.Println(replicatest.Percentile(ds, 50), replicatest.Percentile(ds, 100))
+	// Output: 20ms 40ms
 }

@@ -1,14 +1,34 @@
-// Package replicatest is the multi-replica end-to-end harness shared by the
-// stores of the companion modules (redisstore, pgstore): three replicas,
-// each a cryptopay.Client, a webhook.Handler and its own store instance on
-// one shared backing server, behind a round-robin forwarder on loopback,
-// fed by the cryptopaytest fake.
+// Package replicatest is the multi-replica conformance suite for a
+// webhook.DedupeStore shared by several processes, and for a
+// cryptopay.WakeupBus. It runs three replicas, each with its own
+// cryptopay.Client, webhook handler and store instance on your one backing
+// server, behind a round-robin load balancer on loopback, all fed by the
+// cryptopaytest fake; redisstore and pgstore run it on their servers. Run
+// cryptopaytest/dedupetest first (one store's contract, call by call);
+// this suite then checks the store end to end, at volume:
 //
-// Run checks that each (kind, id, status) reaches a callback exactly once
-// across the replicas although every event is also delivered to all three
-// replicas at once; that a replica killed mid-callback loses no event (its
-// lease expires and another replica delivers it); and, given a restart hook,
-// that a restart of the backing server mid-run loses nothing.
+//	func TestReplicas(t *testing.T) {
+//		replicatest.Run(t, replicatest.Config{
+//			NewStore: func(t *testing.T, replica int) webhook.DedupeStore {
+//				return mystore.New(sharedBackend, mystore.WithLease(3*time.Second))
+//			},
+//			Restart: restartSharedBackend, // optional
+//			Lease:   3 * time.Second,
+//		})
+//	}
+//
+//	func TestWakeupAcrossReplicas(t *testing.T) {
+//		replicatest.WakeupLatencies(t, func(tb testing.TB, replica int) cryptopay.WakeupBus {
+//			return mybus.New(sharedBackend)
+//		}, 5)
+//	}
+//
+// Each call of NewStore (or of a WakeupLatencies newBus) stands for one
+// replica: return a new instance, with its own connection, on the same
+// backing server. Order ids are unique per run, so the server need not be
+// emptied between runs. The runs take seconds and the loopback ports of a
+// few servers; they are tests, not benchmarks, though Stats and the
+// WakeupRig give figures for reports.
 package replicatest
 
 import (
@@ -37,55 +57,71 @@ import (
 	"github.com/cryptopay/cryptopay-go/webhook"
 )
 
-// Replicas is how many replicas the harness runs.
+// Replicas is how many replicas a run has: NewStore and ClientOptions
+// are called with replica 0 to Replicas-1.
 const Replicas = 3
 
-// Config describes the store under test.
+// Config describes the store under test. NewStore is required; every other
+// field may be left zero.
 type Config struct {
-	// NewStore returns replica i's own store instance. Every instance must
-	// use the same backing server (that is what is being tested).
+	// NewStore returns replica i's own store instance, called once per
+	// replica and run. Every instance must use the same backing server
+	// (that is what is being tested).
 	NewStore func(t *testing.T, replica int) webhook.DedupeStore
 	// ClientOptions, when set, returns extra options for replica i's
-	// Client (a WakeupBus, for example).
+	// Client (cryptopay.WithWakeupBus, for example, so that every
+	// handler's re-read also publishes a hint on your bus during the run).
 	ClientOptions func(t *testing.T, replica int) []cryptopay.Option
-	// Events is how many webhook events the fake sends in the delivery
-	// run (default 2000): half are payments paid, half are payouts moved
-	// to processing and then to paid.
+	// Events is how many webhook events the delivery run makes (default
+	// 2000): half are payments paid, half are payouts moved to processing
+	// and then to paid. The run fails if making them takes more than two
+	// minutes, or if their deliveries (retries included) have not ended a
+	// minute later.
 	Events int
 	// Restart, when set, is called once, a third of the way through the
 	// delivery run, while events keep flowing: it must stop the backing
-	// server and start it again with its data (so done marks survive), and
-	// return once it is back. Handlers answer 503 meanwhile. The stores'
-	// lease must outlast the outage (plus the store's own reconnect
-	// delay): a claim that lapses while Complete cannot reach the server
-	// lets a redelivery run the callback again, which the run reports as a
-	// double delivery.
+	// server and start it again with its data (so completed keys survive),
+	// and return once it is back. Handlers answer 503 meanwhile. The
+	// stores' lease must outlast the outage (plus the store's own
+	// reconnect delay): a claim that lapses while Complete cannot reach
+	// the server lets a redelivery run the callback again, which the run
+	// reports as a double delivery. Unless StoresHideRestart is set, the
+	// run also requires that at least one store call returned an error:
+	// the sign that the restart reached the stores at all.
 	Restart func() error
-	// Lease is the stores' lease length. It enables the killed-replica run,
-	// which waits for a dead replica's lease to expire (up to about twice
-	// Lease, given the sender's doubling retry waits). 0 skips that run.
+	// StoresHideRestart declares that the stores ride out a restart of
+	// their server inside their calls (they wait and retry) and return no
+	// error for it, which skips the check that a store call failed.
+	StoresHideRestart bool
+	// Lease is the stores' lease length: how long a claim whose replica
+	// died holds its key. It enables the killed-replica run, which waits
+	// for the dead replica's lease to expire (up to about twice Lease,
+	// given the sender's doubling retry waits, and at most the minute the
+	// deliveries have to end): give the stores a lease of a few seconds.
+	// 0 skips that run.
 	Lease time.Duration
-	// KillEvents is how many events the killed-replica run sends (default
+	// KillEvents is how many events the killed-replica run makes (default
 	// 200).
 	KillEvents int
 }
 
-// Secret is the webhook secret every replica shares.
-var Secret = []byte("replicatest-webhook-secret-0123456789")
+// secret is the webhook secret every replica shares.
+var secret = []byte("replicatest-webhook-secret-0123456789")
 
-// Stats counts what a run did, for reports and benchmarks.
+// Stats counts what a delivery run did, for the test's log and reports.
 type Stats struct {
-	Events     int            // events the fake generated
+	Events     int            // events the fake made
 	Callbacks  int            // callbacks that returned nil, all replicas
-	StoreCalls map[string]int // "Claim", "Complete", "Release"
+	StoreCalls map[string]int // calls of each store method: "Claim", "Complete", "Release"
 	StoreErrs  int            // store calls that returned an error
 	FanOut     map[int]int    // HTTP status of the extra direct deliveries (0: no answer)
 	Attempts   int            // webhook attempts made by the fake
-	Duration   time.Duration
+	Duration   time.Duration  // the run's wall time, events made to deliveries ended
 }
 
-// Run runs the delivery run and, with a Lease, the killed-replica run, as
-// subtests.
+// Run runs RunDelivery and, when cfg.Lease is set, RunKilledReplica, as
+// the subtests ExactlyOnce and KilledReplica, each on its own replicas and
+// fake.
 func Run(t *testing.T, cfg Config) {
 	t.Run("ExactlyOnce", func(t *testing.T) {
 		st := RunDelivery(t, cfg)
@@ -128,6 +164,9 @@ type replica struct {
 
 func newCluster(t *testing.T, cfg Config) *cluster {
 	t.Helper()
+	if cfg.NewStore == nil {
+		t.Fatal("replicatest: Config.NewStore is nil")
+	}
 	c := &cluster{
 		t:         t,
 		delivered: map[string][]int{},
@@ -162,7 +201,7 @@ func (c *cluster) newReplica(t *testing.T, cfg Config, i int) *replica {
 	r.client = c.srv.Client(opts...)
 	t.Cleanup(func() { _ = r.client.Close() })
 	h, err := webhook.NewHandler(webhook.Config{
-		Secret: Secret,
+		Secret: secret,
 		Client: r.client,
 		Dedupe: r.store,
 		OnPayment: func(_ context.Context, p *cryptopay.Payment) error {
@@ -244,7 +283,7 @@ func (c *cluster) forward(w http.ResponseWriter, req *http.Request) {
 
 // webhookURL is the URL given to the API: the forwarder's.
 func (c *cluster) webhookURL(orderID string) string {
-	u, err := webhook.URL(c.fwd.URL+"/hooks/cryptopay", Secret, orderID)
+	u, err := webhook.URL(c.fwd.URL+"/hooks/cryptopay", secret, orderID)
 	if err != nil {
 		panic(err)
 	}
@@ -278,7 +317,7 @@ func (c *cluster) fanOut(ctx context.Context, kind, id, orderID string) error {
 	if err != nil {
 		return err
 	}
-	u, err := webhook.URL("http://replica/hooks/cryptopay", Secret, orderID)
+	u, err := webhook.URL("http://replica/hooks/cryptopay", secret, orderID)
 	if err != nil {
 		return err
 	}
@@ -451,9 +490,13 @@ func (c *cluster) check(t *testing.T, objs []object) Stats {
 	return st
 }
 
-// RunDelivery is the exactly-once run: cfg.Events events, each also
-// delivered to every replica at once, and a restart of the backing server
-// a third of the way through when cfg.Restart is set.
+// RunDelivery is the exactly-once run: the fake sends cfg.Events events
+// through the load balancer, and each is also posted to every replica at
+// once; cfg.Restart, when set, restarts the backing server a third of the
+// way through. It fails t unless every (kind, id, status) reached a
+// callback exactly once across the replicas, every object's final status
+// reached one, and the fake's last attempt of every event was answered
+// 2xx. It returns what the run did.
 func RunDelivery(t *testing.T, cfg Config) Stats {
 	events := cfg.Events
 	if events <= 0 {
@@ -491,7 +534,7 @@ func RunDelivery(t *testing.T, cfg Config) Stats {
 	st := c.check(t, objs)
 	st.Events, st.Duration = made, time.Since(start)
 	assert.GreaterOrEqual(t, st.Callbacks, len(objs), "every object's final status reached a callback")
-	if cfg.Restart != nil {
+	if cfg.Restart != nil && !cfg.StoresHideRestart {
 		assert.Positive(t, st.StoreErrs, "the store never noticed the restart: the run proves nothing about it")
 	}
 	return st
@@ -499,10 +542,14 @@ func RunDelivery(t *testing.T, cfg Config) Stats {
 
 // RunKilledReplica kills replica 1 inside a callback, after it delivered a
 // few events: the callback never returns and its claim is never released,
-// and the replica answers nothing from then on. The event it held must
-// still reach exactly one callback on another replica once the lease
-// expires, and every other event must be delivered.
+// and the replica answers nothing from then on. It fails t unless the
+// event it held reaches exactly one callback on another replica once
+// cfg.Lease expires, and every other of the cfg.KillEvents events is
+// delivered exactly once. It needs cfg.Lease.
 func RunKilledReplica(t *testing.T, cfg Config) {
+	if cfg.Lease <= 0 {
+		t.Fatal("replicatest: RunKilledReplica needs Config.Lease, the stores' lease")
+	}
 	events := cfg.KillEvents
 	if events <= 0 {
 		events = 200

@@ -3,9 +3,9 @@
 // bench_test.go) and the fake server's throughput benchmark, and prints one
 // Markdown table of SDK/floor ratios with the targets checked.
 //
-//	go run ./internal/testkit/benchtable                 # -count 5 -benchtime 1s
-//	go run ./internal/testkit/benchtable -count 10 -raw bench.txt
-//	go run ./internal/testkit/benchtable -count 10 -server=false -bench '^Benchmark(GetPayment|CreatePayment|CreatePayout)$'
+//	go run ./scripts/benchtable                 # -count 5 -benchtime 1s
+//	go run ./scripts/benchtable -count 10 -raw bench.txt
+//	go run ./scripts/benchtable -count 10 -server=false -bench '^Benchmark(GetPayment|CreatePayment|CreatePayout)$'
 //	                                           # the per-call targets alone
 //
 // Each figure is the median over -count runs; each SDK/floor ratio is taken

@@ -18,10 +18,12 @@ import (
 	"github.com/cryptopay/cryptopay-go/webhook"
 )
 
-// WakeupRig measures cross-replica wake-ups: a wait on replica A (polling
-// once a minute) waits for a payment whose webhook goes to replica B, and
-// the payment is paid. Each bus is on its own connection to the shared
-// server.
+// WakeupRig checks and measures wake-ups across replicas on a
+// cryptopay.WakeupBus: replica A waits for a payment (WaitForPayment,
+// polling once a minute), the payment is paid, its webhook reaches replica
+// B's handler, and the hint B's Client publishes on its bus must end A's
+// wait. A round that takes 10 s fails: polling alone could not end the wait
+// that soon. Use a rig from one goroutine.
 type WakeupRig struct {
 	srv    *cryptopaytest.Server
 	a      *cryptopay.Client
@@ -30,16 +32,21 @@ type WakeupRig struct {
 	rounds int
 }
 
-// NewWakeupRig builds the fake API and replicas A and B; newBus returns
-// replica i's bus (0 is A, 1 is B).
+// NewWakeupRig starts a cryptopaytest fake and replicas A and B, each a
+// Client on the bus newBus returns for it (replica 0 is A, 1 is B): a new
+// instance each, on its own connection to the same backing server. The
+// Clients and the fake are closed when tb ends.
 func NewWakeupRig(tb testing.TB, newBus func(tb testing.TB, replica int) cryptopay.WakeupBus) *WakeupRig {
 	tb.Helper()
+	if newBus == nil {
+		tb.Fatal("replicatest: NewWakeupRig's newBus is nil")
+	}
 	r := &WakeupRig{srv: cryptopaytest.NewServer()}
 	tb.Cleanup(r.srv.Close)
 	r.a = r.srv.Client(cryptopay.WithWakeupBus(newBus(tb, 0)))
 	b := r.srv.Client(cryptopay.WithWakeupBus(newBus(tb, 1)))
 	tb.Cleanup(func() { _ = r.a.Close(); _ = b.Close() })
-	hook, err := webhook.NewHandler(webhook.Config{Secret: Secret, Client: b})
+	hook, err := webhook.NewHandler(webhook.Config{Secret: secret, Client: b})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -52,15 +59,18 @@ func NewWakeupRig(tb testing.TB, newBus func(tb testing.TB, replica int) cryptop
 }
 
 // Once runs one round and returns the time from the webhook reaching B's
-// handler to A's wait returning the paid payment. It fails if the wait
-// does not end within 10 s, which polling alone could not do.
+// handler to A's wait returning the paid payment. It returns an error if
+// the wait did not end within 10 s (it did not end by a wake-up), ended
+// before the payment was paid, or returned another status.
 func (r *WakeupRig) Once() (time.Duration, error) {
 	r.landed.Store(0)
 	r.rounds++
 	return wakeOnce(r.a, r.srv, r.hook.URL, &r.landed, r.rounds)
 }
 
-// WakeupLatencies runs n rounds of a new WakeupRig, failing tb on error.
+// WakeupLatencies runs n rounds of a new WakeupRig (NewWakeupRig) and
+// fails tb at the first round Once reports an error for: every wait must
+// end by a wake-up. It returns the n latencies, for Percentile.
 func WakeupLatencies(tb testing.TB, newBus func(tb testing.TB, replica int) cryptopay.WakeupBus, n int) []time.Duration {
 	tb.Helper()
 	rig := NewWakeupRig(tb, newBus)
@@ -79,7 +89,7 @@ func wakeOnce(a *cryptopay.Client, srv *cryptopaytest.Server, hookBase string, l
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	orderID := fmt.Sprintf("wake-%d-%d", time.Now().UnixNano(), i)
-	hookURL, err := webhook.URL(hookBase+"/hooks/cryptopay", Secret, orderID)
+	hookURL, err := webhook.URL(hookBase+"/hooks/cryptopay", secret, orderID)
 	if err != nil {
 		return 0, err
 	}

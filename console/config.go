@@ -1,0 +1,87 @@
+package console
+
+import (
+	"errors"
+	"log/slog"
+	"net/http"
+	"slices"
+
+	"github.com/cryptopay/cryptopay-go/pgstore"
+)
+
+// Role is what an actor may do in the console.
+type Role string
+
+// Roles. They do not imply one another: give an approver who also retries
+// parked intents both roles.
+const (
+	// RoleViewer reads every page and acts on nothing. Every actor the
+	// Authorize function admits can read.
+	RoleViewer Role = "viewer"
+	// RoleOperator retries and resolves parked payouts (one by one or in
+	// bulk) and clears payment anomalies.
+	RoleOperator Role = "operator"
+	// RoleApprover approves or rejects payouts held for approval (one by
+	// one or in bulk). Four eyes: an intent needs the approvals of
+	// pgstore.QueueConfig.Approvals distinct approvers.
+	RoleApprover Role = "approver"
+)
+
+// Actor is who makes a request, as Config.Authorize says.
+type Actor struct {
+	// ID names the person in every history entry of their moves: a stable
+	// user id or e-mail, not a display name (at most 128 bytes, no
+	// control or invisible characters).
+	ID string
+	// Roles are what they may do (RoleViewer alone: read only).
+	Roles []Role
+}
+
+// Can reports whether the actor has role r.
+func (a Actor) Can(r Role) bool { return slices.Contains(a.Roles, r) }
+
+// ErrInvalidConfig is New's error for a Config it cannot work with.
+var ErrInvalidConfig = errors.New("console: invalid config")
+
+// Defaults of Config.
+const (
+	// DefaultPageSize is how many rows a list page shows.
+	DefaultPageSize = 50
+	// DefaultBulkMax is the most intents one bulk action moves.
+	DefaultBulkMax = 1000
+)
+
+// Config configures New. Authorize and at least one of Queue and Tracker
+// are required.
+type Config struct {
+	// Queue is the payout queue the console shows and moves (nil: no
+	// payouts pages). A Queue with a Client can also Resolve.
+	Queue *pgstore.Queue
+	// Tracker is the payment tracker the console shows (nil: no payments
+	// pages).
+	Tracker *pgstore.Tracker
+	// Authorize maps a request to its actor, or refuses it with an error
+	// (403; the error's text is not shown). It runs for every request,
+	// after the merchant's own authentication middleware: read the user it
+	// established from the request's context or headers.
+	Authorize func(r *http.Request) (Actor, error)
+	// ReadOnly hides every action and refuses every POST (403), whatever
+	// the roles.
+	ReadOnly bool
+	// PageSize is how many rows a list page shows (default
+	// DefaultPageSize, at most 500).
+	PageSize int
+	// BulkMax caps how many intents one bulk action moves (default
+	// DefaultBulkMax); a filter that matches more is refused.
+	BulkMax int
+	// Logger receives one line per error a page could not show (the
+	// database unreachable ...); the page says only that it was logged.
+	// Default: slog.Default().
+	Logger *slog.Logger
+}
+
+// console is one configured console.
+type console struct {
+	cfg Config
+	log *slog.Logger
+}

@@ -1,0 +1,36 @@
+package console
+
+import (
+	"net/http"
+	"strings"
+)
+
+type actorKey struct{}
+
+// actorOf is the request's actor (Authorize admitted it).
+func actorOf(r *http.Request) Actor {
+	a, _ := r.Context().Value(actorKey{}).(Actor)
+	return a
+}
+
+// may reports whether the request's actor may act with role (never in
+// read-only mode).
+func (c *console) may(r *http.Request, role Role) bool {
+	return !c.cfg.ReadOnly && actorOf(r).Can(role)
+}
+
+// prefix is the path the console is mounted under: what http.StripPrefix
+// removed from the request's path ("" at the root).
+func prefix(r *http.Request) string {
+	full := r.URL.Path
+	if r.RequestURI != "" {
+		if p, _, _ := strings.Cut(r.RequestURI, "?"); p != "" {
+			full = p
+		}
+	}
+	esc := r.URL.EscapedPath()
+	if p, ok := strings.CutSuffix(full, esc); ok && !strings.HasPrefix(p, "//") { // never a link to another host
+		return strings.TrimSuffix(p, "/")
+	}
+	return ""
+}

@@ -1,0 +1,59 @@
+package pgstore
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// engine is what the payout queue and the payment tracker share: their
+// table, the check of its schema, their workers' logger and watch of
+// failures, and the channel that wakes their idle workers.
+type engine struct {
+	table  pgx.Identifier
+	wake   chan struct{}
+	log    *slog.Logger
+	watch  watch
+	schema schema
+}
+
+// engineConfig is what NewQueue and NewTracker take alike from their
+// configurations, defaults applied.
+type engineConfig struct {
+	config string // the configuration's type, named in errors
+	pool   *pgxpool.Pool
+	table  string // "name" or "schema.name"
+	logger *slog.Logger
+	poll   time.Duration
+	ddl    func() string // the engine's DDL, for the schema check
+}
+
+// init checks c's pool and table and sets the engine up: the logger (the
+// default one if c has none), the watch of failures and the schema check.
+func (e *engine) init(c engineConfig) error {
+	if c.pool == nil {
+		return fmt.Errorf("%w: %s.Pool is nil", ErrInvalidOption, c.config)
+	}
+	table, err := parseTable(c.table)
+	if err != nil {
+		return err
+	}
+	e.table, e.wake, e.log = table, make(chan struct{}, 1), c.logger
+	if e.log == nil {
+		e.log = defaultLogger()
+	}
+	e.watch.log, e.watch.key.base = e.log, c.poll
+	e.schema = schema{pool: c.pool, config: c.config, ddl: c.ddl}
+	return nil
+}
+
+// poke wakes this process's idle workers.
+func (e *engine) poke() {
+	select {
+	case e.wake <- struct{}{}:
+	default:
+	}
+}
