@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -43,6 +44,14 @@ func TestTrackerSQLPrepares(t *testing.T) {
 	}
 }
 
+// newTestTracker is a Tracker on pool with a fresh table of its own.
+func newTestTracker(tb testing.TB, pool *pgxpool.Pool) *Tracker {
+	tb.Helper()
+	tr, err := NewTracker(context.Background(), TrackerConfig{Pool: pool, Table: pgtest.Name("tracked"), CreateTable: true})
+	require.NoError(tb, err)
+	return tr
+}
+
 // sent is stmt as pgx sends it: its named parameters (@name) numbered in
 // the order the statement first uses them, whatever the arguments.
 func sent(t testing.TB, stmt string) string {
@@ -60,8 +69,7 @@ func TestTrackerNamedStatementsPreparedOnce(t *testing.T) {
 	srv := pgtest.Need(t)
 	pool := srv.Pool(t, 1) // one connection: its prepared statements are the cache
 	ctx := context.Background()
-	tr, err := NewTracker(ctx, TrackerConfig{Pool: pool, Table: pgtest.Name("tracked"), CreateTable: true})
-	require.NoError(t, err)
+	tr := newTestTracker(t, pool)
 	ten := decimal.RequireFromString("10")
 	for i := range 4 {
 		require.NoError(t, pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
@@ -70,7 +78,7 @@ func TestTrackerNamedStatementsPreparedOnce(t *testing.T) {
 			return err
 		}))
 	}
-	_, err = pool.Exec(ctx, "UPDATE "+tr.Table()+" SET next_at = now()")
+	_, err := pool.Exec(ctx, "UPDATE "+tr.Table()+" SET next_at = now()")
 	require.NoError(t, err)
 	hs, err := tr.claim(ctx, 4)
 	require.NoError(t, err)
@@ -127,9 +135,7 @@ func statements(v reflect.Value) map[string]string {
 func TestTrackerListUsesIndex(t *testing.T) {
 	srv := pgtest.Need(t)
 	pool := srv.Pool(t, 2)
-	ctx := context.Background()
-	tr, err := NewTracker(ctx, TrackerConfig{Pool: pool, Table: pgtest.Name("tracked"), CreateTable: true})
-	require.NoError(t, err)
+	tr := newTestTracker(t, pool)
 	fillTable(t, pool, tr.Table(), `INSERT INTO `+tr.Table()+` (order_id, payment_id, state, needs_action, anomaly)
 SELECT 'ord-' || lpad(i::text, 7, '0'), 'p' || i, CASE WHEN i % 100 = 0 THEN 'open' ELSE 'closed' END,
     i % 200 = 0, CASE WHEN i % 1000 = 0 THEN 'odd' ELSE '' END
@@ -168,8 +174,7 @@ func BenchmarkTrackerStatements(b *testing.B) {
 	srv := pgtest.Need(b)
 	pool := srv.Pool(b, 2)
 	ctx := context.Background()
-	tr, err := NewTracker(ctx, TrackerConfig{Pool: pool, Table: pgtest.Name("tracked"), CreateTable: true})
-	require.NoError(b, err)
+	tr := newTestTracker(b, pool)
 	ten := decimal.RequireFromString("10")
 	track := func(orderID string) {
 		require.NoError(b, pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
@@ -185,7 +190,7 @@ func BenchmarkTrackerStatements(b *testing.B) {
 		}
 	})
 	track("bench-due")
-	_, err = pool.Exec(ctx, "UPDATE "+tr.Table()+" SET next_at = now() - interval '1 hour' WHERE order_id = 'bench-due'")
+	_, err := pool.Exec(ctx, "UPDATE "+tr.Table()+" SET next_at = now() - interval '1 hour' WHERE order_id = 'bench-due'")
 	require.NoError(b, err)
 	claimOne := func() held {
 		hs, err := tr.claim(ctx, 1)
