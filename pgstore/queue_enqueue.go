@@ -105,7 +105,7 @@ func (q *Queue) insertIntents(ctx context.Context, tx pgx.Tx, actor string, ps [
 		}
 		fee[i], due[i] = p.NetworkFeeByUser, state.IsFinal()
 	}
-	rows, err := tx.Query(ctx, q.sql.insert, pgx.NamedArgs{"order_id": cols[0], "wallet_address": cols[1], "fee_by_user": fee,
+	rows, err := tx.Query(ctx, q.sql.insert, namedArgs{"order_id": cols[0], "wallet_address": cols[1], "fee_by_user": fee,
 		"amount": cols[2], "currency": cols[3], "network": cols[4], "customer_id": cols[5], "customer_ip": cols[6],
 		"additional_data": cols[7], "webhook_url": cols[8], "state": cols[9], "why": cols[10], "due": due,
 		"actor": actor, "approvals": q.cfg.Approvals})

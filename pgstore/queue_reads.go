@@ -45,7 +45,7 @@ func (q *Queue) List(ctx context.Context, f ListFilter) ([]Intent, error) {
 		return nil, err
 	}
 	states := stateNames(f.States)
-	return listRows(ctx, q.cfg.Pool, "intents", q.sql.list, scanIntent, pgx.NamedArgs{
+	return listRows(ctx, q.cfg.Pool, "intents", q.sql.list, scanIntent, namedArgs{
 		"all": len(states) == 0, "states": states, "after": f.After, "limit": pageLimit(f.Limit),
 		"held": f.Held, "currency": f.Currency, "network": f.Network,
 		"since": nullTime(f.Since), "until": nullTime(f.Until), "search": f.Search,

@@ -61,7 +61,7 @@ func (q *Queue) execSets(ctx context.Context, batch []*setRow) ([]bool, error) {
 	for i, r := range batch {
 		tokens[i], tries[i], after[i] = r.token, int32(min(r.tries, 1<<30)), r.afterMicros
 	}
-	args := pgx.NamedArgs{
+	args := namedArgs{
 		"order_id": text(func(r *setRow) string { return r.orderID }), "token": tokens,
 		"to_state": text(func(r *setRow) string { return r.to }), "verdict": text(func(r *setRow) string { return r.verdict }),
 		"error": text(func(r *setRow) string { return r.errText }), "tries": tries, "after": after,

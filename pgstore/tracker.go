@@ -9,7 +9,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/shopspring/decimal"
 
 	"github.com/cryptopay/cryptopay-go"
 	"github.com/cryptopay/cryptopay-go/internal/ids"
@@ -434,26 +433,6 @@ func scanTracked(row pgx.Row, extra ...any) (*TrackedPayment, error) {
 		tp.NextAt = *next
 	}
 	return &tp, nil
-}
-
-func nullDecimal(s *string) (decimal.NullDecimal, error) {
-	if s == nil {
-		return decimal.NullDecimal{}, nil
-	}
-	d, err := decimal.NewFromString(*s)
-	if err != nil {
-		return decimal.NullDecimal{}, fmt.Errorf("amount %q: %w", *s, err)
-	}
-	return decimal.NewNullDecimal(d), nil
-}
-
-// nullText is d as numeric text for SQL (nil: NULL).
-func nullText(d decimal.NullDecimal) *string {
-	if !d.Valid {
-		return nil
-	}
-	s := d.Decimal.String()
-	return &s
 }
 
 // errTrackLeaseLost: the payment's lease passed to another worker, which

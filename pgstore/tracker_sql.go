@@ -42,7 +42,8 @@ func buildTrackerSQL(t, h, m string) trackerSQL {
 func buildTrackerTrackSQL(t string) trackerTrackSQL {
 	return trackerTrackSQL{
 		insert: fmt.Sprintf(`INSERT INTO %s (order_id, payment_id, pay_amount, currency, network, expired_at, state, next_at, status, paid_amount)
-VALUES ($1, $2, $3::numeric, $4, $5, $6, $7, $8, $9, $10::numeric) ON CONFLICT (order_id) DO NOTHING RETURNING true`, t),
+VALUES (@order_id, @payment_id, @pay_amount::numeric, @currency, @network, @expired_at, @state, @next_at, @status,
+    @paid_amount::numeric) ON CONFLICT (order_id) DO NOTHING RETURNING true`, t),
 		insertOrder: fmt.Sprintf(`INSERT INTO %s (order_id, state) VALUES ($1, $2) ON CONFLICT (order_id) DO NOTHING RETURNING true`, t),
 		getLock:     fmt.Sprintf(`SELECT %s FROM %s WHERE order_id = $1 FOR UPDATE`, trackedCols, t),
 		// Track completes a payment tracked by orderId alone.
@@ -105,30 +106,32 @@ FROM due WHERE order_id = due.due_id
 RETURNING %[2]s, late_polls`, t, trackedCols),
 		// A read that records no change: the next read, a new anomaly
 		// (merged into the row's, never the claim's copy written back), the
-		// failure of the read or of the callback ($9, $10: class and text;
+		// failure of the read or of the callback (its class and text;
 		// none: the count is reset); only by the lease holder.
-		set: fmt.Sprintf(`UPDATE %s SET state = $3, next_at = CASE WHEN woken AND NOT final THEN now() ELSE $4 END, late_polls = $5,
-    %s, needs_action = $7 OR $6 <> '' OR anomaly <> '', expired_at = COALESCE(expired_at, $8), lease_token = NULL,
-    `+failSet("$9", "$10")+`
-WHERE order_id = $1 AND lease_token = $2`, t, mergeAnomaly("$6")),
+		set: fmt.Sprintf(`UPDATE %s SET state = @state, next_at = CASE WHEN woken AND NOT final THEN now() ELSE @next_at END,
+    late_polls = @late_polls, %s, needs_action = @needs_action OR @anomaly <> '' OR anomaly <> '',
+    expired_at = COALESCE(expired_at, @expired_at), lease_token = NULL,
+    `+failSet("@fail_class", "@fail_text")+`
+WHERE order_id = @order_id AND lease_token = @lease_token`, t, mergeAnomaly("@anomaly")),
 		// A change: only by the lease holder, only from the status and paid
 		// amount it read before (compare and set), and the history row in
 		// the same statement; (order_id, seq) is the history's key, so one
 		// change can never be recorded twice.
 		record: fmt.Sprintf(`WITH u AS (
-    UPDATE %[1]s SET status = $3, paid_amount = $4::numeric, changes = changes + 1, state = $5, fail_count = 0,
-        next_at = CASE WHEN woken AND NOT $11 THEN now() ELSE $6 END, late_polls = $7,
-        needs_action = $8 OR $17 <> '' OR anomaly <> '', %[3]s,
-        final = $11, lease_token = NULL, updated_at = now(), expired_at = COALESCE(expired_at, $9),
-        pay_amount = COALESCE(pay_amount, $12::numeric),
-        currency = CASE WHEN currency = '' THEN $13 ELSE currency END,
-        network = CASE WHEN network = '' THEN $14 ELSE network END,
-        merchant_amount = $18::numeric
-    WHERE order_id = $1 AND lease_token = $2 AND status = $10 AND paid_amount IS NOT DISTINCT FROM $15::numeric
+    UPDATE %[1]s SET status = @to_status, paid_amount = @to_paid::numeric, changes = changes + 1, state = @state, fail_count = 0,
+        next_at = CASE WHEN woken AND NOT @final THEN now() ELSE @next_at END, late_polls = @late_polls,
+        needs_action = @needs_action OR @anomaly <> '' OR anomaly <> '', %[3]s,
+        final = @final, lease_token = NULL, updated_at = now(), expired_at = COALESCE(expired_at, @expired_at),
+        pay_amount = COALESCE(pay_amount, @pay_amount::numeric),
+        currency = CASE WHEN currency = '' THEN @currency ELSE currency END,
+        network = CASE WHEN network = '' THEN @network ELSE network END,
+        merchant_amount = @merchant_amount::numeric
+    WHERE order_id = @order_id AND lease_token = @lease_token AND status = @from_status
+        AND paid_amount IS NOT DISTINCT FROM @from_paid::numeric
     RETURNING order_id, payment_id, changes)
 INSERT INTO %[2]s (order_id, seq, payment_id, from_status, to_status, from_paid, to_paid, late, merchant_amount)
-SELECT order_id, changes, payment_id, $10, $3, $15::numeric, $4::numeric, $16, $18::numeric FROM u
-RETURNING seq, at`, t, h, mergeAnomaly("$17")),
+SELECT order_id, changes, payment_id, @from_status, @to_status, @from_paid::numeric, @to_paid::numeric, @late, @merchant_amount::numeric FROM u
+RETURNING seq, at`, t, h, mergeAnomaly("@anomaly")),
 	}
 }
 

@@ -54,8 +54,9 @@ func (t *Tracker) Track(ctx context.Context, tx pgx.Tx, p *cryptopay.Payment) (c
 	}
 	status, paid := firstState(p)
 	var inserted bool
-	err = tx.QueryRow(ctx, t.sql.insert, p.OrderID, p.ID, p.PayAmount.String(), p.Currency, p.Network, expired,
-		string(TrackOpen), next.at, status, paid).Scan(&inserted)
+	err = tx.QueryRow(ctx, t.sql.insert, namedArgs{"order_id": p.OrderID, "payment_id": p.ID,
+		"pay_amount": p.PayAmount.String(), "currency": p.Currency, "network": p.Network, "expired_at": expired,
+		"state": string(TrackOpen), "next_at": next.at, "status": status, "paid_amount": paid}).Scan(&inserted)
 	if err == nil {
 		return true, nil
 	}

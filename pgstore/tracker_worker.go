@@ -282,8 +282,10 @@ func (t *Tracker) write(ctx context.Context, h held, nx next, anomaly string) {
 	if !h.ExpiredAt.IsZero() {
 		expired = &h.ExpiredAt
 	}
-	if _, err := t.cfg.Pool.Exec(ctx, t.sql.set, h.OrderID, h.token, string(nx.state), nx.at, nx.latePolls,
-		scrubText(anomaly), h.Status.NeedsAction(), expired, string(nx.fail.Class), nx.fail.Text); err != nil {
+	if _, err := t.cfg.Pool.Exec(ctx, t.sql.set, namedArgs{"order_id": h.OrderID, "lease_token": h.token,
+		"state": string(nx.state), "next_at": nx.at, "late_polls": nx.latePolls, "anomaly": scrubText(anomaly),
+		"needs_action": h.Status.NeedsAction(), "expired_at": expired,
+		"fail_class": string(nx.fail.Class), "fail_text": nx.fail.Text}); err != nil {
 		t.watch.warn(ctx, "pgstore: scheduling a tracked payment", slog.String("orderId", h.OrderID),
 			slog.String("error", err.Error()))
 	}
@@ -307,10 +309,14 @@ func (t *Tracker) record(ctx context.Context, h held, p *cryptopay.Payment, nx n
 		expired = &exp
 	}
 	err := pgx.BeginTxFunc(ctx, t.cfg.Pool, pgx.TxOptions{BeginQuery: trackBegin}, func(tx pgx.Tx) error {
-		err := tx.QueryRow(ctx, t.sql.record, h.OrderID, h.token, string(p.Status), nullText(p.PaidAmount), string(nx.state),
-			nx.at, nx.latePolls, p.Status.NeedsAction(), expired, string(h.Status), p.Status.IsFinal(),
-			p.PayAmount.String(), p.Currency, p.Network, nullText(h.PaidAmount), c.Late, scrubText(anomaly),
-			nullText(p.MerchantAmount)).Scan(&c.Seq, &c.At)
+		err := tx.QueryRow(ctx, t.sql.record, namedArgs{"order_id": h.OrderID, "lease_token": h.token,
+			"from_status": string(h.Status), "to_status": string(p.Status),
+			"from_paid": nullText(h.PaidAmount), "to_paid": nullText(p.PaidAmount),
+			"state": string(nx.state), "next_at": nx.at, "late_polls": nx.latePolls,
+			"needs_action": p.Status.NeedsAction(), "expired_at": expired, "final": p.Status.IsFinal(),
+			"pay_amount": p.PayAmount.String(), "currency": p.Currency, "network": p.Network,
+			"late": c.Late, "anomaly": scrubText(anomaly), "merchant_amount": nullText(p.MerchantAmount),
+		}).Scan(&c.Seq, &c.At)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return errTrackLeaseLost
 		}
