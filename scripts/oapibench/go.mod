@@ -9,6 +9,7 @@ require (
 	github.com/cryptopay/cryptopay-go v0.1.0
 	github.com/oapi-codegen/runtime v1.9.0
 	github.com/shopspring/decimal v1.6.0
+	github.com/stretchr/testify v1.12.1
 )
 
 require (
