@@ -93,7 +93,7 @@ func TestSameAnswers(t *testing.T) {
 		t.Run(tc.amount, func(t *testing.T) {
 			fake := cryptopaytest.NewServer()
 			t.Cleanup(fake.Close)
-			sdk, gen := newSDK(t, fake.URL, fake.APIKey), newOAPI(t, fake.URL, fake.APIKey)
+			sdk, gen := newSDK(t, fake.URL, fake.APIKey), newOAPI(t, fake.URL, fake.APIKey, newHTTPClient(t))
 			ctx := context.Background()
 			params := createParams
 			params.Amount = decimal.RequireFromString(tc.amount)

@@ -142,15 +142,20 @@ func newHTTPClient(tb testing.TB) *http.Client {
 }
 
 // newOAPI is the generated client as a merchant minimally sets it up: the
-// API key added by a request editor, the shared http.Client.
-func newOAPI(tb testing.TB, url, key string) *oapiclient.ClientWithResponses {
+// API key added by a request editor, on hc; with hc nil, on what the
+// generated code takes by default (an http.Client{}: the default
+// transport, and no timeout, so a server that never answers holds the
+// call for ever).
+func newOAPI(tb testing.TB, url, key string, hc *http.Client) *oapiclient.ClientWithResponses {
 	tb.Helper()
-	c, err := oapiclient.NewClientWithResponses(url,
-		oapiclient.WithHTTPClient(newHTTPClient(tb)),
-		oapiclient.WithRequestEditorFn(func(_ context.Context, r *http.Request) error {
-			r.Header.Set("X-Api-Key", key)
-			return nil
-		}))
+	opts := []oapiclient.ClientOption{oapiclient.WithRequestEditorFn(func(_ context.Context, r *http.Request) error {
+		r.Header.Set("X-Api-Key", key)
+		return nil
+	})}
+	if hc != nil {
+		opts = append(opts, oapiclient.WithHTTPClient(hc))
+	}
+	c, err := oapiclient.NewClientWithResponses(url, opts...)
 	if err != nil {
 		tb.Fatal(err)
 	}
