@@ -9,8 +9,7 @@ import (
 
 // The SDK's allocations per call over loopback (the in-process server's
 // included, the same for every client), every check on, bounded from
-// above; the generated client's (on the SDK's transport settings and on its
-// defaults) and the floor's are logged beside them.
+// above; the other clients' are logged beside them.
 // The bounds are this change's counts (BENCHMARKS.md, "The SDK beside an
 // oapi-codegen client"), the same in every run (AllocsPerRun truncates the
 // mean, so a rare redial does not move it): a change that adds an

@@ -9,14 +9,17 @@ import (
 	"slices"
 	"sync/atomic"
 	"testing"
+
+	"github.com/cryptopay/cryptopay-go"
 )
 
 // The clients compared, and the calls: the SDK; the generated client on
 // the SDK's transport settings and per-attempt timeout (the same work);
 // the generated client on its defaults (no timeout, the default
-// transport); the floor.
+// transport); the floor; and, to price the timeout, the SDK without it
+// (WithTimeout(0); the call's ctx still bounds the call).
 var (
-	clients = []string{"sdk", "oapi", "oapidefault", "floor"}
+	clients = []string{"sdk", "oapi", "oapidefault", "floor", "sdknotimeout"}
 	ops     = []string{"GetPayment", "CreatePayment"}
 )
 
@@ -28,8 +31,12 @@ func newCaller(tb testing.TB, client, op, url, id string) func(context.Context) 
 	tb.Helper()
 	get := op == "GetPayment"
 	switch client {
-	case "sdk":
-		c := newSDK(tb, url, apiKey)
+	case "sdk", "sdknotimeout":
+		var opts []cryptopay.Option
+		if client == "sdknotimeout" {
+			opts = append(opts, cryptopay.WithTimeout(0))
+		}
+		c := newSDK(tb, url, apiKey, opts...)
 		if get {
 			return func(ctx context.Context) error {
 				p, err := c.GetPayment(ctx, id)

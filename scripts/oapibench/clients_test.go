@@ -112,9 +112,9 @@ func newCannedServer(tb testing.TB, a answers) *httptest.Server {
 }
 
 // newSDK is the SDK's client, every check on, on its own default transport.
-func newSDK(tb testing.TB, url, key string) *cryptopay.Client {
+func newSDK(tb testing.TB, url, key string, opts ...cryptopay.Option) *cryptopay.Client {
 	tb.Helper()
-	c, err := cryptopay.NewClient(url, key)
+	c, err := cryptopay.NewClient(url, key, opts...)
 	if err != nil {
 		tb.Fatal(err)
 	}
