@@ -8,11 +8,12 @@
 #
 #	scripts/instructions.sh                                   # the client alone: GET and POST
 #	scripts/instructions.sh 'GetPayment|CreatePayment' 500 2000  # over loopback (slower)
-#	DIR=scripts/oapibench WHO='sdk oapi floor' scripts/instructions.sh 'GetPayment|CreatePayment' 500 2000
-#	                                                          # beside the oapi-codegen client
+#	DIR=scripts/oapibench WHO='sdk oapi oapidefault floor sdknotimeout' \
+#		scripts/instructions.sh 'GetPayment|CreatePayment' 500 2000  # beside oapi-codegen
 #
 # DIR is the package whose benchmarks run (default: the root's); WHO the
 # clients, each a sub-benchmark seq/<who> (default: sdk floor).
+#
 # Needs valgrind. The test binary is built without cgo and run with one P
 # and without asynchronous preemption, which callgrind cannot follow.
 set -euo pipefail
