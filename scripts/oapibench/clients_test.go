@@ -184,10 +184,7 @@ func oapiCreatePayment(ctx context.Context, c *oapiclient.ClientWithResponses, b
 	if err != nil {
 		return nil, err
 	}
-	if r.JSON201 == nil {
-		return nil, fmt.Errorf("%w: %d", errStatus, r.StatusCode())
-	}
-	return r.JSON201, nil
+	return expected(r.JSON201, r.StatusCode())
 }
 
 func oapiGetPayment(ctx context.Context, c *oapiclient.ClientWithResponses, id string) (*oapiclient.PaymentStatus, error) {
@@ -195,8 +192,14 @@ func oapiGetPayment(ctx context.Context, c *oapiclient.ClientWithResponses, id s
 	if err != nil {
 		return nil, err
 	}
-	if r.JSON200 == nil {
-		return nil, fmt.Errorf("%w: %d", errStatus, r.StatusCode())
+	return expected(r.JSON200, r.StatusCode())
+}
+
+// expected returns the answer the generated code parsed for the expected
+// status, or, when it parsed none (another status), an error naming code.
+func expected[T any](answer *T, code int) (*T, error) {
+	if answer == nil {
+		return nil, fmt.Errorf("%w: %d", errStatus, code)
 	}
-	return r.JSON200, nil
+	return answer, nil
 }
