@@ -8,6 +8,11 @@
 #
 #	scripts/instructions.sh                                   # the client alone: GET and POST
 #	scripts/instructions.sh 'GetPayment|CreatePayment' 500 2000  # over loopback (slower)
+#	DIR=scripts/oapibench WHO='sdk oapi oapidefault floor sdknotimeout' \
+#		scripts/instructions.sh 'GetPayment|CreatePayment' 500 2000  # beside oapi-codegen
+#
+# DIR is the package whose benchmarks run (default: the root's); WHO the
+# clients, each a sub-benchmark seq/<who> (default: sdk floor).
 #
 # Needs valgrind. The test binary is built without cgo and run with one P
 # and without asynchronous preemption, which callgrind cannot follow.
@@ -19,7 +24,7 @@ hi=${3:-4000}
 command -v valgrind >/dev/null || { echo "instructions.sh: valgrind is not on PATH (apt-get install valgrind)" >&2; exit 1; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-CGO_ENABLED=0 go test -c -o "$tmp/sdk.test" .
+CGO_ENABLED=0 go -C "${DIR:-.}" test -c -o "$tmp/sdk.test" .
 
 count() { # count BENCH N: the instructions of one run
 	GODEBUG=asyncpreemptoff=1 GOMAXPROCS=1 valgrind --tool=callgrind --callgrind-out-file="$tmp/cg" \
@@ -28,7 +33,7 @@ count() { # count BENCH N: the instructions of one run
 }
 
 for b in ${benches//|/ }; do
-	for who in sdk floor; do
+	for who in ${WHO:-sdk floor}; do
 		runs=()
 		for _ in 1 2 3; do
 			a=$(count "$b/seq/$who" "$lo")

@@ -1,0 +1,5 @@
+//go:build !race
+
+package oapibench_test
+
+const raceDetector = false
