@@ -396,7 +396,12 @@ func TestQueueWakeBetweenRecordStartAndRow(t *testing.T) {
 func TestQueueRefusedKeyKeepsPayoutsQueued(t *testing.T) {
 	r := newQRig(t)
 	var seen transitions
-	q := r.queue(t, func(c *pgstore.QueueConfig) { c.Client, c.Observer = rotatedClient(t, r.fake), seen.observe })
+	// The first claim takes all three; their 401s hold claims back for a
+	// window of PollInterval, an hour here, so no probe is in flight when
+	// the run stops (a send cut off by the stop is rightly reconciled).
+	q := r.queue(t, func(c *pgstore.QueueConfig) {
+		c.Client, c.Observer, c.PollInterval = rotatedClient(t, r.fake), seen.observe, time.Hour
+	})
 	ps := []cryptopay.CreatePayoutParams{payoutParams(1), payoutParams(2), payoutParams(3)}
 	r.enqueue(t, q, ps...)
 	stop := run(t, q)
