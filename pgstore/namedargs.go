@@ -28,6 +28,9 @@ type numbering struct {
 // Queue or Tracker table).
 var numberings sync.Map // string -> *numbering
 
+// maxNumberings bounds the numberings kept.
+const maxNumberings = 512
+
 // paramCandidate matches what may be a named parameter; pgx's rewrite
 // decides which ones are (not those in a literal or a comment).
 var paramCandidate = regexp.MustCompile(`@([A-Za-z_][A-Za-z0-9_]*)`)

@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -91,4 +92,22 @@ func TestNamedArgsNumberOnce(t *testing.T) {
 		allocs := testing.AllocsPerRun(20, func() { _, _, _ = args.RewriteQuery(ctx, nil, stmt, nil) })
 		assert.LessOrEqual(t, allocs, 1.0, stmt)
 	}
+}
+
+// The numberings kept are bounded: statement texts name their table, so a
+// process that builds Queues and Trackers on ever more tables must not
+// grow the cache without end. Past the bound a text is numbered on every
+// call, and still bound exactly.
+func TestNamedArgsNumberingsAreBounded(t *testing.T) {
+	ctx := context.Background()
+	for i := range maxNumberings + 200 {
+		stmt := fmt.Sprintf(`SELECT @a::numeric, @b FROM "bounded_%d" WHERE x = @a`, i)
+		sql, args, err := namedArgs{"a": "1", "b": "2"}.RewriteQuery(ctx, nil, stmt, nil)
+		require.NoError(t, err)
+		require.Equal(t, fmt.Sprintf(`SELECT $1::numeric, $2 FROM "bounded_%d" WHERE x = $1`, i), sql)
+		require.Equal(t, []any{"1", "2"}, args)
+	}
+	kept := 0
+	numberings.Range(func(_, _ any) bool { kept++; return true })
+	assert.LessOrEqual(t, kept, maxNumberings)
 }
