@@ -278,10 +278,20 @@ func (n bitcoinLike) check(addr string) error {
 	if addr == "" {
 		return n.refuse("is empty")
 	}
-	// A segwit address is the HRP, '1' and the data, in one case.
+	// A segwit address is the HRP, '1' and the data, in one case. A
+	// base58 address can look the same ("LTC1..." on Litecoin): it passes
+	// if it decodes as base58check of this network.
 	if one := strings.LastIndexByte(addr, '1'); one > 0 && strings.EqualFold(addr[:one], n.hrp) {
-		return n.checkSegwit(addr)
+		err := n.checkSegwit(addr)
+		if err != nil && n.checkBase58(addr) == nil {
+			return nil
+		}
+		return err
 	}
+	return n.checkBase58(addr)
+}
+
+func (n bitcoinLike) checkBase58(addr string) error {
 	version, payload, reason := addrcodec.DecodeBase58Check(addr)
 	if reason != "" {
 		if looksSegwit(addr) {
