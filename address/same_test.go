@@ -42,6 +42,7 @@ func TestSame(t *testing.T) {
 		{"EVM another address", "eth", evmLower, evmUpper, false},
 		{"EVM prefix case is not ignored", "eth", evmLower, "0X" + evmLower[2:], false},
 		{"EVM on a network without a check", "solana", evmChecksum, strings.ToLower(evmChecksum), false},
+		{"a network key in another case is another network", "ETH", evmChecksum, strings.ToLower(evmChecksum), false},
 		{"segwit upper vs lower", "bitcoin", btcP2WPKH, strings.ToLower(btcP2WPKH), true},
 		{"segwit taproot", "btc", btcTaproot, strings.ToUpper(btcTaproot), true},
 		{"segwit testnet", "bitcoin-testnet", tbP2WSH, strings.ToUpper(tbP2WSH), true},
