@@ -232,15 +232,28 @@ var (
 		foreignReason: `is a P2SH address with Bitcoin testnet's version byte ("2..."): use the Litecoin testnet form ("Q...")`}
 )
 
-// evmCaseless reports whether s has the EVM form ("0x" and 40 characters)
-// whose case carries no meaning.
-func evmCaseless(s string) bool { return len(s) == 42 && strings.HasPrefix(s, "0x") }
+// evmCaseless reports whether s has the EVM form ("0x" and 40 hex
+// digits), whose case carries no meaning: two such spellings that differ
+// only in case decode to the same 20 bytes.
+func evmCaseless(s string) bool {
+	if len(s) != 42 || !strings.HasPrefix(s, "0x") {
+		return false
+	}
+	for i := 2; i < len(s); i++ {
+		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+			return false
+		}
+	}
+	return true
+}
 
-// caseless reports whether s is in n's segwit form (its HRP, then '1'),
-// whose case carries no meaning; base58 forms are case-sensitive.
+// caseless reports whether s is a segwit address of n (it decodes, in one
+// case, with n's HRP), whose case carries no meaning. A string that only
+// looks segwit (the HRP, then '1') may be base58, which is
+// case-sensitive: a Litecoin P2PKH address can start with "LTC1".
 func (n bitcoinLike) caseless(s string) bool {
-	one := strings.LastIndexByte(s, '1')
-	return one > 0 && strings.EqualFold(s[:one], n.hrp)
+	w, reason := addrcodec.DecodeSegwit(s)
+	return reason == "" && w.HRP == n.hrp
 }
 
 // Bitcoin checks a Bitcoin mainnet address (see the package comment).
@@ -265,10 +278,20 @@ func (n bitcoinLike) check(addr string) error {
 	if addr == "" {
 		return n.refuse("is empty")
 	}
-	// A segwit address is the HRP, '1' and the data, in one case.
+	// A segwit address is the HRP, '1' and the data, in one case. A
+	// base58 address can look the same ("LTC1..." on Litecoin): it passes
+	// if it decodes as base58check of this network.
 	if one := strings.LastIndexByte(addr, '1'); one > 0 && strings.EqualFold(addr[:one], n.hrp) {
-		return n.checkSegwit(addr)
+		err := n.checkSegwit(addr)
+		if err != nil && n.checkBase58(addr) == nil {
+			return nil
+		}
+		return err
 	}
+	return n.checkBase58(addr)
+}
+
+func (n bitcoinLike) checkBase58(addr string) error {
 	version, payload, reason := addrcodec.DecodeBase58Check(addr)
 	if reason != "" {
 		if looksSegwit(addr) {

@@ -55,7 +55,7 @@ func TestBuiltinAccepts(t *testing.T) {
 		{"bitcoin-testnet", []string{tbP2WSH, tbTaproot, "tb1qqqqqp399et2xygdj5xreqhjjvcmzhxw4aywxecjdzew6hylgvsesrxh6hy", ltcTestP2PKH}},
 		{"litecoin", []string{ltcP2PKH, ltcP2SH, ltcP2WPKH, "LW6HjAU6GL9fK2LZWUA6VZCzomTdrpx3nr", "LV7LV7Z4bWDEjYkfx9dQo6k6RjGbXsg6hS",
 			"ltc1q3m3ujh350qrqdl33pv7pjw0d0m9qnm6qjcjpga", "ltc1qytnqzjknvv03jwfgrsmzt0ycmwqgl0asjnaxwu",
-			"LXYx4j8PDGE8GEwDFnEQhcLyHFGsRxSJwt", "MEnuCzUGHaQx9fK5WYvLwR1NK4SAo8HmSr"}},
+			"LXYx4j8PDGE8GEwDFnEQhcLyHFGsRxSJwt", "MEnuCzUGHaQx9fK5WYvLwR1NK4SAo8HmSr", ltcVanity}},
 		{"ltc", []string{ltcP2WPKH}},
 		{"litecoin-testnet", []string{ltcTestP2PKH, ltcTestP2SH}},
 		{"tron", []string{tronAddr, "THRF3GuPnvvPzKoaT8pJex5XHmo8NNbCb3"}},

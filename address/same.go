@@ -1,15 +1,18 @@
 package address
 
 // Same reports whether a and b spell one address of network. Where a
-// format gives case no meaning, case is ignored: EVM hex, whose mixed case
-// is only the EIP-55 checksum, and segwit bech32, written all in one case
-// either way. Base58 addresses (Bitcoin and Litecoin P2PKH and P2SH,
-// TRON) and the addresses of networks without a built-in check compare
-// byte for byte.
+// format gives case no meaning, case is ignored: EVM hex ("0x" and 40 hex
+// digits, whose mixed case is only the EIP-55 checksum), and segwit
+// bech32 that decodes with network's HRP, written all in one case either
+// way. Everything else compares byte for byte: base58 addresses (Bitcoin
+// and Litecoin P2PKH and P2SH, TRON, even one that starts like a segwit
+// address), mixed-case or undecodable bech32, and the addresses of
+// networks without a built-in check or given in another case ("ETH").
 //
-// Same does not check either address: a mistyped address can be Same as
-// its correct spelling. Compare addresses that Check accepted, or use Same
-// to tell a provider's respelling of an address from another address.
+// Same never calls two different destinations the same, but it is not
+// Check: an EVM address whose EIP-55 case is wrong is Same as its correct
+// spelling (both name the same 20 bytes). Use Same to tell a provider's
+// respelling of an address from another address.
 func Same(network, a, b string) bool {
 	if a == b {
 		return true

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"sync"
+	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -24,9 +25,18 @@ type numbering struct {
 	names []string
 }
 
-// numberings holds the numbering of each statement text seen (a few per
-// Queue or Tracker table).
-var numberings sync.Map // string -> *numbering
+// numberings holds the numbering of each statement text seen, three per
+// Queue or Tracker table (their texts name the table), up to
+// maxNumberings: a process that builds Queues and Trackers on ever more
+// tables keeps the first ones' and numbers the rest on every call, as
+// pgx's rewrite does, rather than grow without end. numbered counts them.
+var (
+	numberings sync.Map // string -> *numbering
+	numbered   atomic.Int64
+)
+
+// maxNumberings bounds the numberings kept (about 1 MB of statement text).
+const maxNumberings = 512
 
 // paramCandidate matches what may be a named parameter; pgx's rewrite
 // decides which ones are (not those in a literal or a comment).
@@ -52,8 +62,21 @@ func numberOf(sql string) (*numbering, error) {
 			return nil, fmt.Errorf("pgstore: parameter $%d of a statement is no name of the form @name", i+1)
 		}
 	}
-	v, _ := numberings.LoadOrStore(sql, n)
-	return v.(*numbering), nil
+	return keep(sql, n), nil
+}
+
+// keep stores n as sql's numbering unless maxNumberings are kept, and
+// returns the numbering kept for sql (n if none is).
+func keep(sql string, n *numbering) *numbering {
+	if numbered.Add(1) > maxNumberings {
+		numbered.Add(-1)
+		return n
+	}
+	v, loaded := numberings.LoadOrStore(sql, n)
+	if loaded {
+		numbered.Add(-1)
+	}
+	return v.(*numbering)
 }
 
 // RewriteQuery implements pgx.QueryRewriter: sql numbered, na's values in

@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -85,10 +86,37 @@ func TestNamedArgsRefusesMissingOrExtraNames(t *testing.T) {
 // the tracker's record, every call).
 func TestNamedArgsNumberOnce(t *testing.T) {
 	ctx := context.Background()
+	// The tests before this one may have filled the numberings with their
+	// tables' statements: start with room for these.
+	numberings.Clear()
+	numbered.Store(0)
 	for stmt, args := range namedStatements(t) {
 		_, _, err := args.RewriteQuery(ctx, nil, stmt, nil)
 		require.NoError(t, err)
 		allocs := testing.AllocsPerRun(20, func() { _, _, _ = args.RewriteQuery(ctx, nil, stmt, nil) })
 		assert.LessOrEqual(t, allocs, 1.0, stmt)
 	}
+}
+
+// The numberings kept are bounded: statement texts name their table, so a
+// process that builds Queues and Trackers on ever more tables must not
+// grow the cache without end. Past the bound a text is numbered on every
+// call, and still bound exactly.
+func TestNamedArgsNumberingsAreBounded(t *testing.T) {
+	ctx := context.Background()
+	for i := range maxNumberings + 200 {
+		stmt := fmt.Sprintf(`SELECT @a::numeric, @b FROM "bounded_%d" WHERE x = @a`, i)
+		t.Cleanup(func() { // room again for the other tests' statements
+			if _, ok := numberings.LoadAndDelete(stmt); ok {
+				numbered.Add(-1)
+			}
+		})
+		sql, args, err := namedArgs{"a": "1", "b": "2"}.RewriteQuery(ctx, nil, stmt, nil)
+		require.NoError(t, err)
+		require.Equal(t, fmt.Sprintf(`SELECT $1::numeric, $2 FROM "bounded_%d" WHERE x = $1`, i), sql)
+		require.Equal(t, []any{"1", "2"}, args)
+	}
+	kept := 0
+	numberings.Range(func(_, _ any) bool { kept++; return true })
+	assert.LessOrEqual(t, kept, maxNumberings)
 }

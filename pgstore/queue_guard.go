@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -46,7 +47,8 @@ type Guardrails struct {
 	// AllowedAddresses, if not nil, lists the only wallet addresses paid
 	// to; any other is blocked. They are compared with address.Same for
 	// the payout's network: an EVM or segwit address in another case is
-	// the same address, a base58 one must match byte for byte.
+	// the same address, any other must match byte for byte. NewQueue
+	// keeps its own copy: changing the slice afterwards changes nothing.
 	AllowedAddresses []string
 	// CheckAddress, if set, is asked before each create request; an error
 	// blocks the intent, with the error's text recorded (do not put
@@ -61,7 +63,7 @@ type Guardrails struct {
 	// by the worker that would send it, unless an operator approved it.
 	ApprovalAbove map[string]decimal.Decimal
 
-	allowed map[string]struct{}
+	allowed map[string][]string // AllowedAddresses by strings.ToLower, as NewQueue saw them
 }
 
 // DefaultVelocityWindow is Guardrails.VelocityWindow's default.
@@ -106,22 +108,20 @@ func (g *Guardrails) check() error {
 	}
 	setDefault(&g.VelocityWindow, DefaultVelocityWindow)
 	if g.AllowedAddresses != nil {
-		g.allowed = make(map[string]struct{}, len(g.AllowedAddresses))
+		g.allowed = make(map[string][]string, len(g.AllowedAddresses))
 		for _, a := range g.AllowedAddresses {
-			g.allowed[a] = struct{}{}
+			k := strings.ToLower(a)
+			g.allowed[k] = append(g.allowed[k], a)
 		}
 	}
 	return nil
 }
 
 // allows reports whether wallet is on the allow-list for network: an
-// exact entry (one map lookup), else an entry that address.Same finds
-// equal (a scan, on the path that refuses).
+// entry that address.Same finds equal, among those that differ from it
+// at most in case (one map lookup, whatever the list's length).
 func (g *Guardrails) allows(network, wallet string) bool {
-	if _, ok := g.allowed[wallet]; ok {
-		return true
-	}
-	for _, a := range g.AllowedAddresses {
+	for _, a := range g.allowed[strings.ToLower(wallet)] {
 		if address.Same(network, a, wallet) {
 			return true
 		}

@@ -22,8 +22,12 @@ func parseTable(name string) (pgx.Identifier, error) {
 		return nil, fmt.Errorf("%w: table %q: want name or schema.name", ErrInvalidOption, name)
 	}
 	for i, p := range parts {
-		// The index name adds "_expires_at_idx" (15) to the table name,
-		// within PostgreSQL's 63-byte identifiers.
+		// An index name adds a suffix to the table name: the dedupe
+		// store's "_expires_at_idx" (15) fits PostgreSQL's 63-byte
+		// identifiers; PostgreSQL cuts the queue's "_history_order_idx"
+		// (18) and the tracker's "_moves_order_idx" (16) after a name of
+		// over 45 or 47 bytes, which leaves them distinct and the same on
+		// every CreateTable.
 		maxLen := 48
 		if i == 0 && len(parts) == 2 {
 			maxLen = 63

@@ -48,3 +48,29 @@ func TestWalletRespelledIsTheSame(t *testing.T) {
 		})
 	}
 }
+
+// The allow-list is the one NewQueue was given: writing another wallet
+// into the caller's slice afterwards allows nothing (NewQueue keeps its
+// own index of the entries, respellings included).
+func TestAllowListIsKeptAtNewQueue(t *testing.T) {
+	const ours = "0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed"
+	const other = "0xde709f2102306220921060314715629080e2fb77"
+	list := []string{ours}
+	g := Guardrails{AllowedAddresses: list}
+	require.NoError(t, g.check())
+	list[0] = other
+	p := cryptopay.CreatePayoutParams{OrderID: "wd-1", Amount: decimal.RequireFromString("1"), Currency: "usdt", Network: "erc20"}
+	for _, tc := range []struct {
+		wallet string
+		allow  bool
+	}{
+		{ours, true},
+		{strings.ToLower(ours), true},
+		{other, false},
+		{strings.ToUpper(other[2:]), false},
+		{"0x" + strings.ToUpper(other[2:]), false},
+	} {
+		p.WalletAddress = tc.wallet
+		assert.Equal(t, tc.allow, g.stop(t.Context(), p) == nil, tc.wallet)
+	}
+}

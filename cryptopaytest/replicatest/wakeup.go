@@ -3,6 +3,7 @@ package replicatest
 import (
 	"context"
 	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -136,14 +137,14 @@ func wakeOnce(a *cryptopay.Client, srv *cryptopaytest.Server, hookBase string, l
 	return r.at.Sub(time.Unix(0, landed.Load())), nil
 }
 
-// Percentile returns the p-th percentile (0 < p <= 100) of ds, nearest
-// rank; 0 for none.
+// Percentile returns the p-th percentile (0 < p <= 100) of ds by nearest
+// rank: the least value with at least p% of ds at or below it; 0 for none.
 func Percentile(ds []time.Duration, p float64) time.Duration {
 	if len(ds) == 0 {
 		return 0
 	}
 	s := slices.Clone(ds)
 	slices.Sort(s)
-	i := int(float64(len(s))*p/100+0.5) - 1
+	i := int(math.Ceil(float64(len(s))*p/100)) - 1
 	return s[min(max(i, 0), len(s)-1)]
 }

@@ -32,6 +32,8 @@ func TestPercentile(t *testing.T) {
 		{[]int{5, 1, 3}, 50, 3},
 		{[]int{4, 1, 3, 2}, 50, 2},
 		{[]int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, 90, 9},
+		{[]int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, 91, 10}, // rank 9.1: the 10th, the least with 91% at or below it
+		{[]int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, 1, 1},
 		{[]int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, 100, 10},
 	} {
 		var ds []time.Duration
