@@ -82,36 +82,13 @@ type payoutBody struct {
 	WebhookURL       string `json:"webhookUrl,omitempty"`
 }
 
-// Payment has the SDK's Payment fields, by their wire names, amounts
-// exact.
-type Payment struct {
-	ID                string              `json:"paymentId"`
-	Status            string              `json:"status"`
-	PayAmount         decimal.Decimal     `json:"payAmount"`
-	PayAddress        string              `json:"payAddress"`
-	PayQRCodeURI      string              `json:"payQrCodeUri"`
-	Currency          string              `json:"currency"`
-	Network           string              `json:"network"`
-	CustomerID        string              `json:"customerId"`
-	CustomerIP        string              `json:"customerIp"`
-	OrderID           string              `json:"orderId"`
-	AdditionalData    string              `json:"additionalData"`
-	PlatformFeeByUser bool                `json:"platformFeeByUser"`
-	CreatedAt         time.Time           `json:"createdAt"`
-	UpdatedAt         time.Time           `json:"updatedAt"`
-	ExpiredAt         time.Time           `json:"expiredAt"`
-	WebhookURL        string              `json:"webhookUrl"`
-	PaidAmount        decimal.NullDecimal `json:"paidAmount"`
-	MerchantAmount    decimal.NullDecimal `json:"merchantAmount"`
-	PaidAddress       string              `json:"paidAddress"`
-}
-
-// PaymentFloat is Payment with amounts as float64 (inexact: what
-// exactness costs).
-type PaymentFloat struct {
+// PaymentOf has the SDK's Payment fields, by their wire names, with the
+// amounts of type A (and N where the answer may carry null): Payment reads
+// them exactly, PaymentFloat as float64.
+type PaymentOf[A, N any] struct {
 	ID                string    `json:"paymentId"`
 	Status            string    `json:"status"`
-	PayAmount         float64   `json:"payAmount"`
+	PayAmount         A         `json:"payAmount"`
 	PayAddress        string    `json:"payAddress"`
 	PayQRCodeURI      string    `json:"payQrCodeUri"`
 	Currency          string    `json:"currency"`
@@ -125,10 +102,17 @@ type PaymentFloat struct {
 	UpdatedAt         time.Time `json:"updatedAt"`
 	ExpiredAt         time.Time `json:"expiredAt"`
 	WebhookURL        string    `json:"webhookUrl"`
-	PaidAmount        *float64  `json:"paidAmount"`
-	MerchantAmount    *float64  `json:"merchantAmount"`
+	PaidAmount        N         `json:"paidAmount"`
+	MerchantAmount    N         `json:"merchantAmount"`
 	PaidAddress       string    `json:"paidAddress"`
 }
+
+// Payment is a payment with exact amounts: the floor's result.
+type Payment = PaymentOf[decimal.Decimal, decimal.NullDecimal]
+
+// PaymentFloat is a payment with amounts as float64 (inexact: what
+// exactness costs).
+type PaymentFloat = PaymentOf[float64, *float64]
 
 // Payout has the SDK's Payout fields, by their wire names, amounts exact.
 type Payout struct {
@@ -161,31 +145,12 @@ type Wallet struct {
 	Address string `json:"address"`
 }
 
-// ListItem is one item of a payout list page, amounts exact.
-type ListItem struct {
-	Status         string              `json:"status"`
-	Amount         decimal.Decimal     `json:"amount"`
-	MerchantAmount decimal.NullDecimal `json:"merchantAmount"`
-	PaidAddress    string              `json:"paidAddress"`
-	OrderID        string              `json:"orderId"`
-	CustomerID     string              `json:"customerId"`
-	PayCurrency    Name                `json:"payCurrency"`
-	PayNetwork     Name                `json:"payNetwork"`
-	CreatedAt      time.Time           `json:"createdAt"`
-	PayoutWallet   Wallet              `json:"payoutWallet"`
-}
-
-// Page is a page of GET /v1/payout/list.
-type Page struct {
-	Payout []ListItem `json:"payout"`
-	Count  int        `json:"count"`
-}
-
-// ListItemFloat is ListItem with amounts as float64.
-type ListItemFloat struct {
+// ListItemOf is one item of a payout list page, with the amounts of
+// type A (and N where the answer may carry null), as PaymentOf.
+type ListItemOf[A, N any] struct {
 	Status         string    `json:"status"`
-	Amount         float64   `json:"amount"`
-	MerchantAmount *float64  `json:"merchantAmount"`
+	Amount         A         `json:"amount"`
+	MerchantAmount N         `json:"merchantAmount"`
 	PaidAddress    string    `json:"paidAddress"`
 	OrderID        string    `json:"orderId"`
 	CustomerID     string    `json:"customerId"`
@@ -195,8 +160,14 @@ type ListItemFloat struct {
 	PayoutWallet   Wallet    `json:"payoutWallet"`
 }
 
-// PageFloat is Page with amounts as float64.
-type PageFloat struct {
-	Payout []ListItemFloat `json:"payout"`
-	Count  int             `json:"count"`
+// PageOf is a page of GET /v1/payout/list.
+type PageOf[A, N any] struct {
+	Payout []ListItemOf[A, N] `json:"payout"`
+	Count  int                `json:"count"`
 }
+
+// Page is a payout list page with exact amounts.
+type Page = PageOf[decimal.Decimal, decimal.NullDecimal]
+
+// PageFloat is a payout list page with amounts as float64.
+type PageFloat = PageOf[float64, *float64]
