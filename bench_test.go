@@ -1,15 +1,18 @@
 package cryptopay_test
 
-// Benchmarks: each SDK call beside a floor, a hand-written client with plain
-// net/http + encoding/json, against the same loopback server in the same
-// run, so the ratio SDK/floor comes from one process on one machine.
+// Benchmarks: each SDK call beside the floor, the hand-written client with
+// plain net/http + encoding/json in internal/benchfloor (which
+// scripts/oapibench measures against too), against the same loopback
+// server in the same run, so the ratio SDK/floor comes from one process on
+// one machine.
 //
 // Fairness rules (see BENCHMARKS.md):
 //   - same server: an httptest server on 127.0.0.1 that answers every route
 //     with canned, spec-shaped JSON (the same bytes for both clients);
 //   - same transport settings: the floor's http.Transport copies the SDK's
 //     default transport (MaxConnsPerHost, MaxIdleConns and
-//     MaxIdleConnsPerHost 256, the same dialer and timeouts);
+//     MaxIdleConnsPerHost 256, the same dialer and timeouts), which
+//     client_test.go's TestBenchFloorTransportIsTheDefault checks;
 //   - same headers (x-api-key, Accept, User-Agent, Content-Type on POST),
 //     same request body, the body read whole under a size cap;
 //   - equivalent result: the floor decodes into a struct with the same
@@ -31,7 +34,6 @@ package cryptopay_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -47,6 +49,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	cryptopay "github.com/cryptopay/cryptopay-go"
+	"github.com/cryptopay/cryptopay-go/internal/benchfloor"
 )
 
 const (
@@ -142,205 +145,13 @@ func newBenchSDK(tb testing.TB, s *benchServer) *cryptopay.Client {
 	return c
 }
 
-// floorClient is the hand-written client: what a careful developer writes
-// with net/http and encoding/json, with the SDK's transport settings.
-type floorClient struct {
-	hc   *http.Client
-	base string
-	ua   string
-}
-
-func newFloorClient(tb testing.TB, s *benchServer) *floorClient {
+// newFloorClient is the floor (internal/benchfloor) on the SDK's
+// transport settings, for s.
+func newFloorClient(tb testing.TB, s *benchServer) *benchfloor.Client {
 	tb.Helper()
-	tr := &http.Transport{ // the SDK's default transport, field by field
-		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		ForceAttemptHTTP2:     true,
-		MaxConnsPerHost:       256,
-		MaxIdleConns:          256,
-		MaxIdleConnsPerHost:   256,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   10 * time.Second,
-		ExpectContinueTimeout: time.Second,
-	}
-	tb.Cleanup(tr.CloseIdleConnections)
-	return &floorClient{
-		hc:   &http.Client{Transport: tr, Timeout: 30 * time.Second},
-		base: s.URL,
-		ua:   "floor/0.1.0 (go)",
-	}
-}
-
-var errFloorStatus = errors.New("floor: unexpected status")
-
-func (f *floorClient) call(ctx context.Context, method, path string, body []byte, out any) error {
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, f.base+path, rd)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("X-Api-Key", benchKey)
-	req.Header.Set("Accept", "application/json")
-	req.Header.Set("User-Agent", f.ua)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := f.hc.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return errFloorStatus
-	}
-	return json.Unmarshal(b, out)
-}
-
-// The floor's result types: the SDK's fields, exact amounts.
-type floorPayment struct {
-	ID                string              `json:"paymentId"`
-	Status            string              `json:"status"`
-	PayAmount         decimal.Decimal     `json:"payAmount"`
-	PayAddress        string              `json:"payAddress"`
-	PayQRCodeURI      string              `json:"payQrCodeUri"`
-	Currency          string              `json:"currency"`
-	Network           string              `json:"network"`
-	CustomerID        string              `json:"customerId"`
-	CustomerIP        string              `json:"customerIp"`
-	OrderID           string              `json:"orderId"`
-	AdditionalData    string              `json:"additionalData"`
-	PlatformFeeByUser bool                `json:"platformFeeByUser"`
-	CreatedAt         time.Time           `json:"createdAt"`
-	UpdatedAt         time.Time           `json:"updatedAt"`
-	ExpiredAt         time.Time           `json:"expiredAt"`
-	WebhookURL        string              `json:"webhookUrl"`
-	PaidAmount        decimal.NullDecimal `json:"paidAmount"`
-	MerchantAmount    decimal.NullDecimal `json:"merchantAmount"`
-	PaidAddress       string              `json:"paidAddress"`
-}
-
-type floorPaymentFloat struct {
-	ID                string    `json:"paymentId"`
-	Status            string    `json:"status"`
-	PayAmount         float64   `json:"payAmount"`
-	PayAddress        string    `json:"payAddress"`
-	PayQRCodeURI      string    `json:"payQrCodeUri"`
-	Currency          string    `json:"currency"`
-	Network           string    `json:"network"`
-	CustomerID        string    `json:"customerId"`
-	CustomerIP        string    `json:"customerIp"`
-	OrderID           string    `json:"orderId"`
-	AdditionalData    string    `json:"additionalData"`
-	PlatformFeeByUser bool      `json:"platformFeeByUser"`
-	CreatedAt         time.Time `json:"createdAt"`
-	UpdatedAt         time.Time `json:"updatedAt"`
-	ExpiredAt         time.Time `json:"expiredAt"`
-	WebhookURL        string    `json:"webhookUrl"`
-	PaidAmount        *float64  `json:"paidAmount"`
-	MerchantAmount    *float64  `json:"merchantAmount"`
-	PaidAddress       string    `json:"paidAddress"`
-}
-
-type floorPayout struct {
-	ID               string              `json:"payoutId"`
-	Status           string              `json:"status"`
-	Amount           decimal.Decimal     `json:"amount"`
-	WalletAddress    string              `json:"walletAddress"`
-	NetworkFeeByUser bool                `json:"networkFeeByUser"`
-	Currency         string              `json:"currency"`
-	Network          string              `json:"network"`
-	CustomerID       string              `json:"customerId"`
-	CustomerIP       string              `json:"customerIp"`
-	OrderID          string              `json:"orderId"`
-	CreatedAt        time.Time           `json:"createdAt"`
-	UpdatedAt        time.Time           `json:"updatedAt"`
-	AdditionalData   string              `json:"additionalData"`
-	WebhookURL       string              `json:"webhookUrl"`
-	PaidAmount       decimal.NullDecimal `json:"paidAmount"`
-	MerchantAmount   decimal.NullDecimal `json:"merchantAmount"`
-}
-
-type floorName struct {
-	Name string `json:"name"`
-}
-
-type floorListItem struct {
-	Status         string              `json:"status"`
-	Amount         decimal.Decimal     `json:"amount"`
-	MerchantAmount decimal.NullDecimal `json:"merchantAmount"`
-	PaidAddress    string              `json:"paidAddress"`
-	OrderID        string              `json:"orderId"`
-	CustomerID     string              `json:"customerId"`
-	PayCurrency    floorName           `json:"payCurrency"`
-	PayNetwork     floorName           `json:"payNetwork"`
-	CreatedAt      time.Time           `json:"createdAt"`
-	PayoutWallet   struct {
-		Label   string `json:"label"`
-		Address string `json:"address"`
-	} `json:"payoutWallet"`
-}
-
-type floorPage struct {
-	Payout []floorListItem `json:"payout"`
-	Count  int             `json:"count"`
-}
-
-type floorListItemFloat struct {
-	Status         string    `json:"status"`
-	Amount         float64   `json:"amount"`
-	MerchantAmount *float64  `json:"merchantAmount"`
-	PaidAddress    string    `json:"paidAddress"`
-	OrderID        string    `json:"orderId"`
-	CustomerID     string    `json:"customerId"`
-	PayCurrency    floorName `json:"payCurrency"`
-	PayNetwork     floorName `json:"payNetwork"`
-	CreatedAt      time.Time `json:"createdAt"`
-	PayoutWallet   struct {
-		Label   string `json:"label"`
-		Address string `json:"address"`
-	} `json:"payoutWallet"`
-}
-
-type floorPageFloat struct {
-	Payout []floorListItemFloat `json:"payout"`
-	Count  int                  `json:"count"`
-}
-
-// floorNumber writes a decimal as a bare JSON number, as the SDK does.
-type floorNumber decimal.Decimal
-
-func (n floorNumber) MarshalJSON() ([]byte, error) { return []byte(decimal.Decimal(n).String()), nil }
-
-type floorCreatePayment struct {
-	Amount            floorNumber `json:"amount"`
-	PlatformFeeByUser bool        `json:"platformFeeByUser"`
-	Currency          string      `json:"currency"`
-	Network           string      `json:"network"`
-	CustomerID        string      `json:"customerId"`
-	CustomerIP        string      `json:"customerIp"`
-	OrderID           string      `json:"orderId"`
-	AdditionalData    string      `json:"additionalData,omitempty"`
-	WebhookURL        string      `json:"webhookUrl,omitempty"`
-}
-
-type floorCreatePayout struct {
-	WalletAddress    string      `json:"walletAddress"`
-	NetworkFeeByUser bool        `json:"networkFeeByUser"`
-	Amount           floorNumber `json:"amount"`
-	Currency         string      `json:"currency"`
-	Network          string      `json:"network"`
-	CustomerID       string      `json:"customerId"`
-	CustomerIP       string      `json:"customerIp"`
-	OrderID          string      `json:"orderId"`
-	AdditionalData   string      `json:"additionalData,omitempty"`
-	WebhookURL       string      `json:"webhookUrl,omitempty"`
+	hc := benchfloor.NewHTTPClient()
+	tb.Cleanup(hc.CloseIdleConnections)
+	return benchfloor.New(hc, s.URL, benchKey)
 }
 
 var (
@@ -359,8 +170,8 @@ var (
 // benchCase is one operation: the SDK's call and the floor's.
 type benchCase struct {
 	sdk        func(ctx context.Context, c *cryptopay.Client) error
-	floor      func(ctx context.Context, f *floorClient) error
-	floatFloor func(ctx context.Context, f *floorClient) error
+	floor      func(ctx context.Context, f *benchfloor.Client) error
+	floatFloor func(ctx context.Context, f *benchfloor.Client) error
 }
 
 var benchCases = map[string]benchCase{
@@ -372,13 +183,13 @@ var benchCases = map[string]benchCase{
 			}
 			return err
 		},
-		floor: func(ctx context.Context, f *floorClient) error {
-			p := new(floorPayment)
-			return f.call(ctx, http.MethodGet, "/v1/payment/"+benchPaymentID+"/status", nil, p)
+		floor: func(ctx context.Context, f *benchfloor.Client) error {
+			_, err := f.GetPayment(ctx, benchPaymentID)
+			return err
 		},
-		floatFloor: func(ctx context.Context, f *floorClient) error {
-			p := new(floorPaymentFloat)
-			return f.call(ctx, http.MethodGet, "/v1/payment/"+benchPaymentID+"/status", nil, p)
+		floatFloor: func(ctx context.Context, f *benchfloor.Client) error {
+			p := new(benchfloor.PaymentFloat)
+			return f.Call(ctx, http.MethodGet, "/v1/payment/"+benchPaymentID+"/status", nil, p)
 		},
 	},
 	"CreatePayment": {
@@ -386,17 +197,9 @@ var benchCases = map[string]benchCase{
 			_, err := c.CreatePayment(ctx, benchPaymentParams)
 			return err
 		},
-		floor: func(ctx context.Context, f *floorClient) error {
-			p := benchPaymentParams
-			body, err := json.Marshal(floorCreatePayment{
-				Amount: floorNumber(p.Amount), PlatformFeeByUser: p.PlatformFeeByUser, Currency: p.Currency,
-				Network: p.Network, CustomerID: p.CustomerID, CustomerIP: p.CustomerIP, OrderID: p.OrderID,
-				AdditionalData: p.AdditionalData, WebhookURL: p.WebhookURL,
-			})
-			if err != nil {
-				return err
-			}
-			return f.call(ctx, http.MethodPost, "/v1/payment", body, new(floorPayment))
+		floor: func(ctx context.Context, f *benchfloor.Client) error {
+			_, err := f.CreatePayment(ctx, benchfloor.CreatePaymentParams(benchPaymentParams))
+			return err
 		},
 	},
 	"CreatePayout": {
@@ -404,17 +207,9 @@ var benchCases = map[string]benchCase{
 			_, err := c.CreatePayout(ctx, benchPayoutParams)
 			return err
 		},
-		floor: func(ctx context.Context, f *floorClient) error {
-			p := benchPayoutParams
-			body, err := json.Marshal(floorCreatePayout{
-				WalletAddress: p.WalletAddress, NetworkFeeByUser: p.NetworkFeeByUser, Amount: floorNumber(p.Amount),
-				Currency: p.Currency, Network: p.Network, CustomerID: p.CustomerID, CustomerIP: p.CustomerIP,
-				OrderID: p.OrderID, AdditionalData: p.AdditionalData, WebhookURL: p.WebhookURL,
-			})
-			if err != nil {
-				return err
-			}
-			return f.call(ctx, http.MethodPost, "/v1/payout", body, new(floorPayout))
+		floor: func(ctx context.Context, f *benchfloor.Client) error {
+			_, err := f.CreatePayout(ctx, benchfloor.CreatePayoutParams(benchPayoutParams))
+			return err
 		},
 	},
 	"ListPayouts100": {
@@ -425,11 +220,11 @@ var benchCases = map[string]benchCase{
 			}
 			return err
 		},
-		floor: func(ctx context.Context, f *floorClient) error {
-			return f.call(ctx, http.MethodGet, "/v1/payout/list?limit=100", nil, new(floorPage))
+		floor: func(ctx context.Context, f *benchfloor.Client) error {
+			return f.Call(ctx, http.MethodGet, "/v1/payout/list?limit=100", nil, new(benchfloor.Page))
 		},
-		floatFloor: func(ctx context.Context, f *floorClient) error {
-			return f.call(ctx, http.MethodGet, "/v1/payout/list?limit=100", nil, new(floorPageFloat))
+		floatFloor: func(ctx context.Context, f *benchfloor.Client) error {
+			return f.Call(ctx, http.MethodGet, "/v1/payout/list?limit=100", nil, new(benchfloor.PageFloat))
 		},
 	},
 }
@@ -487,7 +282,7 @@ func runBenchCase(b *testing.B, bc benchCase) {
 func benchLoop(b *testing.B, s *benchServer, callers int, call func(context.Context) error) {
 	ctx := context.Background()
 	b.ReportAllocs()
-	cpu0, cpuOK := processCPU()
+	cpu0, cpuOK := benchfloor.ProcessCPU()
 	b.ResetTimer()
 	if callers == 1 {
 		for range b.N {
@@ -523,7 +318,7 @@ func benchLoop(b *testing.B, s *benchServer, callers int, call func(context.Cont
 // reportCPU reports the process's CPU time per call since cpu0: the
 // client's and the in-process server's, the same server for SDK and floor.
 func reportCPU(b *testing.B, cpu0 time.Duration, ok bool) {
-	if cpu1, ok1 := processCPU(); ok && ok1 {
+	if cpu1, ok1 := benchfloor.ProcessCPU(); ok && ok1 {
 		b.ReportMetric(float64(cpu1-cpu0)/float64(b.N), "cpu-ns/op")
 	}
 }
@@ -561,9 +356,7 @@ func BenchmarkClientOverheadGetPayment(b *testing.B) {
 	benchClientOverhead(b, func(ctx context.Context, c *cryptopay.Client) error {
 		_, err := c.GetPayment(ctx, benchPaymentID)
 		return err
-	}, func(ctx context.Context, f *floorClient) error {
-		return f.call(ctx, http.MethodGet, "/v1/payment/"+benchPaymentID+"/status", nil, new(floorPayment))
-	})
+	}, benchCases["GetPayment"].floor)
 }
 
 // BenchmarkClientOverheadCreatePayment is CreatePayment with the network
@@ -576,7 +369,7 @@ func BenchmarkClientOverheadCreatePayment(b *testing.B) {
 }
 
 // benchClientOverhead runs sdk and floor over the in-memory transport.
-func benchClientOverhead(b *testing.B, sdk func(context.Context, *cryptopay.Client) error, floor func(context.Context, *floorClient) error) {
+func benchClientOverhead(b *testing.B, sdk func(context.Context, *cryptopay.Client) error, floor func(context.Context, *benchfloor.Client) error) {
 	hc := &http.Client{Transport: memTransport{}, Timeout: 30 * time.Second}
 	b.Run("seq/sdk", func(b *testing.B) {
 		c, err := cryptopay.NewClient("http://127.0.0.1:1", benchKey, cryptopay.WithHTTPClient(hc))
@@ -592,7 +385,7 @@ func benchClientOverhead(b *testing.B, sdk func(context.Context, *cryptopay.Clie
 		}
 	})
 	b.Run("seq/floor", func(b *testing.B) {
-		f := &floorClient{hc: hc, base: "http://127.0.0.1:1", ua: "floor/0.1.0 (go)"}
+		f := benchfloor.New(hc, "http://127.0.0.1:1", benchKey)
 		ctx := context.Background()
 		b.ReportAllocs()
 		for b.Loop() {

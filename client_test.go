@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,6 +20,8 @@ import (
 	"github.com/jarcoal/httpmock"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cryptopay/cryptopay-go/internal/benchfloor"
 )
 
 // TestBaseURLEndingInV1Refused: every call adds /v1/... itself, so a base
@@ -252,6 +255,25 @@ func TestDefaultTransport(t *testing.T) {
 	assert.False(t, tr.TLSClientConfig.InsecureSkipVerify)
 	assert.GreaterOrEqual(t, tr.MaxIdleConnsPerHost, 64)
 	assert.NotSame(t, http.DefaultTransport, tr)
+}
+
+// TestBenchFloorTransportIsTheDefault: the benchmarks' floor
+// (internal/benchfloor) runs on the SDK's default transport settings and
+// per-attempt timeout, TLS aside (it talks to loopback over HTTP), so that
+// what the benchmarks compare is the clients, not their transports.
+func TestBenchFloorTransportIsTheDefault(t *testing.T) {
+	hc := benchfloor.NewHTTPClient()
+	assert.Equal(t, DefaultTimeout, hc.Timeout)
+	floor, ok := hc.Transport.(*http.Transport)
+	require.True(t, ok)
+	sdk := newTransport(DefaultMaxConnsPerHost)
+	assert.Equal(t, reflect.ValueOf(sdk.Proxy).Pointer(), reflect.ValueOf(floor.Proxy).Pointer(), "Proxy")
+	require.NotNil(t, floor.DialContext)
+	// The rest, field by field (the dialer's timeouts are inside a closure).
+	for _, tr := range []*http.Transport{sdk, floor} {
+		tr.Proxy, tr.DialContext, tr.TLSClientConfig = nil, nil, nil
+	}
+	assert.Equal(t, sdk, floor)
 }
 
 // TestTLS11Refused: a server that offers only TLS 1.1 is refused, and the

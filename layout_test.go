@@ -210,14 +210,14 @@ func (g *houseGraph) runsBackUp(a *importArrow) bool {
 }
 
 // testOnly lists the root module's internal packages that only tests may
-// import: test fixtures and the notice of a test skipped for a missing
-// program, which no program links.
-var testOnly = []string{house + "/internal/testfix", house + "/internal/toolnotice"}
+// import: test fixtures, the notice of a test skipped for a missing
+// program and the benchmarks' floor, which no program links.
+var testOnly = []string{house + "/internal/testfix", house + "/internal/toolnotice", house + "/internal/benchfloor"}
 
 // TestLeafPackagesImportNothingOfTheModule: every package under the root
-// module's internal/ (the SDK's leaf packages, and the test-only testfix
-// and toolnotice) imports no package of the module, in its code or its
-// tests; only tests import testfix and toolnotice, in every module; and no
+// module's internal/ (the SDK's leaf packages, and the test-only testfix,
+// toolnotice and benchfloor) imports no package of the module, in its code
+// or its tests; only tests import those three, in every module; and no
 // import arrow of the repository runs back up out of an internal
 // directory (runsBackUp), so what sits under internal/ is below
 // everything that uses it.

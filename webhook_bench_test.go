@@ -3,7 +3,8 @@ package cryptopay_test
 // Webhook handler benchmarks: the SDK's webhook.Handler beside a
 // hand-written floor (see floorWebhook), per event, with and without a
 // re-read through the API. Fairness rules as in bench_test.go; the shared
-// helpers (bench server, floor client, benchRound, reportCPU) live there.
+// helpers (bench server, benchRound, reportCPU) live there, the floor's
+// client and types in internal/benchfloor.
 
 import (
 	"bytes"
@@ -22,6 +23,7 @@ import (
 	"testing"
 
 	cryptopay "github.com/cryptopay/cryptopay-go"
+	"github.com/cryptopay/cryptopay-go/internal/benchfloor"
 	"github.com/cryptopay/cryptopay-go/webhook"
 )
 
@@ -41,7 +43,7 @@ func (benchNoDedupe) Release(context.Context, string) error  { return nil }
 // decoded once into the exact-money struct, the orderId's HMAC token checked
 // in constant time, with fc the payment re-read through the API (GET status,
 // decoded, its orderId compared), the callback called, 200.
-func floorWebhook(secret []byte, fc *floorClient, on func(context.Context, *floorPayment) error) http.Handler {
+func floorWebhook(secret []byte, fc *benchfloor.Client, on func(context.Context, *benchfloor.Payment) error) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
 			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
@@ -53,7 +55,7 @@ func floorWebhook(secret []byte, fc *floorClient, on func(context.Context, *floo
 			http.Error(w, "bad request", http.StatusBadRequest)
 			return
 		}
-		p := new(floorPayment)
+		p := new(benchfloor.Payment)
 		if err := json.Unmarshal(body, p); err != nil || p.ID == "" || p.OrderID == "" {
 			http.Error(w, "bad request", http.StatusBadRequest)
 			return
@@ -67,8 +69,8 @@ func floorWebhook(secret []byte, fc *floorClient, on func(context.Context, *floo
 			return
 		}
 		if fc != nil {
-			api := new(floorPayment)
-			if err := fc.call(r.Context(), http.MethodGet, "/v1/payment/"+url.PathEscape(p.ID)+"/status", nil, api); err != nil {
+			api := new(benchfloor.Payment)
+			if err := fc.Call(r.Context(), http.MethodGet, "/v1/payment/"+url.PathEscape(p.ID)+"/status", nil, api); err != nil {
 				http.Error(w, "retry later", http.StatusServiceUnavailable)
 				return
 			}
@@ -122,7 +124,7 @@ func benchWebhook(b *testing.B, reread bool) {
 		},
 		Dedupe: benchNoDedupe{},
 	}
-	var fc *floorClient
+	var fc *benchfloor.Client
 	if reread {
 		s := newBenchServer(b)
 		cfg.Client, fc = newBenchSDK(b, s), newFloorClient(b, s)
@@ -131,7 +133,7 @@ func benchWebhook(b *testing.B, reread bool) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	floor := floorWebhook(benchSecret, fc, func(context.Context, *floorPayment) error {
+	floor := floorWebhook(benchSecret, fc, func(context.Context, *benchfloor.Payment) error {
 		delivered.Add(1)
 		return nil
 	})
@@ -181,7 +183,7 @@ func benchHandler(b *testing.B, h http.Handler, target string, callers int) {
 		}
 	}
 	b.ReportAllocs()
-	cpu0, cpuOK := processCPU()
+	cpu0, cpuOK := benchfloor.ProcessCPU()
 	b.ResetTimer()
 	if callers == 1 {
 		i := 0

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/cryptopay/cryptopay-go"
+	"github.com/cryptopay/cryptopay-go/internal/benchfloor"
 )
 
 // The clients compared, and the calls: the SDK; the generated client on
@@ -61,11 +62,14 @@ func newCaller(tb testing.TB, client, op, url, id string) func(context.Context) 
 			return err
 		}
 	case "floor":
-		f := &floorClient{hc: newHTTPClient(tb), base: url}
+		f := benchfloor.New(newHTTPClient(tb), url, apiKey)
 		if get {
-			return func(ctx context.Context) error { _, err := floorGetPayment(ctx, f, id); return err }
+			return func(ctx context.Context) error { _, err := f.GetPayment(ctx, id); return err }
 		}
-		return func(ctx context.Context) error { _, err := floorCreatePaymentCall(ctx, f, createParams); return err }
+		return func(ctx context.Context) error {
+			_, err := f.CreatePayment(ctx, benchfloor.CreatePaymentParams(createParams))
+			return err
+		}
 	}
 	tb.Fatalf("no client %q", client)
 	return nil
@@ -79,7 +83,7 @@ func runCalls(b *testing.B, a answers, client, op string) float64 {
 	call := newCaller(b, client, op, s.URL, a.id)
 	ctx := context.Background()
 	b.ReportAllocs()
-	cpu0, ok0 := processCPU()
+	cpu0, ok0 := benchfloor.ProcessCPU()
 	b.ResetTimer()
 	for range b.N {
 		if err := call(ctx); err != nil {
@@ -87,7 +91,7 @@ func runCalls(b *testing.B, a answers, client, op string) float64 {
 		}
 	}
 	b.StopTimer()
-	cpu1, ok1 := processCPU()
+	cpu1, ok1 := benchfloor.ProcessCPU()
 	if !ok0 || !ok1 {
 		return 0
 	}

@@ -1,27 +1,26 @@
 package oapibench_test
 
-// The three clients of the comparison and the server they share, built
-// the way the root module's benchmarks build theirs (bench_test.go): a
-// loopback httptest server answering with canned JSON, the same bytes for
-// every client, and one transport configuration for all.
+// The clients of the comparison and the server they share, built the way
+// the root module's benchmarks build theirs (bench_test.go): a loopback
+// httptest server answering with canned JSON, the same bytes for every
+// client, and one transport configuration for all. The floor is the root's
+// own (internal/benchfloor).
 
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"testing"
-	"time"
 
 	"github.com/shopspring/decimal"
 
 	"github.com/cryptopay/cryptopay-go"
 	"github.com/cryptopay/cryptopay-go/cryptopaytest"
+	"github.com/cryptopay/cryptopay-go/internal/benchfloor"
 	"github.com/cryptopay/cryptopay-go/scripts/oapibench/oapiclient"
 )
 
@@ -78,7 +77,7 @@ func fakeAnswers(tb testing.TB) answers {
 		}
 		return b
 	}
-	body, err := json.Marshal(floorCreate(createParams))
+	body, err := benchfloor.PaymentBody(benchfloor.CreatePaymentParams(createParams))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -123,22 +122,13 @@ func newSDK(tb testing.TB, url, key string, opts ...cryptopay.Option) *cryptopay
 }
 
 // newHTTPClient is the http.Client the oapi-codegen client and the floor
-// use: the SDK's default transport, field by field, and its per-attempt
-// timeout (which costs a timer per request, as the SDK's does).
+// use: the floor's (benchfloor.NewHTTPClient), the SDK's default transport
+// field by field and its per-attempt timeout (which costs a timer per
+// request, as the SDK's does).
 func newHTTPClient(tb testing.TB) *http.Client {
-	tr := &http.Transport{
-		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		ForceAttemptHTTP2:     true,
-		MaxConnsPerHost:       cryptopay.DefaultMaxConnsPerHost,
-		MaxIdleConns:          cryptopay.DefaultMaxConnsPerHost,
-		MaxIdleConnsPerHost:   cryptopay.DefaultMaxConnsPerHost,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   10 * time.Second,
-		ExpectContinueTimeout: time.Second,
-	}
-	tb.Cleanup(tr.CloseIdleConnections)
-	return &http.Client{Transport: tr, Timeout: 30 * time.Second}
+	hc := benchfloor.NewHTTPClient()
+	tb.Cleanup(hc.CloseIdleConnections)
+	return hc
 }
 
 // newOAPI is the generated client as a merchant minimally sets it up: the

@@ -1,16 +1,17 @@
 //go:build unix
 
-package cryptopay_test
+package benchfloor
 
 import (
 	"syscall"
 	"time"
 )
 
-// processCPU is the CPU time (user + system) the process has used so far:
+// ProcessCPU is the CPU time (user + system) the process has used so far:
 // the benchmarks report it per call as "cpu-ns/op", which a busy shared
-// machine disturbs less than wall time.
-func processCPU() (time.Duration, bool) {
+// machine disturbs less than wall time. ok is false where it is not
+// measured.
+func ProcessCPU() (cpu time.Duration, ok bool) {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0, false
