@@ -1,5 +1,7 @@
 package address
 
+import "strings"
+
 // Same reports whether a and b spell one address of network. Where a
 // format gives case no meaning, case is ignored: EVM hex ("0x" and 40 hex
 // digits, whose mixed case is only the EIP-55 checksum), and segwit
@@ -18,34 +20,10 @@ func Same(network, a, b string) bool {
 		return true
 	}
 	fam := builtin[network]
-	if fam == nil || fam.caseless == nil || !asciiEqualFold(a, b) {
+	if fam == nil || fam.caseless == nil || !strings.EqualFold(a, b) {
 		return false
 	}
+	// Both caseless forms are ASCII (hex digits; bech32's characters), so
+	// Unicode's folds (the Kelvin sign matches "k") never make a pair.
 	return fam.caseless(a) && fam.caseless(b)
-}
-
-// asciiEqualFold reports whether a and b, both ASCII, are equal but for
-// the case of their letters. Unicode folding (the Kelvin sign matches
-// "k") has no place in an address.
-func asciiEqualFold(a, b string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := 0; i < len(a); i++ {
-		x, y := a[i], b[i]
-		if x >= 0x80 || y >= 0x80 {
-			return false
-		}
-		if x != y && lowerASCII(x) != lowerASCII(y) {
-			return false
-		}
-	}
-	return true
-}
-
-func lowerASCII(c byte) byte {
-	if 'A' <= c && c <= 'Z' {
-		return c + ('a' - 'A')
-	}
-	return c
 }
