@@ -85,7 +85,9 @@ func (b *Books) Check(ctx context.Context, emit func(BooksItem) error) (*BooksSu
 		name string
 		run  func(context.Context, func(BooksItem) error) (string, error)
 	}{
-		{"payouts", b.checkPayouts},
+		{"payouts", func(ctx context.Context, out func(BooksItem) error) (string, error) {
+			return b.checkPayouts(ctx, out, bal)
+		}},
 		{"payments", func(ctx context.Context, out func(BooksItem) error) (string, error) {
 			return b.checkPayments(ctx, out, bal)
 		}},

@@ -25,9 +25,11 @@ func pairOf(currency, network string) balancePair {
 // balance, and the bounds of what is in flight.
 type balanceAcc struct {
 	prev                    *balanceSnap
-	credited, debited       decimal.Decimal // payments' merchantAmount in, payouts out, all time, at start
+	credited                decimal.Decimal // payments' merchantAmount in, all time, at start
+	debited                 decimal.Decimal // payouts out, all time, as the list was read
 	provider                decimal.NullDecimal
 	outFlight, refund, move decimal.Decimal // payouts that may have been taken, given back, or moved since start
+	feeOpen                 int             // payouts that may have been taken with a fee not known yet
 	inFlight                decimal.Decimal // payments' merchantAmount the provider has and the tracker had not at start
 }
 
@@ -42,6 +44,14 @@ type balanceSnap struct {
 type balanceRun struct {
 	start time.Time // the database's clock when our side was read
 	pairs map[balancePair]*balanceAcc
+	// recent holds the state, at start, of each intent changed within
+	// booksClockMargin before it: an intent found later in another state
+	// (or not found here, and changed since) may have moved money while
+	// the provider's balance was read.
+	recent map[string]IntentState
+	// debitsRead is set once the payouts section has read the debits
+	// (balancePayouts); until then no pair can be decided.
+	debitsRead bool
 }
 
 func (r *balanceRun) acc(p balancePair) *balanceAcc {
@@ -66,19 +76,65 @@ func balanceTableDDL(table string) string {
 )`, table)
 }
 
-// debitStates are the intent states whose amount the provider has taken,
-// may have taken (in flight), and may give back, under rule d.
-func debitStates(d PayoutDebit) (taken, flight, back []string) {
-	if d == DebitAtPaid {
-		return []string{"paid"}, []string{"sending", "reconciling", "parked", "created"}, nil
+// debitClass is what an intent's state says of its payout's debit under
+// rule d: taken (the provider has taken it), flight (it may have), or
+// none (it cannot have: never sent, refused, failed or, under
+// DebitAtPaid, not paid yet). Under DebitAtCreate a created payout is
+// taken and may still be given back (refund).
+func debitClass(d PayoutDebit, s IntentState) string {
+	switch s {
+	case StatePaid:
+		return "taken"
+	case StateCreated:
+		if d == DebitAtPaid {
+			return "flight"
+		}
+		return "taken"
+	case StateSending, StateReconciling, StateParked:
+		return "flight"
 	}
-	return []string{"created", "paid"}, []string{"sending", "reconciling", "parked"}, []string{"created"}
+	return "none"
+}
+
+// debitStates are the intent states of each debitClass under rule d:
+// taken, may be taken (flight), may be given back.
+func debitStates(d PayoutDebit) (taken, flight, back []string) {
+	for _, s := range States() {
+		switch debitClass(d, s) {
+		case "taken":
+			taken = append(taken, string(s))
+		case "flight":
+			flight = append(flight, string(s))
+		}
+	}
+	if d != DebitAtPaid {
+		back = []string{string(StateCreated)}
+	}
+	return taken, flight, back
+}
+
+// movedMoney reports whether an intent now in state now, in state then at
+// the start of the check (ok false: not known, changed since), may have
+// moved money while the provider's balance was read. An intent that
+// cannot have moved money (held for approval, queued, rejected, refused,
+// blocked) never counts, nor one whose debit class did not change.
+func movedMoney(d PayoutDebit, now, then IntentState, ok bool) bool {
+	if ok {
+		return debitClass(d, now) != debitClass(d, then)
+	}
+	switch now {
+	case StateSending, StateReconciling, StateParked, StateCreated, StatePaid, StateFailed:
+		return true
+	}
+	return false
 }
 
 // balanceStart reads our side in one snapshot (the tracker's credits, the
-// queue's debits, the last snapshot), then the provider's balances.
+// state of each intent changed within booksClockMargin, the last
+// snapshot), then the provider's balances. The payouts' debits are read
+// with the payout list (balancePayouts).
 func (b *Books) balanceStart(ctx context.Context) (*balanceRun, error) {
-	run := &balanceRun{pairs: make(map[balancePair]*balanceAcc)}
+	run := &balanceRun{pairs: make(map[balancePair]*balanceAcc), recent: make(map[string]IntentState)}
 	pool := b.cfg.Queue.cfg.Pool
 	if b.cfg.CreateTable {
 		if err := createTables(ctx, pool, b.balanceIdent(), b.DDL()); err != nil {
@@ -89,25 +145,22 @@ func (b *Books) balanceStart(ctx context.Context) (*balanceRun, error) {
 		if err := tx.QueryRow(ctx, `SELECT now()`).Scan(&run.start); err != nil {
 			return err
 		}
-		taken, flight, back := debitStates(b.cfg.PayoutDebit)
-		queries := []struct {
-			sql  string
-			args []any
-			add  func(a *balanceAcc, v []decimal.Decimal)
-		}{
-			{`SELECT currency, network, COALESCE(sum(merchant_amount), 0)::text FROM ` + b.cfg.Tracker.Table() + ` WHERE currency <> '' GROUP BY 1, 2`, nil,
-				func(a *balanceAcc, v []decimal.Decimal) { a.credited = a.credited.Add(v[0]) }},
-			{`SELECT currency, network, COALESCE(sum(amount) FILTER (WHERE state = ANY($1)), 0)::text,
-    COALESCE(sum(amount) FILTER (WHERE state = ANY($2)), 0)::text, COALESCE(sum(amount) FILTER (WHERE state = ANY($3)), 0)::text
-FROM ` + b.cfg.Queue.Table() + ` GROUP BY 1, 2`, []any{taken, flight, back},
-				func(a *balanceAcc, v []decimal.Decimal) {
-					a.debited, a.outFlight, a.refund = a.debited.Add(v[0]), a.outFlight.Add(v[1]), a.refund.Add(v[2])
-				}},
+		if err := run.sums(ctx, tx, `SELECT currency, network, COALESCE(sum(merchant_amount), 0)::text FROM `+b.cfg.Tracker.Table()+
+			` WHERE currency <> '' GROUP BY 1, 2`, nil,
+			func(a *balanceAcc, v []decimal.Decimal) { a.credited = a.credited.Add(v[0]) }); err != nil {
+			return err
 		}
-		for _, q := range queries {
-			if err := run.sums(ctx, tx, q.sql, q.args, q.add); err != nil {
-				return err
-			}
+		rows, err := tx.Query(ctx, `SELECT order_id, state FROM `+b.cfg.Queue.Table()+` WHERE updated_at > $1`,
+			run.start.Add(-booksClockMargin))
+		if err != nil {
+			return err
+		}
+		var id, st string
+		if _, err := pgx.ForEachRow(rows, []any{&id, &st}, func() error {
+			run.recent[id] = IntentState(st)
+			return nil
+		}); err != nil {
+			return err
 		}
 		return run.readPrev(ctx, tx, b.balanceTable())
 	})
@@ -192,18 +245,84 @@ func (b *Books) balanceIdent() pgx.Identifier {
 // in-flight bounds look back that far.
 const booksClockMargin = time.Minute
 
-// balanceFinish bounds what moved since the start (intents changed
-// since, read now), rolls each pair forward, emits one item per pair and
+// booksDebitsSQL sums, per currency and network, what the queue's
+// payouts took from the balance: the list's merchantAmount where it gives
+// one (fees included; zero is how an unpaid payout's may read, so it
+// counts as not given), else the intent's amount, which is exact only for
+// a payout whose network fee the recipient bears or under FeesExcluded.
+// One row per pair (order_id NULL), then one row per intent changed since
+// $4, in the same snapshot. $1, $2, $3 are the states taken, in flight
+// and given back.
+func booksDebitsSQL(intents string) string {
+	return fmt.Sprintf(`WITH l AS (SELECT DISTINCT ON (order_id) order_id, merchant_amount::numeric AS m
+    FROM %[2]s WHERE order_id <> '' AND merchant_amount IS NOT NULL ORDER BY order_id, pos),
+q AS (SELECT i.order_id, i.currency, i.network, i.state, i.updated_at, i.network_fee_by_user OR l.m > 0 IS TRUE AS known,
+    CASE WHEN l.m > 0 THEN l.m ELSE i.amount END AS debit
+    FROM %[1]s i LEFT JOIN l ON l.order_id = i.order_id)
+SELECT currency, network, NULL::text, '', COALESCE(sum(debit) FILTER (WHERE state = ANY($1)), 0)::text,
+    COALESCE(sum(debit) FILTER (WHERE state = ANY($2)), 0)::text, COALESCE(sum(debit) FILTER (WHERE state = ANY($3)), 0)::text,
+    (count(*) FILTER (WHERE state = ANY($1 || $2) AND NOT known))::int
+FROM q GROUP BY 1, 2
+UNION ALL
+SELECT currency, network, order_id, state, debit::text, '0', '0', (NOT known)::int FROM q WHERE updated_at > $4`, intents, booksListed)
+}
+
+// balancePayouts reads, with the payout list in tx (the payouts
+// section's), what the queue's payouts took from each pair's balance, the
+// bounds of what may be taken or given back, and what moved since the
+// start: an intent whose debit class is not what it was at the start (or
+// that changed since and can have moved money).
+func (b *Books) balancePayouts(ctx context.Context, tx pgx.Tx, run *balanceRun) error {
+	taken, flight, back := debitStates(b.cfg.PayoutDebit)
+	fees := b.cfg.PayoutFees == FeesIncluded
+	rows, err := tx.Query(ctx, booksDebitsSQL(b.cfg.Queue.Table()), taken, flight, back, run.start.Add(-booksClockMargin))
+	if err != nil {
+		return err
+	}
+	var cur, net, state, debit, fl, bk string
+	var id *string
+	var unknown int
+	if _, err := pgx.ForEachRow(rows, []any{&cur, &net, &id, &state, &debit, &fl, &bk, &unknown}, func() error {
+		v := make([]decimal.Decimal, 3)
+		for i, s := range []string{debit, fl, bk} {
+			var err error
+			if v[i], err = decimal.NewFromString(s); err != nil {
+				return err
+			}
+		}
+		a := run.acc(pairOf(cur, net))
+		if id == nil {
+			a.debited, a.outFlight, a.refund = a.debited.Add(v[0]), a.outFlight.Add(v[1]), a.refund.Add(v[2])
+			if fees {
+				a.feeOpen += unknown
+			}
+			return nil
+		}
+		then, ok := run.recent[*id]
+		if movedMoney(b.cfg.PayoutDebit, IntentState(state), then, ok) {
+			a.move = a.move.Add(v[0])
+			if fees {
+				a.feeOpen += unknown
+			}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	run.debitsRead = true
+	return nil
+}
+
+// balanceFinish rolls each pair forward, emits one item per pair and
 // stores the new snapshots (not for an undecided pair: the next check
-// rolls forward from the last decided one).
+// rolls forward from the last decided one). Without the debits (the
+// payout list could not be read) it decides nothing.
 func (b *Books) balanceFinish(ctx context.Context, run *balanceRun, out func(BooksItem) error) (string, error) {
+	if !run.debitsRead {
+		return "the payouts' debits are not known: the payout list was not read to its end", ctx.Err()
+	}
 	pool := b.cfg.Queue.cfg.Pool
 	err := pgx.BeginTxFunc(ctx, pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
-		if err := run.sums(ctx, tx, `SELECT currency, network, sum(amount)::text FROM `+b.cfg.Queue.Table()+
-			` WHERE updated_at > $1 GROUP BY 1, 2`, []any{run.start.Add(-booksClockMargin)},
-			func(a *balanceAcc, v []decimal.Decimal) { a.move = a.move.Add(v[0]) }); err != nil {
-			return err
-		}
 		keys := slices.SortedFunc(maps.Keys(run.pairs), func(x, y balancePair) int {
 			return cmp.Or(cmp.Compare(x.currency, y.currency), cmp.Compare(x.network, y.network))
 		})
@@ -238,7 +357,7 @@ func (e errEmit) Error() string { return e.err.Error() }
 
 // inFlight reports whether anything of the pair may be moving.
 func inFlight(a *balanceAcc) bool {
-	return !a.outFlight.IsZero() || !a.refund.IsZero() || !a.move.IsZero() || !a.inFlight.IsZero()
+	return !a.outFlight.IsZero() || !a.refund.IsZero() || !a.move.IsZero() || !a.inFlight.IsZero() || a.feeOpen > 0
 }
 
 // balanceItem classifies one pair and returns the snapshot to store (nil:
@@ -257,10 +376,8 @@ func (b *Books) balanceItem(p balancePair, a *balanceAcc) (BooksItem, *balanceSn
 		snap.balance = a.provider.Decimal
 		it.Class, it.Detail = BooksOpening, "the first check: the provider's balance is taken as the opening balance"
 		return it, snap
-	}
-	moved := !a.debited.Equal(a.prev.debited) || !a.outFlight.IsZero() || !a.refund.IsZero() || !a.move.IsZero()
-	if b.cfg.PayoutDebit == DebitUndecided || b.cfg.PayoutFees == FeesUndecided || (b.cfg.PayoutFees == FeesIncluded && moved) {
-		it.Class, it.Detail = BooksUndecided, "when payouts debit the balance, or whether fees are included, is not set (or fees are, and payouts moved): undecided rather than guessed"
+	case b.cfg.PayoutDebit == DebitUndecided || b.cfg.PayoutFees == FeesUndecided:
+		it.Class, it.Detail = BooksUndecided, "when payouts debit the balance, or whether fees are included, is not set: undecided rather than guessed"
 		return it, nil
 	}
 	expected := a.prev.balance.Add(a.credited.Sub(a.prev.credited)).Sub(a.debited.Sub(a.prev.debited))
@@ -272,9 +389,12 @@ func (b *Books) balanceItem(p balancePair, a *balanceAcc) (BooksItem, *balanceSn
 	switch {
 	case it.Delta.IsZero():
 		it.Class = BooksMatched
-	case it.Delta.GreaterThanOrEqual(lo) && it.Delta.LessThanOrEqual(hi):
+	case it.Delta.GreaterThanOrEqual(lo) && it.Delta.LessThanOrEqual(hi), it.Delta.IsNegative() && a.feeOpen > 0:
 		it.Class = BooksInFlight
 		it.Detail = fmt.Sprintf("within what is in flight: payouts up to %s out, %s back, payments up to %s in", a.outFlight.Add(a.move), a.refund.Add(a.move), a.inFlight)
+		if a.feeOpen > 0 {
+			it.Detail += fmt.Sprintf(", and %d payouts may have taken a fee not known until they are paid", a.feeOpen)
+		}
 	default:
 		it.Class = BooksBalanceDrift
 		it.Detail = "the provider's balance is not the last snapshot + payments in - payouts out"

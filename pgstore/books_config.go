@@ -45,7 +45,9 @@ const (
 )
 
 // PayoutFees says whether what a payout takes from the balance includes
-// a fee beyond its amount. The API does not say.
+// a fee beyond its amount, where the payout list gives no merchantAmount
+// for it (a payout not paid yet): the list's merchantAmount, where given,
+// is what the payout took, fees included, whatever this rule says.
 type PayoutFees int
 
 const (
@@ -53,9 +55,11 @@ const (
 	FeesUndecided PayoutFees = iota
 	// FeesExcluded: a payout takes its amount, exactly.
 	FeesExcluded
-	// FeesIncluded: a payout takes its amount plus a fee the queue does not
-	// record; a currency and network whose payouts moved is then
-	// undecided, never guessed.
+	// FeesIncluded: a payout whose network fee the merchant bears
+	// (NetworkFeeByUser false) takes its amount plus a fee the queue does
+	// not record; until the list gives its merchantAmount, a balance lower
+	// than expected is in flight, never guessed drift. A payout whose fee
+	// the recipient bears takes its amount.
 	FeesIncluded
 )
 
@@ -104,7 +108,8 @@ type BooksConfig struct {
 	BalanceTable string
 	CreateTable  bool
 	// PayoutDebit and PayoutFees say when a payout takes from the balance
-	// and whether a fee comes on top (the API does not say).
+	// and whether a fee comes on top where the payout list gives no
+	// merchantAmount (the API does not say).
 	PayoutDebit PayoutDebit
 	PayoutFees  PayoutFees
 	// Progress, if set, is told how far each section is: done of total

@@ -45,8 +45,9 @@ ORDER BY COALESCE(p.n, 0) > 1 DESC, 1`, intents, booksListed, before)
 // it to the queue's intents and emits one item per orderId. A list that
 // cannot be read to its end, or a database error, leaves the section
 // unfinished (why), with nothing emitted: a part of the list proves
-// nothing about the rest.
-func (b *Books) checkPayouts(ctx context.Context, out func(BooksItem) error) (why string, err error) {
+// nothing about the rest. With the balance section (bal), the payouts'
+// debits are read with the list (balancePayouts).
+func (b *Books) checkPayouts(ctx context.Context, out func(BooksItem) error, bal *balanceRun) (why string, err error) {
 	q := b.cfg.Queue
 	if q == nil {
 		return "", nil
@@ -65,6 +66,11 @@ func (b *Books) checkPayouts(ctx context.Context, out func(BooksItem) error) (wh
 		return "the payout list: " + listErr.Error(), ctx.Err()
 	case err != nil:
 		return "the database: " + err.Error(), ctx.Err()
+	}
+	if bal != nil {
+		if err := b.balancePayouts(ctx, tx, bal); err != nil {
+			return "the database: " + err.Error(), ctx.Err()
+		}
 	}
 	rows, err := tx.Query(ctx, booksPayoutsSQL(q.Table()), b.cfg.SettleTime.Microseconds())
 	if err != nil {

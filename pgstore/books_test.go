@@ -357,20 +357,25 @@ func killingWorkers(q *pgstore.Queue, ops *atomic.Int64) (stop func() int) {
 }
 
 // TestBooksNoFalsePositives: the check runs again and again while payouts
-// are sent and paid, payments are paid and the queue's workers are
-// killed, and never reports drift or an undecided item: what is merely in
-// flight is in flight. Once everything has settled, every item is matched.
+// are sent and paid (the network fee borne by the recipient for some, by
+// the merchant for others: FeesIncluded), payments are paid (the
+// platform's fee taken), intents are held for approval and the queue's
+// workers are killed, and never reports drift or an undecided item: what
+// is merely in flight is in flight. Once everything has settled, every
+// item is matched but the held intents, which are in flight.
 func TestBooksNoFalsePositives(t *testing.T) {
 	n := booksOps(t)
 	r := newQRig(t)
-	q := r.queue(t)
+	q := r.queue(t, func(c *pgstore.QueueConfig) {
+		c.Guardrails.ApprovalAbove = map[string]decimal.Decimal{"usdt": decimal.NewFromInt(100)}
+	})
 	tr, _ := r.tracker(t)
 	r.payAll(t)
 	var ops atomic.Int64
 	stopWorkers := killingWorkers(q, &ops)
 	cfg := pgstore.BooksConfig{Client: r.fake.Client(), Queue: q, Tracker: tr, SettleTime: 2 * time.Second,
 		Balances: true, CreateTable: true, BalanceTable: pgtest.Name("books"), PayoutDebit: pgstore.DebitAtCreate,
-		PayoutFees: pgstore.FeesExcluded}
+		PayoutFees: pgstore.FeesIncluded}
 	require.True(t, runBooks(t, cfg).sum.Clean(), "the opening balances")
 	b, err := pgstore.NewBooks(cfg)
 	require.NoError(t, err)
@@ -395,10 +400,14 @@ func TestBooksNoFalsePositives(t *testing.T) {
 			}
 		}
 	}()
+	held := 0
 	for i := range n {
 		if i%2 == 0 {
 			p := payoutParams(i)
-			p.NetworkFeeByUser = true // the fake takes the amount alone: FeesExcluded
+			p.NetworkFeeByUser = i%4 == 0 // the others take 0.5% on top
+			if i%20 == 0 {
+				p.Amount, held = decimal.NewFromInt(500), held+1 // held for approval
+			}
 			r.enqueue(t, q, p)
 		} else {
 			r.pay(t, tr, fmt.Sprintf("pay-%06d", i), "10", "10")
@@ -416,13 +425,13 @@ func TestBooksNoFalsePositives(t *testing.T) {
 	assert.GreaterOrEqual(t, kills, n/100, "the workers were killed at least once per 100 operations")
 
 	run(t, q)
-	waitFor(t, q, "all paid", func(c map[pgstore.IntentState]int) bool { return c[pgstore.StatePaid] == (n+1)/2 })
+	waitFor(t, q, "all paid", func(c map[pgstore.IntentState]int) bool { return c[pgstore.StatePaid] == (n+1)/2-held })
 	for i := 1; i < n; i += 2 {
 		recorded(t, tr, fmt.Sprintf("pay-%06d", i), cryptopay.PaymentPaid)
 	}
 	cfg.SettleTime = time.Millisecond
 	res := runBooks(t, cfg)
-	assert.Equal(t, map[pgstore.BooksClass]int{pgstore.BooksMatched: (n + 1) / 2}, res.sum.Counts["payouts"])
+	assert.Equal(t, map[pgstore.BooksClass]int{pgstore.BooksMatched: (n+1)/2 - held, pgstore.BooksInFlight: held}, res.sum.Counts["payouts"])
 	assert.Equal(t, map[pgstore.BooksClass]int{pgstore.BooksMatched: n / 2}, res.sum.Counts["payments"])
 	assert.Equal(t, pgstore.BooksMatched, res.by["balances:usdt/tron"].Class, res.by["balances:usdt/tron"].Detail)
 	assert.True(t, res.sum.Clean(), "%+v", res.sum)
@@ -575,4 +584,62 @@ func (rw rewriteBody) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp.Body, resp.ContentLength = io.NopCloser(bytes.NewReader(b)), int64(len(b))
 	resp.Header.Del("Content-Length")
 	return resp, nil
+}
+
+// TestBooksBalancesWithFees: on the fake's default network fee (0.5%),
+// with payouts whose fee the recipient bears and payouts whose fee the
+// merchant bears, and a payment in between, a settled world's second
+// check decides the balance from each payout's merchantAmount (FeesIncluded
+// is the rule only where the list gives none) and it ties to the digit;
+// a hand debit is then balance_drift of exactly its amount, though an
+// intent of 500 held for approval was enqueued a moment before (it cannot
+// have moved money). Every payout is paid, so the fee rule (included or
+// excluded) changes nothing.
+func TestBooksBalancesWithFees(t *testing.T) {
+	for name, fees := range map[string]pgstore.PayoutFees{"included": pgstore.FeesIncluded, "excluded": pgstore.FeesExcluded} {
+		t.Run(name, func(t *testing.T) { testBooksBalancesWithFees(t, fees) })
+	}
+}
+
+func testBooksBalancesWithFees(t *testing.T, fees pgstore.PayoutFees) {
+	r := newQRig(t)
+	q := r.queue(t, func(c *pgstore.QueueConfig) {
+		c.Guardrails.ApprovalAbove = map[string]decimal.Decimal{"usdt": decimal.NewFromInt(100)}
+	})
+	tr, stopTracker := r.tracker(t)
+	cfg := pgstore.BooksConfig{Client: r.fake.Client(), Queue: q, Tracker: tr, Balances: true, CreateTable: true,
+		BalanceTable: pgtest.Name("books"), PayoutDebit: pgstore.DebitAtCreate, PayoutFees: fees,
+		SettleTime: time.Millisecond}
+	require.Equal(t, pgstore.BooksOpening, runBooks(t, cfg).by["balances:usdt/tron"].Class)
+
+	byUser, byMerchant := payoutParams(1), payoutParams(2)
+	byUser.NetworkFeeByUser = true // takes 10.25; the other 10.25 + 0.5% = 10.30125
+	r.enqueue(t, q, byUser, byMerchant)
+	r.payAll(t)
+	stopWorkers := run(t, q)
+	r.pay(t, tr, "pay-fees", "10", "10") // merchantAmount 9.9
+	waitFor(t, q, "paid", func(c map[pgstore.IntentState]int) bool { return c[pgstore.StatePaid] == 2 })
+	recorded(t, tr, "pay-fees", cryptopay.PaymentPaid)
+	stopWorkers()
+	stopTracker()
+	held := payoutParams(3)
+	held.Amount = decimal.NewFromInt(500)
+	r.enqueue(t, q, held)
+	in, err := q.Get(context.Background(), held.OrderID)
+	require.NoError(t, err)
+	require.Equal(t, pgstore.StateNeedsApproval, in.State)
+
+	res := runBooks(t, cfg)
+	it := res.by["balances:usdt/tron"]
+	assert.Equal(t, pgstore.BooksMatched, it.Class, it.Detail)
+	assert.Equal(t, "999999989.34875", it.Ours.Decimal.String(), "opening + 9.9 - 10.25 - 10.30125")
+	assert.Equal(t, "999999989.34875", it.Theirs.Decimal.String())
+
+	r.fake.DebitBalance("usdt", "tron", decimal.RequireFromString("0.0007"))
+	res = runBooks(t, cfg)
+	it = res.by["balances:usdt/tron"]
+	assert.Equal(t, pgstore.BooksBalanceDrift, it.Class, it.Detail)
+	assert.Equal(t, "-0.0007", it.Delta.String())
+	assert.Equal(t, "999999989.34875", it.Ours.Decimal.String())
+	assert.Equal(t, "999999989.34805", it.Theirs.Decimal.String())
 }
