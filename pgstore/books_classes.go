@@ -83,8 +83,11 @@ type BooksItem struct {
 	// sum, for a double payment); the credited sum and the provider's
 	// paid amount; the expected balance and the provider's.
 	Ours, Theirs decimal.NullDecimal
-	// Delta is Theirs - Ours (a missing side counts 0); for
-	// BooksLedgerDiffers, the ledger's sum - the credited sum.
+	// Delta is what to book for a drift item: Theirs - Ours (a missing
+	// side counts 0); for BooksLedgerDiffers, the ledger's sum - the
+	// credited sum. Zero for an item that is not drift (matched, in
+	// flight, undecided, an opening balance): Ours and Theirs still show
+	// both sides. docs/books.md says what it means for each class.
 	Delta decimal.Decimal
 	// Ledger is the merchant's ledger sum for the order (invalid: no
 	// ledger given, or no entry).

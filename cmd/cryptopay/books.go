@@ -60,23 +60,46 @@ func (o booksItemOut) csvRecord() []string {
 
 // booksSummaryOut is the summary as the CLI writes it.
 type booksSummaryOut struct {
-	Counts      map[string]map[pgstore.BooksClass]int `json:"counts"`
-	Drift       int                                   `json:"drift"`
-	InFlight    int                                   `json:"inFlight"`
-	Undecided   int                                   `json:"undecided"`
-	DriftAmount map[string]string                     `json:"driftAmount"`
-	Unfinished  map[string]string                     `json:"unfinished"`
-	Clean       bool                                  `json:"clean"`
+	Counts         map[string]map[pgstore.BooksClass]int `json:"counts"`
+	Drift          int                                   `json:"drift"`
+	InFlight       int                                   `json:"inFlight"`
+	Undecided      int                                   `json:"undecided"`
+	DriftBySection map[string]map[string]string          `json:"driftBySection"`
+	Totals         []booksTotalOut                       `json:"totals"`
+	Unfinished     map[string]string                     `json:"unfinished"`
+	Clean          bool                                  `json:"clean"`
+}
+
+// booksTotalOut is one line of the summary's totals: the items of one
+// section, class, currency and network, and the sum of their deltas.
+type booksTotalOut struct {
+	Section  string `json:"section"`
+	Class    string `json:"class"`
+	Currency string `json:"currency"`
+	Network  string `json:"network"`
+	Items    int    `json:"items"`
+	Delta    string `json:"delta"`
 }
 
 func newBooksSummaryOut(s *pgstore.BooksSummary) booksSummaryOut {
 	out := booksSummaryOut{Counts: s.Counts, Drift: s.Drift, InFlight: s.InFlight, Undecided: s.Undecided,
-		DriftAmount: make(map[string]string, len(s.DriftAmount)), Unfinished: s.Unfinished, Clean: s.Clean()}
-	for k, v := range s.DriftAmount {
-		out.DriftAmount[k] = money(v)
+		DriftBySection: make(map[string]map[string]string, len(s.DriftBySection)), Totals: make([]booksTotalOut, 0, len(s.Totals)),
+		Unfinished: s.Unfinished, Clean: s.Clean()}
+	for section, pairs := range s.DriftBySection {
+		out.DriftBySection[section] = make(map[string]string, len(pairs))
+		for k, v := range pairs {
+			out.DriftBySection[section][k] = money(v)
+		}
+	}
+	for _, t := range s.Totals {
+		out.Totals = append(out.Totals, booksTotalOut{Section: t.Section, Class: string(t.Class), Currency: t.Currency,
+			Network: t.Network, Items: t.Items, Delta: money(t.Delta)})
 	}
 	return out
 }
+
+// booksMoney names what a section's amounts are.
+var booksMoney = map[string]string{"payouts": "money out", "payments": "money in", "balances": "the balance"}
 
 // booksWriter writes the items as they come and the summary at the end.
 type booksWriter interface {
@@ -409,8 +432,10 @@ func (t *booksTable) end(s booksSummaryOut) error {
 	if err := a.printTable([]string{"SECTION", "CLASS", "ITEMS"}, rows); err != nil {
 		return err
 	}
-	for _, k := range slices.Sorted(maps.Keys(s.DriftAmount)) {
-		a.printLine("drift %s: %s", k, signed(s.DriftAmount[k]))
+	for _, section := range slices.Sorted(maps.Keys(s.DriftBySection)) {
+		for _, k := range slices.Sorted(maps.Keys(s.DriftBySection[section])) {
+			a.printLine("drift in %s (%s) %s: %s", section, booksMoney[section], k, signed(s.DriftBySection[section][k]))
+		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(s.Unfinished)) {
 		a.printLine("%s not finished: %s", k, s.Unfinished[k])

@@ -83,7 +83,8 @@ func TestBooksCommand(t *testing.T) {
 		assert.Equal(t, "in_flight", it.Class, it.OrderID)
 	}
 	assert.Equal(t, 1, out.Summary.Drift)
-	assert.Equal(t, map[string]string{out.Items[0].Currency + "/" + out.Items[0].Network: amount}, out.Summary.DriftAmount)
+	assert.Equal(t, map[string]map[string]string{"payouts": {out.Items[0].Currency + "/" + out.Items[0].Network: amount}},
+		out.Summary.DriftBySection)
 
 	r = qf.run(append(args, "--csv")...)
 	require.Equal(t, exitNo, r.code)
@@ -213,4 +214,57 @@ func TestBooksCommandStoppedAfterDrift(t *testing.T) {
 	assert.Equal(t, 1, out.Summary.Drift)
 	assert.Contains(t, out.Summary.Unfinished, "payments")
 	assert.False(t, out.Summary.Clean)
+}
+
+// TestBooksCommandSumsTie: the CSV's delta column, summed per section,
+// class, currency and network, is the JSON summary's totals to the digit;
+// the items that are not drift have a delta of 0; the drift is summed per
+// section (money out and money in apart), never netted across sections.
+func TestBooksCommandSumsTie(t *testing.T) {
+	qf := booksFixture(t) // a double payment, two payouts in flight
+	qf.createPayout("bk-outside", "1.5")
+	tracked := pgstoretest.Name("tracked")
+	tr, err := pgstore.NewTracker(context.Background(), pgstore.TrackerConfig{Pool: qf.pool, Table: tracked, CreateTable: true})
+	require.NoError(t, err)
+	p := qf.createPayment("bk-pay", "10", "")
+	require.NoError(t, pgx.BeginFunc(context.Background(), qf.pool, func(tx pgx.Tx) error {
+		_, err := tr.Track(context.Background(), tx, p)
+		return err
+	}))
+	require.NoError(t, qf.srv.Pay(p.ID, decimal.RequireFromString("10"))) // the tracker never reads it
+	_, err = qf.pool.Exec(context.Background(), "UPDATE "+tr.Table()+" SET next_at = now() - interval '1 hour'")
+	require.NoError(t, err)
+	time.Sleep(2 * time.Millisecond) // the settle time (1 ms) passes after the payment
+	args := []string{"books", "--sections", "payouts,payments", "--tracker-table", tracked, "--settle", "1ms"}
+
+	r := qf.run(append(args, "--csv")...)
+	require.Equal(t, exitNo, r.code, "stderr: %s", r.stderr)
+	recs, err := csv.NewReader(strings.NewReader(r.stdout)).ReadAll()
+	require.NoError(t, err)
+	type key struct{ section, class, currency, network string }
+	sums, items := map[key]decimal.Decimal{}, map[key]int{}
+	for _, rec := range recs[1:] {
+		k := key{rec[0], rec[2], rec[10], rec[11]}
+		sums[k] = sums[k].Add(decimal.RequireFromString(rec[6]))
+		items[k]++
+		if rec[3] == "false" {
+			assert.Equal(t, "0", rec[6], "%s %s: not drift, nothing to book", rec[1], rec[2])
+		}
+	}
+
+	r = qf.run(append(args, "--json")...)
+	require.Equal(t, exitNo, r.code, "stderr: %s", r.stderr)
+	var out booksJSONOut
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &out), r.stdout)
+	require.Len(t, out.Summary.Totals, len(sums))
+	for _, tot := range out.Summary.Totals {
+		k := key{tot.Section, tot.Class, tot.Currency, tot.Network}
+		assert.Equal(t, sums[k].String(), tot.Delta, "%+v", k)
+		assert.Equal(t, items[k], tot.Items, "%+v", k)
+	}
+	amount := decimal.RequireFromString(batchRecord("bk", 1)[2])
+	assert.Equal(t, map[string]map[string]string{
+		"payouts":  {"usdt/tron": amount.Add(decimal.RequireFromString("1.5")).String()}, // the second payout and the one outside
+		"payments": {"usdt/tron": "10"},
+	}, out.Summary.DriftBySection)
 }
