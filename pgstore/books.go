@@ -111,7 +111,9 @@ func (s *BooksSummary) sortTotals() {
 // that cannot be finished is named in the summary's Unfinished, and the
 // check goes on with the next. It returns ctx's error if ctx ends. A
 // stopped check still returns its summary so far, with the section it
-// stopped in named in Unfinished: drift found before the stop is drift.
+// stopped in named in Unfinished: drift found before the stop is drift;
+// an item the stop kept from being decided (a payment whose read it cut
+// short) is not emitted.
 //
 // It reads the whole payout list once (ScanPayouts: the list's pages) and
 // each tracked payment in the window once (GetPayment): nothing else

@@ -89,11 +89,18 @@ func (b *Books) checkPayments(ctx context.Context, out func(BooksItem) error, ba
 			return "", nil
 		}
 		b.readPayments(ctx, page)
+		stopped := ctx.Err()
 		for i := range page {
+			if stopped != nil && page[i].err != nil {
+				continue // not decided: its read was stopped, not answered
+			}
 			bal.paymentMoved(&page[i])
 			if err := out(page[i].item(b.cfg.SettleTime, b.hasLedger())); err != nil {
 				return "", err
 			}
+		}
+		if stopped != nil {
+			return "", stopped
 		}
 		done += len(page)
 		b.progress("payments", done, total)

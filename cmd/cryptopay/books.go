@@ -372,13 +372,19 @@ func (c *booksCSV) item(o booksItemOut) error {
 	return c.w.Write(csvCells(o.csvRecord(), c.safe, c.terminal, c.a.secrets))
 }
 
-func (c *booksCSV) end(booksSummaryOut) error {
+// end writes the header if no item came, and names each section that
+// did not finish, and why, on stderr: a CSV has no place for it, and a
+// file with the header alone must not read as books that tie.
+func (c *booksCSV) end(s booksSummaryOut) error {
 	if !c.started {
 		if err := c.w.Write(booksCSVHeader); err != nil {
 			return err
 		}
 	}
 	c.w.Flush()
+	for _, k := range slices.Sorted(maps.Keys(s.Unfinished)) {
+		fmt.Fprintln(c.a.stderr, "cryptopay: books: "+c.a.safeText(k+" not finished: "+s.Unfinished[k]))
+	}
 	return c.w.Error()
 }
 

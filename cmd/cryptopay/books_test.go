@@ -107,6 +107,19 @@ func TestBooksCommandExitCodes(t *testing.T) {
 	r = qf.run("books", "--sections", "payouts", "--output", "table")
 	assert.Equal(t, exitNotYet, r.code, "stdout: %s stderr: %s", r.stdout, r.stderr)
 	assert.Contains(t, r.stdout, "payouts not finished: the payout list")
+	// Every format says what did not finish: the CSV on stderr (its file
+	// holds the header alone), the JSON in its summary.
+	qf.srv.InjectFault(cryptopaytest.RouteListPayouts, cryptopaytest.Fault{Status: 200, Body: `{}`})
+	r = qf.run("books", "--sections", "payouts", "--csv")
+	assert.Equal(t, exitNotYet, r.code, "stdout: %s stderr: %s", r.stdout, r.stderr)
+	assert.Equal(t, strings.Join(booksCSVHeader, ",")+"\n", r.stdout)
+	assert.Contains(t, r.stderr, "payouts not finished: the payout list")
+	qf.srv.InjectFault(cryptopaytest.RouteListPayouts, cryptopaytest.Fault{Status: 200, Body: `{}`})
+	r = qf.run("books", "--sections", "payouts", "--json")
+	assert.Equal(t, exitNotYet, r.code, "stdout: %s stderr: %s", r.stdout, r.stderr)
+	var out booksJSONOut
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &out), r.stdout)
+	assert.Contains(t, out.Summary.Unfinished["payouts"], "the payout list")
 
 	// A payout made outside the queue, with an orderId that would clear
 	// the screen and reverse the text after it.
@@ -214,6 +227,9 @@ func TestBooksCommandStoppedAfterDrift(t *testing.T) {
 	assert.Equal(t, 1, out.Summary.Drift)
 	assert.Contains(t, out.Summary.Unfinished, "payments")
 	assert.False(t, out.Summary.Clean)
+	for _, it := range out.Items {
+		assert.NotEqual(t, "payments", it.Section, "%s: its read was stopped, not answered: no row (%s)", it.OrderID, it.Detail)
+	}
 }
 
 // TestBooksCommandSumsTie: the CSV's delta column, summed per section,
