@@ -3,6 +3,7 @@ package pgstore
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"slices"
 
 	"github.com/shopspring/decimal"
@@ -120,10 +121,21 @@ func (s *BooksSummary) sortTotals() {
 // at the API. Memory stays bounded whatever the sizes: the list streams
 // into a temporary table (the check needs the TEMPORARY privilege on the
 // database) and is matched there, and payments are read a page at a time.
+// A Books without a Client is refused (ErrInvalidOption).
 func (b *Books) Check(ctx context.Context, emit func(BooksItem) error) (*BooksSummary, error) {
+	if b.cfg.Client == nil {
+		return nil, fmt.Errorf("%w: BooksConfig.Client is nil: the check reads the provider's side", ErrInvalidOption)
+	}
 	sum := newBooksSummary()
 	defer sum.sortTotals()
+	adj, err := b.startAdjustments(ctx)
+	if err != nil {
+		sum.Unfinished["adjustments"] = scrubText("the adjustments could not be read, so none is subtracted: " + err.Error())
+	}
 	out := func(it BooksItem) error {
+		if it.Section != "balances" {
+			adj[adjKeyOf(&it)].adjust(&it)
+		}
 		if !it.Class.IsDrift() {
 			it.Delta = decimal.Zero // matched, in flight, undecided: nothing to book
 		}
@@ -133,7 +145,7 @@ func (b *Books) Check(ctx context.Context, emit func(BooksItem) error) (*BooksSu
 	var bal *balanceRun
 	if b.cfg.Balances {
 		var err error
-		if bal, err = b.balanceStart(ctx); err != nil {
+		if bal, err = b.balanceStart(ctx, adj); err != nil {
 			sum.Unfinished["balances"] = scrubText(err.Error())
 			bal = nil
 		}

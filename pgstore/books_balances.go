@@ -31,6 +31,7 @@ type balanceAcc struct {
 	outFlight, refund, move decimal.Decimal // payouts that may have been taken, given back, or moved since start
 	feeOpen                 int             // payouts that may have been taken with a fee not known yet
 	inFlight                decimal.Decimal // payments' merchantAmount the provider has and the tracker had not at start
+	adjusted                adjSum          // the adjustments booked against the pair
 }
 
 // balanceSnap is a stored snapshot: our expected balance and the
@@ -133,8 +134,13 @@ func movedMoney(d PayoutDebit, now, then IntentState, ok bool) bool {
 // state of each intent changed within booksClockMargin, the last
 // snapshot), then the provider's balances. The payouts' debits are read
 // with the payout list (balancePayouts).
-func (b *Books) balanceStart(ctx context.Context) (*balanceRun, error) {
+func (b *Books) balanceStart(ctx context.Context, adj map[adjKey]adjSum) (*balanceRun, error) {
 	run := &balanceRun{pairs: make(map[balancePair]*balanceAcc), recent: make(map[string]IntentState)}
+	for k, a := range adj {
+		if k.section == "balances" {
+			run.acc(balancePair{k.currency, k.network}).adjusted = a
+		}
+	}
 	pool := b.cfg.Queue.cfg.Pool
 	if b.cfg.CreateTable {
 		if err := createTables(ctx, pool, b.balanceIdent(), b.DDL()); err != nil {
@@ -226,9 +232,13 @@ FROM `+table+` ORDER BY currency, network, run_at DESC`)
 	return rows.Err()
 }
 
-// DDL returns the statement that creates the check's snapshot table
-// (BooksConfig.BalanceTable). Amounts are numeric (exact).
-func (b *Books) DDL() string { return balanceTableDDL(b.balanceTable()) }
+// DDL returns the statements that create the check's own tables: its
+// balance snapshots (BooksConfig.BalanceTable) and its adjustments (that
+// name with "_adjustments" appended: append-only, a trigger refuses an
+// UPDATE, DELETE or TRUNCATE). Amounts are numeric (exact).
+func (b *Books) DDL() string {
+	return balanceTableDDL(b.balanceTable()) + ";\n" + adjustmentTableDDL(b.adjustmentIdent())
+}
 
 // balanceTable is the snapshot table's quoted name.
 func (b *Books) balanceTable() string { return b.balanceIdent().Sanitize() }
@@ -381,12 +391,18 @@ func (b *Books) balanceItem(p balancePair, a *balanceAcc) (BooksItem, *balanceSn
 		return it, nil
 	}
 	expected := a.prev.balance.Add(a.credited.Sub(a.prev.credited)).Sub(a.debited.Sub(a.prev.debited))
-	snap.balance = expected
-	it.Ours = decimal.NewNullDecimal(expected)
-	it.Delta = a.provider.Decimal.Sub(expected)
+	snap.balance = expected // without the adjustments: every check adds them all
+	it.Ours = decimal.NewNullDecimal(expected.Add(a.adjusted.amount))
+	it.Delta = a.provider.Decimal.Sub(it.Ours.Decimal)
+	if a.adjusted.n > 0 {
+		it.Adjusted = decimal.NewNullDecimal(a.adjusted.amount)
+	}
 	lo := a.outFlight.Add(a.move).Neg()
 	hi := a.refund.Add(a.move).Add(a.inFlight)
 	switch {
+	case it.Delta.IsZero() && a.adjusted.n > 0 && !expected.Equal(a.provider.Decimal):
+		it.Class = BooksAdjusted
+		it.Detail = fmt.Sprintf("%d adjustments book %s: the balance ties with them", a.adjusted.n, a.adjusted.amount)
 	case it.Delta.IsZero():
 		it.Class = BooksMatched
 	case it.Delta.GreaterThanOrEqual(lo) && it.Delta.LessThanOrEqual(hi), it.Delta.IsNegative() && a.feeOpen > 0:

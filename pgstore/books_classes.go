@@ -47,6 +47,9 @@ const (
 	// BooksOpening: the first check of a currency and network: the
 	// provider's balance is recorded as the opening balance. Not drift.
 	BooksOpening BooksClass = "opening_balance"
+	// BooksAdjusted: a drift that adjustments (Books.Adjust) book to the
+	// digit: listed apart, not drift. Its Detail names the drift's class.
+	BooksAdjusted BooksClass = "adjusted"
 	// BooksUndecided: the check could not decide (the payment could not be
 	// read, its id is not known yet, a status the SDK does not know).
 	BooksUndecided BooksClass = "undecided"
@@ -61,7 +64,7 @@ const (
 // matched, in flight or undecided).
 func (c BooksClass) IsDrift() bool {
 	switch c {
-	case BooksMatched, BooksInFlight, BooksUndecided, BooksOpening:
+	case BooksMatched, BooksInFlight, BooksUndecided, BooksOpening, BooksAdjusted:
 		return false
 	}
 	return true
@@ -89,6 +92,9 @@ type BooksItem struct {
 	// flight, undecided, an opening balance): Ours and Theirs still show
 	// both sides. docs/books.md says what it means for each class.
 	Delta decimal.Decimal
+	// Adjusted is the sum of the adjustments booked against the item
+	// (Books.Adjust; invalid: none), already subtracted from Delta.
+	Adjusted decimal.NullDecimal
 	// Ledger is the merchant's ledger sum for the order (invalid: no
 	// ledger given, or no entry).
 	Ledger decimal.NullDecimal

@@ -63,8 +63,9 @@ const (
 	FeesIncluded
 )
 
-// BooksConfig configures NewBooks. Client is required, and Queue or
-// Tracker (the sections to check).
+// BooksConfig configures NewBooks. Queue or Tracker is required (the
+// sections to check), and Client for Check (a Books without one can book
+// adjustments: Adjust).
 type BooksConfig struct {
 	// Client reads the provider's side.
 	Client *cryptopay.Client
@@ -126,8 +127,6 @@ type Books struct {
 // NewBooks checks cfg and fills in the defaults.
 func NewBooks(cfg BooksConfig) (*Books, error) {
 	switch {
-	case cfg.Client == nil:
-		return nil, fmt.Errorf("%w: BooksConfig.Client is nil", ErrInvalidOption)
 	case cfg.Queue == nil && cfg.Tracker == nil:
 		return nil, fmt.Errorf("%w: BooksConfig needs a Queue, a Tracker or both", ErrInvalidOption)
 	case cfg.LedgerSQL != "" && cfg.LedgerFunc != nil:

@@ -200,8 +200,11 @@ func TestNewBooksRefuses(t *testing.T) {
 	c := cryptopaytest.NewServer()
 	t.Cleanup(c.Close)
 	ledger := func(context.Context, pgx.Tx, string) (decimal.Decimal, bool, error) { return decimal.Zero, false, nil }
+	b, err := pgstore.NewBooks(pgstore.BooksConfig{Queue: &pgstore.Queue{}}) // enough to book adjustments
+	require.NoError(t, err)
+	_, err = b.Check(context.Background(), func(pgstore.BooksItem) error { return nil })
+	assert.ErrorIs(t, err, pgstore.ErrInvalidOption, "no client: no check")
 	for name, cfg := range map[string]pgstore.BooksConfig{
-		"no client":           {},
 		"no section":          {Client: c.Client()},
 		"two ledgers":         {Client: c.Client(), Tracker: &pgstore.Tracker{}, LedgerSQL: "SELECT 1", LedgerFunc: ledger},
 		"ledger, no payments": {Client: c.Client(), Queue: &pgstore.Queue{}, LedgerSQL: "SELECT 1"},
@@ -642,4 +645,86 @@ func testBooksBalancesWithFees(t *testing.T, fees pgstore.PayoutFees) {
 	assert.Equal(t, "-0.0007", it.Delta.String())
 	assert.Equal(t, "999999989.34875", it.Ours.Decimal.String())
 	assert.Equal(t, "999999989.34805", it.Theirs.Decimal.String())
+}
+
+// TestBooksAdjust: a drift booked by adjustments (an actor, a note, the
+// exact amount) ties the next check: a balance debited by hand and a
+// payout made outside the queue are then "adjusted", listed apart, not
+// drift, and the books are clean; an adjustment that books part of a drift
+// leaves the rest as drift; the table refuses an UPDATE, a DELETE and a
+// TRUNCATE; bad input records nothing.
+func TestBooksAdjust(t *testing.T) {
+	r := newQRig(t)
+	q := r.queue(t)
+	tr, stop := r.tracker(t)
+	stop()
+	books := pgtest.Name("books")
+	cfg := pgstore.BooksConfig{Client: r.fake.Client(), Queue: q, Tracker: tr, Balances: true, CreateTable: true,
+		BalanceTable: books, PayoutDebit: pgstore.DebitAtCreate, PayoutFees: pgstore.FeesExcluded,
+		SettleTime: time.Millisecond}
+	require.Equal(t, pgstore.BooksOpening, runBooks(t, cfg).by["balances:usdt/tron"].Class)
+	r.fake.DebitBalance("usdt", "tron", decimal.RequireFromString("0.0007"))
+	outside := payoutParams(99)
+	outside.OrderID, outside.Amount = "outside-1", decimal.RequireFromString("3.3")
+	outside.NetworkFeeByUser = true
+	_, err := r.fake.Client().CreatePayout(context.Background(), outside)
+	require.NoError(t, err)
+	res := runBooks(t, cfg)
+	res.assertClasses(t, "payouts", []booksWant{{"outside-1", pgstore.BooksProviderOnly, "3.3"}})
+	bal := res.by["balances:usdt/tron"]
+	assert.Equal(t, pgstore.BooksBalanceDrift, bal.Class, bal.Detail)
+	assert.Equal(t, "-3.3007", bal.Delta.String(), "the hand debit and the payout made outside the queue")
+
+	b, err := pgstore.NewBooks(cfg)
+	require.NoError(t, err)
+	ctx := context.Background()
+	book := func(a pgstore.BooksAdjustment) pgstore.BooksAdjustment {
+		t.Helper()
+		a.Actor, a.Note = "alice@example.com", "ticket 42: "+a.Section
+		got, err := b.Adjust(ctx, a)
+		require.NoError(t, err)
+		return got
+	}
+	first := book(pgstore.BooksAdjustment{Section: "payouts", OrderID: "outside-1", Amount: decimal.RequireFromString("3")})
+	assert.NotZero(t, first.ID)
+	res = runBooks(t, cfg)
+	it := res.by["payouts:outside-1"]
+	assert.Equal(t, pgstore.BooksProviderOnly, it.Class, "3 of 3.3 booked")
+	assert.Equal(t, "0.3", it.Delta.String())
+	assert.Equal(t, "3", it.Adjusted.Decimal.String())
+
+	book(pgstore.BooksAdjustment{Section: "payouts", OrderID: "outside-1", Amount: decimal.RequireFromString("0.3")})
+	book(pgstore.BooksAdjustment{Section: "balances", Currency: "USDT", Network: "tron", Amount: decimal.RequireFromString("-3.3007")})
+	res = runBooks(t, cfg)
+	res.assertClasses(t, "payouts", []booksWant{{"outside-1", pgstore.BooksAdjusted, "0"}})
+	assert.Equal(t, "3.3", res.by["payouts:outside-1"].Adjusted.Decimal.String())
+	bal = res.by["balances:usdt/tron"]
+	assert.Equal(t, pgstore.BooksAdjusted, bal.Class, bal.Detail)
+	assert.Equal(t, "0", bal.Delta.String())
+	assert.Equal(t, "-3.3007", bal.Adjusted.Decimal.String())
+	assert.Equal(t, "999999996.6993", bal.Ours.Decimal.String(), "the expected balance with what was booked")
+	assert.Equal(t, 1, res.sum.Counts["balances"][pgstore.BooksAdjusted])
+	assert.True(t, res.sum.Clean(), "%+v", res.sum)
+
+	table := books + "_adjustments"
+	for _, sql := range []string{"UPDATE " + table + " SET amount = 1", "DELETE FROM " + table, "TRUNCATE " + table} {
+		_, err := r.pool.Exec(ctx, sql)
+		assert.ErrorContains(t, err, "append-only", sql)
+	}
+	for name, a := range map[string]pgstore.BooksAdjustment{
+		"no section":    {OrderID: "o", Amount: decimal.NewFromInt(1), Actor: "a", Note: "n"},
+		"no order":      {Section: "payouts", Amount: decimal.NewFromInt(1), Actor: "a", Note: "n"},
+		"no network":    {Section: "balances", Currency: "usdt", Amount: decimal.NewFromInt(1), Actor: "a", Note: "n"},
+		"zero":          {Section: "payouts", OrderID: "o", Actor: "a", Note: "n"},
+		"no actor":      {Section: "payouts", OrderID: "o", Amount: decimal.NewFromInt(1), Note: "n"},
+		"no note":       {Section: "payouts", OrderID: "o", Amount: decimal.NewFromInt(1), Actor: "a", Note: " "},
+		"hidden orders": {Section: "payouts", OrderID: "o\u200b", Amount: decimal.NewFromInt(1), Actor: "a", Note: "n"},
+	} {
+		_, err := b.Adjust(ctx, a)
+		var ve *cryptopay.ValidationError
+		assert.ErrorAs(t, err, &ve, name)
+	}
+	var n int
+	require.NoError(t, r.pool.QueryRow(ctx, "SELECT count(*) FROM "+table).Scan(&n))
+	assert.Equal(t, 3, n, "only the three booked")
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"github.com/cryptopay/cryptopay-go"
 	"github.com/cryptopay/cryptopay-go/pgstore"
 )
 
@@ -32,6 +33,7 @@ type booksItemOut struct {
 	Theirs      string `json:"theirs,omitempty"`
 	Delta       string `json:"delta"`
 	Ledger      string `json:"ledger,omitempty"`
+	Adjusted    string `json:"adjusted,omitempty"`
 	OurStatus   string `json:"ourStatus,omitempty"`
 	TheirStatus string `json:"theirStatus,omitempty"`
 	Currency    string `json:"currency,omitempty"`
@@ -44,18 +46,18 @@ type booksItemOut struct {
 
 func newBooksItemOut(it *pgstore.BooksItem) booksItemOut {
 	return booksItemOut{Section: it.Section, OrderID: it.OrderID, Class: string(it.Class), Drift: it.Class.IsDrift(),
-		Ours: nullMoney(it.Ours), Theirs: nullMoney(it.Theirs), Delta: money(it.Delta), Ledger: nullMoney(it.Ledger),
+		Ours: nullMoney(it.Ours), Theirs: nullMoney(it.Theirs), Delta: money(it.Delta), Ledger: nullMoney(it.Ledger), Adjusted: nullMoney(it.Adjusted),
 		OurStatus: it.OurStatus, TheirStatus: it.TheirStatus, Currency: it.Currency, Network: it.Network,
 		OurWallet: it.OurWallet, TheirWallet: it.TheirWallet, Payouts: it.Payouts, Detail: it.Detail}
 }
 
 // booksCSVHeader names the CSV columns, in order.
 var booksCSVHeader = []string{"section", "order_id", "class", "drift", "ours", "theirs", "delta", "ledger",
-	"our_status", "their_status", "currency", "network", "our_wallet", "their_wallet", "payouts", "detail"}
+	"our_status", "their_status", "currency", "network", "our_wallet", "their_wallet", "payouts", "detail", "adjusted"}
 
 func (o booksItemOut) csvRecord() []string {
 	return []string{o.Section, o.OrderID, o.Class, strconv.FormatBool(o.Drift), o.Ours, o.Theirs, o.Delta, o.Ledger,
-		o.OurStatus, o.TheirStatus, o.Currency, o.Network, o.OurWallet, o.TheirWallet, strconv.Itoa(o.Payouts), o.Detail}
+		o.OurStatus, o.TheirStatus, o.Currency, o.Network, o.OurWallet, o.TheirWallet, strconv.Itoa(o.Payouts), o.Detail, o.Adjusted}
 }
 
 // booksSummaryOut is the summary as the CLI writes it.
@@ -181,6 +183,9 @@ func (f *booksFlags) check() (since time.Time, err error) {
 }
 
 func (a *app) books(args []string) error {
+	if len(args) > 0 && args[0] == "adjust" {
+		return a.booksAdjust(args[1:])
+	}
 	fs := a.newFlagSet(command{"books", "", "Prove the books: compare the payout queue and the payment tracker with the\n" +
 		"provider (the whole payout list, each tracked payment read again, with --sections\n" +
 		"...,balances the balances rolled forward) and name every difference with its exact\n" +
@@ -388,8 +393,8 @@ func (c *booksCSV) end(s booksSummaryOut) error {
 	return c.w.Error()
 }
 
-// booksTable lists the drift and the undecided items (up to
-// booksTableCap), then the summary table.
+// booksTable lists the drift, the undecided and the adjusted items (up
+// to booksTableCap), then the summary table.
 type booksTable struct {
 	a     *app
 	rows  [][]string
@@ -397,7 +402,7 @@ type booksTable struct {
 }
 
 func (t *booksTable) item(o booksItemOut) error {
-	if !o.Drift && o.Class != string(pgstore.BooksUndecided) {
+	if !o.Drift && o.Class != string(pgstore.BooksUndecided) && o.Class != string(pgstore.BooksAdjusted) {
 		return nil
 	}
 	if len(t.rows) >= booksTableCap {
@@ -447,5 +452,76 @@ func (t *booksTable) end(s booksSummaryOut) error {
 		a.printLine("%s not finished: %s", k, s.Unfinished[k])
 	}
 	a.printLine("%d drift, %d in flight, %d undecided", s.Drift, s.InFlight, s.Undecided)
+	return nil
+}
+
+// booksAdjustmentOut is a booked adjustment as the CLI writes it.
+type booksAdjustmentOut struct {
+	ID       int64  `json:"id"`
+	At       string `json:"at"`
+	Section  string `json:"section"`
+	OrderID  string `json:"orderId,omitempty"`
+	Currency string `json:"currency,omitempty"`
+	Network  string `json:"network,omitempty"`
+	Amount   string `json:"amount"`
+	Actor    string `json:"actor"`
+	Note     string `json:"note"`
+}
+
+// booksAdjust books a drift (pgstore.Books.Adjust): the database alone.
+func (a *app) booksAdjust(args []string) error {
+	cmd := command{"books adjust", "", "Book a drift the books check found, so the next check ties with it: --amount\n" +
+		"(the drift's delta, exact) against one item: --section payouts or payments with\n" +
+		"--order-id, or --section balances with --currency and --network. Recorded with\n" +
+		"--actor and --note in the check's adjustments table (--balance-table with\n" +
+		"_adjustments appended), never edited or deleted: book another to correct one.\n" +
+		"See docs/books.md."}
+	fs, db := a.newDBFlagSet(cmd, queueStore)
+	var adj pgstore.BooksAdjustment
+	var amount, balanceTable string
+	fs.StringVar(&adj.Section, "section", "", "the `section` of the drift: payouts, payments or balances (required)")
+	fs.StringVar(&adj.OrderID, "order-id", "", "the payout's or payment's `orderId` (payouts, payments)")
+	fs.StringVar(&adj.Currency, "currency", "", "the balance's `currency` (balances)")
+	fs.StringVar(&adj.Network, "network", "", "the balance's `network` (balances)")
+	fs.StringVar(&amount, "amount", "", "the `amount` to book: the drift's delta, a signed plain decimal (required)")
+	fs.StringVar(&balanceTable, "balance-table", pgstore.DefaultBooksBalanceTable, "the books check's own `table` of balance\n"+
+		"snapshots; its adjustments are in this name with _adjustments appended (created if missing)")
+	fs.StringVar(&adj.Note, "note", "", "why it is booked: what was found, a ticket (required)")
+	actor := a.actorFlag(fs.FlagSet)
+	_, asJSON, err := a.parseOutput(fs, args, 0, 0)
+	if err != nil {
+		return err
+	}
+	if adj.Amount, err = parseAmount(amount); err != nil {
+		return usageErr("books adjust: --amount %q: %v", amount, err)
+	}
+	adj.Actor = *actor
+	q, pool, err := a.openQueueReader(db)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	b, err := pgstore.NewBooks(pgstore.BooksConfig{Queue: q, BalanceTable: balanceTable, CreateTable: true})
+	if err != nil {
+		return &exitError{exitUsage, err}
+	}
+	got, err := b.Adjust(a.ctx, adj)
+	var ve *cryptopay.ValidationError
+	if errors.As(err, &ve) {
+		return usageErr("books adjust: %v", err)
+	}
+	if err != nil {
+		return err
+	}
+	out := booksAdjustmentOut{ID: got.ID, At: got.At.UTC().Format(time.RFC3339Nano), Section: got.Section, OrderID: got.OrderID,
+		Currency: got.Currency, Network: got.Network, Amount: money(got.Amount), Actor: got.Actor, Note: got.Note}
+	if asJSON {
+		return a.printJSON(out)
+	}
+	what := out.OrderID
+	if out.Section == "balances" {
+		what = out.Currency + "/" + out.Network
+	}
+	a.printLine("adjustment %d booked: %s %s %s by %s", out.ID, out.Section, what, signed(out.Amount), out.Actor)
 	return nil
 }

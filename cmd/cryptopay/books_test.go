@@ -284,3 +284,46 @@ func TestBooksCommandSumsTie(t *testing.T) {
 		"payments": {"usdt/tron": "10"},
 	}, out.Summary.DriftBySection)
 }
+
+// TestBooksCommandAdjust: a balance drift booked with 'books adjust' (its
+// exact delta, an actor and a note) ties the next check (exit 0), the
+// balance listed apart as adjusted; bad input books nothing (exit 64).
+func TestBooksCommandAdjust(t *testing.T) {
+	qf := setupQueue(t)
+	tracked, books := pgstoretest.Name("tracked"), pgstoretest.Name("books")
+	_, err := pgstore.NewTracker(context.Background(), pgstore.TrackerConfig{Pool: qf.pool, Table: tracked, CreateTable: true})
+	require.NoError(t, err)
+	args := []string{"books", "--sections", "payouts,payments,balances", "--tracker-table", tracked,
+		"--balance-table", books, "--payout-debit", "created", "--payout-fees", "included", "--json"}
+	r := qf.run(args...)
+	require.Equal(t, exitOK, r.code, "%s %s", r.stdout, r.stderr)
+	qf.srv.DebitBalance("usdt", "tron", decimal.RequireFromString("0.25"))
+	r = qf.run(args...)
+	require.Equal(t, exitNo, r.code, "%s %s", r.stdout, r.stderr)
+
+	adjust := []string{"books", "adjust", "--balance-table", books, "--section", "balances", "--currency", "usdt",
+		"--network", "tron", "--actor", "alice", "--note", "debited by hand: ticket 42"}
+	for _, bad := range [][]string{{"--amount", "-2.5e-1"}, {"--amount", "0"}, {"--amount", "-0.25", "--order-id", "o-1"}} {
+		r = qf.run(append(adjust, bad...)...)
+		assert.Equal(t, exitUsage, r.code, "%v: %s %s", bad, r.stdout, r.stderr)
+	}
+	r = qf.run(append(adjust, "--amount", "-0.25", "--output", "table")...)
+	require.Equal(t, exitOK, r.code, "%s %s", r.stdout, r.stderr)
+	assert.Equal(t, "adjustment 1 booked: balances usdt/tron -0.25 by alice\n", r.stdout)
+
+	r = qf.run(args...)
+	require.Equal(t, exitOK, r.code, "%s %s", r.stdout, r.stderr)
+	var out booksJSONOut
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &out), r.stdout)
+	var found bool
+	for _, it := range out.Items {
+		if it.Section == "balances" && it.Currency == "usdt" && it.Network == "tron" {
+			found = true
+			assert.Equal(t, "adjusted", it.Class, it.Detail)
+			assert.Equal(t, "0", it.Delta)
+			assert.Equal(t, "-0.25", it.Adjusted)
+		}
+	}
+	assert.True(t, found, r.stdout)
+	assert.Equal(t, 1, out.Summary.Counts["balances"]["adjusted"])
+}

@@ -32,7 +32,8 @@ Commands:
   payout batch FILE     enqueue a CSV of payouts in the payout queue (--dry-run first)
   balances              show the balances
   books                 prove the books: the payout queue and the payment tracker against the
-                        provider, every difference with its exact amount (--json, --csv)
+                        provider, every difference with its exact amount (--json, --csv);
+                        'books adjust' books a drift it found (--amount, --actor, --note)
   currencies            list the supported currency/network pairs
   webhook url           print the tokened webhook URL for --order-id
   webhook send          post a tokened test event for a payment or payout to a local receiver

@@ -1,0 +1,228 @@
+package pgstore
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/shopspring/decimal"
+
+	"github.com/cryptopay/cryptopay-go"
+	"github.com/cryptopay/cryptopay-go/internal/ids"
+)
+
+// The books check's adjustments: a drift a person booked (Books.Adjust),
+// kept in the check's own append-only table and subtracted from the
+// item's delta by every later check.
+
+// BooksAdjustment is one booked difference: Amount booked against one
+// item of the books check (a payout or a payment by orderId, a balance by
+// currency and network), by Actor, with a Note saying why. The next check
+// subtracts every adjustment of an item from its delta: a drift booked to
+// the digit is then BooksAdjusted. Adjustments are never edited or
+// deleted (the table refuses it): a wrong one is corrected by another.
+type BooksAdjustment struct {
+	// ID and At are set by Adjust: the adjustment's number and when the
+	// database recorded it.
+	ID int64
+	At time.Time
+	// Section is "payouts", "payments" or "balances".
+	Section string
+	// OrderID names the payout or payment (sections payouts and
+	// payments).
+	OrderID string
+	// Currency and Network name the balance (section balances).
+	Currency, Network string
+	// Amount is what is booked: the drift's Delta, exact, not zero.
+	Amount decimal.Decimal
+	// Actor is who booked it; Note says why (a ticket, what was found).
+	Actor, Note string
+}
+
+// adjKey is what an adjustment applies to.
+type adjKey struct{ section, orderID, currency, network string }
+
+// adjSum is the sum of an item's adjustments and how many there are.
+type adjSum struct {
+	amount decimal.Decimal
+	n      int
+}
+
+func adjKeyOf(it *BooksItem) adjKey {
+	if it.Section == "balances" {
+		return adjKey{section: it.Section, currency: strings.ToLower(it.Currency), network: strings.ToLower(it.Network)}
+	}
+	return adjKey{section: it.Section, orderID: it.OrderID}
+}
+
+// adjustmentTableDDL creates the adjustments table and the trigger that
+// makes it append-only (an UPDATE, DELETE or TRUNCATE raises).
+func adjustmentTableDDL(table pgx.Identifier) string {
+	fn := append(pgx.Identifier{}, table...)
+	fn[len(fn)-1] += "_append_only"
+	t := table.Sanitize()
+	return fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %[1]s (
+    id       bigserial   PRIMARY KEY,
+    at       timestamptz NOT NULL DEFAULT now(),
+    section  text        NOT NULL CHECK (section IN ('payouts', 'payments', 'balances')),
+    order_id text        NOT NULL DEFAULT '',
+    currency text        NOT NULL DEFAULT '',
+    network  text        NOT NULL DEFAULT '',
+    amount   numeric     NOT NULL CHECK (amount <> 0),
+    actor    text        NOT NULL CHECK (actor <> ''),
+    note     text        NOT NULL CHECK (note <> '')
+);
+CREATE OR REPLACE FUNCTION %[2]s() RETURNS trigger LANGUAGE plpgsql AS $f$
+BEGIN
+    RAISE EXCEPTION 'the books adjustments are append-only: book another adjustment instead' USING ERRCODE = '42501';
+END
+$f$;
+DO $d$ BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = %[3]s::regclass AND tgname = 'append_only') THEN
+        CREATE TRIGGER append_only BEFORE UPDATE OR DELETE ON %[1]s FOR EACH ROW EXECUTE PROCEDURE %[2]s();
+        CREATE TRIGGER append_only_truncate BEFORE TRUNCATE ON %[1]s FOR EACH STATEMENT EXECUTE PROCEDURE %[2]s();
+    END IF;
+END $d$`, t, fn.Sanitize(), sqlLiteral(t))
+}
+
+// adjustmentIdent is the adjustments table's name: the balance table's
+// with "_adjustments" appended, in its schema.
+func (b *Books) adjustmentIdent() pgx.Identifier {
+	t := append(pgx.Identifier{}, b.balanceIdent()...)
+	t[len(t)-1] += "_adjustments"
+	return t
+}
+
+// pool is the database of the check's own tables: the queue's, else the
+// tracker's.
+func (b *Books) pool() *pgxpool.Pool {
+	if b.cfg.Queue != nil {
+		return b.cfg.Queue.cfg.Pool
+	}
+	return b.cfg.Tracker.cfg.Pool
+}
+
+// Adjust books adj: it checks it, records it in the check's adjustments
+// table (BooksConfig.BalanceTable with "_adjustments" appended, created
+// with CreateTable or from DDL) and returns it with its ID and At. Bad
+// input is a *cryptopay.ValidationError and records nothing. The amount is
+// booked as given, exactly: the drift's Delta books it to the digit. An
+// adjustment is never edited or deleted: book another to correct one.
+func (b *Books) Adjust(ctx context.Context, adj BooksAdjustment) (BooksAdjustment, error) {
+	if err := checkAdjustment(&adj); err != nil {
+		return adj, err
+	}
+	if b.cfg.CreateTable {
+		if err := createTables(ctx, b.pool(), b.adjustmentIdent(), adjustmentTableDDL(b.adjustmentIdent())); err != nil {
+			return adj, fmt.Errorf("creating %s: %w", b.adjustmentIdent().Sanitize(), err)
+		}
+	}
+	err := b.pool().QueryRow(ctx, `INSERT INTO `+b.adjustmentIdent().Sanitize()+
+		` (section, order_id, currency, network, amount, actor, note) VALUES ($1, $2, $3, $4, $5::numeric, $6, $7) RETURNING id, at`,
+		adj.Section, adj.OrderID, adj.Currency, adj.Network, adj.Amount.String(), adj.Actor, adj.Note).Scan(&adj.ID, &adj.At)
+	return adj, err
+}
+
+// checkAdjustment refuses an adjustment that names no item, books
+// nothing, or has no actor or note; it lower-cases a balance's currency
+// and network.
+func checkAdjustment(adj *BooksAdjustment) error {
+	bad := func(field, reason string) error { return &cryptopay.ValidationError{Field: field, Reason: reason} }
+	switch adj.Section {
+	case "payouts", "payments":
+		if why := ids.Text(adj.OrderID, 256); why != "" || adj.OrderID == "" {
+			return bad("OrderID", cmpOr(why, "is empty: an adjustment of "+adj.Section+" names the orderId"))
+		}
+		if adj.Currency != "" || adj.Network != "" {
+			return bad("Currency", "is for a balance: an adjustment of "+adj.Section+" names the orderId alone")
+		}
+	case "balances":
+		if adj.Currency == "" || adj.Network == "" || adj.OrderID != "" {
+			return bad("Currency", "an adjustment of a balance names its currency and network, and no orderId")
+		}
+		for _, s := range []string{adj.Currency, adj.Network} {
+			if why := ids.Text(s, 64); why != "" {
+				return bad("Currency", why)
+			}
+		}
+		adj.Currency, adj.Network = strings.ToLower(adj.Currency), strings.ToLower(adj.Network)
+	default:
+		return bad("Section", fmt.Sprintf("%q: want payouts, payments or balances", adj.Section))
+	}
+	if adj.Amount.IsZero() {
+		return bad("Amount", "is zero: an adjustment books an amount")
+	}
+	if err := checkActor(adj.Actor); err != nil {
+		return err
+	}
+	if strings.TrimSpace(adj.Note) == "" {
+		return bad("Note", "is empty: say why the amount is booked")
+	}
+	adj.Note = scrubText(adj.Note)
+	return nil
+}
+
+// readAdjustments sums the adjustments per item (none if the table does
+// not exist yet).
+func (b *Books) readAdjustments(ctx context.Context) (map[adjKey]adjSum, error) {
+	out := make(map[adjKey]adjSum)
+	t := b.adjustmentIdent().Sanitize()
+	var exists bool
+	if err := b.pool().QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, t).Scan(&exists); err != nil || !exists {
+		return out, err
+	}
+	rows, err := b.pool().Query(ctx, `SELECT section, order_id, currency, network, sum(amount)::text, count(*)::int FROM `+t+
+		` GROUP BY 1, 2, 3, 4`)
+	if err != nil {
+		return nil, err
+	}
+	var k adjKey
+	var sum string
+	var n int
+	_, err = pgx.ForEachRow(rows, []any{&k.section, &k.orderID, &k.currency, &k.network, &sum, &n}, func() error {
+		d, err := decimal.NewFromString(sum)
+		out[k] = adjSum{d, n}
+		return err
+	})
+	return out, err
+}
+
+// adjust subtracts the item's adjustments from its delta: a drift they
+// book to the digit is BooksAdjusted; one they do not stays drift, its
+// Delta what is left to book. The balances apply theirs when they are
+// classified (balanceItem), within what is in flight.
+func (a adjSum) adjust(it *BooksItem) {
+	if a.n == 0 {
+		return
+	}
+	it.Adjusted = decimal.NewNullDecimal(a.amount)
+	note := fmt.Sprintf("%d adjustments book %s", a.n, a.amount)
+	switch rest := it.Delta.Sub(a.amount); {
+	case !it.Class.IsDrift():
+		it.Detail = strings.TrimPrefix(it.Detail+"; "+note+", though it is not drift", "; ")
+	case rest.IsZero():
+		it.Detail = fmt.Sprintf("%s: booked (%s: %s)", note, it.Class, it.Detail)
+		it.Class = BooksAdjusted
+	default:
+		it.Delta = rest
+		it.Detail += fmt.Sprintf("; %s, %s is left to book", note, rest)
+	}
+}
+
+// startAdjustments creates the adjustments table (with CreateTable) and
+// reads the sums booked per item.
+func (b *Books) startAdjustments(ctx context.Context) (map[adjKey]adjSum, error) {
+	if b.cfg.CreateTable {
+		if err := createTables(ctx, b.pool(), b.adjustmentIdent(), adjustmentTableDDL(b.adjustmentIdent())); err != nil {
+			return map[adjKey]adjSum{}, fmt.Errorf("creating %s: %w", b.adjustmentIdent().Sanitize(), err)
+		}
+	}
+	adj, err := b.readAdjustments(ctx)
+	if err != nil {
+		return map[adjKey]adjSum{}, err
+	}
+	return adj, nil
+}
