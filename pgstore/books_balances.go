@@ -32,6 +32,15 @@ type balanceAcc struct {
 	feeOpen                 int             // payouts that may have been taken with a fee not known yet
 	inFlight                decimal.Decimal // payments' merchantAmount the provider has and the tracker had not at start
 	adjusted                adjSum          // the adjustments booked against the pair
+	// What the provider has applied beyond what we count, by its own
+	// records read in this check (the payout list, each payment): the
+	// payouts' debits, the payments' merchantAmount; rollUnknown counts
+	// the items whose part is not known (an opening cannot roll them back).
+	rollPayouts, rollPayments decimal.Decimal
+	rollUnknown               int
+	// steady: the provider's balance read again after our side was read
+	// was the same (an opening that rolls back what is in flight needs it).
+	steady bool
 }
 
 // balanceSnap is a stored snapshot: our expected balance and the
@@ -39,6 +48,10 @@ type balanceAcc struct {
 type balanceSnap struct {
 	at                         time.Time
 	balance, credited, debited decimal.Decimal
+	// opening says how the pair's opening was taken (the stored opening
+	// row; read back from the pair's first row), openedAt when.
+	opening  string
+	openedAt time.Time
 }
 
 // balanceRun is one check's balance section.
@@ -53,6 +66,13 @@ type balanceRun struct {
 	// debitsRead is set once the payouts section has read the debits
 	// (balancePayouts); until then no pair can be decided.
 	debitsRead bool
+	// recentPay holds, for each tracked payment changed within
+	// booksClockMargin before the start, its merchantAmount at start (nil:
+	// none): what our credits counted of it.
+	recentPay map[string]*string
+	// openingColumn: the snapshot table has its opening column (an older
+	// one made without CreateTable may not).
+	openingColumn bool
 }
 
 func (r *balanceRun) acc(p balancePair) *balanceAcc {
@@ -66,15 +86,17 @@ func (r *balanceRun) acc(p balancePair) *balanceAcc {
 
 // balanceTableDDL creates the check's snapshot table.
 func balanceTableDDL(table string) string {
-	return fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s (
+	return fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %[1]s (
     run_at   timestamptz NOT NULL,
     currency text        NOT NULL,
     network  text        NOT NULL,
     balance  numeric     NOT NULL,
     credited numeric     NOT NULL,
     debited  numeric     NOT NULL,
+    opening  text,
     PRIMARY KEY (currency, network, run_at)
-)`, table)
+);
+ALTER TABLE %[1]s ADD COLUMN IF NOT EXISTS opening text`, table)
 }
 
 // debitClass is what an intent's state says of its payout's debit under
@@ -135,7 +157,7 @@ func movedMoney(d PayoutDebit, now, then IntentState, ok bool) bool {
 // snapshot), then the provider's balances. The payouts' debits are read
 // with the payout list (balancePayouts).
 func (b *Books) balanceStart(ctx context.Context, adj map[adjKey]adjSum) (*balanceRun, error) {
-	run := &balanceRun{pairs: make(map[balancePair]*balanceAcc), recent: make(map[string]IntentState)}
+	run := &balanceRun{pairs: make(map[balancePair]*balanceAcc), recent: make(map[string]IntentState), recentPay: make(map[string]*string)}
 	for k, a := range adj {
 		if k.section == "balances" {
 			run.acc(balancePair{k.currency, k.network}).adjusted = a
@@ -166,6 +188,21 @@ func (b *Books) balanceStart(ctx context.Context, adj map[adjKey]adjSum) (*balan
 			run.recent[id] = IntentState(st)
 			return nil
 		}); err != nil {
+			return err
+		}
+		if rows, err = tx.Query(ctx, `SELECT order_id, merchant_amount::text FROM `+b.cfg.Tracker.Table()+` WHERE updated_at > $1`,
+			run.start.Add(-booksClockMargin)); err != nil {
+			return err
+		}
+		var m *string
+		if _, err := pgx.ForEachRow(rows, []any{&id, &m}, func() error {
+			run.recentPay[id] = m
+			return nil
+		}); err != nil {
+			return err
+		}
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass($1) AND attname = 'opening'
+    AND NOT attisdropped)`, b.balanceTable()).Scan(&run.openingColumn); err != nil {
 			return err
 		}
 		return run.readPrev(ctx, tx, b.balanceTable())
@@ -229,7 +266,29 @@ FROM `+table+` ORDER BY currency, network, run_at DESC`)
 		}
 		r.acc(pairOf(cur, net)).prev = s
 	}
-	return rows.Err()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	rows, err = tx.Query(ctx, `SELECT DISTINCT ON (currency, network) currency, network, run_at, COALESCE(to_jsonb(b)->>'opening', '')
+FROM `+table+` b ORDER BY currency, network, run_at`)
+	if err != nil {
+		return err
+	}
+	var cur, net, how string
+	var at time.Time
+	_, err = pgx.ForEachRow(rows, []any{&cur, &net, &at, &how}, func() error {
+		if s := r.acc(pairOf(cur, net)).prev; s != nil {
+			s.openedAt, s.opening = at, how
+		}
+		return nil
+	})
+	return err
+}
+
+// origin says where the pair's opening came from.
+func (s *balanceSnap) origin() string {
+	how := cmpOr(s.opening, "how is not recorded (taken by an older version)")
+	return "opening of " + s.openedAt.UTC().Format(time.RFC3339) + ": " + how
 }
 
 // DDL returns the statements that create the check's own tables: its
@@ -262,19 +321,27 @@ const booksClockMargin = time.Minute
 // a payout whose network fee the recipient bears or under FeesExcluded.
 // One row per pair (order_id NULL), then one row per intent changed since
 // $4, in the same snapshot. $1, $2, $3 are the states taken, in flight
-// and given back.
+// and given back; $5 whether payouts are taken when paid, $6 whether fees
+// are included. Each pair's row also has what the list shows the provider
+// took beyond what we count (its roll back, for an opening) and how many
+// intents' part of it is not known (taken by us and not listed, or a fee
+// not known yet).
 func booksDebitsSQL(intents string) string {
-	return fmt.Sprintf(`WITH l AS (SELECT DISTINCT ON (order_id) order_id, merchant_amount::numeric AS m
-    FROM %[2]s WHERE order_id <> '' AND merchant_amount IS NOT NULL ORDER BY order_id, pos),
+	return fmt.Sprintf(`WITH l AS (SELECT DISTINCT ON (order_id) order_id, merchant_amount::numeric AS m, status
+    FROM %[2]s WHERE order_id <> '' ORDER BY order_id, pos),
 q AS (SELECT i.order_id, i.currency, i.network, i.state, i.updated_at, i.network_fee_by_user OR l.m > 0 IS TRUE AS known,
-    CASE WHEN l.m > 0 THEN l.m ELSE i.amount END AS debit
+    CASE WHEN l.m > 0 THEN l.m ELSE i.amount END AS debit, l.order_id IS NOT NULL AS listed,
+    l.order_id IS NOT NULL AND l.status NOT IN ('failed', 'cancelled') AND (NOT $5 OR l.status = 'paid') AS applied
     FROM %[1]s i LEFT JOIN l ON l.order_id = i.order_id)
 SELECT currency, network, NULL::text, '', COALESCE(sum(debit) FILTER (WHERE state = ANY($1)), 0)::text,
     COALESCE(sum(debit) FILTER (WHERE state = ANY($2)), 0)::text, COALESCE(sum(debit) FILTER (WHERE state = ANY($3)), 0)::text,
-    (count(*) FILTER (WHERE state = ANY($1 || $2) AND NOT known))::int
+    (count(*) FILTER (WHERE state = ANY($1 || $2) AND NOT known))::int,
+    COALESCE(sum(CASE WHEN applied THEN debit ELSE 0 END - CASE WHEN state = ANY($1) THEN debit ELSE 0 END), 0)::text,
+    (count(*) FILTER (WHERE (state = ANY($1) AND NOT listed) OR ($6 AND NOT known AND applied <> (state = ANY($1)))))::int
 FROM q GROUP BY 1, 2
 UNION ALL
-SELECT currency, network, order_id, state, debit::text, '0', '0', (NOT known)::int FROM q WHERE updated_at > $4`, intents, booksListed)
+SELECT currency, network, order_id, state, debit::text, '0', '0', (NOT known)::int, '0', 0 FROM q WHERE updated_at > $4`,
+		intents, booksListed)
 }
 
 // balancePayouts reads, with the payout list in tx (the payouts
@@ -285,16 +352,17 @@ SELECT currency, network, order_id, state, debit::text, '0', '0', (NOT known)::i
 func (b *Books) balancePayouts(ctx context.Context, tx pgx.Tx, run *balanceRun) error {
 	taken, flight, back := debitStates(b.cfg.PayoutDebit)
 	fees := b.cfg.PayoutFees == FeesIncluded
-	rows, err := tx.Query(ctx, booksDebitsSQL(b.cfg.Queue.Table()), taken, flight, back, run.start.Add(-booksClockMargin))
+	rows, err := tx.Query(ctx, booksDebitsSQL(b.cfg.Queue.Table()), taken, flight, back, run.start.Add(-booksClockMargin),
+		b.cfg.PayoutDebit == DebitAtPaid, fees)
 	if err != nil {
 		return err
 	}
-	var cur, net, state, debit, fl, bk string
+	var cur, net, state, debit, fl, bk, roll string
 	var id *string
-	var unknown int
-	if _, err := pgx.ForEachRow(rows, []any{&cur, &net, &id, &state, &debit, &fl, &bk, &unknown}, func() error {
-		v := make([]decimal.Decimal, 3)
-		for i, s := range []string{debit, fl, bk} {
+	var unknown, rollUnknown int
+	if _, err := pgx.ForEachRow(rows, []any{&cur, &net, &id, &state, &debit, &fl, &bk, &unknown, &roll, &rollUnknown}, func() error {
+		v := make([]decimal.Decimal, 4)
+		for i, s := range []string{debit, fl, bk, roll} {
 			var err error
 			if v[i], err = decimal.NewFromString(s); err != nil {
 				return err
@@ -303,6 +371,7 @@ func (b *Books) balancePayouts(ctx context.Context, tx pgx.Tx, run *balanceRun) 
 		a := run.acc(pairOf(cur, net))
 		if id == nil {
 			a.debited, a.outFlight, a.refund = a.debited.Add(v[0]), a.outFlight.Add(v[1]), a.refund.Add(v[2])
+			a.rollPayouts, a.rollUnknown = a.rollPayouts.Add(v[3]), a.rollUnknown+rollUnknown
 			if fees {
 				a.feeOpen += unknown
 			}
@@ -331,6 +400,9 @@ func (b *Books) balanceFinish(ctx context.Context, run *balanceRun, out func(Boo
 	if !run.debitsRead {
 		return "the payouts' debits are not known: the payout list was not read to its end", ctx.Err()
 	}
+	if err := b.balanceAgain(ctx, run); err != nil {
+		return "", err
+	}
 	pool := b.cfg.Queue.cfg.Pool
 	err := pgx.BeginTxFunc(ctx, pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
 		keys := slices.SortedFunc(maps.Keys(run.pairs), func(x, y balancePair) int {
@@ -338,10 +410,16 @@ func (b *Books) balanceFinish(ctx context.Context, run *balanceRun, out func(Boo
 		})
 		for _, p := range keys {
 			it, snap := b.balanceItem(p, run.pairs[p])
+			if prev := run.pairs[p].prev; prev != nil { // each check says where its opening came from
+				it.Detail = strings.TrimPrefix(it.Detail+"; "+prev.origin(), "; ")
+			}
 			if snap != nil {
-				if _, err := tx.Exec(ctx, `INSERT INTO `+b.balanceTable()+` (run_at, currency, network, balance, credited, debited)
-VALUES ($1, $2, $3, $4::numeric, $5::numeric, $6::numeric)`, run.start, p.currency, p.network,
-					snap.balance.String(), snap.credited.String(), snap.debited.String()); err != nil {
+				cols, args := "", []any{run.start, p.currency, p.network, snap.balance.String(), snap.credited.String(), snap.debited.String()}
+				if run.openingColumn && snap.opening != "" {
+					cols, args = ", opening", append(args, snap.opening)
+				}
+				if _, err := tx.Exec(ctx, `INSERT INTO `+b.balanceTable()+` (run_at, currency, network, balance, credited, debited`+cols+`)
+SELECT $1, $2, $3, $4::numeric, $5::numeric, $6::numeric`+strings.Repeat(", $7", len(args)-6), args...); err != nil {
 					return err
 				}
 			}
@@ -358,6 +436,36 @@ VALUES ($1, $2, $3, $4::numeric, $5::numeric, $6::numeric)`, run.start, p.curren
 		return "the database: " + err.Error(), ctx.Err()
 	}
 	return "", nil
+}
+
+// balanceAgain reads the provider's balances a second time, if a pair
+// without an opening has something in flight that its roll back can
+// account for: a pair whose balance is the same as at the start is
+// steady (nothing the check's reads saw can have moved it meanwhile). A
+// failed read leaves every pair unsteady (no opening this time); only the
+// check's own stop is an error.
+func (b *Books) balanceAgain(ctx context.Context, run *balanceRun) error {
+	need := false
+	for _, a := range run.pairs {
+		need = need || (a.prev == nil && a.provider.Valid && inFlight(a) && a.rollUnknown == 0)
+	}
+	if !need {
+		return nil
+	}
+	bals, err := b.cfg.Client.GetBalances(ctx)
+	if err != nil {
+		return ctx.Err()
+	}
+	again := make(map[balancePair]decimal.Decimal)
+	for _, bal := range bals {
+		p := pairOf(bal.Currency, bal.Network)
+		again[p] = again[p].Add(bal.Amount)
+	}
+	for p, a := range run.pairs {
+		v, ok := again[p]
+		a.steady = ok && a.provider.Valid && v.Equal(a.provider.Decimal)
+	}
+	return nil
 }
 
 // errEmit carries emit's error out of the snapshot's transaction.
@@ -379,12 +487,25 @@ func (b *Books) balanceItem(p balancePair, a *balanceAcc) (BooksItem, *balanceSn
 	case !a.provider.Valid:
 		it.Class, it.Detail = BooksUndecided, "the provider reports no balance for this currency and network"
 		return it, nil
-	case a.prev == nil && inFlight(a):
-		it.Class, it.Detail = BooksUndecided, "no opening balance yet, and payouts or payments are in flight: the opening is taken at a check with nothing in flight"
+	case a.prev == nil && !inFlight(a):
+		snap.balance = a.provider.Decimal
+		snap.opening = "taken at a check with nothing in flight: the provider's balance as it was"
+		it.Ours = decimal.NewNullDecimal(snap.balance)
+		it.Class, it.Detail = BooksOpening, "the first check: "+snap.opening
+		return it, snap
+	case a.prev == nil && a.rollUnknown > 0:
+		it.Class, it.Detail = BooksUndecided, fmt.Sprintf("no opening balance yet: %d payouts or payments in flight cannot be rolled back "+
+			"(not listed, not read, or a fee not known yet): the opening is taken at a later check", a.rollUnknown)
+		return it, nil
+	case a.prev == nil && !a.steady:
+		it.Class, it.Detail = BooksUndecided, "no opening balance yet: the provider's balance moved while the check read what is in flight: the opening is taken at a later check"
 		return it, nil
 	case a.prev == nil:
-		snap.balance = a.provider.Decimal
-		it.Class, it.Detail = BooksOpening, "the first check: the provider's balance is taken as the opening balance"
+		snap.balance = a.provider.Decimal.Add(a.rollPayouts).Sub(a.rollPayments)
+		snap.opening = fmt.Sprintf("taken at a busy check: the provider's balance %s with what was in flight rolled back "+
+			"(payouts taken beyond ours %s, payments in beyond ours %s)", a.provider.Decimal, a.rollPayouts, a.rollPayments)
+		it.Ours = decimal.NewNullDecimal(snap.balance)
+		it.Class, it.Detail = BooksOpening, "the first check: "+snap.opening
 		return it, snap
 	case b.cfg.PayoutDebit == DebitUndecided || b.cfg.PayoutFees == FeesUndecided:
 		it.Class, it.Detail = BooksUndecided, "when payouts debit the balance, or whether fees are included, is not set: undecided rather than guessed"

@@ -241,14 +241,28 @@ func scanPaymentRow(row pgx.Row) (paymentRow, error) {
 // paymentMoved adds what a payment read in the payments section shows of
 // money in flight: merchantAmount the provider has and the tracker had not
 // recorded by the start (recorded since, or not yet).
+//
+// It also adds what the provider has beyond what our credits counted at
+// the start (the payment's merchantAmount then, or, changed within
+// booksClockMargin before it, as the start read it): an opening rolls it
+// back. A payment that was not read adds to what cannot be rolled back.
 func (r *balanceRun) paymentMoved(row *paymentRow) {
-	if r == nil || row.p == nil {
+	if r == nil {
+		return
+	}
+	a := r.acc(pairOf(row.currency, row.network))
+	if row.p == nil {
+		a.rollUnknown++
 		return
 	}
 	start, _ := nullDecimal(row.merchantAtStart) // as of the start, less booksClockMargin
 	now := row.p.MerchantAmount.Decimal
 	if d := now.Sub(start.Decimal); d.IsPositive() {
-		a := r.acc(pairOf(row.currency, row.network))
 		a.inFlight = a.inFlight.Add(d)
 	}
+	counted := start
+	if m, ok := r.recentPay[row.orderID]; ok {
+		counted, _ = nullDecimal(m)
+	}
+	a.rollPayments = a.rollPayments.Add(now.Sub(counted.Decimal))
 }

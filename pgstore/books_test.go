@@ -728,3 +728,69 @@ func TestBooksAdjust(t *testing.T) {
 	require.NoError(t, r.pool.QueryRow(ctx, "SELECT count(*) FROM "+table).Scan(&n))
 	assert.Equal(t, 3, n, "only the three booked")
 }
+
+// TestBooksOpeningBusy: a system never idle gets an opening all the same:
+// with a payout created and not paid, one the provider created while the
+// queue is still reconciling it, and a payment paid that the tracker has
+// not read, the opening is the provider's balance with what is in flight
+// rolled back (the payout the queue does not count yet added back, the
+// payment the tracker has not credited taken off), and each later check
+// says where it came from. A hand debit of 1,000,000 is then drift, to
+// the digit once what was in flight has settled. A balance that moves
+// while the check reads what is in flight gets no opening that time.
+func TestBooksOpeningBusy(t *testing.T) {
+	r := newQRig(t)
+	q := r.queue(t)
+	tr, err := pgstore.NewTracker(context.Background(), pgstore.TrackerConfig{Pool: r.pool, Client: r.fake.Client(),
+		Table: pgtest.Name("tracked"), CreateTable: true, OpenEvery: time.Hour}) // not run yet: its next read is an hour ahead
+	require.NoError(t, err)
+	created, reconciling := payoutParams(1), payoutParams(2)
+	created.NetworkFeeByUser, reconciling.NetworkFeeByUser = true, true
+	r.enqueue(t, q, created, reconciling)
+	stop := run(t, q)
+	waitFor(t, q, "2 created", func(c map[pgstore.IntentState]int) bool { return c[pgstore.StateCreated] == 2 })
+	stop()
+	_, err = r.pool.Exec(context.Background(), "UPDATE "+q.Table()+" SET state = 'reconciling' WHERE order_id = $1", reconciling.OrderID)
+	require.NoError(t, err)
+	r.pay(t, tr, "pay-busy", "10", "10") // merchantAmount 9.9, not read by the tracker
+	cfg := pgstore.BooksConfig{Client: r.fake.Client(), Queue: q, Tracker: tr, Balances: true, CreateTable: true,
+		BalanceTable: pgtest.Name("books"), PayoutDebit: pgstore.DebitAtCreate, PayoutFees: pgstore.FeesIncluded,
+		SettleTime: time.Millisecond}
+
+	moved := cfg
+	moved.BalanceTable = pgtest.Name("books_moved")
+	var once sync.Once
+	moved.Progress = func(string, int, int) { // while the payout list is read
+		once.Do(func() { r.fake.DebitBalance("usdt", "tron", decimal.RequireFromString("0.01")) })
+	}
+	it := runBooks(t, moved).by["balances:usdt/tron"]
+	assert.Equal(t, pgstore.BooksUndecided, it.Class, it.Detail)
+	assert.Contains(t, it.Detail, "moved while the check read")
+	r.fake.DebitBalance("usdt", "tron", decimal.RequireFromString("-0.01")) // given back
+
+	it = runBooks(t, cfg).by["balances:usdt/tron"]
+	require.Equal(t, pgstore.BooksOpening, it.Class, it.Detail)
+	assert.Equal(t, "999999989.4", it.Theirs.Decimal.String(), "1e9 - 10.25 - 10.25 + 9.9")
+	assert.Equal(t, "999999989.75", it.Ours.Decimal.String(), "the reconciling payout added back, the payment not credited taken off")
+	assert.Contains(t, it.Detail, "busy check")
+
+	r.fake.DebitBalance("usdt", "tron", decimal.NewFromInt(1_000_000))
+	it = runBooks(t, cfg).by["balances:usdt/tron"]
+	assert.Equal(t, pgstore.BooksBalanceDrift, it.Class, it.Detail)
+	assert.Contains(t, it.Detail, "opening of ")
+
+	r.payAll(t)
+	stop = run(t, q)
+	stopTracker := run(t, tr)
+	waitFor(t, q, "2 paid", func(c map[pgstore.IntentState]int) bool { return c[pgstore.StatePaid] == 2 })
+	_, err = r.pool.Exec(context.Background(), "UPDATE "+tr.Table()+" SET next_at = now()")
+	require.NoError(t, err)
+	recorded(t, tr, "pay-busy", cryptopay.PaymentPaid)
+	stop()
+	stopTracker()
+	it = runBooks(t, cfg).by["balances:usdt/tron"]
+	assert.Equal(t, pgstore.BooksBalanceDrift, it.Class, it.Detail)
+	assert.Equal(t, "-1000000", it.Delta.String())
+	assert.Equal(t, "999999989.4", it.Ours.Decimal.String(), "the opening + 9.9 - 10.25")
+	assert.Contains(t, it.Detail, "busy check")
+}
