@@ -34,6 +34,10 @@ type BooksSummary struct {
 	// drift), sorted by section, class, currency and network: the sums of
 	// a report's Delta column.
 	Totals []BooksTotal
+	// NotRead says, per section, what the check did not read on purpose
+	// (the payments outside BooksConfig.Since): its items are not there,
+	// and prove nothing of it.
+	NotRead map[string]string
 	// Unfinished says, per section, why it could not be checked to its end
 	// (the API could not be read, the payout list changed under the
 	// check); its items are then not all there. Server text: show it
@@ -61,7 +65,7 @@ func (s *BooksSummary) Clean() bool {
 
 func newBooksSummary() *BooksSummary {
 	return &BooksSummary{Counts: make(map[string]map[BooksClass]int), DriftBySection: make(map[string]map[string]decimal.Decimal),
-		Unfinished: make(map[string]string), totals: make(map[BooksTotal]*BooksTotal)}
+		Unfinished: make(map[string]string), NotRead: make(map[string]string), totals: make(map[BooksTotal]*BooksTotal)}
 }
 
 // add counts the item (its Delta already zero if it is not drift).
@@ -107,7 +111,9 @@ func (s *BooksSummary) sortTotals() {
 
 // Check compares the books and hands every item to emit as it is found,
 // the payouts first (the double payments first among them), then the
-// payments, then the balances (with BooksConfig.Balances; their snapshot
+// payments (each followed by its ledger item, with a ledger; then the
+// ledger's orderIds the tracker does not know), then the balances (with
+// BooksConfig.Balances; their snapshot
 // is stored at the end); an error from emit stops the check and is returned. A section
 // that cannot be finished is named in the summary's Unfinished, and the
 // check goes on with the next. It returns ctx's error if ctx ends. A
@@ -158,7 +164,7 @@ func (b *Books) Check(ctx context.Context, emit func(BooksItem) error) (*BooksSu
 			return b.checkPayouts(ctx, out, bal)
 		}},
 		{"payments", func(ctx context.Context, out func(BooksItem) error) (string, error) {
-			return b.checkPayments(ctx, out, bal)
+			return b.checkPayments(ctx, out, bal, sum)
 		}},
 		{"balances", func(ctx context.Context, out func(BooksItem) error) (string, error) {
 			if bal == nil {

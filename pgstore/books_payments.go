@@ -17,8 +17,14 @@ import (
 const booksPageSize = 100
 
 // booksWindow selects the tracked payments in the window: $1 the Since
-// time (NULL: all).
-const booksWindow = `($1::timestamptz IS NULL OR t.tracked_at >= $1 OR t.updated_at >= $1)`
+// time (NULL: all); with open, every payment the tracker has not closed
+// too (it may still bring money in: the balance section needs it read).
+func booksWindow(open bool) string {
+	if open {
+		return `($1::timestamptz IS NULL OR t.tracked_at >= $1 OR t.updated_at >= $1 OR t.` + trackOpenSQL + `)`
+	}
+	return `($1::timestamptz IS NULL OR t.tracked_at >= $1 OR t.updated_at >= $1)`
+}
 
 // booksPaymentsSQL reads a page of tracked payments in the window after
 // orderId $2, $3 at most, each with the sum its history credited and, with
@@ -26,7 +32,7 @@ const booksWindow = `($1::timestamptz IS NULL OR t.tracked_at >= $1 OR t.updated
 // Then the merchantAmount recorded as of $4 (the balance section's start
 // less booksClockMargin; NULL: none), the tracker's next read, and whether
 // the payment is flagged or its reads fail.
-func booksPaymentsSQL(tracked, history, ledger string) string {
+func booksPaymentsSQL(tracked, history, ledger string, open bool) string {
 	join, col := "", "NULL::text"
 	if ledger != "" {
 		// Summed per orderId: a query that returns one row per booking
@@ -43,7 +49,7 @@ func booksPaymentsSQL(tracked, history, ledger string) string {
     t.next_at, t.anomaly <> '' OR t.fail_count > 0
 FROM %[1]s t %[3]s
 WHERE t.order_id > $2 AND %[5]s
-ORDER BY t.order_id LIMIT $3`, tracked, history, join, col, booksWindow)
+ORDER BY t.order_id LIMIT $3`, tracked, history, join, col, booksWindow(open))
 }
 
 // paymentRow is a tracked payment as the check compares it: the
@@ -65,8 +71,11 @@ type paymentRow struct {
 
 // checkPayments reads the tracked payments of the window a page at a
 // time, in one read-only snapshot per page, reads each again at the API
-// and emits one item per payment.
-func (b *Books) checkPayments(ctx context.Context, out func(BooksItem) error, bal *balanceRun) (why string, err error) {
+// and emits one item per payment, and with a ledger one more per payment
+// (section "ledger"), then, with LedgerSQL, one per orderId the ledger
+// holds and the tracker does not know. What the window left out is named
+// in sum.NotRead.
+func (b *Books) checkPayments(ctx context.Context, out func(BooksItem) error, bal *balanceRun, sum *BooksSummary) (why string, err error) {
 	t := b.cfg.Tracker
 	if t == nil {
 		return "", nil
@@ -75,9 +84,14 @@ func (b *Books) checkPayments(ctx context.Context, out func(BooksItem) error, ba
 		return err.Error(), ctx.Err()
 	}
 	since := b.since()
-	var total int
-	if err := t.cfg.Pool.QueryRow(ctx, `SELECT count(*) FROM `+t.Table()+` t WHERE `+booksWindow, since).Scan(&total); err != nil {
+	var total, all int
+	if err := t.cfg.Pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE `+booksWindow(b.cfg.Balances)+`), count(*) FROM `+t.Table()+` t`,
+		since).Scan(&total, &all); err != nil {
 		return "the database: " + err.Error(), ctx.Err()
+	}
+	if all > total {
+		sum.NotRead["payments"] = fmt.Sprintf("%d tracked payments outside the window (tracked and last changed before %s%s) were not read",
+			all-total, b.cfg.Since.UTC().Format(time.RFC3339), map[bool]string{true: ", and closed", false: ""}[b.cfg.Balances])
 	}
 	after, done := "", 0
 	for {
@@ -86,7 +100,7 @@ func (b *Books) checkPayments(ctx context.Context, out func(BooksItem) error, ba
 			return "the database: " + err.Error(), ctx.Err()
 		}
 		if len(page) == 0 {
-			return "", nil
+			return b.ledgerOnly(ctx, out)
 		}
 		b.readPayments(ctx, page)
 		stopped := ctx.Err()
@@ -95,8 +109,13 @@ func (b *Books) checkPayments(ctx context.Context, out func(BooksItem) error, ba
 				continue // not decided: its read was stopped, not answered
 			}
 			bal.paymentMoved(&page[i])
-			if err := out(page[i].item(b.cfg.SettleTime, b.hasLedger())); err != nil {
+			if err := out(page[i].item(b.cfg.SettleTime)); err != nil {
 				return "", err
+			}
+			if b.hasLedger() {
+				if err := out(page[i].ledgerItem()); err != nil {
+					return "", err
+				}
 			}
 		}
 		if stopped != nil {
@@ -129,7 +148,7 @@ func (b *Books) paymentPage(ctx context.Context, since *time.Time, after string,
 	}
 	var page []paymentRow
 	err := pgx.BeginTxFunc(ctx, t.cfg.Pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, booksPaymentsSQL(t.Table(), t.history.Sanitize(), b.cfg.LedgerSQL), since, after, booksPageSize, start)
+		rows, err := tx.Query(ctx, booksPaymentsSQL(t.Table(), t.history.Sanitize(), b.cfg.LedgerSQL, b.cfg.Balances), since, after, booksPageSize, start)
 		if err != nil {
 			return err
 		}
@@ -172,10 +191,9 @@ func (b *Books) readPayments(ctx context.Context, page []paymentRow) {
 }
 
 // item classifies the payment (see the BooksClass constants): the
-// ledger against the credits first (both the merchant's, read in one
-// snapshot: no settle time), then the provider against the credits, then
-// against the tracker's record.
-func (r *paymentRow) item(settle time.Duration, ledger bool) BooksItem {
+// provider against the credits, then against the tracker's record. The
+// ledger is an item of its own (ledgerItem).
+func (r *paymentRow) item(settle time.Duration) BooksItem {
 	it := BooksItem{Section: "payments", OrderID: r.orderID, OurStatus: r.status, Currency: r.currency, Network: r.network}
 	credited, _ := nullDecimal(r.credited)
 	it.Ours = decimal.NewNullDecimal(credited.Decimal)
@@ -186,17 +204,72 @@ func (r *paymentRow) item(settle time.Duration, ledger bool) BooksItem {
 		it.Currency, it.Network = cmpOr(r.p.Currency, it.Currency), cmpOr(r.p.Network, it.Network)
 	}
 	it.Delta = it.Theirs.Decimal.Sub(it.Ours.Decimal)
-	it.Class, it.Detail = r.classify(&it, settle, ledger)
-	if it.Class == BooksLedgerDiffers {
-		it.Delta = it.Ledger.Decimal.Sub(it.Ours.Decimal)
+	it.Class, it.Detail = r.classify(&it, settle)
+	return it
+}
+
+// ledgerItem compares the merchant's ledger with what the tracker's
+// history credited (both the merchant's, read in one snapshot: no settle
+// time): Ours is the credited sum, Theirs and Ledger the ledger's (no
+// entry: 0).
+func (r *paymentRow) ledgerItem() BooksItem {
+	it := BooksItem{Section: "ledger", OrderID: r.orderID, OurStatus: r.status, Currency: r.currency, Network: r.network}
+	credited, _ := nullDecimal(r.credited)
+	it.Ours = decimal.NewNullDecimal(credited.Decimal)
+	it.Ledger, _ = nullDecimal(r.ledger)
+	it.Theirs = decimal.NewNullDecimal(it.Ledger.Decimal)
+	it.Delta = it.Theirs.Decimal.Sub(it.Ours.Decimal)
+	it.Class = BooksMatched
+	if !it.Delta.IsZero() {
+		it.Class, it.Detail = BooksLedgerDiffers, "the merchant's ledger holds another sum than the tracker credited"
 	}
 	return it
 }
 
-func (r *paymentRow) classify(it *BooksItem, settle time.Duration, ledger bool) (BooksClass, string) {
+// booksLedgerOnlySQL sums the ledger's rows per orderId the tracker does
+// not know.
+func booksLedgerOnlySQL(tracked, ledger string) string {
+	return `SELECT l0.order_id, sum(l0.credited::numeric)::text FROM (` + ledger + "\n" + `) AS l0 (order_id, credited)
+WHERE NOT EXISTS (SELECT 1 FROM ` + tracked + ` t WHERE t.order_id = l0.order_id) GROUP BY l0.order_id ORDER BY 1`
+}
+
+// ledgerOnly emits, with LedgerSQL, one BooksLedgerOnly item per orderId
+// the ledger holds and the tracker does not know (a LedgerFunc cannot
+// list its orderIds: nothing).
+func (b *Books) ledgerOnly(ctx context.Context, out func(BooksItem) error) (string, error) {
+	if b.cfg.LedgerSQL == "" {
+		return "", nil
+	}
+	var emitErr error
+	err := pgx.BeginTxFunc(ctx, b.cfg.Tracker.cfg.Pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, booksLedgerOnlySQL(b.cfg.Tracker.Table(), b.cfg.LedgerSQL))
+		if err != nil {
+			return err
+		}
+		var id string
+		var sum *string
+		_, err = pgx.ForEachRow(rows, []any{&id, &sum}, func() error {
+			v, err := nullDecimal(sum)
+			if err != nil || v.Decimal.IsZero() {
+				return err
+			}
+			emitErr = out(BooksItem{Section: "ledger", OrderID: id, Class: BooksLedgerOnly, Theirs: v, Ledger: v, Delta: v.Decimal,
+				Detail: "the merchant's ledger credits an orderId the tracker does not know"})
+			return emitErr
+		})
+		return err
+	})
+	if emitErr != nil {
+		return "", emitErr
+	}
+	if err != nil {
+		return "the merchant's ledger: " + err.Error(), ctx.Err()
+	}
+	return "", nil
+}
+
+func (r *paymentRow) classify(it *BooksItem, settle time.Duration) (BooksClass, string) {
 	switch {
-	case ledger && !it.Ledger.Decimal.Equal(it.Ours.Decimal):
-		return BooksLedgerDiffers, "the merchant's ledger holds another sum than the tracker credited"
 	case r.paymentID == "" && time.Since(r.trackedAt) < settle:
 		return BooksInFlight, "tracked by orderId alone: its payment id is not known yet"
 	case r.paymentID == "":

@@ -258,8 +258,11 @@ func recorded(t *testing.T, tr *pgstore.Tracker, orderID string, st cryptopay.Pa
 // TestBooksPaymentDrifts: a paid amount that differs from the credit, a
 // payment credited twice by the merchant's ledger (as SQL and as Go) and a
 // status the stopped tracker never recorded are found with their exact
-// deltas; a payment whose id is unknown is undecided; one read per
-// tracked payment with an id.
+// deltas; a payment the ledger booked twice and the provider lowered is
+// two items, the ledger's +10 and the provider's -2.5; ledger rows under
+// an orderId the tracker does not know are ledger_only (SQL: a Go ledger
+// cannot list its orderIds); a payment whose id is unknown is undecided;
+// one read per tracked payment with an id.
 func TestBooksPaymentDrifts(t *testing.T) {
 	r := newQRig(t)
 	tr, stop := r.tracker(t)
@@ -288,7 +291,7 @@ func TestBooksPaymentDrifts(t *testing.T) {
 	require.NoError(t, r.fake.SetPaymentStatus(expiring.ID, cryptopay.PaymentExpired)) // the tracker is stopped
 	ledger := pgtest.Name("ledger")
 	_, err := r.pool.Exec(context.Background(), "CREATE TABLE "+ledger+" (order_id text, amount numeric);"+
-		"INSERT INTO "+ledger+" VALUES ('pay-ok', 10), ('pay-lower', 10), ('pay-twice', 5), ('pay-twice', 5)")
+		"INSERT INTO "+ledger+" VALUES ('pay-ok', 10), ('pay-lower', 10), ('pay-lower', 10), ('pay-twice', 5), ('pay-twice', 5), ('pay-ghost', 99)")
 	require.NoError(t, err)
 	time.Sleep(2 * time.Millisecond) // the settle time (1 ms) passes after the last change at the fake
 
@@ -301,6 +304,7 @@ func TestBooksPaymentDrifts(t *testing.T) {
 		return decimal.RequireFromString(*s), true, nil
 	}
 	for name, cfg := range map[string]pgstore.BooksConfig{"sql": {LedgerSQL: sql}, "func": {LedgerFunc: fn}} {
+		ghost := map[string]int{"sql": 1, "func": 0}[name]
 		t.Run(name, func(t *testing.T) {
 			reads := r.fake.Requests(cryptopaytest.RouteGetPayment)
 			cfg.Client, cfg.Tracker, cfg.SettleTime = r.fake.Client(), tr, time.Millisecond
@@ -309,14 +313,23 @@ func TestBooksPaymentDrifts(t *testing.T) {
 			res.assertClasses(t, "payments", []booksWant{
 				{"pay-ok", pgstore.BooksMatched, "0"},
 				{"pay-lower", pgstore.BooksCreditDiffers, "-2.5"},
-				{"pay-twice", pgstore.BooksLedgerDiffers, "5"},
+				{"pay-twice", pgstore.BooksMatched, "0"},
 				{"pay-open", pgstore.BooksMatched, "0"},
 				{"pay-expired", pgstore.BooksTrackerDiffers, "0"},
 				{"pay-lost", pgstore.BooksUndecided, "0"},
 			})
-			assert.Len(t, res.items, 6)
-			assert.Equal(t, 3, res.sum.Drift)
+			res.assertClasses(t, "ledger", []booksWant{
+				{"pay-ok", pgstore.BooksMatched, "0"},
+				{"pay-lower", pgstore.BooksLedgerDiffers, "10"},
+				{"pay-twice", pgstore.BooksLedgerDiffers, "5"},
+			})
+			if ghost == 1 {
+				res.assertClasses(t, "ledger", []booksWant{{"pay-ghost", pgstore.BooksLedgerOnly, "99"}})
+			}
+			assert.Len(t, res.items, 12+ghost, "each payment twice: the provider's item and the ledger's")
+			assert.Equal(t, 4+ghost, res.sum.Drift)
 			assert.Equal(t, 1, res.sum.Undecided)
+			assert.Equal(t, map[string]decimal.Decimal{"usdt/tron": decimal.RequireFromString("-2.5")}, res.sum.DriftBySection["payments"])
 		})
 	}
 }
@@ -517,11 +530,9 @@ func TestBooksPaymentsHostileInputs(t *testing.T) {
 
 	res := runBooks(t, pgstore.BooksConfig{Client: r.fake.Client(), Tracker: tr, SettleTime: time.Millisecond,
 		LedgerSQL: "SELECT order_id, amount FROM " + ledger + " -- one row per booking"})
-	res.assertClasses(t, "payments", []booksWant{
-		{"pay-twice", pgstore.BooksLedgerDiffers, "5"},
-		{"pay-ahead", pgstore.BooksCreditDiffers, "-2.5"},
-	})
-	assert.Len(t, res.items, 2, "one item per orderId")
+	res.assertClasses(t, "ledger", []booksWant{{"pay-twice", pgstore.BooksLedgerDiffers, "5"}})
+	res.assertClasses(t, "payments", []booksWant{{"pay-ahead", pgstore.BooksCreditDiffers, "-2.5"}})
+	assert.Len(t, res.items, 4, "one item per orderId and section")
 	assert.Equal(t, 2, res.sum.Drift)
 }
 
@@ -793,4 +804,42 @@ func TestBooksOpeningBusy(t *testing.T) {
 	assert.Equal(t, "-1000000", it.Delta.String())
 	assert.Equal(t, "999999989.4", it.Ours.Decimal.String(), "the opening + 9.9 - 10.25")
 	assert.Contains(t, it.Detail, "busy check")
+}
+
+// TestBooksSinceNeverDrift: with --since and the balances, a late payment
+// tracked before the window and paid a moment ago (the tracker has not
+// read it yet) is read all the same, as every payment the tracker has not
+// closed: the balance is in flight, not drift of 9.9, as without --since;
+// and the summary names the closed payments it did not read.
+func TestBooksSinceNeverDrift(t *testing.T) {
+	r := newQRig(t)
+	q := r.queue(t)
+	tr, err := pgstore.NewTracker(context.Background(), pgstore.TrackerConfig{Pool: r.pool, Client: r.fake.Client(),
+		Table: pgtest.Name("tracked"), CreateTable: true, OpenEvery: time.Hour}) // never run: its next read is an hour ahead
+	require.NoError(t, err)
+	late := r.pay(t, tr, "pay-late", "10", "")
+	r.pay(t, tr, "pay-closed", "10", "")
+	_, err = r.pool.Exec(context.Background(), "UPDATE "+tr.Table()+" SET tracked_at = now() - interval '2 hours', updated_at = now() - interval '2 hours';"+
+		"UPDATE "+tr.Table()+" SET state = 'closed' WHERE order_id = 'pay-closed'")
+	require.NoError(t, err)
+	cfg := pgstore.BooksConfig{Client: r.fake.Client(), Queue: q, Tracker: tr, Balances: true, CreateTable: true,
+		BalanceTable: pgtest.Name("books"), PayoutDebit: pgstore.DebitAtCreate, PayoutFees: pgstore.FeesExcluded,
+		SettleTime: time.Millisecond}
+	require.Equal(t, pgstore.BooksOpening, runBooks(t, cfg).by["balances:usdt/tron"].Class)
+
+	require.NoError(t, r.fake.Pay(late.ID, decimal.RequireFromString("10"))) // merchantAmount 9.9
+	for name, since := range map[string]time.Time{"all": {}, "since": time.Now().Add(-time.Hour)} {
+		c := cfg
+		c.Since = since
+		res := runBooks(t, c)
+		it := res.by["balances:usdt/tron"]
+		assert.Equal(t, pgstore.BooksInFlight, it.Class, "%s: %s", name, it.Detail)
+		res.assertClasses(t, "payments", []booksWant{{"pay-late", pgstore.BooksInFlight, "0"}})
+		if name == "since" {
+			assert.Contains(t, res.sum.NotRead["payments"], "1 tracked payments outside the window")
+			assert.NotContains(t, res.by, "payments:pay-closed")
+		} else {
+			assert.Empty(t, res.sum.NotRead)
+		}
+	}
 }

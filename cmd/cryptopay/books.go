@@ -68,6 +68,7 @@ type booksSummaryOut struct {
 	Undecided      int                                   `json:"undecided"`
 	DriftBySection map[string]map[string]string          `json:"driftBySection"`
 	Totals         []booksTotalOut                       `json:"totals"`
+	NotRead        map[string]string                     `json:"notRead"`
 	Unfinished     map[string]string                     `json:"unfinished"`
 	Clean          bool                                  `json:"clean"`
 }
@@ -86,7 +87,7 @@ type booksTotalOut struct {
 func newBooksSummaryOut(s *pgstore.BooksSummary) booksSummaryOut {
 	out := booksSummaryOut{Counts: s.Counts, Drift: s.Drift, InFlight: s.InFlight, Undecided: s.Undecided,
 		DriftBySection: make(map[string]map[string]string, len(s.DriftBySection)), Totals: make([]booksTotalOut, 0, len(s.Totals)),
-		Unfinished: s.Unfinished, Clean: s.Clean()}
+		NotRead: s.NotRead, Unfinished: s.Unfinished, Clean: s.Clean()}
 	for section, pairs := range s.DriftBySection {
 		out.DriftBySection[section] = make(map[string]string, len(pairs))
 		for k, v := range pairs {
@@ -101,7 +102,8 @@ func newBooksSummaryOut(s *pgstore.BooksSummary) booksSummaryOut {
 }
 
 // booksMoney names what a section's amounts are.
-var booksMoney = map[string]string{"payouts": "money out", "payments": "money in", "balances": "the balance"}
+var booksMoney = map[string]string{"payouts": "money out", "payments": "money in", "ledger": "your ledger against the credits",
+	"balances": "the balance"}
 
 // booksWriter writes the items as they come and the summary at the end.
 type booksWriter interface {
@@ -390,6 +392,9 @@ func (c *booksCSV) end(s booksSummaryOut) error {
 	for _, k := range slices.Sorted(maps.Keys(s.Unfinished)) {
 		fmt.Fprintln(c.a.stderr, "cryptopay: books: "+c.a.safeText(k+" not finished: "+s.Unfinished[k]))
 	}
+	for _, k := range slices.Sorted(maps.Keys(s.NotRead)) {
+		fmt.Fprintln(c.a.stderr, "cryptopay: books: "+c.a.safeText(k+" not read: "+s.NotRead[k]))
+	}
 	return c.w.Error()
 }
 
@@ -447,6 +452,9 @@ func (t *booksTable) end(s booksSummaryOut) error {
 		for _, k := range slices.Sorted(maps.Keys(s.DriftBySection[section])) {
 			a.printLine("drift in %s (%s) %s: %s", section, booksMoney[section], k, signed(s.DriftBySection[section][k]))
 		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(s.NotRead)) {
+		a.printLine("%s not read: %s", k, s.NotRead[k])
 	}
 	for _, k := range slices.Sorted(maps.Keys(s.Unfinished)) {
 		a.printLine("%s not finished: %s", k, s.Unfinished[k])
