@@ -90,10 +90,34 @@ END $d$`, t, fn.Sanitize(), sqlLiteral(t))
 
 // adjustmentIdent is the adjustments table's name: the balance table's
 // with "_adjustments" appended, in its schema.
-func (b *Books) adjustmentIdent() pgx.Identifier {
+func (b *Books) adjustmentIdent() pgx.Identifier { return b.ownIdent("_adjustments") }
+
+// seenIdent is the table where the check keeps when it first saw a
+// payment's difference that only the provider's clock holds in flight.
+func (b *Books) seenIdent() pgx.Identifier { return b.ownIdent("_seen") }
+
+// ownIdent is the name of one of the check's own tables: the balance
+// table's with suffix appended, in its schema.
+func (b *Books) ownIdent(suffix string) pgx.Identifier {
 	t := append(pgx.Identifier{}, b.balanceIdent()...)
-	t[len(t)-1] += "_adjustments"
+	t[len(t)-1] += suffix
 	return t
+}
+
+// seenTableDDL creates the seen table (booksSeenSQL).
+func seenTableDDL(table pgx.Identifier) string {
+	return `CREATE TABLE IF NOT EXISTS ` + table.Sanitize() + ` (
+    order_id   text        PRIMARY KEY,
+    what       text        NOT NULL,
+    first_seen timestamptz NOT NULL
+)`
+}
+
+// tableExists reports whether table exists.
+func (b *Books) tableExists(ctx context.Context, table pgx.Identifier) (bool, error) {
+	var exists bool
+	err := b.pool().QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, table.Sanitize()).Scan(&exists)
+	return exists, err
 }
 
 // pool is the database of the check's own tables: the queue's, else the
@@ -170,8 +194,7 @@ func checkAdjustment(adj *BooksAdjustment) error {
 func (b *Books) readAdjustments(ctx context.Context) (map[adjKey]adjSum, error) {
 	out := make(map[adjKey]adjSum)
 	t := b.adjustmentIdent().Sanitize()
-	var exists bool
-	if err := b.pool().QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, t).Scan(&exists); err != nil || !exists {
+	if exists, err := b.tableExists(ctx, b.adjustmentIdent()); err != nil || !exists {
 		return out, err
 	}
 	rows, err := b.pool().Query(ctx, `SELECT section, order_id, currency, network, sum(amount)::text, count(*)::int FROM `+t+
@@ -212,11 +235,12 @@ func (a adjSum) adjust(it *BooksItem) {
 	}
 }
 
-// startAdjustments creates the adjustments table (with CreateTable) and
-// reads the sums booked per item.
+// startAdjustments creates the check's adjustments and seen tables (with
+// CreateTable) and reads the sums booked per item.
 func (b *Books) startAdjustments(ctx context.Context) (map[adjKey]adjSum, error) {
 	if b.cfg.CreateTable {
-		if err := createTables(ctx, b.pool(), b.adjustmentIdent(), adjustmentTableDDL(b.adjustmentIdent())); err != nil {
+		ddl := adjustmentTableDDL(b.adjustmentIdent()) + ";\n" + seenTableDDL(b.seenIdent())
+		if err := createTables(ctx, b.pool(), b.adjustmentIdent(), ddl); err != nil {
 			return map[adjKey]adjSum{}, fmt.Errorf("creating %s: %w", b.adjustmentIdent().Sanitize(), err)
 		}
 	}

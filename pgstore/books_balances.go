@@ -292,11 +292,13 @@ func (s *balanceSnap) origin() string {
 }
 
 // DDL returns the statements that create the check's own tables: its
-// balance snapshots (BooksConfig.BalanceTable) and its adjustments (that
+// balance snapshots (BooksConfig.BalanceTable), its adjustments (that
 // name with "_adjustments" appended: append-only, a trigger refuses an
-// UPDATE, DELETE or TRUNCATE). Amounts are numeric (exact).
+// UPDATE, DELETE or TRUNCATE) and when it first saw a payment's
+// difference that only the provider's clock holds in flight ("_seen").
+// Amounts are numeric (exact).
 func (b *Books) DDL() string {
-	return balanceTableDDL(b.balanceTable()) + ";\n" + adjustmentTableDDL(b.adjustmentIdent())
+	return balanceTableDDL(b.balanceTable()) + ";\n" + adjustmentTableDDL(b.adjustmentIdent()) + ";\n" + seenTableDDL(b.seenIdent())
 }
 
 // balanceTable is the snapshot table's quoted name.

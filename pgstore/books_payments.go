@@ -67,6 +67,11 @@ type paymentRow struct {
 	p                          *cryptopay.Payment
 	err                        error
 	readAt                     time.Time
+	// seenSince is when the check first saw the difference the provider's
+	// updatedAt alone holds in flight (nil: not such a difference, or not
+	// known); clockStale: that is longer ago than the settle time.
+	seenSince  *time.Time
+	clockStale bool
 }
 
 // checkPayments reads the tracked payments of the window a page at a
@@ -82,6 +87,10 @@ func (b *Books) checkPayments(ctx context.Context, out func(BooksItem) error, ba
 	}
 	if err := t.CheckSchema(ctx); err != nil {
 		return err.Error(), ctx.Err()
+	}
+	seen, err := b.tableExists(ctx, b.seenIdent())
+	if err != nil {
+		return "the database: " + err.Error(), ctx.Err()
 	}
 	since := b.since()
 	var total, all int
@@ -104,6 +113,11 @@ func (b *Books) checkPayments(ctx context.Context, out func(BooksItem) error, ba
 		}
 		b.readPayments(ctx, page)
 		stopped := ctx.Err()
+		if stopped == nil {
+			if err := b.markSeen(ctx, page, seen); err != nil {
+				return "the database: " + err.Error(), ctx.Err()
+			}
+		}
 		for i := range page {
 			if stopped != nil && page[i].err != nil {
 				continue // not decided: its read was stopped, not answered
@@ -277,22 +291,21 @@ func (r *paymentRow) classify(it *BooksItem, settle time.Duration) (BooksClass, 
 	case r.err != nil:
 		return BooksUndecided, scrubText("the payment could not be read: " + r.err.Error())
 	}
-	// Changed within the settle time, by the provider's clock; an
-	// updatedAt ahead of ours by more than booksClockMargin proves
-	// nothing, or one such answer would hold a difference in flight forever.
-	recent := r.p.UpdatedAt.After(r.readAt.Add(-settle)) && !r.p.UpdatedAt.After(r.readAt.Add(booksClockMargin))
-	// The tracker reads it again, not overdue past the settle time, and
-	// nothing it read so far was refused or failed: that read records the
-	// difference (a late payment's reads space out to LateMax).
-	awaited := r.nextAt != nil && r.nextAt.After(r.readAt.Add(-settle)) && !r.troubled
+	recent, awaited := r.timing(settle)
+	recent = recent && !r.clockStale
 	paid, _ := nullDecimal(r.paid)
+	stale := ""
+	if r.clockStale {
+		stale = "; the provider's updatedAt says it changed within the settle time, but the check has seen this difference since " +
+			r.seenSince.UTC().Format(time.RFC3339)
+	}
 	switch {
 	case !it.Theirs.Decimal.Equal(it.Ours.Decimal) && recent:
 		return BooksInFlight, "the provider's paid amount changed within the settle time"
 	case !it.Theirs.Decimal.Equal(it.Ours.Decimal) && awaited:
 		return BooksInFlight, "the tracker's next read of it is still due: " + r.nextAt.UTC().Format(time.RFC3339)
 	case !it.Theirs.Decimal.Equal(it.Ours.Decimal):
-		return BooksCreditDiffers, "the tracker credited another amount than the provider says was paid"
+		return BooksCreditDiffers, "the tracker credited another amount than the provider says was paid" + stale
 	case string(r.p.Status) == r.status && sameAmount(r.p.PaidAmount, paid):
 		return BooksMatched, ""
 	case recent:
@@ -300,7 +313,87 @@ func (r *paymentRow) classify(it *BooksItem, settle time.Duration) (BooksClass, 
 	case awaited:
 		return BooksInFlight, "the tracker's next read of it is still due: " + r.nextAt.UTC().Format(time.RFC3339)
 	}
-	return BooksTrackerDiffers, "the tracker's record is not what the provider says, past the settle time"
+	return BooksTrackerDiffers, "the tracker's record is not what the provider says, past the settle time" + stale
+}
+
+// timing says whether the payment changed within the settle time by the
+// provider's clock (recent; an updatedAt ahead of ours by more than
+// booksClockMargin proves nothing, or one such answer would hold a
+// difference in flight forever), and whether the tracker reads it again,
+// not overdue past the settle time, with nothing it read so far refused
+// or failed (awaited: that read records the difference; a late payment's
+// reads space out to LateMax).
+func (r *paymentRow) timing(settle time.Duration) (recent, awaited bool) {
+	recent = r.p.UpdatedAt.After(r.readAt.Add(-settle)) && !r.p.UpdatedAt.After(r.readAt.Add(booksClockMargin))
+	awaited = r.nextAt != nil && r.nextAt.After(r.readAt.Add(-settle)) && !r.troubled
+	return recent, awaited
+}
+
+// heldByClock reports whether only the provider's updatedAt holds the
+// payment's difference in flight, and the difference in words (both
+// sides' amounts and statuses): the check measures how long it has seen
+// it (markSeen).
+func (r *paymentRow) heldByClock(settle time.Duration) (bool, string) {
+	if r.p == nil || r.paymentID == "" {
+		return false, ""
+	}
+	recent, awaited := r.timing(settle)
+	credited, _ := nullDecimal(r.credited)
+	paid, _ := nullDecimal(r.paid)
+	differs := !r.p.PaidAmount.Decimal.Equal(credited.Decimal) || string(r.p.Status) != r.status || !sameAmount(r.p.PaidAmount, paid)
+	if !differs || !recent || awaited {
+		return false, ""
+	}
+	return true, fmt.Sprintf("%s %s / %s %s %s", r.p.PaidAmount.Decimal, r.p.Status, credited.Decimal, r.status, paid.Decimal)
+}
+
+// booksSeenSQL records, for each payment whose difference only the
+// provider's clock holds in flight ($1 orderIds, $2 the differences in
+// words), when the check first saw that difference (kept while it stays
+// the same), and forgets the page's other payments ($3); it returns
+// whether each was first seen longer ago than the settle time ($4, in
+// microseconds).
+func booksSeenSQL(table string) string {
+	return fmt.Sprintf(`WITH gone AS (DELETE FROM %[1]s WHERE order_id = ANY($3)),
+up AS (INSERT INTO %[1]s AS s (order_id, what, first_seen) SELECT * , now() FROM unnest($1::text[], $2::text[])
+    ON CONFLICT (order_id) DO UPDATE SET what = EXCLUDED.what,
+        first_seen = CASE WHEN s.what = EXCLUDED.what THEN s.first_seen ELSE EXCLUDED.first_seen END
+    RETURNING order_id, first_seen)
+SELECT order_id, first_seen, first_seen < now() - $4 * interval '1 microsecond' FROM up`, table)
+}
+
+// markSeen measures, for each payment of the page whose difference only
+// the provider's updatedAt holds in flight, how long the check has seen
+// it (its own table: BalanceTable with "_seen" appended; without it, the
+// provider's clock is trusted as it was).
+func (b *Books) markSeen(ctx context.Context, page []paymentRow, exists bool) error {
+	if !exists {
+		return nil
+	}
+	idx := make(map[string]*paymentRow)
+	var held, what, others []string
+	for i := range page {
+		r := &page[i]
+		if ok, w := r.heldByClock(b.cfg.SettleTime); ok {
+			held, what, idx[r.orderID] = append(held, r.orderID), append(what, w), r
+		} else {
+			others = append(others, r.orderID)
+		}
+	}
+	rows, err := b.pool().Query(ctx, booksSeenSQL(b.seenIdent().Sanitize()), held, what, others, b.cfg.SettleTime.Microseconds())
+	if err != nil {
+		return err
+	}
+	var id string
+	var at time.Time
+	var stale bool
+	_, err = pgx.ForEachRow(rows, []any{&id, &at, &stale}, func() error {
+		if r := idx[id]; r != nil {
+			r.seenSince, r.clockStale = &at, stale
+		}
+		return nil
+	})
+	return err
 }
 
 // scanPaymentRow reads one row of booksPaymentsSQL.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -548,7 +549,7 @@ func TestBooksHostilePayoutText(t *testing.T) {
 	_, err := r.fake.Client().CreatePayout(context.Background(), outside)
 	require.NoError(t, err)
 	// The list as a hostile server sends it: the orderId with a NUL.
-	nul := &http.Client{Transport: rewriteBody{strings.NewReplacer(`"nul-id"`, `"nul\u0000id"`)}}
+	nul := &http.Client{Transport: rewriteBody{strings.NewReplacer(`"nul-id"`, `"nul\u0000id"`).Replace}}
 
 	res := runBooks(t, pgstore.BooksConfig{Client: r.fake.Client(cryptopay.WithHTTPClient(nul)), Queue: q})
 	assert.Empty(t, res.sum.Unfinished)
@@ -582,7 +583,7 @@ func TestBooksPaymentAwaitingItsRead(t *testing.T) {
 }
 
 // rewriteBody is a transport that edits every answer's body.
-type rewriteBody struct{ r *strings.Replacer }
+type rewriteBody struct{ edit func(string) string }
 
 func (rw rewriteBody) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := http.DefaultTransport.RoundTrip(req)
@@ -594,7 +595,7 @@ func (rw rewriteBody) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	b = []byte(rw.r.Replace(string(b)))
+	b = []byte(rw.edit(string(b)))
 	resp.Body, resp.ContentLength = io.NopCloser(bytes.NewReader(b)), int64(len(b))
 	resp.Header.Del("Content-Length")
 	return resp, nil
@@ -842,4 +843,41 @@ func TestBooksSinceNeverDrift(t *testing.T) {
 			assert.Empty(t, res.sum.NotRead)
 		}
 	}
+}
+
+// TestBooksClockThatLies: a provider whose updatedAt is the time of each
+// read cannot keep a paid amount lowered after the fact in flight past
+// the settle time: the check measures from when it first saw the
+// difference (its own table), so the first check holds it in flight and a
+// check past the settle time reports credit_differs of exactly -2.5.
+func TestBooksClockThatLies(t *testing.T) {
+	r := newQRig(t)
+	tr, stop := r.tracker(t)
+	lower := r.pay(t, tr, "pay-lower", "10", "10")
+	recorded(t, tr, "pay-lower", cryptopay.PaymentPaid)
+	stop()
+	_, err := r.pool.Exec(context.Background(), "UPDATE "+tr.Table()+" SET next_at = now() - interval '1 hour'") // overdue: no worker
+	require.NoError(t, err)
+	require.NoError(t, r.fake.SetPaidAmount(lower.ID, decimal.RequireFromString("7.5")))
+	stamp := &http.Client{Transport: stampReads{}}
+	cfg := pgstore.BooksConfig{Client: r.fake.Client(cryptopay.WithHTTPClient(stamp)), Tracker: tr, CreateTable: true,
+		BalanceTable: pgtest.Name("books"), SettleTime: 200 * time.Millisecond}
+
+	res := runBooks(t, cfg)
+	res.assertClasses(t, "payments", []booksWant{{"pay-lower", pgstore.BooksInFlight, "0"}})
+	time.Sleep(250 * time.Millisecond) // the settle time passes; every read still says "changed just now"
+	res = runBooks(t, cfg)
+	res.assertClasses(t, "payments", []booksWant{{"pay-lower", pgstore.BooksCreditDiffers, "-2.5"}})
+	assert.Contains(t, res.by["payments:pay-lower"].Detail, "the check has seen this difference since")
+}
+
+// stampReads is a transport whose answers carry the time of the read as
+// their updatedAt: a provider whose clock lies.
+type stampReads struct{}
+
+var updatedAtField = regexp.MustCompile(`"updatedAt":"[^"]*"`)
+
+func (stampReads) RoundTrip(req *http.Request) (*http.Response, error) {
+	now := `"updatedAt":"` + time.Now().UTC().Format(time.RFC3339Nano) + `"`
+	return rewriteBody{func(s string) string { return updatedAtField.ReplaceAllLiteralString(s, now) }}.RoundTrip(req)
 }
