@@ -32,6 +32,11 @@ const (
 	// BooksTrackerDiffers: the tracker's recorded status or paid amount is
 	// not what the provider says now, past the settle time.
 	BooksTrackerDiffers BooksClass = "tracker_differs"
+	// BooksTrackerBehind: the provider's payment is not what the tracker
+	// recorded, and the tracker's read of it is overdue past the settle
+	// time: no worker has read it. Start the tracker's workers; never book
+	// it by hand (their read books it).
+	BooksTrackerBehind BooksClass = "tracker_behind"
 	// BooksCreditDiffers: what the tracker's history credited (the sum of
 	// ToPaid - FromPaid) is not the provider's paid amount, past the
 	// settle time.

@@ -293,6 +293,14 @@ func (r *paymentRow) classify(it *BooksItem, settle time.Duration) (BooksClass, 
 	}
 	recent, awaited := r.timing(settle)
 	recent = recent && !r.clockStale
+	// The tracker would read it, but its read is overdue past the settle
+	// time: no worker has read it. That read records the difference.
+	overdue := r.nextAt != nil && !awaited && !r.troubled
+	behind := ""
+	if overdue {
+		behind = "the tracker's read of it is overdue since " + r.nextAt.UTC().Format(time.RFC3339) +
+			": no worker has read it; start the tracker's workers, and do not book it by hand: their read books it"
+	}
 	paid, _ := nullDecimal(r.paid)
 	stale := ""
 	if r.clockStale {
@@ -304,6 +312,8 @@ func (r *paymentRow) classify(it *BooksItem, settle time.Duration) (BooksClass, 
 		return BooksInFlight, "the provider's paid amount changed within the settle time"
 	case !it.Theirs.Decimal.Equal(it.Ours.Decimal) && awaited:
 		return BooksInFlight, "the tracker's next read of it is still due: " + r.nextAt.UTC().Format(time.RFC3339)
+	case !it.Theirs.Decimal.Equal(it.Ours.Decimal) && overdue:
+		return BooksTrackerBehind, behind
 	case !it.Theirs.Decimal.Equal(it.Ours.Decimal):
 		return BooksCreditDiffers, "the tracker credited another amount than the provider says was paid" + stale
 	case string(r.p.Status) == r.status && sameAmount(r.p.PaidAmount, paid):
@@ -312,6 +322,8 @@ func (r *paymentRow) classify(it *BooksItem, settle time.Duration) (BooksClass, 
 		return BooksInFlight, "the provider's payment changed within the settle time"
 	case awaited:
 		return BooksInFlight, "the tracker's next read of it is still due: " + r.nextAt.UTC().Format(time.RFC3339)
+	case overdue:
+		return BooksTrackerBehind, behind
 	}
 	return BooksTrackerDiffers, "the tracker's record is not what the provider says, past the settle time" + stale
 }

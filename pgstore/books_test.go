@@ -316,7 +316,7 @@ func TestBooksPaymentDrifts(t *testing.T) {
 				{"pay-lower", pgstore.BooksCreditDiffers, "-2.5"},
 				{"pay-twice", pgstore.BooksMatched, "0"},
 				{"pay-open", pgstore.BooksMatched, "0"},
-				{"pay-expired", pgstore.BooksTrackerDiffers, "0"},
+				{"pay-expired", pgstore.BooksTrackerBehind, "0"},
 				{"pay-lost", pgstore.BooksUndecided, "0"},
 			})
 			res.assertClasses(t, "ledger", []booksWant{
@@ -562,7 +562,8 @@ func TestBooksHostilePayoutText(t *testing.T) {
 // space out to LateMax, 6 h), is in flight, not drift: told to correct
 // the books by hand, a finance team would book it twice once the tracker
 // reads it. Once that read is overdue past the settle time (no worker
-// took it), or the payment carries an anomaly, it is drift again.
+// took it), it is drift again: tracker_behind, which says to start the
+// tracker's workers, not to ask the provider.
 func TestBooksPaymentAwaitingItsRead(t *testing.T) {
 	r := newQRig(t)
 	tr, err := pgstore.NewTracker(context.Background(), pgstore.TrackerConfig{Pool: r.pool, Client: r.fake.Client(),
@@ -577,8 +578,9 @@ func TestBooksPaymentAwaitingItsRead(t *testing.T) {
 	res := runBooks(t, pgstore.BooksConfig{Client: r.fake.Client(), Tracker: tr, SettleTime: time.Millisecond})
 	res.assertClasses(t, "payments", []booksWant{
 		{"pay-awaited", pgstore.BooksInFlight, "0"},
-		{"pay-overdue", pgstore.BooksCreditDiffers, "10"},
+		{"pay-overdue", pgstore.BooksTrackerBehind, "10"},
 	})
+	assert.Contains(t, res.by["payments:pay-overdue"].Detail, "start the tracker's workers")
 	assert.Equal(t, 1, res.sum.Drift)
 }
 
@@ -856,7 +858,7 @@ func TestBooksClockThatLies(t *testing.T) {
 	lower := r.pay(t, tr, "pay-lower", "10", "10")
 	recorded(t, tr, "pay-lower", cryptopay.PaymentPaid)
 	stop()
-	_, err := r.pool.Exec(context.Background(), "UPDATE "+tr.Table()+" SET next_at = now() - interval '1 hour'") // overdue: no worker
+	_, err := r.pool.Exec(context.Background(), "UPDATE "+tr.Table()+" SET next_at = NULL, state = 'closed'") // no read will record it
 	require.NoError(t, err)
 	require.NoError(t, r.fake.SetPaidAmount(lower.ID, decimal.RequireFromString("7.5")))
 	stamp := &http.Client{Transport: stampReads{}}

@@ -315,6 +315,11 @@ type Health struct {
 	// Overdue counts the items due for longer than a lease: no worker is
 	// taking them (none is running, or all are busy).
 	Overdue int
+	// Waiting is how long the item due the longest has been due (0: none
+	// is due). Workers claim the longest due first, so no worker has
+	// claimed work for at least Waiting: with items overdue, String says
+	// so.
+	Waiting time.Duration
 	// Failing counts the open items whose latest read, send or callback
 	// failed (Failure.Failing).
 	Failing int
@@ -338,11 +343,16 @@ func (h Health) OK() bool {
 	return h.Overdue == 0 && h.Failing == 0 && h.NeedsAction == 0 && h.CallbackPanics == 0
 }
 
-// String is the summary in a few lines, the failing items first, e.g.
+// String is the summary in a few lines: with items overdue, that no
+// worker has claimed work for Waiting; the failing items; e.g.
 // "12 payments failing: 401 unauthorized: no retry fixes this: check the
 // API key". Failure text is server text, escaped by %q.
 func (h Health) String() string {
 	var s string
+	if h.Overdue > 0 {
+		s = fmt.Sprintf("no worker has claimed work for %s: %d %s overdue: are the workers running (Run)?\n",
+			h.Waiting.Round(time.Second), h.Overdue, h.noun(h.Overdue))
+	}
 	if h.Failing > 0 {
 		s = fmt.Sprintf("%d %s failing: %s (%d of them; latest: %q)\n", h.Failing, h.noun(h.Failing), h.Commonest.Class.Hint(),
 			h.CommonestCount, h.Commonest.Text)
@@ -364,8 +374,9 @@ func (h Health) noun(n int) string {
 }
 
 // healthSQL is a health statement: open, due, overdue, failing, needing
-// action (open or not), then the commonest failure's class, count, text
-// and time. open is the SQL condition of an open item, action that of one
+// action (open or not), how long the oldest due item has waited (in
+// microseconds), then the commonest failure's
+// class, count, text and time. open is the SQL condition of an open item, action that of one
 // needing a person; $1 is the lease in microseconds.
 func healthSQL(table, open, action string) string {
 	return fmt.Sprintf(`WITH o AS (SELECT * FROM %[1]s WHERE %[2]s)
@@ -374,6 +385,7 @@ SELECT (SELECT count(*) FROM o)::int,
     (SELECT count(*) FROM o WHERE next_at <= now() - $1 * interval '1 microsecond')::int,
     (SELECT count(*) FROM o WHERE fail_count > 0)::int,
     (SELECT count(*) FROM %[1]s WHERE %[3]s)::int,
+    COALESCE((SELECT (extract(epoch FROM now() - min(next_at)) * 1000000)::bigint FROM o WHERE next_at <= now()), 0),
     COALESCE(c.fail_class, ''), COALESCE(c.n, 0), COALESCE(c.fail_text, ''), c.failed_at
 FROM (SELECT 1) one LEFT JOIN LATERAL (
     SELECT fail_class, count(*) OVER (PARTITION BY fail_class)::int AS n, fail_text, failed_at
@@ -385,8 +397,10 @@ func (w *watch) health(ctx context.Context, pool *pgxpool.Pool, noun, stmt strin
 	h := Health{Noun: noun, CallbackPanics: w.panics.Load()}
 	var class string
 	var at *time.Time
+	var waiting int64
 	err := pool.QueryRow(ctx, stmt, lease.Microseconds()).Scan(&h.Open, &h.Due, &h.Overdue, &h.Failing, &h.NeedsAction,
-		&class, &h.CommonestCount, &h.Commonest.Text, &at)
+		&waiting, &class, &h.CommonestCount, &h.Commonest.Text, &at)
+	h.Waiting = time.Duration(waiting) * time.Microsecond
 	if err != nil {
 		return Health{}, fmt.Errorf("pgstore: the health of the %s: %w", noun, err)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/cryptopay/cryptopay-go"
 	"github.com/cryptopay/cryptopay-go/cryptopaytest"
 	"github.com/cryptopay/cryptopay-go/pgstore"
+	"github.com/cryptopay/cryptopay-go/pgstore/internal/pgtest"
 )
 
 // logLines is a logger's output, safe for the workers' goroutines.
@@ -385,4 +386,29 @@ func TestTrackerRefusedKeyProbesOneAtATime(t *testing.T) {
 	trackWaitFor(t, "three probes", func() bool { return api.reads.Load() >= 4 })
 	assert.Equal(t, int64(1), api.most.Load(), "one read at a time while the key is refused")
 	assert.Equal(t, 1, logs.count("class=unauthorized"))
+}
+
+// Due work that nothing claims is named as such: with the queue's and
+// the tracker's work overdue by an hour (no worker runs), their health
+// says no worker has claimed work for that long, not only "2 overdue".
+func TestHealthNoWorkerClaims(t *testing.T) {
+	r := newQRig(t)
+	q := r.queue(t)
+	r.enqueue(t, q, payoutParams(1), payoutParams(2))
+	tr, err := pgstore.NewTracker(context.Background(), pgstore.TrackerConfig{Pool: r.pool, Client: r.fake.Client(),
+		Table: pgtest.Name("tracked"), CreateTable: true})
+	require.NoError(t, err)
+	r.pay(t, tr, "pay-1", "10", "")
+	_, err = r.pool.Exec(context.Background(), "UPDATE "+q.Table()+" SET next_at = now() - interval '1 hour';"+
+		"UPDATE "+tr.Table()+" SET next_at = now() - interval '1 hour'")
+	require.NoError(t, err)
+	for name, health := range map[string]func(context.Context) (pgstore.Health, error){"queue": q.Health, "tracker": tr.Health} {
+		h, err := health(context.Background())
+		require.NoError(t, err, name)
+		assert.Contains(t, h.String(), "no worker has claimed work for 1h0m", name)
+		assert.False(t, h.OK(), name)
+	}
+	h, err := q.Health(context.Background())
+	require.NoError(t, err)
+	assert.Contains(t, h.String(), "2 payouts overdue: are the workers running (Run)?")
 }
