@@ -113,6 +113,14 @@ func seenTableDDL(table pgx.Identifier) string {
 )`
 }
 
+// createTables creates the check's own tables (DDL), under one lock.
+func (b *Books) createTables(ctx context.Context) error {
+	if err := createTables(ctx, b.pool(), b.balanceIdent(), b.DDL()); err != nil {
+		return fmt.Errorf("creating %s and its companions: %w", b.balanceTable(), err)
+	}
+	return nil
+}
+
 // tableExists reports whether table exists.
 func (b *Books) tableExists(ctx context.Context, table pgx.Identifier) (bool, error) {
 	var exists bool
@@ -140,8 +148,8 @@ func (b *Books) Adjust(ctx context.Context, adj BooksAdjustment) (BooksAdjustmen
 		return adj, err
 	}
 	if b.cfg.CreateTable {
-		if err := createTables(ctx, b.pool(), b.adjustmentIdent(), adjustmentTableDDL(b.adjustmentIdent())); err != nil {
-			return adj, fmt.Errorf("creating %s: %w", b.adjustmentIdent().Sanitize(), err)
+		if err := b.createTables(ctx); err != nil {
+			return adj, err
 		}
 	}
 	err := b.pool().QueryRow(ctx, `INSERT INTO `+b.adjustmentIdent().Sanitize()+
@@ -235,13 +243,12 @@ func (a adjSum) adjust(it *BooksItem) {
 	}
 }
 
-// startAdjustments creates the check's adjustments and seen tables (with
-// CreateTable) and reads the sums booked per item.
+// startAdjustments creates the check's own tables (with CreateTable) and
+// reads the sums booked per item.
 func (b *Books) startAdjustments(ctx context.Context) (map[adjKey]adjSum, error) {
 	if b.cfg.CreateTable {
-		ddl := adjustmentTableDDL(b.adjustmentIdent()) + ";\n" + seenTableDDL(b.seenIdent())
-		if err := createTables(ctx, b.pool(), b.adjustmentIdent(), ddl); err != nil {
-			return map[adjKey]adjSum{}, fmt.Errorf("creating %s: %w", b.adjustmentIdent().Sanitize(), err)
+		if err := b.createTables(ctx); err != nil {
+			return map[adjKey]adjSum{}, err
 		}
 	}
 	adj, err := b.readAdjustments(ctx)

@@ -164,11 +164,6 @@ func (b *Books) balanceStart(ctx context.Context, adj map[adjKey]adjSum) (*balan
 		}
 	}
 	pool := b.cfg.Queue.cfg.Pool
-	if b.cfg.CreateTable {
-		if err := createTables(ctx, pool, b.balanceIdent(), b.DDL()); err != nil {
-			return nil, fmt.Errorf("creating %s: %w", b.balanceTable(), err)
-		}
-	}
 	err := pgx.BeginTxFunc(ctx, pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		if err := tx.QueryRow(ctx, `SELECT now()`).Scan(&run.start); err != nil {
 			return err

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/csv"
 	"encoding/json"
 	"errors"
@@ -68,6 +69,7 @@ type booksSummaryOut struct {
 	Undecided      int                                   `json:"undecided"`
 	DriftBySection map[string]map[string]string          `json:"driftBySection"`
 	Totals         []booksTotalOut                       `json:"totals"`
+	FinishedAt     string                                `json:"finishedAt"`
 	NotRead        map[string]string                     `json:"notRead"`
 	Unfinished     map[string]string                     `json:"unfinished"`
 	Clean          bool                                  `json:"clean"`
@@ -84,8 +86,8 @@ type booksTotalOut struct {
 	Delta    string `json:"delta"`
 }
 
-func newBooksSummaryOut(s *pgstore.BooksSummary) booksSummaryOut {
-	out := booksSummaryOut{Counts: s.Counts, Drift: s.Drift, InFlight: s.InFlight, Undecided: s.Undecided,
+func newBooksSummaryOut(s *pgstore.BooksSummary, finished time.Time) booksSummaryOut {
+	out := booksSummaryOut{FinishedAt: finished.UTC().Format(time.RFC3339Nano), Counts: s.Counts, Drift: s.Drift, InFlight: s.InFlight, Undecided: s.Undecided,
 		DriftBySection: make(map[string]map[string]string, len(s.DriftBySection)), Totals: make([]booksTotalOut, 0, len(s.Totals)),
 		NotRead: s.NotRead, Unfinished: s.Unfinished, Clean: s.Clean()}
 	for section, pairs := range s.DriftBySection {
@@ -104,6 +106,43 @@ func newBooksSummaryOut(s *pgstore.BooksSummary) booksSummaryOut {
 // booksMoney names what a section's amounts are.
 var booksMoney = map[string]string{"payouts": "money out", "payments": "money in", "ledger": "your ledger against the credits",
 	"balances": "the balance"}
+
+// booksReportOut is the head of a report, so a finance team can file it:
+// when it ran, as of when, the settings, the sections and the window.
+type booksReportOut struct {
+	Report       string   `json:"report"`
+	StartedAt    string   `json:"startedAt"`
+	AsOf         string   `json:"asOf"`
+	Sections     []string `json:"sections"`
+	Window       string   `json:"window"`
+	Settle       string   `json:"settle"`
+	PayoutDebit  string   `json:"payoutDebit"`
+	PayoutFees   string   `json:"payoutFees"`
+	Ledger       bool     `json:"ledger"`
+	QueueTable   string   `json:"queueTable"`
+	TrackerTable string   `json:"trackerTable"`
+	BalanceTable string   `json:"balanceTable"`
+}
+
+// newBooksReport is the head of a check started at start with flags f.
+func newBooksReport(f *booksFlags, start time.Time) booksReportOut {
+	at := start.UTC().Format(time.RFC3339Nano)
+	window := "every tracked payment; every payout"
+	if f.since != "" {
+		window = "payments tracked or changed since " + f.since + " (and, with balances, every payment not closed); every payout"
+	}
+	return booksReportOut{Report: "cryptopay books", StartedAt: at, AsOf: at, Sections: strings.Split(f.sections, ","), Window: window,
+		Settle: f.settle.String(), PayoutDebit: cmp.Or(f.debit, "unset"), PayoutFees: cmp.Or(f.fees, "unset"), Ledger: f.ledgerSQL != "",
+		QueueTable: f.queueTable, TrackerTable: f.trackerTable, BalanceTable: f.balanceTable}
+}
+
+// lines is the head as "key: value" lines, in the JSON's order.
+func (r booksReportOut) lines() []string {
+	return []string{"report: " + r.Report, "started_at: " + r.StartedAt, "as_of: " + r.AsOf,
+		"sections: " + strings.Join(r.Sections, ","), "window: " + r.Window, "settle: " + r.Settle,
+		"payout_debit: " + r.PayoutDebit, "payout_fees: " + r.PayoutFees, "ledger: " + strconv.FormatBool(r.Ledger),
+		"queue_table: " + r.QueueTable, "tracker_table: " + r.TrackerTable, "balance_table: " + r.BalanceTable}
+}
 
 // booksWriter writes the items as they come and the summary at the end.
 type booksWriter interface {
@@ -222,7 +261,7 @@ func (a *app) books(args []string) error {
 	defer closeDB()
 	cfg.Client, cfg.Since, cfg.SettleTime, cfg.PageSize, cfg.LedgerSQL = c, since, f.settle, f.pageSize, f.ledgerSQL
 	cfg.BalanceTable, cfg.CreateTable, cfg.PayoutDebit, cfg.PayoutFees = f.balanceTable, true, payoutDebits[f.debit], payoutFees[f.fees]
-	return a.runBooks(cfg, a.booksWriter(&f, asJSON || f.asJSON))
+	return a.runBooks(cfg, a.booksWriter(&f, asJSON || f.asJSON, newBooksReport(&f, a.now())))
 }
 
 // booksConfig opens the database and names the sections' tables.
@@ -278,9 +317,9 @@ func (a *app) runBooks(cfg pgstore.BooksConfig, w booksWriter) error {
 		bar.done()
 	}
 	if err != nil {
-		return booksStopped(w, sum, err)
+		return booksStopped(w, sum, err, a.now())
 	}
-	if err := w.end(newBooksSummaryOut(sum)); err != nil {
+	if err := w.end(newBooksSummaryOut(sum, a.now())); err != nil {
 		return err
 	}
 	switch {
@@ -296,10 +335,10 @@ func (a *app) runBooks(cfg pgstore.BooksConfig, w booksWriter) error {
 // its output failed) with the summary so far, and exits 1 if drift was
 // found before the stop (a double payment outranks an unfinished check),
 // else 2.
-func booksStopped(w booksWriter, sum *pgstore.BooksSummary, err error) error {
+func booksStopped(w booksWriter, sum *pgstore.BooksSummary, err error, finished time.Time) error {
 	code := exitNotYet
 	if sum != nil {
-		_ = w.end(newBooksSummaryOut(sum)) // the output may be what failed
+		_ = w.end(newBooksSummaryOut(sum, finished)) // the output may be what failed
 		if sum.Drift > 0 {
 			code = exitNo
 			err = fmt.Errorf("%d drift found before it stopped: %w", sum.Drift, err)
@@ -308,34 +347,55 @@ func booksStopped(w booksWriter, sum *pgstore.BooksSummary, err error) error {
 	return &exitError{code, fmt.Errorf("books: the check could not finish: %w", err)}
 }
 
-func (a *app) booksWriter(f *booksFlags, asJSON bool) booksWriter {
+func (a *app) booksWriter(f *booksFlags, asJSON bool, head booksReportOut) booksWriter {
 	switch {
 	case f.asCSV:
 		w := csv.NewWriter(a.stdout)
-		return &booksCSV{a: a, w: w, safe: f.safe, terminal: a.isTerminal(a.stdout)}
+		return &booksCSV{a: a, w: w, safe: f.safe, terminal: a.isTerminal(a.stdout), head: head}
 	case asJSON:
 		bw := bufio.NewWriterSize(a.stdout, 64<<10)
 		jw := jsonWriter{w: bw}
 		if a.isTerminal(a.stdout) {
 			jw.secrets = a.secrets // a file or pipe gets the data exact
 		}
-		return &booksJSON{bw: bw, enc: json.NewEncoder(jw)}
+		return &booksJSON{bw: bw, enc: json.NewEncoder(jw), head: head}
 	}
 	return &booksTable{a: a}
 }
 
-// booksJSON writes {"items": [...], "summary": {...}}, the items one a
-// line as they come.
+// booksJSON writes {"report": {...}, "items": [...], "summary": {...}},
+// the items one a line as they come.
 type booksJSON struct {
-	bw  *bufio.Writer
-	enc *json.Encoder
-	n   int
+	bw      *bufio.Writer
+	enc     *json.Encoder
+	n       int
+	head    booksReportOut
+	started bool
+}
+
+// start writes the report's head and opens the items.
+func (j *booksJSON) start() error {
+	if j.started {
+		return nil
+	}
+	j.started = true
+	if _, err := j.bw.WriteString("{\"report\": "); err != nil {
+		return err
+	}
+	if err := j.enc.Encode(j.head); err != nil {
+		return err
+	}
+	_, err := j.bw.WriteString(",\n\"items\": [")
+	return err
 }
 
 func (j *booksJSON) item(o booksItemOut) error {
+	if err := j.start(); err != nil {
+		return err
+	}
 	sep := ",\n"
 	if j.n == 0 {
-		sep = "{\"items\": [\n"
+		sep = "\n"
 	}
 	j.n++
 	if _, err := j.bw.WriteString(sep); err != nil {
@@ -345,11 +405,10 @@ func (j *booksJSON) item(o booksItemOut) error {
 }
 
 func (j *booksJSON) end(s booksSummaryOut) error {
-	head := "],\n\"summary\": "
-	if j.n == 0 {
-		head = "{\"items\": [],\n\"summary\": "
+	if err := j.start(); err != nil {
+		return err
 	}
-	if _, err := j.bw.WriteString(head); err != nil {
+	if _, err := j.bw.WriteString("],\n\"summary\": "); err != nil {
 		return err
 	}
 	if err := j.enc.Encode(s); err != nil {
@@ -361,20 +420,33 @@ func (j *booksJSON) end(s booksSummaryOut) error {
 	return j.bw.Flush()
 }
 
-// booksCSV writes one row per item, the header first.
+// booksCSV writes the report's head as comment lines ("# key: value"),
+// then one row per item, the column names first.
 type booksCSV struct {
 	a              *app
 	w              *csv.Writer
 	safe, terminal bool
 	started        bool
+	head           booksReportOut
+}
+
+// start writes the head and the column names.
+func (c *booksCSV) start() error {
+	if c.started {
+		return nil
+	}
+	c.started = true
+	for _, l := range c.head.lines() {
+		if _, err := fmt.Fprintln(c.a.stdout, "# "+c.a.safeText(l)); err != nil {
+			return err
+		}
+	}
+	return c.w.Write(booksCSVHeader)
 }
 
 func (c *booksCSV) item(o booksItemOut) error {
-	if !c.started {
-		c.started = true
-		if err := c.w.Write(booksCSVHeader); err != nil {
-			return err
-		}
+	if err := c.start(); err != nil {
+		return err
 	}
 	return c.w.Write(csvCells(o.csvRecord(), c.safe, c.terminal, c.a.secrets))
 }
@@ -383,10 +455,8 @@ func (c *booksCSV) item(o booksItemOut) error {
 // did not finish, and why, on stderr: a CSV has no place for it, and a
 // file with the header alone must not read as books that tie.
 func (c *booksCSV) end(s booksSummaryOut) error {
-	if !c.started {
-		if err := c.w.Write(booksCSVHeader); err != nil {
-			return err
-		}
+	if err := c.start(); err != nil {
+		return err
 	}
 	c.w.Flush()
 	for _, k := range slices.Sorted(maps.Keys(s.Unfinished)) {

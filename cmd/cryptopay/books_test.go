@@ -23,8 +23,20 @@ import (
 
 // booksJSONOut is what 'books --json' writes.
 type booksJSONOut struct {
+	Report  booksReportOut  `json:"report"`
 	Items   []booksItemOut  `json:"items"`
 	Summary booksSummaryOut `json:"summary"`
+}
+
+// readBooksCSV reads what 'books --csv' writes: the report's head as
+// comment lines, then the rows.
+func readBooksCSV(t *testing.T, out string) [][]string {
+	t.Helper()
+	r := csv.NewReader(strings.NewReader(out))
+	r.Comment = '#'
+	recs, err := r.ReadAll()
+	require.NoError(t, err, out)
+	return recs
 }
 
 // booksFixture is a queue with three payouts created at the fake, one of
@@ -88,8 +100,7 @@ func TestBooksCommand(t *testing.T) {
 
 	r = qf.run(append(args, "--csv")...)
 	require.Equal(t, exitNo, r.code)
-	recs, err := csv.NewReader(strings.NewReader(r.stdout)).ReadAll()
-	require.NoError(t, err)
+	recs := readBooksCSV(t, r.stdout)
 	require.Len(t, recs, 4)
 	assert.Equal(t, booksCSVHeader, recs[0])
 	assert.Equal(t, []string{batchRecord("bk", 1)[0], "double_payment", amount}, []string{recs[1][1], recs[1][2], recs[1][6]})
@@ -112,7 +123,7 @@ func TestBooksCommandExitCodes(t *testing.T) {
 	qf.srv.InjectFault(cryptopaytest.RouteListPayouts, cryptopaytest.Fault{Status: 200, Body: `{}`})
 	r = qf.run("books", "--sections", "payouts", "--csv")
 	assert.Equal(t, exitNotYet, r.code, "stdout: %s stderr: %s", r.stdout, r.stderr)
-	assert.Equal(t, strings.Join(booksCSVHeader, ",")+"\n", r.stdout)
+	assert.Equal(t, [][]string{booksCSVHeader}, readBooksCSV(t, r.stdout), "the column names alone")
 	assert.Contains(t, r.stderr, "payouts not finished: the payout list")
 	qf.srv.InjectFault(cryptopaytest.RouteListPayouts, cryptopaytest.Fault{Status: 200, Body: `{}`})
 	r = qf.run("books", "--sections", "payouts", "--json")
@@ -255,8 +266,7 @@ func TestBooksCommandSumsTie(t *testing.T) {
 
 	r := qf.run(append(args, "--csv")...)
 	require.Equal(t, exitNo, r.code, "stderr: %s", r.stderr)
-	recs, err := csv.NewReader(strings.NewReader(r.stdout)).ReadAll()
-	require.NoError(t, err)
+	recs := readBooksCSV(t, r.stdout)
 	type key struct{ section, class, currency, network string }
 	sums, items := map[key]decimal.Decimal{}, map[key]int{}
 	for _, rec := range recs[1:] {
@@ -326,4 +336,38 @@ func TestBooksCommandAdjust(t *testing.T) {
 	}
 	assert.True(t, found, r.stdout)
 	assert.Equal(t, 1, out.Summary.Counts["balances"]["adjusted"])
+}
+
+// TestBooksCommandReport: --json and --csv carry the report's head, so a
+// finance team can file it: when it ran and as of when, the sections, the
+// window, the settings; the JSON summary says when it finished.
+func TestBooksCommandReport(t *testing.T) {
+	qf := setupQueue(t)
+	args := []string{"books", "--sections", "payouts", "--since", "2026-11-01T00:00:00Z", "--settle", "10m", "--payout-fees", "included"}
+	r := qf.run(append(args, "--json")...)
+	require.Equal(t, exitOK, r.code, "%s %s", r.stdout, r.stderr)
+	var out booksJSONOut
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &out), r.stdout)
+	require.True(t, strings.HasPrefix(r.stdout, `{"report": {"report":"cryptopay books"`), "the head comes first: %s", r.stdout)
+	h := out.Report
+	assert.Equal(t, []string{"payouts"}, h.Sections)
+	assert.Contains(t, h.Window, "since 2026-11-01T00:00:00Z")
+	assert.Equal(t, "10m0s", h.Settle)
+	assert.Equal(t, "unset", h.PayoutDebit)
+	assert.Equal(t, "included", h.PayoutFees)
+	assert.Equal(t, qf.table, h.QueueTable)
+	for _, at := range []string{h.StartedAt, h.AsOf, out.Summary.FinishedAt} {
+		_, err := time.Parse(time.RFC3339Nano, at)
+		assert.NoError(t, err, at)
+	}
+
+	r = qf.run(append(args, "--csv")...)
+	require.Equal(t, exitOK, r.code, "%s %s", r.stdout, r.stderr)
+	lines := strings.Split(r.stdout, "\n")
+	assert.Equal(t, "# report: cryptopay books", lines[0])
+	for _, want := range []string{"# started_at: ", "# as_of: ", "# sections: payouts", "# window: payments tracked or changed since 2026-11-01",
+		"# settle: 10m0s", "# payout_fees: included", "# queue_table: " + qf.table} {
+		assert.Contains(t, r.stdout, "\n"+want, want)
+	}
+	assert.Equal(t, [][]string{booksCSVHeader}, readBooksCSV(t, r.stdout))
 }
