@@ -111,6 +111,7 @@ func (s *BooksSummary) sortTotals() {
 
 // Check compares the books and hands every item to emit as it is found,
 // the payouts first (the double payments first among them), then the
+// payout ledger's items (with PayoutLedgerSQL or PayoutLedgerFunc), the
 // payments (each followed by its ledger item, with a ledger; then the
 // ledger's orderIds the tracker does not know), then the balances (with
 // BooksConfig.Balances; their snapshot
@@ -163,6 +164,7 @@ func (b *Books) Check(ctx context.Context, emit func(BooksItem) error) (*BooksSu
 		{"payouts", func(ctx context.Context, out func(BooksItem) error) (string, error) {
 			return b.checkPayouts(ctx, out, bal)
 		}},
+		{"payout_ledger", b.checkPayoutLedger},
 		{"payments", func(ctx context.Context, out func(BooksItem) error) (string, error) {
 			return b.checkPayments(ctx, out, bal, sum)
 		}},

@@ -44,10 +44,14 @@ const (
 	// BooksLedgerDiffers: the merchant's own ledger (BooksConfig.LedgerSQL
 	// or LedgerFunc) holds another sum than the tracker credited: an
 	// OnChange that booked twice, or missed a change. Section "ledger": an
-	// item of its own, beside the payment's.
+	// item of its own, beside the payment's. In section "payout_ledger":
+	// the payout ledger (PayoutLedgerSQL or PayoutLedgerFunc) holds another
+	// sum than the queue paid (an OnFinal that booked nothing, or twice).
 	BooksLedgerDiffers BooksClass = "ledger_differs"
 	// BooksLedgerOnly: the merchant's ledger (LedgerSQL) credits an
-	// orderId the tracker does not know. Section "ledger".
+	// orderId the tracker does not know (section "ledger"), or its payout
+	// ledger (PayoutLedgerSQL) books one the queue does not know (section
+	// "payout_ledger").
 	BooksLedgerOnly BooksClass = "ledger_only"
 	// BooksBalanceDrift: the provider's balance of a currency and network
 	// is not the last check's snapshot + what payments brought in (their
@@ -83,8 +87,9 @@ func (c BooksClass) IsDrift() bool {
 // both sides' values and the class. Amounts are exact. Status, wallet and
 // Detail text come partly from the provider: show it escaped.
 type BooksItem struct {
-	// Section is "payouts", "payments", "ledger" (the merchant's ledger
-	// against the tracker's credits) or "balances".
+	// Section is "payouts", "payout_ledger" (the merchant's payout ledger
+	// against the queue's paid intents), "payments", "ledger" (the
+	// merchant's ledger against the tracker's credits) or "balances".
 	Section string
 	// OrderID is the merchant's orderId ("" for a provider payout
 	// without one, and for a balance: see Currency and Network).
@@ -94,8 +99,9 @@ type BooksItem struct {
 	// Ours and Theirs are the amounts on each side (invalid: that side
 	// has none): the intent's amount and the provider's payout amount (the
 	// sum, for a double payment); the credited sum and the provider's
-	// paid amount; the credited sum and the merchant's ledger sum; the
-	// expected balance and the provider's.
+	// paid amount; the credited sum and the merchant's ledger sum; a paid
+	// intent's amount (0 if final and not paid) and the payout ledger's
+	// sum; the expected balance and the provider's.
 	Ours, Theirs decimal.NullDecimal
 	// Delta is what to book for a drift item: Theirs - Ours (a missing
 	// side counts 0); for BooksLedgerDiffers, the ledger's sum - the

@@ -93,6 +93,20 @@ type BooksConfig struct {
 	// for orderID (ok false: no entry), read through tx, the check's
 	// read-only snapshot.
 	LedgerFunc func(ctx context.Context, tx pgx.Tx, orderID string) (credited decimal.Decimal, ok bool, err error)
+	// PayoutLedgerSQL, if set, is the payout side of the merchant's
+	// ledger: a query returning (order_id text, booked numeric), what the
+	// merchant booked for each payout (rows of one orderId are summed;
+	// an orderId the queue does not know is BooksLedgerOnly), compared
+	// with the queue's intents: a paid intent's amount, 0 for one final
+	// and not paid (section "payout_ledger"). It runs in a read-only
+	// snapshot of each page of intents; the merchant's own SQL, never built
+	// from data. At most one of PayoutLedgerSQL and PayoutLedgerFunc; both
+	// need Queue.
+	PayoutLedgerSQL string
+	// PayoutLedgerFunc, if set, is the payout ledger as Go: the sum booked
+	// for orderID (ok false: no entry), read through tx, the check's
+	// read-only snapshot.
+	PayoutLedgerFunc func(ctx context.Context, tx pgx.Tx, orderID string) (booked decimal.Decimal, ok bool, err error)
 	// PageSize is the payout list's page size (0: 100).
 	PageSize int
 	// Concurrency is how many payments are read at once (0:
@@ -133,6 +147,10 @@ func NewBooks(cfg BooksConfig) (*Books, error) {
 		return nil, fmt.Errorf("%w: BooksConfig takes LedgerSQL or LedgerFunc, not both", ErrInvalidOption)
 	case (cfg.LedgerSQL != "" || cfg.LedgerFunc != nil) && cfg.Tracker == nil:
 		return nil, fmt.Errorf("%w: a ledger is compared with the tracker's payments: set BooksConfig.Tracker", ErrInvalidOption)
+	case cfg.PayoutLedgerSQL != "" && cfg.PayoutLedgerFunc != nil:
+		return nil, fmt.Errorf("%w: BooksConfig takes PayoutLedgerSQL or PayoutLedgerFunc, not both", ErrInvalidOption)
+	case (cfg.PayoutLedgerSQL != "" || cfg.PayoutLedgerFunc != nil) && cfg.Queue == nil:
+		return nil, fmt.Errorf("%w: a payout ledger is compared with the queue's intents: set BooksConfig.Queue", ErrInvalidOption)
 	case cfg.Balances && (cfg.Queue == nil || cfg.Tracker == nil):
 		return nil, fmt.Errorf("%w: the balance section needs both BooksConfig.Queue and Tracker", ErrInvalidOption)
 	case cfg.SettleTime < 0 || cfg.PageSize < 0 || cfg.Concurrency < 0:

@@ -33,15 +33,7 @@ func booksWindow(open bool) string {
 // less booksClockMargin; NULL: none), the tracker's next read, and whether
 // the payment is flagged or its reads fail.
 func booksPaymentsSQL(tracked, history, ledger string, open bool) string {
-	join, col := "", "NULL::text"
-	if ledger != "" {
-		// Summed per orderId: a query that returns one row per booking
-		// (an order booked twice: two rows) is compared whole, and the
-		// order is reported once. The line break ends a trailing -- comment.
-		join = "LEFT JOIN (SELECT l0.order_id, sum(l0.credited::numeric) AS credited FROM (" + ledger +
-			"\n) AS l0 (order_id, credited) GROUP BY l0.order_id) AS l ON l.order_id = t.order_id"
-		col = "l.credited::text"
-	}
+	join, col := booksLedgerJoin(ledger, "t")
 	return fmt.Sprintf(`SELECT t.order_id, t.payment_id, t.status, t.paid_amount::text, t.currency, t.network, t.tracked_at,
     (SELECT sum(COALESCE(h.to_paid, 0) - COALESCE(h.from_paid, 0))::text FROM %[2]s h WHERE h.order_id = t.order_id),
     %[4]s,
@@ -109,7 +101,7 @@ func (b *Books) checkPayments(ctx context.Context, out func(BooksItem) error, ba
 			return "the database: " + err.Error(), ctx.Err()
 		}
 		if len(page) == 0 {
-			return b.ledgerOnly(ctx, out)
+			return ledgerOnly(ctx, t.cfg.Pool, t.Table(), b.cfg.LedgerSQL, "ledger", "the tracker", out)
 		}
 		b.readPayments(ctx, page)
 		stopped := ctx.Err()
@@ -238,48 +230,6 @@ func (r *paymentRow) ledgerItem() BooksItem {
 		it.Class, it.Detail = BooksLedgerDiffers, "the merchant's ledger holds another sum than the tracker credited"
 	}
 	return it
-}
-
-// booksLedgerOnlySQL sums the ledger's rows per orderId the tracker does
-// not know.
-func booksLedgerOnlySQL(tracked, ledger string) string {
-	return `SELECT l0.order_id, sum(l0.credited::numeric)::text FROM (` + ledger + "\n" + `) AS l0 (order_id, credited)
-WHERE NOT EXISTS (SELECT 1 FROM ` + tracked + ` t WHERE t.order_id = l0.order_id) GROUP BY l0.order_id ORDER BY 1`
-}
-
-// ledgerOnly emits, with LedgerSQL, one BooksLedgerOnly item per orderId
-// the ledger holds and the tracker does not know (a LedgerFunc cannot
-// list its orderIds: nothing).
-func (b *Books) ledgerOnly(ctx context.Context, out func(BooksItem) error) (string, error) {
-	if b.cfg.LedgerSQL == "" {
-		return "", nil
-	}
-	var emitErr error
-	err := pgx.BeginTxFunc(ctx, b.cfg.Tracker.cfg.Pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, booksLedgerOnlySQL(b.cfg.Tracker.Table(), b.cfg.LedgerSQL))
-		if err != nil {
-			return err
-		}
-		var id string
-		var sum *string
-		_, err = pgx.ForEachRow(rows, []any{&id, &sum}, func() error {
-			v, err := nullDecimal(sum)
-			if err != nil || v.Decimal.IsZero() {
-				return err
-			}
-			emitErr = out(BooksItem{Section: "ledger", OrderID: id, Class: BooksLedgerOnly, Theirs: v, Ledger: v, Delta: v.Decimal,
-				Detail: "the merchant's ledger credits an orderId the tracker does not know"})
-			return emitErr
-		})
-		return err
-	})
-	if emitErr != nil {
-		return "", emitErr
-	}
-	if err != nil {
-		return "the merchant's ledger: " + err.Error(), ctx.Err()
-	}
-	return "", nil
 }
 
 func (r *paymentRow) classify(it *BooksItem, settle time.Duration) (BooksClass, string) {

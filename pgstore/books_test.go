@@ -206,10 +206,12 @@ func TestNewBooksRefuses(t *testing.T) {
 	_, err = b.Check(context.Background(), func(pgstore.BooksItem) error { return nil })
 	assert.ErrorIs(t, err, pgstore.ErrInvalidOption, "no client: no check")
 	for name, cfg := range map[string]pgstore.BooksConfig{
-		"no section":          {Client: c.Client()},
-		"two ledgers":         {Client: c.Client(), Tracker: &pgstore.Tracker{}, LedgerSQL: "SELECT 1", LedgerFunc: ledger},
-		"ledger, no payments": {Client: c.Client(), Queue: &pgstore.Queue{}, LedgerSQL: "SELECT 1"},
-		"negative settle":     {Client: c.Client(), Queue: &pgstore.Queue{}, SettleTime: -1},
+		"no section":              {Client: c.Client()},
+		"two ledgers":             {Client: c.Client(), Tracker: &pgstore.Tracker{}, LedgerSQL: "SELECT 1", LedgerFunc: ledger},
+		"ledger, no payments":     {Client: c.Client(), Queue: &pgstore.Queue{}, LedgerSQL: "SELECT 1"},
+		"negative settle":         {Client: c.Client(), Queue: &pgstore.Queue{}, SettleTime: -1},
+		"two payout ledgers":      {Client: c.Client(), Queue: &pgstore.Queue{}, PayoutLedgerSQL: "SELECT 1", PayoutLedgerFunc: ledger},
+		"payout ledger, no queue": {Client: c.Client(), Tracker: &pgstore.Tracker{}, PayoutLedgerSQL: "SELECT 1"},
 	} {
 		_, err := pgstore.NewBooks(cfg)
 		assert.ErrorIs(t, err, pgstore.ErrInvalidOption, name)
@@ -882,4 +884,54 @@ var updatedAtField = regexp.MustCompile(`"updatedAt":"[^"]*"`)
 func (stampReads) RoundTrip(req *http.Request) (*http.Response, error) {
 	now := `"updatedAt":"` + time.Now().UTC().Format(time.RFC3339Nano) + `"`
 	return rewriteBody{func(s string) string { return updatedAtField.ReplaceAllLiteralString(s, now) }}.RoundTrip(req)
+}
+
+// TestBooksPayoutLedger: the payout side of the merchant's ledger (as SQL
+// and as Go) is compared with the queue's paid intents: a paid payout
+// booked once matches, one an OnFinal booked nowhere is -10.25, one booked
+// twice +10.25, an intent not final is in flight (its OnFinal has not run),
+// and ledger rows under an orderId the queue does not know are ledger_only
+// (SQL: a Go ledger cannot list its orderIds).
+func TestBooksPayoutLedger(t *testing.T) {
+	r := newQRig(t)
+	q := r.queue(t)
+	r.enqueue(t, q, payoutsUpTo(3)...)
+	r.payAll(t)
+	stop := run(t, q)
+	waitFor(t, q, "3 paid", func(c map[pgstore.IntentState]int) bool { return c[pgstore.StatePaid] == 3 })
+	stop()
+	r.enqueue(t, q, payoutParams(3)) // queued: not final
+	ledger := pgtest.Name("payout_ledger")
+	_, err := r.pool.Exec(context.Background(), "CREATE TABLE "+ledger+" (order_id text, amount numeric);"+
+		"INSERT INTO "+ledger+" VALUES ('wd-000000', 10.25), ('wd-000002', 10.25), ('wd-000002', 10.25), ('wd-ghost', 5)")
+	require.NoError(t, err)
+	fn := func(ctx context.Context, tx pgx.Tx, orderID string) (decimal.Decimal, bool, error) {
+		var s *string
+		if err := tx.QueryRow(ctx, "SELECT sum(amount)::text FROM "+ledger+" WHERE order_id = $1", orderID).Scan(&s); err != nil || s == nil {
+			return decimal.Zero, false, err
+		}
+		return decimal.RequireFromString(*s), true, nil
+	}
+	for name, cfg := range map[string]pgstore.BooksConfig{
+		"sql":  {PayoutLedgerSQL: "SELECT order_id, amount FROM " + ledger},
+		"func": {PayoutLedgerFunc: fn},
+	} {
+		ghost := map[string]int{"sql": 1, "func": 0}[name]
+		t.Run(name, func(t *testing.T) {
+			cfg.Client, cfg.Queue, cfg.SettleTime = r.fake.Client(), q, time.Millisecond
+			res := runBooks(t, cfg)
+			res.assertClasses(t, "payout_ledger", []booksWant{
+				{"wd-000000", pgstore.BooksMatched, "0"},
+				{"wd-000001", pgstore.BooksLedgerDiffers, "-10.25"},
+				{"wd-000002", pgstore.BooksLedgerDiffers, "10.25"},
+				{"wd-000003", pgstore.BooksInFlight, "0"},
+			})
+			if ghost == 1 {
+				res.assertClasses(t, "payout_ledger", []booksWant{{"wd-ghost", pgstore.BooksLedgerOnly, "5"}})
+			}
+			assert.Equal(t, 4+ghost, res.sum.Counts["payout_ledger"][pgstore.BooksMatched]+res.sum.Counts["payout_ledger"][pgstore.BooksLedgerDiffers]+
+				res.sum.Counts["payout_ledger"][pgstore.BooksInFlight]+res.sum.Counts["payout_ledger"][pgstore.BooksLedgerOnly])
+			assert.Equal(t, "0", res.sum.DriftBySection["payout_ledger"]["usdt/tron"].String(), "-10.25 + 10.25")
+		})
+	}
 }

@@ -52,6 +52,7 @@ func TestStatementsTakeAtMostNinePositionalParameters(t *testing.T) {
 		{"booksPaymentsSQL", map[string]string{"without a ledger": booksPaymentsSQL(`"t"`, `"t_history"`, "", false),
 			"with a ledger": booksPaymentsSQL(`"t"`, `"t_history"`, `SELECT order_id, credited FROM ledger`, true)}},
 		{"booksDebitsSQL", map[string]string{"debits": booksDebitsSQL(`"q"`)}},
+		{"booksPayoutLedgerSQL", map[string]string{"payout ledger": booksPayoutLedgerSQL(`"q"`, `SELECT order_id, booked FROM ledger`)}},
 		{"healthSQL", map[string]string{"health": healthSQL(`"t"`, "true", "true")}},
 		{"the package's string literals", sourceLiterals(t)},
 	} {

@@ -105,7 +105,8 @@ func newBooksSummaryOut(s *pgstore.BooksSummary, finished time.Time) booksSummar
 
 // booksMoney names what a section's amounts are.
 var booksMoney = map[string]string{"payouts": "money out", "payments": "money in", "ledger": "your ledger against the credits",
-	"balances": "the balance"}
+	"payout_ledger": "your payout ledger against the payouts paid",
+	"balances":      "the balance"}
 
 // booksReportOut is the head of a report, so a finance team can file it:
 // when it ran, as of when, the settings, the sections and the window.
@@ -119,6 +120,7 @@ type booksReportOut struct {
 	PayoutDebit  string   `json:"payoutDebit"`
 	PayoutFees   string   `json:"payoutFees"`
 	Ledger       bool     `json:"ledger"`
+	PayoutLedger bool     `json:"payoutLedger"`
 	QueueTable   string   `json:"queueTable"`
 	TrackerTable string   `json:"trackerTable"`
 	BalanceTable string   `json:"balanceTable"`
@@ -132,7 +134,7 @@ func newBooksReport(f *booksFlags, start time.Time) booksReportOut {
 		window = "payments tracked or changed since " + f.since + " (and, with balances, every payment not closed); every payout"
 	}
 	return booksReportOut{Report: "cryptopay books", StartedAt: at, AsOf: at, Sections: strings.Split(f.sections, ","), Window: window,
-		Settle: f.settle.String(), PayoutDebit: cmp.Or(f.debit, "unset"), PayoutFees: cmp.Or(f.fees, "unset"), Ledger: f.ledgerSQL != "",
+		Settle: f.settle.String(), PayoutDebit: cmp.Or(f.debit, "unset"), PayoutFees: cmp.Or(f.fees, "unset"), Ledger: f.ledgerSQL != "", PayoutLedger: f.payoutLedgerSQL != "",
 		QueueTable: f.queueTable, TrackerTable: f.trackerTable, BalanceTable: f.balanceTable}
 }
 
@@ -141,6 +143,7 @@ func (r booksReportOut) lines() []string {
 	return []string{"report: " + r.Report, "started_at: " + r.StartedAt, "as_of: " + r.AsOf,
 		"sections: " + strings.Join(r.Sections, ","), "window: " + r.Window, "settle: " + r.Settle,
 		"payout_debit: " + r.PayoutDebit, "payout_fees: " + r.PayoutFees, "ledger: " + strconv.FormatBool(r.Ledger),
+		"payout_ledger: " + strconv.FormatBool(r.PayoutLedger),
 		"queue_table: " + r.QueueTable, "tracker_table: " + r.TrackerTable, "balance_table: " + r.BalanceTable}
 }
 
@@ -153,6 +156,7 @@ type booksWriter interface {
 // booksFlags are the books command's own flags.
 type booksFlags struct {
 	db, queueTable, trackerTable, sections, since, ledgerSQL string
+	payoutLedgerSQL                                          string
 	balanceTable, debit, fees                                string
 	settle                                                   time.Duration
 	pageSize                                                 int
@@ -174,6 +178,8 @@ func (f *booksFlags) register(fs *cmdFlags) {
 	fs.StringVar(&f.since, "since", "", "check the payments tracked or changed at or after this `time` (RFC 3339; default all)")
 	fs.StringVar(&f.ledgerSQL, "ledger-sql", "", "your ledger: a `query` returning (order_id, credited) per orderId, compared\n"+
 		"with what the tracker credited")
+	fs.StringVar(&f.payoutLedgerSQL, "payout-ledger-sql", "", "your payout ledger: a `query` returning (order_id, booked) per\n"+
+		"orderId, compared with the queue's paid intents")
 	fs.DurationVar(&f.settle, "settle", pgstore.DefaultBooksSettleTime, "how long the two sides may disagree as things in progress do\n"+
 		"before it is drift")
 	fs.IntVar(&f.pageSize, "page-size", 100, "payouts per list request")
@@ -214,6 +220,9 @@ func (f *booksFlags) check() (since time.Time, err error) {
 	}
 	if f.ledgerSQL != "" && !slices.Contains(sections, "payments") {
 		return since, usageErr("books: --ledger-sql is compared with the payments: add payments to --sections")
+	}
+	if f.payoutLedgerSQL != "" && !slices.Contains(sections, "payouts") {
+		return since, usageErr("books: --payout-ledger-sql is compared with the payouts: add payouts to --sections")
 	}
 	if f.since != "" {
 		if since, err = time.Parse(time.RFC3339, f.since); err != nil {
@@ -260,6 +269,7 @@ func (a *app) books(args []string) error {
 	}
 	defer closeDB()
 	cfg.Client, cfg.Since, cfg.SettleTime, cfg.PageSize, cfg.LedgerSQL = c, since, f.settle, f.pageSize, f.ledgerSQL
+	cfg.PayoutLedgerSQL = f.payoutLedgerSQL
 	cfg.BalanceTable, cfg.CreateTable, cfg.PayoutDebit, cfg.PayoutFees = f.balanceTable, true, payoutDebits[f.debit], payoutFees[f.fees]
 	return a.runBooks(cfg, a.booksWriter(&f, asJSON || f.asJSON, newBooksReport(&f, a.now())))
 }

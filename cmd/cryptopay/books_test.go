@@ -371,3 +371,25 @@ func TestBooksCommandReport(t *testing.T) {
 	}
 	assert.Equal(t, [][]string{booksCSVHeader}, readBooksCSV(t, r.stdout))
 }
+
+// TestBooksCommandPayoutLedger: --payout-ledger-sql compares your payout
+// ledger with the queue's paid intents: rows under an orderId the queue
+// does not know are drift (exit 1); without the payouts section it is a
+// usage error.
+func TestBooksCommandPayoutLedger(t *testing.T) {
+	qf := setupQueue(t)
+	ledger := pgstoretest.Name("payout_ledger")
+	_, err := qf.pool.Exec(context.Background(), "CREATE TABLE "+ledger+" (order_id text, booked numeric); INSERT INTO "+ledger+" VALUES ('ghost', 5)")
+	require.NoError(t, err)
+	sql := "SELECT order_id, booked FROM " + ledger
+	r := qf.run("books", "--sections", "payouts", "--payout-ledger-sql", sql, "--json")
+	require.Equal(t, exitNo, r.code, "%s %s", r.stdout, r.stderr)
+	var out booksJSONOut
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &out), r.stdout)
+	require.Len(t, out.Items, 1)
+	assert.Equal(t, booksItemOut{Section: "payout_ledger", OrderID: "ghost", Class: "ledger_only", Drift: true, Theirs: "5", Delta: "5",
+		Ledger: "5", Detail: "the merchant's ledger books an orderId the queue does not know"}, out.Items[0])
+	assert.True(t, out.Report.PayoutLedger)
+	r = qf.run("books", "--sections", "payments", "--payout-ledger-sql", sql)
+	assert.Equal(t, exitUsage, r.code)
+}
