@@ -92,6 +92,30 @@ func (r *qrig) settled(t *testing.T) {
 	}
 }
 
+// payBoth sends ps through q until they are paid, and pays a payment of
+// 10 for orderID that tr (running) records paid: money out and money in.
+func (r *qrig) payBoth(t *testing.T, q *pgstore.Queue, tr *pgstore.Tracker, orderID string, ps ...cryptopay.CreatePayoutParams) {
+	t.Helper()
+	r.enqueue(t, q, ps...)
+	r.payAll(t)
+	stop := run(t, q)
+	r.pay(t, tr, orderID, "10", "10")
+	waitFor(t, q, "paid", func(c map[pgstore.IntentState]int) bool { return c[pgstore.StatePaid] == len(ps) })
+	recorded(t, tr, orderID, cryptopay.PaymentPaid)
+	stop()
+}
+
+// paidPayouts enqueues payoutsUpTo(n) and works them until each is paid,
+// at the fake and in the queue.
+func (r *qrig) paidPayouts(t *testing.T, q *pgstore.Queue, n int) {
+	t.Helper()
+	r.enqueue(t, q, payoutsUpTo(n)...)
+	r.payAll(t)
+	stop := run(t, q)
+	waitFor(t, q, fmt.Sprintf("%d paid", n), func(c map[pgstore.IntentState]int) bool { return c[pgstore.StatePaid] == n })
+	stop()
+}
+
 // payoutsUpTo returns payoutParams(0) to payoutParams(n-1).
 func payoutsUpTo(n int) []cryptopay.CreatePayoutParams {
 	ps := make([]cryptopay.CreatePayoutParams, n)
@@ -161,11 +185,7 @@ func TestBooksPayoutDrifts(t *testing.T) {
 func TestBooksPayoutsCleanAndCounted(t *testing.T) {
 	r := newQRig(t)
 	q := r.queue(t)
-	r.enqueue(t, q, payoutsUpTo(250)...)
-	r.payAll(t)
-	stop := run(t, q)
-	waitFor(t, q, "250 paid", func(c map[pgstore.IntentState]int) bool { return c[pgstore.StatePaid] == 250 })
-	stop()
+	r.paidPayouts(t, q, 250)
 	lists, reads := r.fake.Requests(cryptopaytest.RouteListPayouts), r.fake.Requests(cryptopaytest.RouteGetPayment)
 	var progress int
 	res := runBooks(t, pgstore.BooksConfig{Client: r.fake.Client(), Queue: q,
@@ -475,14 +495,8 @@ func TestBooksBalances(t *testing.T) {
 	assert.True(t, res.sum.Clean())
 
 	p := payoutParams(1)
-	p.NetworkFeeByUser = true // the fake then takes the amount alone: FeesExcluded
-	r.enqueue(t, q, p)
-	r.payAll(t)
-	stopWorkers := run(t, q)
-	r.pay(t, tr, "pay-bal", "10", "10") // merchantAmount 9.9
-	waitFor(t, q, "paid", func(c map[pgstore.IntentState]int) bool { return c[pgstore.StatePaid] == 1 })
-	recorded(t, tr, "pay-bal", cryptopay.PaymentPaid)
-	stopWorkers()
+	p.NetworkFeeByUser = true         // the fake then takes the amount alone: FeesExcluded
+	r.payBoth(t, q, tr, "pay-bal", p) // merchantAmount 9.9
 	stop()
 	res = runBooks(t, cfg)
 	it = res.by["balances:usdt/tron"]
@@ -632,14 +646,8 @@ func testBooksBalancesWithFees(t *testing.T, fees pgstore.PayoutFees) {
 	require.Equal(t, pgstore.BooksOpening, runBooks(t, cfg).by["balances:usdt/tron"].Class)
 
 	byUser, byMerchant := payoutParams(1), payoutParams(2)
-	byUser.NetworkFeeByUser = true // takes 10.25; the other 10.25 + 0.5% = 10.30125
-	r.enqueue(t, q, byUser, byMerchant)
-	r.payAll(t)
-	stopWorkers := run(t, q)
-	r.pay(t, tr, "pay-fees", "10", "10") // merchantAmount 9.9
-	waitFor(t, q, "paid", func(c map[pgstore.IntentState]int) bool { return c[pgstore.StatePaid] == 2 })
-	recorded(t, tr, "pay-fees", cryptopay.PaymentPaid)
-	stopWorkers()
+	byUser.NetworkFeeByUser = true                      // takes 10.25; the other 10.25 + 0.5% = 10.30125
+	r.payBoth(t, q, tr, "pay-fees", byUser, byMerchant) // merchantAmount 9.9
 	stopTracker()
 	held := payoutParams(3)
 	held.Amount = decimal.NewFromInt(500)
@@ -895,11 +903,7 @@ func (stampReads) RoundTrip(req *http.Request) (*http.Response, error) {
 func TestBooksPayoutLedger(t *testing.T) {
 	r := newQRig(t)
 	q := r.queue(t)
-	r.enqueue(t, q, payoutsUpTo(3)...)
-	r.payAll(t)
-	stop := run(t, q)
-	waitFor(t, q, "3 paid", func(c map[pgstore.IntentState]int) bool { return c[pgstore.StatePaid] == 3 })
-	stop()
+	r.paidPayouts(t, q, 3)
 	r.enqueue(t, q, payoutParams(3)) // queued: not final
 	ledger := pgtest.Name("payout_ledger")
 	_, err := r.pool.Exec(context.Background(), "CREATE TABLE "+ledger+" (order_id text, amount numeric);"+

@@ -39,6 +39,36 @@ func readBooksCSV(t *testing.T, out string) [][]string {
 	return recs
 }
 
+// usdtBalance reads 'books --json' output and returns its usdt/tron
+// balance item.
+func usdtBalance(t *testing.T, stdout string) (booksItemOut, booksJSONOut) {
+	t.Helper()
+	var out booksJSONOut
+	require.NoError(t, json.Unmarshal([]byte(stdout), &out), stdout)
+	for _, it := range out.Items {
+		if it.Section == "balances" && it.Currency == "usdt" && it.Network == "tron" {
+			return it, out
+		}
+	}
+	t.Fatalf("no usdt/tron balance in %s", stdout)
+	return booksItemOut{}, out
+}
+
+// trackedPayment creates a payment of 10 for orderID at the fake and
+// tracks it in a new tracker table, not run: the tracker, its table.
+func trackedPayment(t *testing.T, qf *queueFixture, orderID string) (*pgstore.Tracker, string, *cryptopay.Payment) {
+	t.Helper()
+	tracked := pgstoretest.Name("tracked")
+	tr, err := pgstore.NewTracker(context.Background(), pgstore.TrackerConfig{Pool: qf.pool, Table: tracked, CreateTable: true})
+	require.NoError(t, err)
+	p := qf.createPayment(orderID, "10", "")
+	require.NoError(t, pgx.BeginFunc(context.Background(), qf.pool, func(tx pgx.Tx) error {
+		_, err := tr.Track(context.Background(), tx, p)
+		return err
+	}))
+	return tr, tracked, p
+}
+
 // booksFixture is a queue with three payouts created at the fake, one of
 // them paid twice (a second payout outside the queue), and a payout at
 // the provider with no intent and a hostile status.
@@ -172,17 +202,9 @@ func TestBooksCommandBalances(t *testing.T) {
 	qf.srv.DebitBalance("usdt", "tron", decimal.RequireFromString("0.000000000000000001"))
 	r = qf.run(append(args, rules...)...)
 	require.Equal(t, exitNo, r.code, "%s %s", r.stdout, r.stderr)
-	var out booksJSONOut
-	require.NoError(t, json.Unmarshal([]byte(r.stdout), &out), r.stdout)
-	var found bool
-	for _, it := range out.Items {
-		if it.Section == "balances" && it.Currency == "usdt" && it.Network == "tron" {
-			found = true
-			assert.Equal(t, "balance_drift", it.Class)
-			assert.Equal(t, "-0.000000000000000001", it.Delta)
-		}
-	}
-	assert.True(t, found, r.stdout)
+	it, _ := usdtBalance(t, r.stdout)
+	assert.Equal(t, "balance_drift", it.Class)
+	assert.Equal(t, "-0.000000000000000001", it.Delta)
 
 	r = qf.run(args...)
 	assert.Equal(t, exitNotYet, r.code, "no debit rule: the balances are undecided, not compared")
@@ -209,14 +231,7 @@ func TestBooksCommandNoDatabase(t *testing.T) {
 // summary, the stopped section named unfinished.
 func TestBooksCommandStoppedAfterDrift(t *testing.T) {
 	qf := booksFixture(t)
-	tracked := pgstoretest.Name("tracked")
-	tr, err := pgstore.NewTracker(context.Background(), pgstore.TrackerConfig{Pool: qf.pool, Table: tracked, CreateTable: true})
-	require.NoError(t, err)
-	p := qf.createPayment("bk-pay", "10", "")
-	require.NoError(t, pgx.BeginFunc(context.Background(), qf.pool, func(tx pgx.Tx) error {
-		_, err := tr.Track(context.Background(), tx, p)
-		return err
-	}))
+	_, tracked, _ := trackedPayment(t, qf, "bk-pay")
 	qf.srv.InjectFault(cryptopaytest.RouteGetPayment, cryptopaytest.Fault{Delay: time.Hour}) // the payment read hangs
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
@@ -250,16 +265,9 @@ func TestBooksCommandStoppedAfterDrift(t *testing.T) {
 func TestBooksCommandSumsTie(t *testing.T) {
 	qf := booksFixture(t) // a double payment, two payouts in flight
 	qf.createPayout("bk-outside", "1.5")
-	tracked := pgstoretest.Name("tracked")
-	tr, err := pgstore.NewTracker(context.Background(), pgstore.TrackerConfig{Pool: qf.pool, Table: tracked, CreateTable: true})
-	require.NoError(t, err)
-	p := qf.createPayment("bk-pay", "10", "")
-	require.NoError(t, pgx.BeginFunc(context.Background(), qf.pool, func(tx pgx.Tx) error {
-		_, err := tr.Track(context.Background(), tx, p)
-		return err
-	}))
+	tr, tracked, p := trackedPayment(t, qf, "bk-pay")
 	require.NoError(t, qf.srv.Pay(p.ID, decimal.RequireFromString("10"))) // the tracker never reads it
-	_, err = qf.pool.Exec(context.Background(), "UPDATE "+tr.Table()+" SET next_at = now() - interval '1 hour'")
+	_, err := qf.pool.Exec(context.Background(), "UPDATE "+tr.Table()+" SET next_at = now() - interval '1 hour'")
 	require.NoError(t, err)
 	time.Sleep(2 * time.Millisecond) // the settle time (1 ms) passes after the payment
 	args := []string{"books", "--sections", "payouts,payments", "--tracker-table", tracked, "--settle", "1ms"}
@@ -323,18 +331,10 @@ func TestBooksCommandAdjust(t *testing.T) {
 
 	r = qf.run(args...)
 	require.Equal(t, exitOK, r.code, "%s %s", r.stdout, r.stderr)
-	var out booksJSONOut
-	require.NoError(t, json.Unmarshal([]byte(r.stdout), &out), r.stdout)
-	var found bool
-	for _, it := range out.Items {
-		if it.Section == "balances" && it.Currency == "usdt" && it.Network == "tron" {
-			found = true
-			assert.Equal(t, "adjusted", it.Class, it.Detail)
-			assert.Equal(t, "0", it.Delta)
-			assert.Equal(t, "-0.25", it.Adjusted)
-		}
-	}
-	assert.True(t, found, r.stdout)
+	it, out := usdtBalance(t, r.stdout)
+	assert.Equal(t, "adjusted", it.Class, it.Detail)
+	assert.Equal(t, "0", it.Delta)
+	assert.Equal(t, "-0.25", it.Adjusted)
 	assert.Equal(t, 1, out.Summary.Counts["balances"]["adjusted"])
 }
 
