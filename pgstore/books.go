@@ -19,8 +19,8 @@ import (
 // the payments money in, the balances what the provider holds, and a
 // delta of one section means nothing to another.
 type BooksSummary struct {
-	// Counts holds, per section ("payouts", "payments"), how many items
-	// fell in each class.
+	// Counts holds, per section ("payouts", "payout_ledger", "payments",
+	// "ledger", "balances"), how many items fell in each class.
 	Counts map[string]map[BooksClass]int
 	// Drift is how many items are drift; InFlight and Undecided count the
 	// others that are not matched.
@@ -169,8 +169,13 @@ func (b *Books) Check(ctx context.Context, emit func(BooksItem) error) (*BooksSu
 			return b.checkPayments(ctx, out, bal, sum)
 		}},
 		{"balances", func(ctx context.Context, out func(BooksItem) error) (string, error) {
-			if bal == nil {
+			switch {
+			case bal == nil:
 				return "", nil
+			case sum.Unfinished["payments"] != "":
+				// What the payments bring in flight is not all known: no
+				// pair is decided on part of it.
+				return "the payments section did not finish: what is in flight is not known", nil
 			}
 			return b.balanceFinish(ctx, bal, out)
 		}},

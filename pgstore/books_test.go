@@ -939,3 +939,21 @@ func TestBooksPayoutLedger(t *testing.T) {
 		})
 	}
 }
+
+// TestBooksBalancesNeedThePayments: when the payments section cannot
+// finish (the ledger query fails), the balances decide nothing on part
+// of what is in flight: the section is named unfinished, with no item.
+func TestBooksBalancesNeedThePayments(t *testing.T) {
+	r := newQRig(t)
+	q := r.queue(t)
+	tr, stop := r.tracker(t)
+	stop()
+	r.pay(t, tr, "pay-1", "10", "")
+	cfg := pgstore.BooksConfig{Client: r.fake.Client(), Queue: q, Tracker: tr, Balances: true, CreateTable: true,
+		BalanceTable: pgtest.Name("books"), PayoutDebit: pgstore.DebitAtCreate, PayoutFees: pgstore.FeesExcluded,
+		LedgerSQL: "SELECT order_id, 1/0 FROM " + tr.Table()}
+	res := runBooks(t, cfg)
+	assert.Contains(t, res.sum.Unfinished["payments"], "division by zero")
+	assert.Contains(t, res.sum.Unfinished["balances"], "the payments section did not finish")
+	assert.Empty(t, res.sum.Counts["balances"])
+}
