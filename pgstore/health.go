@@ -349,9 +349,8 @@ func (h Health) OK() bool {
 // API key". Failure text is server text, escaped by %q.
 func (h Health) String() string {
 	var s string
-	if h.Overdue > 0 {
-		s = fmt.Sprintf("no worker has claimed work for %s: %d %s overdue: are the workers running (Run)?\n",
-			h.Waiting.Round(time.Second), h.Overdue, h.noun(h.Overdue))
+	if idle := h.Idle(); idle != "" {
+		s = idle + "\n"
 	}
 	if h.Failing > 0 {
 		s = fmt.Sprintf("%d %s failing: %s (%d of them; latest: %q)\n", h.Failing, h.noun(h.Failing), h.Commonest.Class.Hint(),
@@ -363,6 +362,17 @@ func (h Health) String() string {
 		s += fmt.Sprintf(", %d callback panics recovered in this process", h.CallbackPanics)
 	}
 	return s
+}
+
+// Idle says, when items are overdue, that no worker has claimed work for
+// Waiting ("no worker has claimed work for 5m0s: 3 payouts overdue: are
+// the workers running (Run)?"); "" when none is overdue.
+func (h Health) Idle() string {
+	if h.Overdue == 0 {
+		return ""
+	}
+	return fmt.Sprintf("no worker has claimed work for %s: %d %s overdue: are the workers running (Run)?",
+		h.Waiting.Round(time.Second), h.Overdue, h.noun(h.Overdue))
 }
 
 // noun is Noun for n of them ("1 payout", "2 payouts").
