@@ -243,17 +243,3 @@ func (a adjSum) adjust(it *BooksItem) {
 	}
 }
 
-// startAdjustments creates the check's own tables (with CreateTable) and
-// reads the sums booked per item.
-func (b *Books) startAdjustments(ctx context.Context) (map[adjKey]adjSum, error) {
-	if b.cfg.CreateTable {
-		if err := b.createTables(ctx); err != nil {
-			return map[adjKey]adjSum{}, err
-		}
-	}
-	adj, err := b.readAdjustments(ctx)
-	if err != nil {
-		return map[adjKey]adjSum{}, err
-	}
-	return adj, nil
-}

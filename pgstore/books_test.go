@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -956,4 +957,32 @@ func TestBooksBalancesNeedThePayments(t *testing.T) {
 	assert.Contains(t, res.sum.Unfinished["payments"], "division by zero")
 	assert.Contains(t, res.sum.Unfinished["balances"], "the payments section did not finish")
 	assert.Empty(t, res.sum.Counts["balances"])
+}
+
+// TestBooksReadOnlyRole: a database role that may read the queue's table
+// and nothing more still checks the payouts with CreateTable set (as the
+// CLI sets it): the check's own tables cannot be created, and no
+// adjustment can be in a table that does not exist, so the section
+// finishes and the books are clean.
+func TestBooksReadOnlyRole(t *testing.T) {
+	r := newQRig(t)
+	q := r.queue(t)
+	role := pgtest.Name("reader")
+	_, err := r.pool.Exec(context.Background(), "CREATE ROLE "+role+"; GRANT SELECT ON "+q.Table()+" TO "+role)
+	require.NoError(t, err)
+	pcfg, err := pgxpool.ParseConfig(r.srv.DSN())
+	require.NoError(t, err)
+	pcfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error { _, err := c.Exec(ctx, "SET ROLE "+role); return err }
+	pool, err := pgxpool.NewWithConfig(context.Background(), pcfg)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	reader, err := pgstore.NewQueue(context.Background(), pgstore.QueueConfig{Pool: pool, Table: r.table})
+	require.NoError(t, err)
+	books := pgtest.Name("books")
+	res := runBooks(t, pgstore.BooksConfig{Client: r.fake.Client(), Queue: reader, CreateTable: true, BalanceTable: books})
+	assert.Empty(t, res.sum.Unfinished)
+	assert.True(t, res.sum.Clean())
+	var created bool
+	require.NoError(t, r.pool.QueryRow(context.Background(), "SELECT to_regclass($1) IS NOT NULL", books+"_adjustments").Scan(&created))
+	assert.False(t, created, "the role may not create it")
 }
