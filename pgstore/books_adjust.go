@@ -242,4 +242,3 @@ func (a adjSum) adjust(it *BooksItem) {
 		it.Detail += fmt.Sprintf("; %s, %s is left to book", note, rest)
 	}
 }
-
