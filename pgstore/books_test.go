@@ -662,6 +662,10 @@ func testBooksBalancesWithFees(t *testing.T, fees pgstore.PayoutFees) {
 	assert.Equal(t, pgstore.BooksMatched, it.Class, it.Detail)
 	assert.Equal(t, "999999989.34875", it.Ours.Decimal.String(), "opening + 9.9 - 10.25 - 10.30125")
 	assert.Equal(t, "999999989.34875", it.Theirs.Decimal.String())
+	for class, n := range res.sum.Counts["balances"] {
+		assert.Equal(t, pgstore.BooksMatched, class, "every balance decided: %d %s", n, class)
+	}
+	assert.True(t, res.sum.Clean(), "every balance decided: %+v", res.sum)
 
 	r.fake.DebitBalance("usdt", "tron", decimal.RequireFromString("0.0007"))
 	res = runBooks(t, cfg)
