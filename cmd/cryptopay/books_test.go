@@ -156,7 +156,7 @@ func TestBooksCommandExitCodes(t *testing.T) {
 	assert.Equal(t, [][]string{booksCSVHeader}, readBooksCSV(t, r.stdout), "the column names alone")
 	assert.Contains(t, r.stderr, "payouts not finished: the payout list")
 	qf.srv.InjectFault(cryptopaytest.RouteListPayouts, cryptopaytest.Fault{Status: 200, Body: `{}`})
-	r = qf.run("books", "--sections", "payouts", "--json")
+	r = qf.run("books", "--sections", "payouts", "--output", "json")
 	assert.Equal(t, exitNotYet, r.code, "stdout: %s stderr: %s", r.stdout, r.stderr)
 	var out booksJSONOut
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &out), r.stdout)
@@ -286,7 +286,7 @@ func TestBooksCommandSumsTie(t *testing.T) {
 		}
 	}
 
-	r = qf.run(append(args, "--json")...)
+	r = qf.run(append(args, "--output", "json")...)
 	require.Equal(t, exitNo, r.code, "stderr: %s", r.stderr)
 	var out booksJSONOut
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &out), r.stdout)
@@ -312,7 +312,7 @@ func TestBooksCommandAdjust(t *testing.T) {
 	_, err := pgstore.NewTracker(context.Background(), pgstore.TrackerConfig{Pool: qf.pool, Table: tracked, CreateTable: true})
 	require.NoError(t, err)
 	args := []string{"books", "--sections", "payouts,payments,balances", "--tracker-table", tracked,
-		"--balance-table", books, "--payout-debit", "created", "--payout-fees", "included", "--json"}
+		"--balance-table", books, "--payout-debit", "created", "--payout-fees", "included", "--output", "json"}
 	r := qf.run(args...)
 	require.Equal(t, exitOK, r.code, "%s %s", r.stdout, r.stderr)
 	qf.srv.DebitBalance("usdt", "tron", decimal.RequireFromString("0.25"))
@@ -344,7 +344,7 @@ func TestBooksCommandAdjust(t *testing.T) {
 func TestBooksCommandReport(t *testing.T) {
 	qf := setupQueue(t)
 	args := []string{"books", "--sections", "payouts", "--since", "2026-11-01T00:00:00Z", "--settle", "10m", "--payout-fees", "included"}
-	r := qf.run(append(args, "--json")...)
+	r := qf.run(append(args, "--output", "json")...)
 	require.Equal(t, exitOK, r.code, "%s %s", r.stdout, r.stderr)
 	var out booksJSONOut
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &out), r.stdout)
@@ -382,7 +382,7 @@ func TestBooksCommandPayoutLedger(t *testing.T) {
 	_, err := qf.pool.Exec(context.Background(), "CREATE TABLE "+ledger+" (order_id text, booked numeric); INSERT INTO "+ledger+" VALUES ('ghost', 5)")
 	require.NoError(t, err)
 	sql := "SELECT order_id, booked FROM " + ledger
-	r := qf.run("books", "--sections", "payouts", "--payout-ledger-sql", sql, "--json")
+	r := qf.run("books", "--sections", "payouts", "--payout-ledger-sql", sql, "--output", "json")
 	require.Equal(t, exitNo, r.code, "%s %s", r.stdout, r.stderr)
 	var out booksJSONOut
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &out), r.stdout)
