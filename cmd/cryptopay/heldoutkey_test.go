@@ -150,7 +150,7 @@ func TestKeyInAnswerNeverPrinted(t *testing.T) {
 	t.Cleanup(hostile.Close)
 	f := &fixture{t: t, env: map[string]string{envBaseURL: hostile.URL, envAPIKey: heldOutKey}}
 	for _, args := range [][]string{{"payment", "get", payID}, {"payout", "get", "po_1"}, {"balances"},
-		{"payout", "export"}, {"payout", "export", "--format", "jsonl"}} {
+		{"payout", "export"}, {"payout", "export", "--output", "jsonl"}} {
 		for _, output := range []string{"table", "json"} {
 			t.Run(strings.Join(args, " ")+"/"+output, func(t *testing.T) {
 				f.t = t
