@@ -2,17 +2,22 @@ package console_test
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/cryptopay/cryptopay-go/console"
 	"github.com/cryptopay/cryptopay-go/pgstore"
+	"github.com/cryptopay/cryptopay-go/pgstore/pgstoretest"
 )
 
 // A mount prefix a browser could read as another host is refused by New
@@ -116,4 +121,76 @@ func TestSearchBoxEscaped(t *testing.T) {
 	require.Equal(t, http.StatusOK, code)
 	assert.NotContains(t, page, "\u202e")
 	assert.NotContains(t, page, "\u200b")
+}
+
+// queryCounter is a pgx QueryTracer that counts the statements a pool
+// runs.
+type queryCounter struct{ n atomic.Int64 }
+
+func (c *queryCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	c.n.Add(1)
+	return ctx
+}
+
+func (c *queryCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// countingConsole is a console on the rig's queue table through a pool
+// that counts its statements.
+func (r *rig) countingConsole(t *testing.T) (http.Handler, *queryCounter) {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(pgstoretest.Need(t).DSN())
+	require.NoError(t, err)
+	counter := &queryCounter{}
+	cfg.ConnConfig.Tracer = counter
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	q, err := pgstore.NewQueue(context.Background(), pgstore.QueueConfig{Pool: pool, Table: strings.Trim(r.q.Table(), `"`)})
+	require.NoError(t, err)
+	h, err := console.New(console.Config{Queue: q, Authorize: testAuthorize})
+	require.NoError(t, err)
+	return h, counter
+}
+
+// The bulk pages check the role before any work: a refused actor costs
+// no statement (before, the confirmation page listed up to 10,000
+// intents first).
+func TestBulkRoleCheckedFirst(t *testing.T) {
+	r := newRig(t)
+	r.enqueue(t, payout(1, "500"), payout(2, "600"))
+	h, counter := r.countingConsole(t)
+	serve := func(method, target, actor string, form url.Values) int {
+		var body io.Reader
+		if form != nil {
+			body = strings.NewReader(form.Encode())
+		}
+		req := httptest.NewRequest(method, target, body)
+		if form != nil {
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		}
+		req.Header.Set(actorHeader, actor)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec.Code
+	}
+	for _, tc := range []struct {
+		name, method, target, actor string
+		form                        url.Values
+	}{
+		{"an operator's bulk approve page", "GET", "/payouts/bulk?action=approve", operator, nil},
+		{"an approver's bulk retry page", "GET", "/payouts/bulk?action=retry", alice, nil},
+		{"a viewer's bulk approve page", "GET", "/payouts/bulk?action=approve&currency=usdt", viewer, nil},
+		{"a viewer's bulk approve", "POST", "/payouts/bulk", viewer, url.Values{"action": {"approve"}, "count": {"2"}}},
+		{"an operator's bulk approve", "POST", "/payouts/bulk", operator, url.Values{"action": {"approve"}, "count": {"2"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			counter.n.Store(0)
+			assert.Equal(t, http.StatusForbidden, serve(tc.method, tc.target, tc.actor, tc.form))
+			assert.Zero(t, counter.n.Load(), "statements before the refusal")
+		})
+	}
+	counter.n.Store(0)
+	assert.Equal(t, http.StatusOK, serve("GET", "/payouts/bulk?action=approve", alice, nil))
+	assert.Positive(t, counter.n.Load(), "the counter counts: an approver's page reads the intents")
+	assert.Equal(t, pgstore.StateNeedsApproval, r.state(t, payout(1, "500").OrderID), "nothing moved")
 }
