@@ -217,6 +217,7 @@ var trackedIndexes = []index{
 	{"_action_idx", "(order_id) WHERE needs_action"},
 	{"_payment_idx", "(payment_id) WHERE payment_id <> ''"},
 	{"_open_idx", "(next_at) WHERE " + trackOpenSQL},
+	{"_anomaly_idx", "(order_id) WHERE anomaly <> ''"}, // List's anomaly filter
 }
 
 // trackedHistoryColumns are the history table's columns.
