@@ -30,9 +30,9 @@ func stateNames[S ~string](states []S) []string {
 // listExecMode is how a List statement runs: as a one-off statement,
 // planned with its values every time. Each filter (a currency, a date, an
 // anomaly) is then served by its index; a cached generic plan, made for
-// any value, keeps the statement's "(@currency = ” OR currency =
-// @currency)" whole and walks the table in orderId order, reading every
-// row for a value that matches none (TestQueueListFiltersUseIndexes).
+// any value, keeps each "filter unset OR column = filter" whole and walks
+// the table in orderId order, reading every row for a value that matches
+// none (TestQueueListFiltersUseIndexes).
 const listExecMode = pgx.QueryExecModeExec
 
 // listRows runs a List statement (listExecMode) and scans every row; an
