@@ -278,6 +278,7 @@ func (a *app) queueResolve(args []string) error {
 	fs, db := a.newDBAPIFlagSet(cmd, queueStore)
 	payoutID := fs.String("payout-id", "", "the payout's `id` in the processor's dashboard (required)")
 	note := fs.String("note", "", "what is recorded with the intent: who, and why (required)")
+	a.writes(fs, outTable, outJSON) // a move's line by default; --output json
 	actor := a.actorFlag(fs.FlagSet)
 	pos, err := a.parse(fs, args, 1, 1)
 	if err != nil {
@@ -310,6 +311,7 @@ func (a *app) queueResolve(args []string) error {
 func (a *app) queueOperate(cmd command, noteFlag string, noteRequired bool, args []string,
 	op func(*pgstore.Queue, context.Context, string, string, string) error, done string) error {
 	fs, db := a.newDBFlagSet(cmd, queueStore)
+	a.writes(fs, outTable, outJSON) // a move's line by default; --output json
 	actor := a.actorFlag(fs.FlagSet)
 	usage := "what is recorded with the intent: who, and why"
 	if noteRequired {

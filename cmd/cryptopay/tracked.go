@@ -207,6 +207,7 @@ func (a *app) trackedClear(args []string) error {
 		"nothing is credited. A webhook for another payment of the order means the customer\n" +
 		"may have paid that one: settle it before clearing. --note records who looked and what they found."}, trackerStore)
 	note := fs.String("note", "", "what is recorded with the payment: who looked, and what they found (required)")
+	a.writes(fs, outTable, outJSON) // a move's line by default; --output json
 	actor := a.actorFlag(fs.FlagSet)
 	pos, err := a.parse(fs, args, 1, 1)
 	if err != nil {

@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cryptopay/cryptopay-go/pgstore"
 )
 
 // TestCommandFlagsComeFromSharedSets walks every command: each takes
@@ -102,4 +104,24 @@ func TestOutputFormats(t *testing.T) {
 			assert.Greater(t, len(recs), 1)
 		})
 	}
+}
+
+// A move writes its line by default, also in a pipe, and an object under
+// --output json; a database command refuses csv like any other format it
+// does not write.
+func TestMoveOutput(t *testing.T) {
+	qf := setupQueue(t)
+	row := []string{"v-1", "TCL3eTB75W5qNJEmseEmVMkNJ5pNBciXj4", "10", "usdt", "tron", "c1", "203.0.113.7", "false", "", ""}
+	r := qf.run("payout", "batch", "--actor", "carol", "--queue-table", qf.table, csvFile(t, batchHeader, row))
+	require.Equal(t, exitOK, r.code, r.stderr)
+	_, err := qf.pool.Exec(t.Context(), "UPDATE "+qf.q.Table()+" SET state = 'parked' WHERE order_id = 'v-1'")
+	require.NoError(t, err)
+
+	r = qf.run("payout", "queue", "retry", "v-1", "--queue-table", qf.table, "--note", "x", "--output", "csv")
+	assert.Equal(t, exitUsage, r.code)
+	assert.Contains(t, r.stderr, `--output "csv": want table, json`)
+	r = qf.run("payout", "queue", "retry", "v-1", "--queue-table", qf.table, "--actor", "carol", "--note", "no payout at the processor", "--output", "json")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	assert.JSONEq(t, `{"orderId": "v-1", "done": "queued for a new attempt"}`, r.stdout)
+	assert.Equal(t, pgstore.StateQueued, qf.state(t, "v-1").State)
 }
