@@ -22,15 +22,13 @@ func scrubNote(s string) string { return scrub(noteLines.Replace(s), true) }
 // text area sends) and a lone \r.
 var noteLines = strings.NewReplacer("\r\n", "\n", "\r", "\n")
 
-// checkNote is note as it is kept (its line breaks as \n, noteLines), or
-// why it cannot be: empty, longer than max bytes, invalid UTF-8, leading
-// or trailing white space, or a control, format or other invisible
-// character other than a line break (ids.Text, line breaks aside).
+// checkNote is note as it is kept (its line breaks as \n, noteLines), and
+// why it cannot be ("" if it can): longer than max bytes, invalid UTF-8,
+// leading or trailing white space, or a control, format or other
+// invisible character other than a line break (ids.Text, line breaks
+// aside).
 func checkNote(note string, max int) (kept, why string) {
 	kept = noteLines.Replace(note)
-	if kept == "" {
-		return kept, "is empty"
-	}
 	return kept, ids.Text(strings.ReplaceAll(kept, "\n", " "), max)
 }
 

@@ -278,7 +278,7 @@ func (t *Tracker) ClearAnomaly(ctx context.Context, orderID, actor, note string)
 		return "", err
 	}
 	note, why := checkNote(note, maxErrorText)
-	if why == "is empty" {
+	if note == "" {
 		why = "is required: who looked, and what they found"
 	}
 	if why != "" {
