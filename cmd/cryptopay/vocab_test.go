@@ -54,6 +54,11 @@ func TestCommandFlagsComeFromSharedSets(t *testing.T) {
 			}
 		}
 	}
+	// fake takes the fake server's own flags: --output is none of them.
+	for _, args := range [][]string{{"fake", "--output", "nonsense"}, {"--output", "nonsense", "fake"}} {
+		r := (&fixture{t: t, env: map[string]string{}}).run(args...)
+		assert.Equal(t, exitUsage, r.code, "%v: %s", args, r.stderr)
+	}
 	for _, want := range []string{"output", "base-url", "api-key-file", "request-timeout", "database-url", "queue-table",
 		"tracker-table", "page-size", "spreadsheet-safe"} {
 		assert.Contains(t, vocabulary, want, "a flag of the shared vocabulary")
