@@ -22,6 +22,9 @@ Commands:
                         also 'payment tracked show ORDER_ID' with its history,
                         'payment tracked health' (due, overdue, failing, what to do),
                         'payment tracked clear-anomaly ORDER_ID --note TEXT'
+  payment refund ID     refund a tracked payment, held for approval, never above what it
+                        paid (--rule excess|all_paid|amount); prints the customer's claim link
+  payment resolve ID    resolve a payment that needed action: --as refunded|accepted|written_off
   payout create         create a payout (asks for confirmation unless --yes)
   payout get ID         show a payout
   payout find           look a payout up by --order-id: exists, not_created or still_unknown
@@ -51,6 +54,8 @@ Environment:
   CRYPTOPAY_BASE_URL        API base URL
   CRYPTOPAY_DATABASE_URL    the payout queue's and payment tracker's PostgreSQL connection
                             string (never printed)
+  CRYPTOPAY_CLAIM_KEY       the key that signs 'payment refund' claim links (pgstore/claim): at
+                            least 32 bytes, the claim page's Config.Key
   CRYPTOPAY_WEBHOOK_SECRET  webhook secret for 'webhook url' and 'webhook send': the text
                             itself (make it with: openssl rand -base64 32), never decoded;
                             surrounding white space is dropped; at least 16 bytes
@@ -126,7 +131,8 @@ func (a *app) dispatch(args []string) error {
 // group runs "payment get", "payout create" and the like.
 func (a *app) group(name string, args []string) error {
 	cmds := map[string]map[string]func([]string) error{
-		"payment": {"get": a.paymentGet, "wait": a.paymentWait, "create": a.paymentCreate, "tracked": a.paymentTracked},
+		"payment": {"get": a.paymentGet, "wait": a.paymentWait, "create": a.paymentCreate, "tracked": a.paymentTracked,
+			"refund": a.paymentRefund, "resolve": a.paymentResolve},
 		"payout": {"get": a.payoutGet, "create": a.payoutCreate, "find": a.payoutFind, "export": a.payoutExport,
 			"queue": a.payoutQueue, "batch": a.payoutBatch},
 		"webhook": {"url": a.webhookURL, "send": a.webhookSend},
