@@ -39,7 +39,7 @@ type world struct {
 	h       http.Handler
 }
 
-func newWorld(t *testing.T) *world {
+func newWorld(t testing.TB) *world {
 	t.Helper()
 	ctx := context.Background()
 	pool := pgtest.Need(t).Pool(t, 8)
