@@ -306,7 +306,8 @@ func (r *Refunds) Create(ctx context.Context, p RefundParams) (f *Refund, create
 		f, created, err = r.create(ctx, tx, p)
 		return err
 	})
-	if pe := (*pgconn.PgError)(nil); errors.As(err, &pe) && pe.Code == "23514" { // check_violation: the backstop
+	if pe := (*pgconn.PgError)(nil); errors.As(err, &pe) && pe.Code == "23514" && pe.TableName == r.totals[len(r.totals)-1] {
+		// check_violation of the running total: the database's backstop
 		return nil, false, fmt.Errorf("%w: %q (the database's check)", ErrRefundExceedsPaid, p.OrderID)
 	}
 	if err != nil {

@@ -438,6 +438,42 @@ func TestRefundRace(t *testing.T) {
 	require.NoError(t, err)
 	refunds, _, total = r.sum(t, "race")
 	assert.Equal(t, [2]string{racePaid, racePaid}, [2]string{refunds, total})
+
+	// The database's own check: no statement takes the total above paid.
+	_, err = r.pool.Exec(context.Background(), "UPDATE "+r.tables[2]+"_totals SET refunded = paid + 0.000001 WHERE order_id = 'race'")
+	require.ErrorContains(t, err, "SQLSTATE 23514")
+}
+
+// Two customers' browsers (or a double click) post one claim at once, on
+// separate pools: one claim, one payout intent.
+func TestRefundClaimRace(t *testing.T) {
+	srv := pgtest.Need(t)
+	r := freshFRig(t)
+	ctx := context.Background()
+	r.track(t, "o1", cryptopay.PaymentPaidOver, "10", "12", false)
+	p := refundTo("o1", "k1", pgstore.RefundExcess)
+	p.WalletAddress, p.CustomerIP = "", ""
+	f, _, err := r.refunds.Create(ctx, p)
+	require.NoError(t, err)
+	const n = 8
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		other := newFRig(t, srv.Pool(t, 2), r.tables, false)
+		wg.Go(func() { _, errs[i] = other.refunds.Claim(ctx, f.ID, tronAddr, fmt.Sprintf("198.51.100.%d", i+1)) })
+	}
+	wg.Wait()
+	won := 0
+	for _, err := range errs {
+		if err == nil {
+			won++
+			continue
+		}
+		assert.ErrorIs(t, err, pgstore.ErrClaimClosed)
+	}
+	assert.Equal(t, 1, won)
+	refunds, intents := r.rows(t)
+	assert.Equal(t, [2]int{1, 1}, [2]int{refunds, intents})
 }
 
 // refundRaceChild is one process of TestRefundRace: it prints how many
