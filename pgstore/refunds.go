@@ -410,8 +410,10 @@ func (r *Refunds) create(ctx context.Context, tx pgx.Tx, p RefundParams) (*Refun
 	if p.WalletAddress == "" {
 		state, claimFor = RefundAwaitingClaim, cmpOr(p.ClaimFor, DefaultClaimFor)
 	}
-	f, err := scanRefund(tx.QueryRow(ctx, r.sql.insert, id, p.OrderID, p.Key, string(p.Rule), amount.String(), pay.currency,
-		pay.network, p.WalletAddress, p.CustomerID, p.CustomerIP, string(state), claimFor.Microseconds(), p.Actor, scrubText(p.Note)))
+	f, err := scanRefund(tx.QueryRow(ctx, r.sql.insert, namedArgs{"id": id, "order_id": p.OrderID, "key": p.Key,
+		"rule": string(p.Rule), "amount": amount.String(), "currency": pay.currency, "network": pay.network,
+		"wallet": p.WalletAddress, "customer_id": p.CustomerID, "customer_ip": p.CustomerIP, "state": string(state),
+		"claim_us": claimFor.Microseconds(), "actor": p.Actor, "note": scrubText(p.Note)}))
 	if err != nil {
 		return nil, false, fmt.Errorf("pgstore: refund of %q: recording it: %w", p.OrderID, err)
 	}

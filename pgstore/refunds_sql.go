@@ -46,8 +46,8 @@ FROM %s t WHERE t.order_id = $1 FOR SHARE OF t`, h, t),
     refunded = (%s), updated_at = now() WHERE order_id = $1`, tot, t, holds),
 		insert: fmt.Sprintf(`WITH r AS (INSERT INTO %s (id, order_id, idem_key, rule, amount, currency, network, wallet_address,
     customer_id, customer_ip, state, claim_until, actor_id, note)
-VALUES ($1, $2, $3, $4, $5::numeric, $6, $7, $8, $9, $10, $11,
-    CASE WHEN $12::bigint > 0 THEN now() + $12::bigint * interval '1 microsecond' END, $13, $14) RETURNING *)
+VALUES (@id, @order_id, @key, @rule, @amount::numeric, @currency, @network, @wallet, @customer_id, @customer_ip, @state,
+    CASE WHEN @claim_us::bigint > 0 THEN now() + @claim_us::bigint * interval '1 microsecond' END, @actor, @note) RETURNING *)
 SELECT %s, NULL::text, NULL::text FROM r`, f, cols),
 		get:  joined + ` WHERE r.id = $1`,
 		list: joined + ` WHERE r.order_id = $1 ORDER BY r.created_at, r.id`,

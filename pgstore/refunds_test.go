@@ -95,6 +95,16 @@ func (r *frig) sum(t testing.TB, orderID string) (refunds, intents, total string
 	return norm(refunds), norm(intents), norm(total)
 }
 
+// claimable makes a refund of orderID's excess that awaits its claim.
+func (r *frig) claimable(t testing.TB, orderID, key string) *pgstore.Refund {
+	t.Helper()
+	p := refundTo(orderID, key, pgstore.RefundExcess)
+	p.WalletAddress, p.CustomerIP = "", ""
+	f, _, err := r.refunds.Create(context.Background(), p)
+	require.NoError(t, err)
+	return f
+}
+
 func refundTo(orderID, key string, rule pgstore.RefundRule) pgstore.RefundParams {
 	return pgstore.RefundParams{OrderID: orderID, Key: key, Rule: rule, WalletAddress: tronAddr, CustomerID: "cust-1",
 		CustomerIP: "203.0.113.7", Actor: "alice", Note: "customer asked"}
@@ -260,15 +270,12 @@ func TestRefundClaim(t *testing.T) {
 	r := freshFRig(t)
 	ctx := context.Background()
 	r.track(t, "o1", cryptopay.PaymentPaidOver, "10", "12.25", false)
-	p := refundTo("o1", "k1", pgstore.RefundExcess)
-	p.WalletAddress, p.CustomerIP = "", ""
-	f, _, err := r.refunds.Create(ctx, p)
-	require.NoError(t, err)
+	f := r.claimable(t, "o1", "k1")
 	assert.Equal(t, pgstore.RefundAwaitingClaim, f.State)
 	assert.False(t, f.ClaimUntil.IsZero())
 	_, intents := r.rows(t)
 	require.Equal(t, 0, intents, "nothing is enqueued before the claim")
-	_, _, err = r.refunds.Create(ctx, refundTo("o1", "k2", pgstore.RefundExcess))
+	_, _, err := r.refunds.Create(ctx, refundTo("o1", "k2", pgstore.RefundExcess))
 	require.ErrorIs(t, err, pgstore.ErrNothingToRefund, "an open claim holds its amount")
 
 	_, err = r.refunds.Claim(ctx, f.ID, btcAddr, "198.51.100.1")
@@ -300,11 +307,8 @@ func TestRefundClaimExpired(t *testing.T) {
 	r := freshFRig(t)
 	ctx := context.Background()
 	r.track(t, "o1", cryptopay.PaymentPaidOver, "10", "11", false)
-	p := refundTo("o1", "k1", pgstore.RefundExcess)
-	p.WalletAddress, p.CustomerIP = "", ""
-	f, _, err := r.refunds.Create(ctx, p)
-	require.NoError(t, err)
-	_, err = r.pool.Exec(ctx, "UPDATE "+r.tables[2]+" SET claim_until = now() - interval '1 second' WHERE id = $1", f.ID)
+	f := r.claimable(t, "o1", "k1")
+	_, err := r.pool.Exec(ctx, "UPDATE "+r.tables[2]+" SET claim_until = now() - interval '1 second' WHERE id = $1", f.ID)
 	require.NoError(t, err)
 
 	_, err = r.refunds.Claim(ctx, f.ID, tronAddr, "198.51.100.1")
@@ -451,10 +455,7 @@ func TestRefundClaimRace(t *testing.T) {
 	r := freshFRig(t)
 	ctx := context.Background()
 	r.track(t, "o1", cryptopay.PaymentPaidOver, "10", "12", false)
-	p := refundTo("o1", "k1", pgstore.RefundExcess)
-	p.WalletAddress, p.CustomerIP = "", ""
-	f, _, err := r.refunds.Create(ctx, p)
-	require.NoError(t, err)
+	f := r.claimable(t, "o1", "k1")
 	const n = 8
 	errs := make([]error, n)
 	var wg sync.WaitGroup

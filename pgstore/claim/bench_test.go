@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strings"
 	"testing"
 
@@ -12,7 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cryptopay/cryptopay-go/pgstore"
-	"github.com/cryptopay/cryptopay-go/pgstore/claim"
 )
 
 // BenchmarkClaimPage is the claim page's cost per request, handler and
@@ -58,14 +56,8 @@ func newBenchWorld(b *testing.B) *world {
 // benchRefund makes an unclaimed refund of 0.000001 with the
 // idempotency key idem and returns its claim link's query.
 func (w *world) benchRefund(b *testing.B, idem string) (*pgstore.Refund, string) {
-	f, _, err := w.refunds.Create(context.Background(), pgstore.RefundParams{OrderID: "o1", Key: idem, Rule: pgstore.RefundAmount,
+	return w.claimable(b, pgstore.RefundParams{OrderID: "o1", Key: idem, Rule: pgstore.RefundAmount,
 		Amount: decimal.RequireFromString("0.000001"), CustomerID: "cust-o1", Actor: "alice"})
-	require.NoError(b, err)
-	link, err := claim.Link("https://shop.example/refund", key, f.ID, f.ClaimUntil)
-	require.NoError(b, err)
-	u, err := url.Parse(link)
-	require.NoError(b, err)
-	return f, "?" + u.RawQuery
 }
 
 func (w *world) loop(b *testing.B, method, target, body string, code int) {

@@ -65,8 +65,14 @@ paid_amount, needs_action) VALUES ($1, $2, 10, 'usdt', 'tron', 'closed', 'paid_o
 // with its claim link's query.
 func (w *world) refund(t *testing.T, orderID string) (*pgstore.Refund, string) {
 	t.Helper()
-	f, _, err := w.refunds.Create(context.Background(), pgstore.RefundParams{OrderID: orderID, Key: "k", Rule: pgstore.RefundExcess,
-		CustomerID: "cust-" + orderID, Actor: "alice"})
+	return w.claimable(t, pgstore.RefundParams{OrderID: orderID, Key: "k", Rule: pgstore.RefundExcess, CustomerID: "cust-" + orderID, Actor: "alice"})
+}
+
+// claimable makes the unclaimed refund p and returns it with its claim
+// link's query.
+func (w *world) claimable(t testing.TB, p pgstore.RefundParams) (*pgstore.Refund, string) {
+	t.Helper()
+	f, _, err := w.refunds.Create(context.Background(), p)
 	require.NoError(t, err)
 	link, err := claim.Link("https://shop.example/refund", key, f.ID, f.ClaimUntil)
 	require.NoError(t, err)
