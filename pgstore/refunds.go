@@ -294,7 +294,9 @@ func RefundID(orderID, key string) string {
 // approval. A retry with p.Key returns the refund made first (created
 // false), or ErrRefundConflict if its parameters differ. Errors:
 // ErrNotTracked, ErrRefundRule, ErrNothingToRefund, a
-// *cryptopay.ValidationError for a bad parameter or address.
+// *cryptopay.ValidationError for a bad parameter or address. Do not call
+// it from TrackerConfig.OnChange: it reads the payment under a lock that
+// OnChange's transaction holds.
 func (r *Refunds) Create(ctx context.Context, p RefundParams) (f *Refund, created bool, err error) {
 	if err := p.check(); err != nil {
 		return nil, false, err
