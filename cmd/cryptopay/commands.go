@@ -23,6 +23,9 @@ Commands:
                         also 'payment tracked show ORDER_ID' with its history,
                         'payment tracked health' (due, overdue, failing, what to do),
                         'payment tracked clear-anomaly ORDER_ID --note TEXT'
+  payment refund ID     refund a tracked payment, held for approval, never above what it
+                        paid (--rule excess|all_paid|amount); prints the customer's claim link
+  payment resolve ID    resolve a payment that needed action: --as refunded|accepted|written_off
   payout create         create a payout (asks for confirmation unless --yes)
   payout get ID         show a payout
   payout find           look a payout up by --order-id: exists, not_created or still_unknown
@@ -53,6 +56,8 @@ Environment:
   CRYPTOPAY_BASE_URL        API base URL
   CRYPTOPAY_DATABASE_URL    the payout queue's and payment tracker's PostgreSQL connection
                             string (never printed)
+  CRYPTOPAY_CLAIM_KEY       the key that signs 'payment refund' claim links (pgstore/claim): at
+                            least 32 bytes, the claim page's Config.Key
   CRYPTOPAY_WEBHOOK_SECRET  webhook secret for 'webhook url' and 'webhook send': the text
                             itself (make it with: openssl rand -base64 32), never decoded;
                             surrounding white space is dropped; at least 16 bytes
@@ -148,6 +153,7 @@ func (a *app) commands() map[string]func([]string) error {
 		"payment get": a.paymentGet, "payment wait": a.paymentWait, "payment create": a.paymentCreate,
 		"payment tracked": a.trackedList, "payment tracked list": a.trackedList, "payment tracked show": a.trackedShow,
 		"payment tracked clear-anomaly": a.trackedClear, "payment tracked health": a.trackedHealth,
+		"payment refund": a.paymentRefund, "payment resolve": a.paymentResolve,
 
 		"payout get": a.payoutGet, "payout create": a.payoutCreate, "payout find": a.payoutFind,
 		"payout export": a.payoutExport, "payout batch": a.payoutBatch,
