@@ -111,10 +111,6 @@ const (
 	// maxSearchRequests bounds the pages one look reads: a list the
 	// search cannot cover or prove sorted within them is "still unknown".
 	maxSearchRequests = 1000
-	// minSortedRun is how many payouts a skip needs read in a row at each
-	// end of the list, in createdAt order: a random order passes one such
-	// run by chance about 2 times in 16! (10^13).
-	minSortedRun = 16
 	// maxSortedRecords bounds what a search keeps to prove the order;
 	// past it the search reads on to the end instead.
 	maxSortedRecords = 10_000
@@ -125,6 +121,12 @@ const (
 	// maxAmbiguous bounds the orderIds a *ListProofError names.
 	maxAmbiguous = 100
 )
+
+// minSortedRun is how many payouts a skip needs read in a row at each end
+// of the list, in createdAt order: a random order passes one such run by
+// chance about 2 times in 16! (10^13). A variable only so that a test can
+// run the skip, and its count proof, on lists of a few payouts.
+var minSortedRun = 16
 
 // listOrder is the order the payout list was seen to be in.
 type listOrder int
@@ -253,7 +255,7 @@ func (s *payoutSearch) run() error {
 	}
 	err = s.decide()
 	for err == nil && s.more() {
-		if s.order == oldestFirst {
+		if s.order == oldestFirst && s.counted { // without a count, the end is unknown: read up to an empty page
 			err = s.stepDown()
 		} else {
 			err = s.stepUp()

@@ -1,0 +1,405 @@
+package cryptopay
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// proofMaxN is the largest list the exhaustive small-list test runs
+// (TestListProofSmallLists): 0 means 5, or 3 under the race detector
+// (which makes each run ten times slower); -proof.n=8 runs every size to 8.
+var proofMaxN = flag.Int("proof.n", 0, "largest list TestListProofSmallLists runs (0: 5, or 3 with -race)")
+
+// proofPayout is one payout of a proofList.
+type proofPayout struct {
+	orderID string
+	at      int // createdAt, in seconds after the list's base: equal values tie
+	amount  string
+	status  string
+}
+
+// proofEvent is what happens to a proofList before one request.
+type proofEvent int
+
+const (
+	evNone       proofEvent = iota
+	evCreate                // a payout created, newer than every other
+	evCreateTied            // a payout created in the newest payout's second (a tie)
+	evUpdate                // the hidden payout's status changes
+)
+
+func (e proofEvent) String() string {
+	return [...]string{"quiet", "create", "create tied", "update"}[e]
+}
+
+// Adversary modes: how a proofList orders the payouts that share a
+// createdAt, for each request anew.
+const (
+	advFixed    = iota // always the same order (a quiet list)
+	advRotate          // rotated by the request's number
+	advHideBack        // the hidden payout out of the page, behind it if it can (in a place already read, newest first)
+	advHideNext        // out of the page, ahead of it if it can
+	advModes
+)
+
+// proofList is a payout list that keeps the model of docs/reconcile.md
+// (payouts never deleted, each page a window of the list at its request,
+// its count the list's size then) and plays against the search within
+// it: the payouts sharing a createdAt are ordered anew on every request
+// (advRotate, or advHide*: out of the page asked for, when the tie allows
+// it, the payout hidden), and one payout is created or updated before
+// request eventAt.
+type proofList struct {
+	mu          sync.Mutex
+	items       []proofPayout
+	newestFirst bool
+	counted     bool
+	maxPage     int
+	mode        int
+	hide        string // the orderId the adversary hides
+	event       proofEvent
+	eventAt     int
+	requests    int
+}
+
+func (l *proofList) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	limit, _ := strconv.Atoi(q.Get("limit"))
+	offset, _ := strconv.Atoi(q.Get("offset"))
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.requests++
+	if l.requests == l.eventAt {
+		l.happen()
+	}
+	limit = min(max(limit, 1), l.maxPage)
+	list := l.arrange(offset, limit)
+	b := []byte(`{"payout":[`)
+	for pos := offset; pos < len(list) && pos < offset+limit; pos++ {
+		if pos > offset {
+			b = append(b, ',')
+		}
+		it := list[pos]
+		b = fmt.Appendf(b, `{"status":%q,"amount":%s,"orderId":%q,"customerId":"c","payCurrency":{"name":"usdt"},"payNetwork":{"name":"tron"},"createdAt":%q}`,
+			it.status, it.amount, it.orderID, proofBase.Add(time.Duration(it.at)*time.Second).Format(time.RFC3339))
+	}
+	b = append(b, ']')
+	if l.counted {
+		b = fmt.Appendf(b, `,"count":%d`, len(list))
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(append(b, '}'))
+}
+
+// proofBase is the createdAt of a proofList's payouts at 0: an hour ago,
+// so that every attempt time is past its settle time.
+var proofBase = time.Now().Add(-time.Hour).UTC().Truncate(time.Second)
+
+// happen applies the event.
+func (l *proofList) happen() {
+	newest := 0
+	for _, it := range l.items {
+		newest = max(newest, it.at)
+	}
+	switch l.event {
+	case evCreate:
+		l.items = append(l.items, proofPayout{orderID: "new", at: newest + 1, amount: "1.5", status: "created"})
+	case evCreateTied:
+		l.items = append(l.items, proofPayout{orderID: "new", at: newest, amount: "1.5", status: "created"})
+	case evUpdate:
+		for i := range l.items {
+			if l.items[i].orderID == l.hide {
+				l.items[i].status = "processing"
+			}
+		}
+	}
+}
+
+// arrange lays the list out for a request of [offset, offset+limit):
+// sorted by createdAt, each tie ordered by the adversary.
+func (l *proofList) arrange(offset, limit int) []proofPayout {
+	list := slices.Clone(l.items)
+	slices.SortStableFunc(list, func(a, b proofPayout) int {
+		if l.newestFirst {
+			return b.at - a.at
+		}
+		return a.at - b.at
+	})
+	for lo := 0; lo < len(list); {
+		hi := lo + 1
+		for hi < len(list) && list[hi].at == list[lo].at {
+			hi++
+		}
+		l.order(list[lo:hi], lo, offset, limit)
+		lo = hi
+	}
+	return list
+}
+
+// order orders one tie, at positions [a, a+len(tie)), for a request of
+// [offset, offset+limit).
+func (l *proofList) order(tie []proofPayout, a, offset, limit int) {
+	g := len(tie)
+	if g < 2 || l.mode == advFixed {
+		return
+	}
+	slices.SortFunc(tie, func(x, y proofPayout) int { return cmpString(x.orderID, y.orderID) })
+	r := l.requests % g
+	rotated := append(slices.Clone(tie[r:]), tie[:r]...)
+	copy(tie, rotated)
+	if l.mode == advRotate {
+		return
+	}
+	h := slices.IndexFunc(tie, func(p proofPayout) bool { return p.orderID == l.hide })
+	if h < 0 {
+		return
+	}
+	// Places in the tie outside the page, in the mode's preference.
+	var out []int
+	for q := range g {
+		if pos := a + q; pos < offset || pos >= offset+limit {
+			out = append(out, q)
+		}
+	}
+	if len(out) == 0 {
+		return // the page covers the whole tie: the hidden payout shows
+	}
+	q := out[0] // ahead of the page (or the first place behind it)
+	if l.mode == advHideBack {
+		q = out[len(out)-1]
+		for _, c := range out {
+			if a+c < offset {
+				q = c // the last place before the page
+			}
+		}
+	} else {
+		for _, c := range slices.Backward(out) {
+			if a+c >= offset+limit {
+				q = c // the first place after the page
+			}
+		}
+	}
+	hidden := tie[h]
+	rest := slices.Delete(slices.Clone(tie), h, h+1)
+	copy(tie, slices.Insert(rest, q, hidden))
+}
+
+// proofTies are the tie layouts of n payouts (oldest first): each value is
+// a payout's createdAt second.
+func proofTies(n int) map[string][]int {
+	out := map[string][]int{}
+	none, all, pairs, mid := make([]int, n), make([]int, n), make([]int, n), make([]int, n)
+	for i := range n {
+		none[i], pairs[i], mid[i] = i, i/2, i
+		if i > 0 && i < n-1 {
+			mid[i] = 1 // every payout but the oldest and the newest in one second
+		}
+	}
+	out["distinct"] = none
+	if n >= 2 {
+		out["all tied"], out["pairs"] = all, pairs
+	}
+	if n >= 4 {
+		out["middle tied"] = mid
+	}
+	return out
+}
+
+// proofScenario is one run of the exhaustive test.
+type proofScenario struct {
+	n, pageSize     int
+	ties            string
+	at              []int
+	newestFirst     bool
+	counted         bool
+	event           proofEvent
+	eventAt         int
+	mode            int
+	hide            int // the payout hidden (and looked for)
+	reconcileOrScan string
+}
+
+func (sc proofScenario) String() string {
+	order := map[bool]string{true: "newest first", false: "oldest first"}[sc.newestFirst]
+	count := map[bool]string{true: "counted", false: "no count"}[sc.counted]
+	return fmt.Sprintf("%s: %d payouts (%s), pages of %d, %s, %s, %s before request %d, adversary %d hiding o%d",
+		sc.reconcileOrScan, sc.n, sc.ties, sc.pageSize, order, count, sc.event, sc.eventAt, sc.mode, sc.hide)
+}
+
+// list builds the scenario's list.
+func (sc proofScenario) list() *proofList {
+	l := &proofList{newestFirst: sc.newestFirst, counted: sc.counted, maxPage: sc.pageSize, mode: sc.mode,
+		hide: "o" + strconv.Itoa(sc.hide), event: sc.event, eventAt: sc.eventAt}
+	for i := range sc.n {
+		l.items = append(l.items, proofPayout{orderID: "o" + strconv.Itoa(i), at: sc.at[i], amount: "1.5", status: "paid"})
+	}
+	return l
+}
+
+// proofOutcome is what one run showed.
+type proofOutcome struct {
+	requests int
+	reread   bool // the search read the list again
+	unknown  bool // it ended with an error
+	wrong    string
+}
+
+// runProof runs the scenario through ReconcilePayout (looking for the
+// hidden payout, attempted just after it was created, so that the
+// cutoff is its createdAt) or ScanPayouts, and reports a wrong answer:
+// not_created for a payout that existed when the search began, or a scan
+// that ends without error missing one, or yields one twice.
+func runProof(sc proofScenario) proofOutcome {
+	l := sc.list()
+	c, err := NewClient(testBase, testKey, WithHTTPClient(&http.Client{Transport: handlerTransport{l}}), WithRetryPolicy(RetryPolicy{}))
+	if err != nil {
+		return proofOutcome{wrong: err.Error()}
+	}
+	var out proofOutcome
+	if sc.reconcileOrScan == "reconcile" {
+		target, attempted := "never-sent", proofBase
+		if sc.n > 0 {
+			target = "o" + strconv.Itoa(sc.hide)
+			attempted = proofBase.Add(time.Duration(sc.at[sc.hide])*time.Second + time.Second)
+		}
+		s := newPayoutSearch(context.Background(), c, target, attempted.Add(-time.Second), nil)
+		err := s.run()
+		out.requests, out.reread, out.unknown = s.requests, s.rereading, err != nil
+		switch {
+		case err != nil && !errors.Is(err, ErrUnexpectedResponse):
+			out.wrong = "an untyped error: " + err.Error()
+		case err == nil && s.found == nil && sc.n > 0:
+			out.wrong = "not created, but " + target + " is listed"
+		case s.found != nil && s.found.OrderID != target:
+			out.wrong = "found the wrong payout " + s.found.OrderID
+		}
+		return out
+	}
+	s := newPayoutSearch(context.Background(), c, "", time.Time{}, nil)
+	s.maxReqs = math32
+	seen := map[string]int{}
+	s.visit = func(it *PayoutListItem) bool { seen[it.OrderID]++; return true }
+	err = s.run()
+	out.requests, out.reread, out.unknown = s.requests, s.rereading, err != nil
+	for id, k := range seen {
+		if k > 1 {
+			out.wrong = fmt.Sprintf("yielded %s %d times", id, k)
+		}
+	}
+	switch {
+	case err != nil && !errors.Is(err, ErrUnexpectedResponse):
+		out.wrong = "an untyped error: " + err.Error()
+	case err == nil:
+		for i := range sc.n {
+			if seen["o"+strconv.Itoa(i)] == 0 {
+				out.wrong = fmt.Sprintf("ended without error, missing o%d", i)
+			}
+		}
+	}
+	return out
+}
+
+// math32 bounds a scan in the test (the real one has no bound).
+const math32 = 1 << 12
+
+// proofScenarios lists every scenario up to n payouts: each tie layout,
+// page size 1 to 4, both orders, with and without a count, every
+// adversary and every payout hidden, quiet or with one creation (newer,
+// or tied with the newest) or one update at every request boundary the
+// quiet run reaches (and one past it), through ReconcilePayout and
+// ScanPayouts.
+func proofScenarios(maxN int, yield func(proofScenario) bool) {
+	for n := 0; n <= maxN; n++ {
+		ties := proofTies(n)
+		names := slices.Sorted(func(y func(string) bool) {
+			for k := range ties {
+				if !y(k) {
+					return
+				}
+			}
+		})
+		for _, tie := range names {
+			for pageSize := 1; pageSize <= min(4, n+1); pageSize++ { // larger pages read these lists as n+1 does
+				for _, newestFirst := range []bool{true, false} {
+					for _, counted := range []bool{true, false} {
+						for _, how := range []string{"reconcile", "scan"} {
+							for hide := range max(n, 1) {
+								base := proofScenario{n: n, pageSize: pageSize, ties: tie, at: ties[tie], newestFirst: newestFirst,
+									counted: counted, hide: hide, reconcileOrScan: how}
+								quiet := runProof(base)
+								for mode := range advModes {
+									for ev := evNone; ev <= evUpdate; ev++ {
+										last := quiet.requests + 1
+										if ev == evNone {
+											last = 1
+										}
+										if how == "scan" && hide > 0 && mode <= advRotate && ev != evUpdate {
+											continue // hides nothing: run once, with hide 0
+										}
+										for at := 1; at <= last; at++ {
+											sc := base
+											sc.mode, sc.event, sc.eventAt = mode, ev, at
+											if !yield(sc) {
+												return
+											}
+										}
+									}
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestListProofSmallLists is the exhaustive small-list test of the count
+// proof (docs/reconcile.md): in every scenario of proofScenarios, never
+// "not created" for a payout that existed when the search began, never a
+// scan that ends without error missing one (or yielding one twice); and a
+// quiet list (no tie reordered, nothing created or updated) is proven in
+// its first pass, with the requests it always took.
+func TestListProofSmallLists(t *testing.T) {
+	defer func(run int) { minSortedRun = run }(minSortedRun)
+	minSortedRun = 1 // let the cutoff skip, and its proof, run on lists this small
+	maxN := *proofMaxN
+	if maxN == 0 {
+		maxN = map[bool]int{false: 5, true: 3}[raceDetector]
+	}
+	var scenarios, unknown, reread, wrong int
+	proofScenarios(maxN, func(sc proofScenario) bool {
+		scenarios++
+		out := runProof(sc)
+		if out.wrong != "" {
+			wrong++
+			if wrong <= 20 {
+				t.Errorf("%v: %s", sc, out.wrong)
+			}
+		}
+		if out.unknown {
+			unknown++
+		}
+		if out.reread {
+			reread++
+		}
+		if sc.event == evNone && sc.mode == advFixed {
+			assert.False(t, out.reread, "%v: a quiet list read again", sc)
+			assert.False(t, out.unknown, "%v: a quiet list unknown", sc)
+		}
+		return true
+	})
+	t.Logf("%d scenarios: %d wrong, %d read again, %d unknown", scenarios, wrong, reread, unknown)
+	require.Zero(t, wrong)
+}
