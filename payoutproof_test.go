@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -402,4 +403,179 @@ func TestListProofSmallLists(t *testing.T) {
 	})
 	t.Logf("%d scenarios: %d wrong, %d read again, %d unknown", scenarios, wrong, reread, unknown)
 	require.Zero(t, wrong)
+}
+
+// TestReconcileTiesReorderedAndOneCreation is the reported case, through
+// ReconcilePayout as the queue calls it (with the attempt time; lists
+// this small are read whole): a provider whose createdAt has one-second
+// precision lists the payouts of one second in another order on every
+// request, and one payout is created while the search pages. The search
+// used to see a payout twice, skip the one looked for, count the new one
+// in its place, and answer not_created.
+func TestReconcileTiesReorderedAndOneCreation(t *testing.T) {
+	var runs, unknown int
+	for n := 3; n <= 8; n++ {
+		for tie, at := range proofTies(n) {
+			if tie == "distinct" {
+				continue
+			}
+			for pageSize := 2; pageSize <= 4; pageSize++ {
+				for _, newestFirst := range []bool{true, false} {
+					for hide := range n {
+						for eventAt := 1; eventAt <= n/pageSize+3; eventAt++ {
+							sc := proofScenario{n: n, pageSize: pageSize, ties: tie, at: at, newestFirst: newestFirst, counted: true,
+								event: evCreate, eventAt: eventAt, mode: advRotate, hide: hide, reconcileOrScan: "reconcile"}
+							l := sc.list()
+							c, err := NewClient(testBase, testKey, WithHTTPClient(&http.Client{Transport: handlerTransport{l}}), WithRetryPolicy(RetryPolicy{}))
+							require.NoError(t, err)
+							target := "o" + strconv.Itoa(hide)
+							res, err := c.ReconcilePayout(context.Background(), ReconcileParams{OrderID: target,
+								AttemptedAt: proofBase.Add(time.Duration(at[hide]) * time.Second)})
+							require.NotNil(t, res)
+							runs++
+							require.NotEqual(t, PayoutNotCreated, res.Verdict, "%v: %s", sc, res.Reason)
+							if err != nil {
+								unknown++
+								require.ErrorIs(t, err, ErrUnexpectedResponse)
+								assert.Equal(t, PayoutStillUnknown, res.Verdict)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	t.Logf("%d searches, %d still unknown, none not_created", runs, unknown)
+}
+
+// updatedList serves payouts ordered by updatedAt, newest first: an
+// update moves a payout to the top, and a payout created goes there too.
+type updatedList struct {
+	mu       sync.Mutex
+	order    []int // payout numbers, in list order
+	maxPage  int
+	counted  bool
+	moveAt   int // before this request, the payout move goes to the top
+	move     int
+	createAt int // before this request, a payout is created (0: none)
+	requests int
+}
+
+func (l *updatedList) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	limit, _ := strconv.Atoi(q.Get("limit"))
+	offset, _ := strconv.Atoi(q.Get("offset"))
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.requests++
+	if l.requests == l.moveAt {
+		i := slices.Index(l.order, l.move)
+		l.order = slices.Insert(slices.Delete(l.order, i, i+1), 0, l.move)
+	}
+	if l.requests == l.createAt {
+		l.order = slices.Insert(l.order, 0, len(l.order))
+	}
+	limit = min(max(limit, 1), l.maxPage)
+	b := []byte(`{"payout":[`)
+	for pos := offset; pos < len(l.order) && pos < offset+limit; pos++ {
+		if pos > offset {
+			b = append(b, ',')
+		}
+		i := l.order[pos]
+		b = fmt.Appendf(b, `{"status":"paid","amount":1.5,"orderId":"o%d","customerId":"c","createdAt":%q}`,
+			i, proofBase.Add(time.Duration(i)*time.Second).Format(time.RFC3339))
+	}
+	b = append(b, ']')
+	if l.counted {
+		b = fmt.Appendf(b, `,"count":%d`, len(l.order))
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(append(b, '}'))
+}
+
+// TestScanPayoutsListByUpdatedAt: a list ordered by updatedAt moves a
+// payout updated while it is read from a page not yet read to one already
+// read; with a payout created meanwhile filling its place (or no count),
+// the scan used to end without an error and without it. Every move of
+// every payout at every request, pages of 1 to 4, with and without a
+// count and a creation: the scan yields every payout, or ends with an
+// error.
+func TestScanPayoutsListByUpdatedAt(t *testing.T) {
+	var runs, unknown int
+	for n := 2; n <= 6; n++ {
+		for pageSize := 1; pageSize <= 4; pageSize++ {
+			for _, counted := range []bool{true, false} {
+				for move := range n {
+					for moveAt := 1; moveAt <= n+2; moveAt++ {
+						for _, createAt := range []int{0, moveAt, moveAt + 1} {
+							l := &updatedList{maxPage: pageSize, counted: counted, moveAt: moveAt, move: move, createAt: createAt}
+							for i := range n {
+								l.order = append(l.order, n-1-i) // o(n-1) first: created, and so updated, last
+							}
+							c, err := NewClient(testBase, testKey, WithHTTPClient(&http.Client{Transport: handlerTransport{l}}), WithRetryPolicy(RetryPolicy{}))
+							require.NoError(t, err)
+							seen, err := scanAll(c, ScanPayoutsParams{})
+							runs++
+							if err != nil {
+								unknown++
+								require.ErrorIs(t, err, ErrUnexpectedResponse)
+								continue
+							}
+							for i := range n {
+								require.Equal(t, 1, seen["o"+strconv.Itoa(i)], "%d payouts, pages of %d, counted %v, o%d moved before request %d, created before %d: o%d",
+									n, pageSize, counted, move, moveAt, createAt, i)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	t.Logf("%d scans, %d ended with an error, none without one missing a payout", runs, unknown)
+}
+
+// TestScanPayoutsTwinsOfOneOrderID: two payouts of one orderId created in
+// the same second with different amounts are two payouts (the amount is
+// part of a payout's key): the scan yields both, with or without a count,
+// whichever pages they fall on.
+func TestScanPayoutsTwinsOfOneOrderID(t *testing.T) {
+	at := proofBase.Format(time.RFC3339)
+	for _, counted := range []bool{true, false} {
+		for pageSize := 1; pageSize <= 4; pageSize++ {
+			t.Run(fmt.Sprintf("counted %v, pages of %d", counted, pageSize), func(t *testing.T) {
+				items := []string{
+					`{"status":"paid","amount":1,"orderId":"a","customerId":"c","createdAt":"` + at + `"}`,
+					`{"status":"paid","amount":10.25,"orderId":"twin","customerId":"c","createdAt":"` + at + `"}`,
+					`{"status":"paid","amount":20.5,"orderId":"twin","customerId":"c","createdAt":"` + at + `"}`,
+					`{"status":"paid","amount":2,"orderId":"b","customerId":"c","createdAt":"` + at + `"}`,
+				}
+				c, mux := setup(t)
+				mux.HandleFunc("GET /v1/payout/list", func(w http.ResponseWriter, r *http.Request) {
+					q := r.URL.Query()
+					limit, _ := strconv.Atoi(q.Get("limit"))
+					offset, _ := strconv.Atoi(q.Get("offset"))
+					hi := min(len(items), offset+min(max(limit, 1), pageSize))
+					page := "[]"
+					if offset < hi {
+						page = "[" + strings.Join(items[offset:hi], ",") + "]"
+					}
+					count := ""
+					if counted {
+						count = `,"count":` + strconv.Itoa(len(items))
+					}
+					w.Header().Set("Content-Type", "application/json")
+					_, _ = w.Write([]byte(`{"payout":` + page + count + `}`))
+				})
+				var amounts []string
+				for it, err := range c.ScanPayouts(context.Background(), ScanPayoutsParams{}) {
+					require.NoError(t, err)
+					if it.OrderID == "twin" {
+						amounts = append(amounts, it.Amount.String())
+					}
+				}
+				slices.Sort(amounts)
+				assert.Equal(t, []string{"10.25", "20.5"}, amounts)
+			})
+		}
+	}
 }

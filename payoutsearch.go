@@ -954,15 +954,11 @@ func orderOf(pages ...[]PayoutListItem) listOrder {
 	return orderUnknown
 }
 
-// fingerprint identifies a page by its items' identities (FNV-1a).
+// fingerprint identifies a page by its items' keys and statuses (FNV-1a).
 func fingerprint(items []PayoutListItem) uint64 {
 	h := uint64(14695981039346656037)
 	for i := range items {
-		it := &items[i]
-		for _, s := range [...]string{it.ID, it.OrderID, string(it.Status), it.CustomerID, it.WalletAddress} {
-			h = fnvAdd(h, s)
-		}
-		h = fnvUint(h, uint64(it.CreatedAt.UnixNano()))
+		h = fnvAdd(fnvUint(h, identity(&items[i])), string(items[i].Status))
 	}
 	return h
 }
