@@ -188,15 +188,15 @@ type payoutSearch struct {
 	inPage     map[uint64]int     // the copies of each key in the page being read
 	keysR      map[uint64]int32   // keys and inPage over the payouts created at or after the cutoff
 	inPageR    map[uint64]int
-	pageNo     int                // the requests answered, as a page number for keys
-	proven     int                // L: the sum of the keys' copies
-	provenR    int                // L_R: the same over the keys created at or after the cutoff
-	boundNF    int                // least (p - count) over the pages read: U_R - count, newest first
-	boundOF    int                // least (-p - 1) over the pages read: U_R - count, oldest first
-	lastEmpty  int                // the offset of the last page read if it was empty, else -1
-	rereading  bool               // the first pass is over
-	ambiguous  []string           // orderIds of keys read on more than one page (capped)
-	ambiguousN int                // how many keys were read on more than one page
+	pageNo     int      // the requests answered, as a page number for keys
+	proven     int      // L: the sum of the keys' copies
+	provenR    int      // L_R: the same over the keys created at or after the cutoff
+	boundNF    int      // least (p - count) over the pages read: U_R - count, newest first
+	boundOF    int      // least (-p - 1) over the pages read: U_R - count, oldest first
+	lastEmpty  int      // the offset of the last page read if it was empty, else -1
+	rereading  bool     // the first pass is over
+	ambiguous  []string // orderIds of keys read on more than one page (capped)
+	ambiguousN int      // how many keys were read on more than one page
 	// visit, in a scan (ScanPayouts), gets each distinct payout once
 	// instead of the orderId being looked for; false stops the scan.
 	visit    func(*PayoutListItem) bool
@@ -414,7 +414,7 @@ func (s *payoutSearch) count(offset int, p searchPage) {
 	}
 	for i := len(p.items) - 1; i >= 0; i-- {
 		if t := p.items[i].CreatedAt; !t.IsZero() && t.Before(s.cutoff) {
-			s.boundOF = min(s.boundOF, -(offset + i)-1)
+			s.boundOF = min(s.boundOF, -(offset+i)-1)
 			break
 		}
 	}
