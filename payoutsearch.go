@@ -1038,25 +1038,42 @@ type ScanPayoutsParams struct {
 	Progress func(read, count int)
 }
 
-// ScanPayouts reads the whole payout list once and yields each payout in
-// it once, in no particular order, under the evidence rules of the
-// payout search behind ReconcilePayout: every page is read (nothing is
-// skipped: a scan has no cutoff), and a list that repeats a page (the
-// server ignores offset), ends before its count, holds more than its
-// count, shrinks, or shows fewer distinct payouts than its count promised
-// (payouts moved between pages while it was read) ends the scan with an
-// error matching ErrUnexpectedResponse: what was yielded before it is not
-// the whole list. A payout seen twice because payouts created meanwhile
-// shifted the pages is yielded once (payouts are told apart by the fields
-// that do not change: id, orderId, customer, wallet, currency, network and
-// createdAt). Payouts created after the scan read the list's newest end
-// may be missing: compare with records older than the scan's start.
+// ScanPayouts reads the whole payout list and yields the payouts its pages
+// prove distinct, in no particular order, under the evidence rules of the
+// payout search behind ReconcilePayout (the count proof of
+// docs/reconcile.md):
+//
+//   - A payout's key is its fields that never change: id, orderId,
+//     customer, wallet address and label, currency, network, amount and
+//     createdAt (never status, paidAddress or merchantAmount). For a key
+//     seen with m copies in one page, m items are yielded (m payouts with
+//     that key exist: a page lists each payout once), as soon as a page
+//     proves them: a later page showing more copies yields the extra ones
+//     then. An item is yielded as first read: its status and paid address
+//     may have changed since.
+//   - The scan ends without error only when the pages prove that every
+//     payout the list held at the last request was yielded (the sum of
+//     the keys' copies reaches the list's count, or, without a count, the
+//     offset of the empty page read last): every payout that existed when
+//     the scan began, and those created while it ran that it saw, each
+//     once. A quiet list takes one pass. When payouts were reordered
+//     (sharing a createdAt), created or moved (a list ordered by a field
+//     that changes) while it was read, it reads the list again from its
+//     newest end, at most 2 passes, stopping as soon as the proof closes.
+//   - If the proof does not close, the scan ends with a *ListProofError
+//     (matching ErrUnexpectedResponse): Listed, Proven, and the orderIds
+//     whose key was seen on more than one page (one payout seen twice, or
+//     identical twins: the pages cannot tell). What was yielded is
+//     distinct but maybe not the whole list.
+//   - A list that repeats a page (the server ignores offset), ends before
+//     its count, holds more than its count, shrinks, or shows more
+//     distinct payouts than it holds ends the scan with a *ResponseError
+//     (ErrUnexpectedResponse); an API or transport failure with that error.
 //
 // An error is yielded once and ends the iteration; breaking out of the
-// loop stops reading. Memory grows by 8 bytes and a map entry per payout
-// (the identities that make the distinct check), never by the payouts
-// themselves. GET /v1/payout/list, which the API marks as under
-// development.
+// loop stops reading. Memory grows by about 30 bytes a payout (its key's
+// hash and copies in a map), never by the payouts themselves.
+// GET /v1/payout/list, which the API marks as under development.
 func (c *Client) ScanPayouts(ctx context.Context, params ScanPayoutsParams, opts ...Option) iter.Seq2[PayoutListItem, error] {
 	return func(yield func(PayoutListItem, error) bool) {
 		if params.PageSize < 0 {
