@@ -579,3 +579,68 @@ func TestScanPayoutsTwinsOfOneOrderID(t *testing.T) {
 		}
 	}
 }
+
+// TestListProofRequests counts the list requests of ReconcilePayout (a
+// payout never created, attempted just after the newest payout) and of
+// ScanPayouts on 1,000 payouts 3 s apart, pages of 100, in both orders: a quiet
+// list, one whose payouts share a createdAt seven at a time and are
+// listed in another order on every request, and a quiet list where one
+// payout is created before the second request. The counts are exact (BENCHMARKS.md):
+// the quiet ones are those of the search before the count proof.
+func TestListProofRequests(t *testing.T) {
+	const n = 1000
+	tests := []struct {
+		name        string
+		tied        bool
+		create      bool
+		newestFirst bool
+		reconcile   int // requests
+		scan        int
+	}{
+		{"quiet, newest first", false, false, true, 2, 11},
+		{"quiet, oldest first", false, false, false, 2, 11},
+		// A tie cut by a page boundary and reordered may hide a payout: the
+		// scan reads the list once more (the search stopped at the cutoff
+		// proves its part of the list at once).
+		{"ties reordered, newest first", true, false, true, 2, 21},
+		{"ties reordered, oldest first", true, false, false, 2, 21},
+		// The new payout tops the list: one more page shows it.
+		{"one creation, newest first", false, true, true, 4, 12},
+		{"one creation, oldest first", false, true, false, 3, 12},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			at := make([]int, n)
+			for i := range at {
+				at[i] = i * 3 // 40 payouts within the clock skew
+				if tt.tied {
+					at[i] = i / 7 * 21
+				}
+			}
+			sc := proofScenario{n: n, pageSize: 100, at: at, newestFirst: tt.newestFirst, counted: true, hide: -1}
+			if tt.tied {
+				sc.mode = advRotate
+			}
+			if tt.create {
+				sc.event, sc.eventAt = evCreate, 2
+			}
+			l := sc.list()
+			c, err := NewClient(testBase, testKey, WithHTTPClient(&http.Client{Transport: handlerTransport{l}}), WithRetryPolicy(RetryPolicy{}))
+			require.NoError(t, err)
+			res, err := c.ReconcilePayout(context.Background(), ReconcileParams{OrderID: "never-sent",
+				AttemptedAt: proofBase.Add(time.Duration(at[n-1])*time.Second + time.Second)})
+			require.NoError(t, err)
+			assert.Equal(t, PayoutNotCreated, res.Verdict, res.Reason)
+
+			l = sc.list()
+			c, err = NewClient(testBase, testKey, WithHTTPClient(&http.Client{Transport: handlerTransport{l}}), WithRetryPolicy(RetryPolicy{}))
+			require.NoError(t, err)
+			seen, err := scanAll(c, ScanPayoutsParams{})
+			require.NoError(t, err)
+			assert.Len(t, seen, n+map[bool]int{false: 0, true: 1}[tt.create])
+			t.Logf("ReconcilePayout %d requests, ScanPayouts %d", res.Requests, l.requests)
+			assert.Equal(t, tt.reconcile, res.Requests, "ReconcilePayout")
+			assert.Equal(t, tt.scan, l.requests, "ScanPayouts")
+		})
+	}
+}
