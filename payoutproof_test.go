@@ -75,17 +75,28 @@ type proofList struct {
 }
 
 func (l *proofList) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	limit, _ := strconv.Atoi(q.Get("limit"))
-	offset, _ := strconv.Atoi(q.Get("offset"))
+	offset, limit := listQuery(r, l.maxPage)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.requests++
 	if l.requests == l.eventAt {
 		l.happen()
 	}
-	limit = min(max(limit, 1), l.maxPage)
-	list := l.arrange(offset, limit)
+	writeProofPage(w, l.arrange(offset, limit), offset, limit, l.counted)
+}
+
+// listQuery reads a list request's offset and limit (1 to maxPage: the
+// server serves the limit, up to its page size).
+func listQuery(r *http.Request, maxPage int) (offset, limit int) {
+	q := r.URL.Query()
+	limit, _ = strconv.Atoi(q.Get("limit"))
+	offset, _ = strconv.Atoi(q.Get("offset"))
+	return offset, min(max(limit, 1), maxPage)
+}
+
+// writeProofPage answers with the payouts at [offset, offset+limit) of
+// list, and its size as the count if counted.
+func writeProofPage(w http.ResponseWriter, list []proofPayout, offset, limit int, counted bool) {
 	b := []byte(`{"payout":[`)
 	for pos := offset; pos < len(list) && pos < offset+limit; pos++ {
 		if pos > offset {
@@ -96,7 +107,7 @@ func (l *proofList) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			it.status, it.amount, it.orderID, proofBase.Add(time.Duration(it.at)*time.Second).Format(time.RFC3339))
 	}
 	b = append(b, ']')
-	if l.counted {
+	if counted {
 		b = fmt.Appendf(b, `,"count":%d`, len(list))
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -263,7 +274,7 @@ type proofOutcome struct {
 // that ends without error missing one, or yields one twice.
 func runProof(sc proofScenario) proofOutcome {
 	l := sc.list()
-	c, err := NewClient(testBase, testKey, WithHTTPClient(&http.Client{Transport: handlerTransport{l}}), WithRetryPolicy(RetryPolicy{}))
+	c, err := handlerClient(l)
 	if err != nil {
 		return proofOutcome{wrong: err.Error()}
 	}
@@ -426,7 +437,7 @@ func TestReconcileTiesReorderedAndOneCreation(t *testing.T) {
 							sc := proofScenario{n: n, pageSize: pageSize, ties: tie, at: at, newestFirst: newestFirst, counted: true,
 								event: evCreate, eventAt: eventAt, mode: advRotate, hide: hide, reconcileOrScan: "reconcile"}
 							l := sc.list()
-							c, err := NewClient(testBase, testKey, WithHTTPClient(&http.Client{Transport: handlerTransport{l}}), WithRetryPolicy(RetryPolicy{}))
+							c, err := handlerClient(l)
 							require.NoError(t, err)
 							target := "o" + strconv.Itoa(hide)
 							res, err := c.ReconcilePayout(context.Background(), ReconcileParams{OrderID: target,
@@ -462,9 +473,7 @@ type updatedList struct {
 }
 
 func (l *updatedList) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	limit, _ := strconv.Atoi(q.Get("limit"))
-	offset, _ := strconv.Atoi(q.Get("offset"))
+	offset, limit := listQuery(r, l.maxPage)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.requests++
@@ -475,22 +484,11 @@ func (l *updatedList) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if l.requests == l.createAt {
 		l.order = slices.Insert(l.order, 0, len(l.order))
 	}
-	limit = min(max(limit, 1), l.maxPage)
-	b := []byte(`{"payout":[`)
-	for pos := offset; pos < len(l.order) && pos < offset+limit; pos++ {
-		if pos > offset {
-			b = append(b, ',')
-		}
-		i := l.order[pos]
-		b = fmt.Appendf(b, `{"status":"paid","amount":1.5,"orderId":"o%d","customerId":"c","createdAt":%q}`,
-			i, proofBase.Add(time.Duration(i)*time.Second).Format(time.RFC3339))
+	list := make([]proofPayout, len(l.order))
+	for pos, i := range l.order {
+		list[pos] = proofPayout{orderID: "o" + strconv.Itoa(i), at: i, amount: "1.5", status: "paid"}
 	}
-	b = append(b, ']')
-	if l.counted {
-		b = fmt.Appendf(b, `,"count":%d`, len(l.order))
-	}
-	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write(append(b, '}'))
+	writeProofPage(w, list, offset, limit, l.counted)
 }
 
 // TestScanPayoutsListByUpdatedAt: a list ordered by updatedAt moves a
@@ -512,7 +510,7 @@ func TestScanPayoutsListByUpdatedAt(t *testing.T) {
 							for i := range n {
 								l.order = append(l.order, n-1-i) // o(n-1) first: created, and so updated, last
 							}
-							c, err := NewClient(testBase, testKey, WithHTTPClient(&http.Client{Transport: handlerTransport{l}}), WithRetryPolicy(RetryPolicy{}))
+							c, err := handlerClient(l)
 							require.NoError(t, err)
 							seen, err := scanAll(c, ScanPayoutsParams{})
 							runs++
@@ -625,7 +623,7 @@ func TestListProofRequests(t *testing.T) {
 				sc.event, sc.eventAt = evCreate, 2
 			}
 			l := sc.list()
-			c, err := NewClient(testBase, testKey, WithHTTPClient(&http.Client{Transport: handlerTransport{l}}), WithRetryPolicy(RetryPolicy{}))
+			c, err := handlerClient(l)
 			require.NoError(t, err)
 			res, err := c.ReconcilePayout(context.Background(), ReconcileParams{OrderID: "never-sent",
 				AttemptedAt: proofBase.Add(time.Duration(at[n-1])*time.Second + time.Second)})
@@ -633,7 +631,7 @@ func TestListProofRequests(t *testing.T) {
 			assert.Equal(t, PayoutNotCreated, res.Verdict, res.Reason)
 
 			l = sc.list()
-			c, err = NewClient(testBase, testKey, WithHTTPClient(&http.Client{Transport: handlerTransport{l}}), WithRetryPolicy(RetryPolicy{}))
+			c, err = handlerClient(l)
 			require.NoError(t, err)
 			seen, err := scanAll(c, ScanPayoutsParams{})
 			require.NoError(t, err)
@@ -643,4 +641,9 @@ func TestListProofRequests(t *testing.T) {
 			assert.Equal(t, tt.scan, l.requests, "ScanPayouts")
 		})
 	}
+}
+
+// handlerClient is a client served by h in process, without retries.
+func handlerClient(h http.Handler) (*Client, error) {
+	return NewClient(testBase, testKey, WithHTTPClient(&http.Client{Transport: handlerTransport{h}}), WithRetryPolicy(RetryPolicy{}))
 }

@@ -214,7 +214,7 @@ type sortRecord struct {
 	amount                    decimal.Decimal
 }
 
-// keySeen is what the count proof keeps of one key: 16 bytes a payout.
+// keySeen is what the count proof keeps of one key: 12 bytes a payout.
 type keySeen struct {
 	copies int32 // m_k: the most items with the key seen in one page
 	page   int32 // the last page it was seen on
