@@ -42,9 +42,11 @@ import (
 //     page is read.
 //   - A look reads at most maxSearchRequests pages; a list it cannot cover
 //     or prove within them is an error (the answer stays unknown).
-//   - A page read twice (the server ignores offset), a list that ends
-//     before its count, more items than the count, or a count that shrinks
-//     is an error (ErrUnexpectedResponse), never "not listed".
+//   - A page of several payouts read at two offsets while the count
+//     stayed (the server ignores offset), pages that show nothing new 4
+//     times in a row on a list without a count, a list that ends before
+//     its count, more items than the count, or a count that shrinks is an
+//     error (ErrUnexpectedResponse), never "not listed".
 //   - The answer "not listed" (and a scan's end without error) needs one
 //     more thing: the count proof below. Where it does not close, the
 //     answer is unknown (*ListProofError), never "not listed".
@@ -120,6 +122,10 @@ const (
 	maxRereads = 2
 	// maxAmbiguous bounds the orderIds a *ListProofError names.
 	maxAmbiguous = 100
+	// maxStale bounds the pages in a row of a first pass, on a list
+	// without a count, that show no payout not seen before: a server that
+	// ignores the offset would otherwise be read forever.
+	maxStale = 3
 )
 
 // minSortedRun is how many payouts a skip needs read in a row at each end
@@ -195,6 +201,8 @@ type payoutSearch struct {
 	boundOF    int      // least (-p - 1) over the pages read: U_R - count, oldest first
 	lastEmpty  int      // the offset of the last page read if it was empty, else -1
 	rereading  bool     // the first pass is over
+	passReqs   int      // the requests of the first pass (a re-read pass reads at most twice as many)
+	stale      int      // pages in a row, first pass, no count, that proved no new payout
 	ambiguous  []string // orderIds of keys read on more than one page (capped)
 	ambiguousN int      // how many keys were read on more than one page
 	// visit, in a scan (ScanPayouts), gets each distinct payout once
@@ -281,7 +289,9 @@ func (s *payoutSearch) prove() error {
 		if pass == maxRereads {
 			return s.proofError()
 		}
-		s.rereading = true
+		if !s.rereading {
+			s.rereading, s.passReqs = true, s.requests
+		}
 		if err := s.reread(pass); err != nil || s.found != nil {
 			return err
 		}
@@ -339,7 +349,7 @@ func (s *payoutSearch) reread(pass int) error {
 	if phase > 0 {
 		lim = phase
 	}
-	for off := 0; ; lim = s.size {
+	for off, start := 0, s.requests; s.requests-start < 2*s.passReqs+4; lim = s.size {
 		p, done, err := s.reread1(off, lim)
 		switch {
 		case done || err != nil:
@@ -347,10 +357,14 @@ func (s *payoutSearch) reread(pass int) error {
 		case s.stopped && s.pastCutoff(p.items), !s.counted && len(p.items) == 0:
 			return nil // covered
 		}
+		if !s.counted {
+			lim = len(p.items) // a short page ends the list: its end is the empty page's offset
+		}
 		if off += lim; s.counted && off >= s.listed {
 			return nil
 		}
 	}
+	return nil // a pass as long as twice the first: the proof decides
 }
 
 // rereadDown is reread for a list oldest first: its first page is the
@@ -361,7 +375,7 @@ func (s *payoutSearch) rereadDown(phase int) error {
 	lo := max(0, s.listed-s.size+1)
 	p, done, err := s.reread1(lo, s.size)
 	hi := min(lo+phase, s.listed)
-	for !done && err == nil && hi > 0 && !(s.stopped && s.pastCutoff(p.items)) {
+	for start := s.requests; !done && err == nil && hi > 0 && !(s.stopped && s.pastCutoff(p.items)) && s.requests-start < 2*s.passReqs+4; {
 		lo = max(0, hi-s.size)
 		p, done, err = s.reread1(lo, hi-lo)
 		hi = lo
@@ -727,6 +741,7 @@ func (s *payoutSearch) read(offset, limit int) (searchPage, error) {
 	s.count(offset, p)
 	clear(s.inPage)
 	clear(s.inPageR)
+	before := s.proven
 	for i := range p.items {
 		it := &p.items[i]
 		more := s.see(it)
@@ -742,6 +757,14 @@ func (s *payoutSearch) read(offset, limit int) (searchPage, error) {
 		}
 		if !s.rereading {
 			s.record(offset+i, it)
+		}
+	}
+	if !p.counted && !s.rereading && s.found == nil && len(p.items) > 0 {
+		if s.stale++; s.proven > before {
+			s.stale = 0
+		}
+		if s.stale > maxStale {
+			return p, s.inconsistent(fmt.Sprintf("%d pages in a row, the last at offset %d, showed no payout not seen before (is the offset ignored?)", s.stale, offset))
 		}
 	}
 	return p, nil
@@ -769,12 +792,12 @@ func (s *payoutSearch) record(pos int, it *PayoutListItem) {
 
 // consistent refuses a page that contradicts the pages read before.
 func (s *payoutSearch) consistent(offset int, p searchPage) error {
-	// A page seen again at another offset while the count stayed: the
-	// offset is likely ignored (a list without a count would be read
-	// forever). With a count, a page of one payout is left to the count
-	// proof: ties that swap places show one payout at two offsets. The
-	// re-reads, whose pages shift, are left to it too.
-	if len(p.items) > 0 && !s.rereading && (len(p.items) > 1 || !p.counted) {
+	// A page of several payouts seen again at another offset while the
+	// count stayed: the offset is likely ignored. A page of one payout is
+	// left to the count proof (ties that swap places show one payout at
+	// two offsets) and, without a count, to the stale pages (see read);
+	// the re-reads, whose pages shift, are left to the proof too.
+	if len(p.items) > 1 && !s.rereading {
 		fp := fingerprint(p.items)
 		if at, seen := s.pages[fp]; seen && at.offset != offset && at.count == p.count {
 			return s.inconsistent(fmt.Sprintf("the page at offset %d repeats the page at offset %d (is the offset ignored?)", offset, at.offset))
