@@ -272,9 +272,11 @@ type proofOutcome struct {
 // cutoff is its createdAt) or ScanPayouts, and reports a wrong answer:
 // not_created for a payout that existed when the search began, or a scan
 // that ends without error missing one, or yields one twice.
-func runProof(sc proofScenario) proofOutcome {
-	l := sc.list()
-	c, err := handlerClient(l)
+func runProof(sc proofScenario) proofOutcome { return runProofOn(sc, sc.list()) }
+
+// runProofOn is runProof on the list server h.
+func runProofOn(sc proofScenario, h http.Handler) proofOutcome {
+	c, err := handlerClient(h)
 	if err != nil {
 		return proofOutcome{wrong: err.Error()}
 	}
@@ -646,4 +648,176 @@ func TestListProofRequests(t *testing.T) {
 // handlerClient is a client served by h in process, without retries.
 func handlerClient(h http.Handler) (*Client, error) {
 	return NewClient(testBase, testKey, WithHTTPClient(&http.Client{Transport: handlerTransport{h}}), WithRetryPolicy(RetryPolicy{}))
+}
+
+// everyOrderList is a proofList (no adversary of its own) whose server,
+// on each request, may serve any order of each tie: choice[i] picks the
+// page request i+1 shows among every distinct window the ties'
+// permutations give (0 past the script), and options records how many
+// there were, so that TestListProofEveryOrder can walk them all.
+type everyOrderList struct {
+	*proofList
+	choice  []int
+	options []int
+}
+
+func (l *everyOrderList) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	offset, limit := listQuery(r, l.maxPage)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.requests++
+	if l.requests == l.eventAt {
+		l.happen()
+	}
+	l.mode = advFixed
+	base := l.arrange(offset, limit)
+	var windows []string
+	var lists [][]proofPayout
+	for _, list := range permuteTies(base) {
+		var key strings.Builder
+		for pos := offset; pos < len(list) && pos < offset+limit; pos++ {
+			key.WriteString(list[pos].orderID + ",")
+		}
+		if !slices.Contains(windows, key.String()) {
+			windows = append(windows, key.String())
+			lists = append(lists, list)
+		}
+	}
+	i := len(l.options)
+	l.options = append(l.options, len(lists))
+	pick := 0
+	if i < len(l.choice) {
+		pick = l.choice[i]
+	}
+	writeProofPage(w, lists[pick], offset, limit, l.counted)
+}
+
+// permuteTies returns every arrangement of list (sorted by createdAt)
+// that orders each tie in any way.
+func permuteTies(list []proofPayout) [][]proofPayout {
+	out := [][]proofPayout{slices.Clone(list)}
+	for lo := 0; lo < len(list); {
+		hi := lo + 1
+		for hi < len(list) && list[hi].at == list[lo].at {
+			hi++
+		}
+		var next [][]proofPayout
+		for _, l := range out {
+			for _, p := range permutations(l[lo:hi]) {
+				m := slices.Clone(l)
+				copy(m[lo:hi], p)
+				next = append(next, m)
+			}
+		}
+		out, lo = next, hi
+	}
+	return out
+}
+
+// permutations returns every order of xs.
+func permutations(xs []proofPayout) [][]proofPayout {
+	if len(xs) <= 1 {
+		return [][]proofPayout{slices.Clone(xs)}
+	}
+	var out [][]proofPayout
+	for i := range xs {
+		rest := slices.Delete(slices.Clone(xs), i, i+1)
+		for _, p := range permutations(rest) {
+			out = append(out, append([]proofPayout{xs[i]}, p...))
+		}
+	}
+	return out
+}
+
+// proofEvery makes TestListProofEveryOrder walk lists of 3 payouts too
+// (92,318 sequences of pages, about a minute; 2 payouts in CI).
+var proofEvery = flag.Bool("proof.every", false, "TestListProofEveryOrder walks lists of 3 payouts too (about a minute)")
+
+// TestListProofEveryOrder walks every order the server can give each tie
+// on every request, for lists of up to 2 payouts with a tie (3 with
+// -proof.every), pages of 1
+// to 3 (of 2 and 3 for 3 payouts), both orders, with and without a count, quiet or with one payout
+// created at every request boundary, through ReconcilePayout's search
+// (each payout looked for) and ScanPayouts: every sequence of pages such
+// a server can answer, not one adversary. Never a wrong answer (see
+// runProof).
+func TestListProofEveryOrder(t *testing.T) {
+	defer func(run int) { minSortedRun = run }(minSortedRun)
+	minSortedRun = 1
+	var leaves, unknown int
+	maxN := 2
+	if *proofEvery {
+		maxN = 3
+	}
+	for n := 1; n <= maxN; n++ {
+		for tie, at := range proofTies(n) {
+			if tie == "distinct" {
+				continue // nothing to reorder: TestListProofSmallLists covers it
+			}
+			for pageSize := 1; pageSize <= min(3, n); pageSize++ {
+				if n == 3 && pageSize == 1 {
+					continue // a tie of 3 or 4 on pages of 1: millions of sequences
+				}
+				for _, newestFirst := range []bool{true, false} {
+					for _, counted := range []bool{true, false} {
+						for _, how := range []string{"reconcile", "scan"} {
+							for hide := range map[bool]int{true: n, false: 1}[how == "reconcile"] {
+								for _, ev := range []proofEvent{evNone, evCreate} {
+									for eventAt := 1; eventAt <= map[bool]int{true: 1, false: 2*n + 2}[ev == evNone]; eventAt++ {
+										sc := proofScenario{n: n, pageSize: pageSize, ties: tie, at: at, newestFirst: newestFirst, counted: counted,
+											event: ev, eventAt: eventAt, hide: hide, reconcileOrScan: how}
+										if ev == evNone {
+											sc.eventAt = 0
+										}
+										l, u := walkEveryOrder(t, sc)
+										leaves += l
+										unknown += u
+									}
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	t.Logf("%d sequences of pages, %d unknown, none wrong", leaves, unknown)
+}
+
+// walkEveryOrder runs sc once for every sequence of pages its server can
+// answer (by replay: the script of choices counts up like an odometer,
+// deepest request first) and fails the test on a wrong answer.
+func walkEveryOrder(t *testing.T, sc proofScenario) (leaves, unknown int) {
+	t.Helper()
+	var choice []int
+	for {
+		l := &everyOrderList{proofList: sc.list(), choice: choice}
+		out := runProofOn(sc, l)
+		leaves++
+		if out.unknown {
+			unknown++
+		}
+		require.Empty(t, out.wrong, "%v, pages chosen %v of %v", sc, choice, l.options)
+		require.Less(t, leaves, 20_000, "%v: too many sequences to walk", sc)
+		j := len(l.options) - 1
+		for j >= 0 && pickAt(choice, j)+1 >= l.options[j] {
+			j--
+		}
+		if j < 0 {
+			return leaves, unknown
+		}
+		next := make([]int, j+1)
+		for i := range j {
+			next[i] = pickAt(choice, i)
+		}
+		next[j] = pickAt(choice, j) + 1
+		choice = next
+	}
+}
+
+func pickAt(choice []int, i int) int {
+	if i < len(choice) {
+		return choice[i]
+	}
+	return 0
 }
