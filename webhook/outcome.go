@@ -2,7 +2,6 @@ package webhook
 
 import (
 	"io"
-	"log/slog"
 	"net/http"
 	"time"
 )
@@ -16,6 +15,7 @@ type outcome struct {
 	result     string
 	retryAfter string
 	reason     string
+	refusal    RefusalReason // a refusal (4xx): why, in one word
 	close      bool // answer with Connection: close (see closing)
 }
 
@@ -33,9 +33,10 @@ var (
 	duplicate = outcome{code: http.StatusOK, body: "ok\n", result: resultDuplicate}
 )
 
-// rejected refuses the request; reason goes to the log line, never the body.
-func rejected(code int, body, reason string) outcome {
-	return outcome{code: code, body: body + "\n", result: resultRejected, reason: reason}
+// rejected refuses the request for why; reason (the detail) goes to the log
+// line, never the body.
+func rejected(code int, why RefusalReason, body, reason string) outcome {
+	return outcome{code: code, body: body + "\n", result: resultRejected, reason: reason, refusal: why}
 }
 
 // retryLater asks the sender to come back (503 with Retry-After).
@@ -66,12 +67,8 @@ func closing(w http.ResponseWriter, r *http.Request, out outcome) outcome {
 	return out
 }
 
-// answer writes out and logs a refusal.
+// answer writes out, and counts and logs a refusal.
 func (h *Handler) answer(w http.ResponseWriter, r *http.Request, out outcome) {
-	if out.reason != "" && h.log.Enabled(r.Context(), slog.LevelInfo) {
-		h.log.LogAttrs(r.Context(), slog.LevelInfo, "cryptopay webhook: rejected",
-			slog.Int("status", out.code), slog.String("reason", out.reason), slog.String("remote", r.RemoteAddr))
-	}
 	hd := w.Header()
 	if out.code == http.StatusMethodNotAllowed {
 		hd.Set("Allow", http.MethodPost)
@@ -87,4 +84,7 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, out outcome) {
 	hd["Content-Type"], hd["X-Content-Type-Options"], hd["Cache-Control"] = v[0:1:1], v[1:2:2], v[2:3:3]
 	w.WriteHeader(out.code)
 	_, _ = io.WriteString(w, out.body)
+	if out.refusal != "" {
+		h.refuse(r, out)
+	}
 }
