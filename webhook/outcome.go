@@ -16,7 +16,7 @@ type outcome struct {
 	retryAfter string
 	reason     string
 	refusal    RefusalReason // a refusal (4xx): why, in one word
-	close      bool // answer with Connection: close (see closing)
+	close      bool          // answer with Connection: close (see closing)
 }
 
 // The Observer's result words (EventInfo.Result).
