@@ -124,10 +124,11 @@ func (q *Queue) History(ctx context.Context, orderID string) ([]Event, error) {
 
 // Health summarizes the intents not final: due, overdue (due for longer
 // than a Lease), failing, waiting for a person (parked or needing
-// approval), and the commonest failure; one query.
+// approval), and the commonest failure (one query); and the webhook
+// refusals recorded by WebhookRefused (another).
 func (q *Queue) Health(ctx context.Context) (Health, error) {
 	if err := q.CheckSchema(ctx); err != nil {
 		return Health{}, err
 	}
-	return q.watch.health(ctx, q.cfg.Pool, "payouts", q.sql.health, q.cfg.Lease)
+	return q.health(ctx, q.cfg.Pool, "payouts", q.sql.health, q.cfg.Lease)
 }
