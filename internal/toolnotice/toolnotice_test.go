@@ -99,7 +99,9 @@ func TestOverwritten(t *testing.T) {
 	require.NoError(t, err)
 	defer r.Close()
 	defer w.Close()
-	fd := func(f *os.File) string { return "/proc/" + strconv.Itoa(os.Getpid()) + "/fd/" + strconv.Itoa(int(f.Fd())) }
+	fd := func(f *os.File) string {
+		return "/proc/" + strconv.Itoa(os.Getpid()) + "/fd/" + strconv.Itoa(int(f.Fd()))
+	}
 	assert.True(t, overwritten(fd(truncated)), "> log")
 	assert.False(t, overwritten(fd(appended)), ">> log")
 	assert.False(t, overwritten(fd(w)), "a pipe")
