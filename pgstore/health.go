@@ -302,6 +302,12 @@ func (w *watch) report(ctx context.Context, what, orderID string, err error) Fai
 	return f
 }
 
+// WebhookRefusalWindow is how recent a recorded webhook refusal must be for
+// Health to say that refusals continue (Health.WebhookRefusing, not OK):
+// the sender retries a refused delivery for a while and then drops it, so
+// a refusal within the last hour means events are being lost now.
+const WebhookRefusalWindow = time.Hour
+
 // Health is a summary of a Queue's or a Tracker's open work, for an
 // operator or a dashboard (Queue.Health, Tracker.Health): every field is
 // a count or a failure, ready to render.

@@ -12,12 +12,6 @@ import (
 	"github.com/cryptopay/cryptopay-go/webhook"
 )
 
-// WebhookRefusalWindow is how recent a recorded webhook refusal must be for
-// Health to say that refusals continue (Health.WebhookRefusing, not OK):
-// the sender retries a refused delivery for a while and then drops it, so
-// a refusal within the last hour means events are being lost now.
-const WebhookRefusalWindow = time.Hour
-
 // refusalFlushEvery bounds the writes of refusals: at most one per this
 // interval per Queue or Tracker, however many deliveries are refused
 // (a flood of forged requests costs one row update a second).
@@ -166,20 +160,3 @@ func (l *refusalLog) stats(ctx context.Context, h *Health) error {
 	}
 	return nil
 }
-
-// WebhookRefused records a webhook delivery the handler refused, so that
-// Health shows it in every process that reads this database (the console,
-// `cryptopay tracked health`): set it as webhook.Config.OnRefused. It
-// returns at once; the counts are written in the background, at most once
-// a second (a failed write is logged and tried again; the counts of the
-// last second are lost if the process ends first).
-func (t *Tracker) WebhookRefused(_ context.Context, r webhook.Refusal) { t.refusals.record(r) }
-
-// WebhookRefused records a webhook delivery the handler refused, so that
-// Health shows it in every process that reads this database (the console,
-// `cryptopay queue health`): set it as webhook.Config.OnRefused (with a
-// Tracker too, call both). It returns at once; the counts are written in
-// the background, at most once a second (a failed write is logged and
-// tried again; the counts of the last second are lost if the process ends
-// first).
-func (q *Queue) WebhookRefused(_ context.Context, r webhook.Refusal) { q.refusals.record(r) }

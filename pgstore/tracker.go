@@ -12,6 +12,7 @@ import (
 
 	"github.com/cryptopay/cryptopay-go"
 	"github.com/cryptopay/cryptopay-go/internal/ids"
+	"github.com/cryptopay/cryptopay-go/webhook"
 )
 
 // DefaultTrackerTable is the table a Tracker uses without
@@ -404,6 +405,14 @@ func (t *Tracker) Health(ctx context.Context) (Health, error) {
 	}
 	return t.health(ctx, t.cfg.Pool, "payments", t.sql.health, t.cfg.Lease)
 }
+
+// WebhookRefused records a webhook delivery the handler refused, so that
+// Health shows it in every process that reads this database (the console,
+// `cryptopay tracked health`): set it as webhook.Config.OnRefused. It
+// returns at once; the counts are written in the background, at most once
+// a second (a failed write is logged and tried again; the counts of the
+// last second are lost if the process ends first).
+func (t *Tracker) WebhookRefused(_ context.Context, r webhook.Refusal) { t.refusals.record(r) }
 
 // scanTracked reads one row of trackedCols, then extra.
 func scanTracked(row pgx.Row, extra ...any) (*TrackedPayment, error) {

@@ -7,6 +7,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"log/slog"
+	"maps"
 	"sync"
 	"time"
 
@@ -115,4 +116,17 @@ func deliverTo[T any](fn func(context.Context, *T) error) func(context.Context, 
 		return nil
 	}
 	return func(ctx context.Context, v any) error { return fn(ctx, v.(*T)) }
+}
+
+// Refusals returns the counts of the deliveries this Handler refused (4xx)
+// since it was built, by reason, with the latest. They live in this
+// process only; to see them from another one (a health check, the CLI),
+// record them with Config.OnRefused (pgstore's Tracker and Queue do, in
+// the database: WebhookRefused).
+func (h *Handler) Refusals() RefusalStats {
+	h.refused.mu.Lock()
+	defer h.refused.mu.Unlock()
+	s := h.refused.stats
+	s.ByReason = maps.Clone(s.ByReason)
+	return s
 }

@@ -1,7 +1,9 @@
 package webhook
 
 import (
+	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"time"
 )
@@ -87,4 +89,29 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, out outcome) {
 	if out.refusal != "" {
 		h.refuse(r, out)
 	}
+}
+
+// refuse counts a refusal, logs it (at most once per reason and window,
+// never the token or the secret) and tells Config.OnRefused.
+func (h *Handler) refuse(r *http.Request, out outcome) {
+	ctx := r.Context()
+	ref := Refusal{Reason: out.refusal, StatusCode: out.code, At: time.Now()}
+	if held, ok := h.refused.add(ref); ok && h.log.Enabled(ctx, slog.LevelWarn) {
+		attrs := []slog.Attr{slog.String("reason", string(out.refusal)), slog.Int("status", out.code),
+			slog.String("detail", out.reason), slog.String("remote", r.RemoteAddr)}
+		if held > 0 {
+			attrs = append(attrs, slog.Int("similar_not_logged", held))
+		}
+		h.log.LogAttrs(ctx, slog.LevelWarn, "cryptopay webhook: refused a delivery", attrs...)
+	}
+	if h.onRefused == nil {
+		return
+	}
+	defer func() { // a panicking hook changes no answer
+		if v := recover(); v != nil {
+			h.log.LogAttrs(ctx, slog.LevelError, "cryptopay webhook: the OnRefused hook panicked; the panic is ignored",
+				slog.String("hook", "OnRefused"), slog.String("panic", h.redact(clip(flatten(fmt.Sprint(v)), 512))))
+		}
+	}()
+	h.onRefused(ctx, ref)
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"maps"
-	"net/http"
 	"sync"
 	"time"
 )
@@ -137,44 +135,6 @@ func (rs *refusals) add(r Refusal) (held int, log bool) {
 	w.every = min(2*w.every, refusalLogEveryMax)
 	w.next = r.At.Add(w.every)
 	return held, true
-}
-
-// Refusals returns the counts of the deliveries this Handler refused (4xx)
-// since it was built, by reason, with the latest. They live in this
-// process only; to see them from another one (a health check, the CLI),
-// record them with Config.OnRefused (pgstore's Tracker and Queue do, in
-// the database: WebhookRefused).
-func (h *Handler) Refusals() RefusalStats {
-	h.refused.mu.Lock()
-	defer h.refused.mu.Unlock()
-	s := h.refused.stats
-	s.ByReason = maps.Clone(s.ByReason)
-	return s
-}
-
-// refuse counts a refusal, logs it (at most once per reason and window,
-// never the token or the secret) and tells Config.OnRefused.
-func (h *Handler) refuse(r *http.Request, out outcome) {
-	ctx := r.Context()
-	ref := Refusal{Reason: out.refusal, StatusCode: out.code, At: time.Now()}
-	if held, ok := h.refused.add(ref); ok && h.log.Enabled(ctx, slog.LevelWarn) {
-		attrs := []slog.Attr{slog.String("reason", string(out.refusal)), slog.Int("status", out.code),
-			slog.String("detail", out.reason), slog.String("remote", r.RemoteAddr)}
-		if held > 0 {
-			attrs = append(attrs, slog.Int("similar_not_logged", held))
-		}
-		h.log.LogAttrs(ctx, slog.LevelWarn, "cryptopay webhook: refused a delivery", attrs...)
-	}
-	if h.onRefused == nil {
-		return
-	}
-	defer func() { // a panicking hook changes no answer
-		if v := recover(); v != nil {
-			h.log.LogAttrs(ctx, slog.LevelError, "cryptopay webhook: the OnRefused hook panicked; the panic is ignored",
-				slog.String("hook", "OnRefused"), slog.String("panic", h.redact(clip(flatten(fmt.Sprint(v)), 512))))
-		}
-	}()
-	h.onRefused(ctx, ref)
 }
 
 // warnOnly passes the records of Warn and above to the handler it wraps:
