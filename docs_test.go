@@ -476,6 +476,21 @@ func TestDocLinks(t *testing.T) {
 	require.NoError(t, err)
 	guides, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
 	require.NoError(t, err)
+	// Each target's headings, read once (a guide is linked hundreds of
+	// times; reading and scanning it for every link took seconds under
+	// -race).
+	anchors := map[string]map[string]bool{}
+	headings := func(target string) (map[string]bool, error) {
+		if a, ok := anchors[target]; ok {
+			return a, nil
+		}
+		md, err := os.ReadFile(target)
+		if err != nil {
+			return nil, err
+		}
+		anchors[target] = headingAnchors(string(md))
+		return anchors[target], nil
+	}
 	for _, file := range append([]string{filepath.Join(root, "README.md")}, guides...) {
 		data, err := os.ReadFile(file)
 		require.NoError(t, err)
@@ -490,11 +505,11 @@ func TestDocLinks(t *testing.T) {
 				target = filepath.Join(filepath.Dir(file), path)
 			}
 			name, _ := filepath.Rel(root, file)
-			md, err := os.ReadFile(target)
+			heads, err := headings(target)
 			if !assert.NoError(t, err, "%s links to %s", name, m[1]) || anchor == "" {
 				continue
 			}
-			assert.True(t, headingAnchors(string(md))[anchor], "%s links to %s: no such heading", name, m[1])
+			assert.True(t, heads[anchor], "%s links to %s: no such heading", name, m[1])
 		}
 	}
 }
