@@ -248,28 +248,38 @@ var declarationLines = sync.OnceValues(func() (map[string]bool, error) {
 		return nil, err
 	}
 	decls := map[string]bool{}
-	err = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+	err = walkGoFiles(root, func(path, src string) {
+		if strings.HasSuffix(path, "_test.go") {
+			return
+		}
+		for l := range strings.Lines(src) {
+			if decl, _, ok := strings.Cut(strings.TrimSpace(l), " {"); ok && strings.HasPrefix(l, "func ") {
+				decls[decl] = true
+			}
+		}
+	})
+	return decls, err
+})
+
+// walkGoFiles calls fn with every Go file of the repository (testdata and
+// hidden directories left out) and its text.
+func walkGoFiles(root string, fn func(path, src string)) error {
+	return filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
 		switch {
 		case err != nil:
 			return err
 		case d.IsDir() && (d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".")) && path != root:
 			return filepath.SkipDir
-		case d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go"):
+		case d.IsDir() || !strings.HasSuffix(path, ".go"):
 			return nil
 		}
 		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
+		if err == nil {
+			fn(path, string(data))
 		}
-		for l := range strings.Lines(string(data)) {
-			if decl, _, ok := strings.Cut(strings.TrimSpace(l), " {"); ok && strings.HasPrefix(l, "func ") {
-				decls[decl] = true
-			}
-		}
-		return nil
+		return err
 	})
-	return decls, err
-})
+}
 
 // checkSignatures reports each signature of s that declares nothing in the
 // repository's source.
@@ -607,20 +617,11 @@ func TestReadmeSnippetsLiveInGoFiles(t *testing.T) {
 	root, err := os.Getwd()
 	require.NoError(t, err)
 	var sources []string
-	err = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
-		switch {
-		case err != nil:
-			return err
-		case d.IsDir() && (d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".")) && path != root:
-			return filepath.SkipDir
-		case d.IsDir() || !strings.HasSuffix(path, ".go") || d.Name() == "docs_test.go":
-			return nil
+	require.NoError(t, walkGoFiles(root, func(path, src string) {
+		if filepath.Base(path) != "docs_test.go" {
+			sources = append(sources, normalizedLines(src))
 		}
-		data, err := os.ReadFile(path)
-		sources = append(sources, normalizedLines(string(data)))
-		return err
-	})
-	require.NoError(t, err)
+	}))
 	snippets := docSnippets(t, root, []string{"README.md"})
 	require.NotEmpty(t, snippets)
 	for _, s := range snippets {
