@@ -41,6 +41,8 @@ type refusalLog struct {
 	table    string // quoted
 	upsert   string
 	read     string
+	// after runs f after d (time.AfterFunc; a test's own).
+	after func(d time.Duration, f func())
 }
 
 type pendingRefusal struct {
@@ -51,6 +53,7 @@ type pendingRefusal struct {
 // init sets the log up on table (quoted).
 func (l *refusalLog) init(pool *pgxpool.Pool, table string, w *watch) {
 	l.pool, l.table, l.watch = pool, table, w
+	l.after = func(d time.Duration, f func()) { time.AfterFunc(d, f) }
 	l.upsert = fmt.Sprintf(`INSERT INTO %[1]s AS t (reason, status, count)
 SELECT * FROM unnest($1::text[], $2::int[], $3::bigint[])
 ON CONFLICT (reason) DO UPDATE SET count = t.count + excluded.count, status = excluded.status, last_at = now()`, table)
@@ -91,7 +94,7 @@ func (l *refusalLog) schedule() {
 		return
 	}
 	l.flushing = true
-	time.AfterFunc(doubling(refusalFlushEvery, time.Minute, l.failures), func() { _ = l.flush(context.Background()) })
+	l.after(doubling(refusalFlushEvery, time.Minute, l.failures), func() { _ = l.flush(context.Background()) })
 }
 
 // flush writes the pending counts; on failure they stay pending (logged,
