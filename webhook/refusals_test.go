@@ -150,3 +150,19 @@ func TestRefusalHookPanic(t *testing.T) {
 	assert.Contains(t, logs.String(), "OnRefused hook panicked")
 	assert.Equal(t, int64(1), h.Refusals().Count)
 }
+
+// Without a Logger, a refusal still reaches a log: slog.Default()'s, at
+// Warn (lines below Warn do not). Before, a nil Logger discarded it, and a
+// wrong secret left no trace. Not parallel: it sets the default logger.
+func TestRefusalLoggedWithoutLogger(t *testing.T) {
+	var logs syncBuffer
+	prev := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	h, err := NewHandler(Config{Secret: whSecret, OnPayment: func(context.Context, *cryptopay.Payment) error { return nil }})
+	slog.SetDefault(prev)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusUnauthorized, serve(h, whRequest(t, "/hook", `{}`)).Code)
+	assert.Contains(t, logs.String(), "level=WARN msg=\"cryptopay webhook: refused a delivery\" reason=token_missing")
+	h.log.Info("below warn")
+	assert.NotContains(t, logs.String(), "below warn")
+}
