@@ -44,3 +44,12 @@ func CreateBooksTable(ctx context.Context, pool *pgxpool.Pool, table string) err
 
 // FailureOf sorts err as a worker does.
 func FailureOf(err error) Failure { return failureOf(err) }
+
+// FlushWebhookRefusals writes the refusals WebhookRefused counted since
+// the last write, now (the tests need not wait for the timer).
+func FlushWebhookRefusals(ctx context.Context, tr *Tracker, q *Queue) error {
+	if tr != nil {
+		return tr.refusals.flush(ctx)
+	}
+	return q.refusals.flush(ctx)
+}
