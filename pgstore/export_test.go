@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"iter"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -44,3 +45,9 @@ func CreateBooksTable(ctx context.Context, pool *pgxpool.Pool, table string) err
 
 // FailureOf sorts err as a worker does.
 func FailureOf(err error) Failure { return failureOf(err) }
+
+// SetBooksScan makes b read the payout list from scan instead of its
+// client's ScanPayouts.
+func SetBooksScan(b *Books, scan func(context.Context, cryptopay.ScanPayoutsParams) iter.Seq2[cryptopay.PayoutListItem, error]) {
+	b.scan = scan
+}
