@@ -55,6 +55,15 @@ func listAs(c *cryptopay.Client, edit func([]cryptopay.PayoutListItem) []cryptop
 	}
 }
 
+// booksListedAs runs the books check on the rig's queue (settle time 1
+// ms) over the fake's payout list as edit turns it, ended by end.
+func (r *qrig) booksListedAs(t *testing.T, q *pgstore.Queue, edit func([]cryptopay.PayoutListItem) []cryptopay.PayoutListItem,
+	end error) booksRun {
+	t.Helper()
+	return runBooks(t, pgstore.BooksConfig{Client: r.fake.Client(), Queue: q, SettleTime: time.Millisecond},
+		listAs(r.fake.Client(), edit, end))
+}
+
 // listed returns a pointer to the first item of orderID in items.
 func listed(t *testing.T, items []cryptopay.PayoutListItem, orderID string) *cryptopay.PayoutListItem {
 	t.Helper()
@@ -93,20 +102,19 @@ func TestBooksDoublePaymentNeverMatched(t *testing.T) {
 		other.CreatedAt, other.Amount = other.CreatedAt.Add(-24*time.Hour), decimal.RequireFromString("10.2")
 		return append(items, twin, other)
 	}
-	cfg := pgstore.BooksConfig{Client: r.fake.Client(), Queue: q, SettleTime: time.Millisecond}
 	want := []booksWant{
 		{"wd-000000", pgstore.BooksDoublePayment, "10.25"},
 		{"wd-000001", pgstore.BooksDoublePayment, "10.2"},
 	}
 
-	res := runBooks(t, cfg, listAs(r.fake.Client(), edit, nil))
+	res := r.booksListedAs(t, q, edit, nil)
 	res.assertClasses(t, "payouts", append(want, booksWant{"wd-000002", pgstore.BooksMatched, "0"},
 		booksWant{"wd-000003", pgstore.BooksMatched, "0"}))
 	assert.Empty(t, res.sum.Unfinished)
 	assert.Equal(t, "20.5", res.by["payouts:wd-000000"].Theirs.Decimal.String())
 	assert.Equal(t, "20.45", res.by["payouts:wd-000001"].Theirs.Decimal.String())
 
-	res = runBooks(t, cfg, listAs(r.fake.Client(), edit, &proofError{orders: []string{"wd-000002"}}))
+	res = r.booksListedAs(t, q, edit, &proofError{orders: []string{"wd-000002"}})
 	res.assertClasses(t, "payouts", append(want, booksWant{"wd-000002", pgstore.BooksUndecided, "0"}))
 	require.Len(t, res.items, 3, "nothing else concluded: %+v", res.items)
 	assert.Equal(t, pgstore.BooksDoublePayment, res.items[0].Class)
@@ -132,8 +140,7 @@ func TestBooksMatchedOnlyWherePaid(t *testing.T) {
 		listed(t, items, "wd-000002").WalletAddress = ""
 		return items
 	}
-	res := runBooks(t, pgstore.BooksConfig{Client: r.fake.Client(), Queue: q, SettleTime: time.Millisecond},
-		listAs(r.fake.Client(), edit, nil))
+	res := r.booksListedAs(t, q, edit, nil)
 	res.assertClasses(t, "payouts", []booksWant{
 		{"wd-000000", pgstore.BooksPayoutDiffers, "0"},
 		{"wd-000001", pgstore.BooksUndecided, "0"},
@@ -240,8 +247,7 @@ func TestBooksExactDeltas(t *testing.T) {
 		return append(items, eth)
 	}
 
-	res := runBooks(t, pgstore.BooksConfig{Client: r.fake.Client(), Queue: q, SettleTime: time.Millisecond},
-		listAs(r.fake.Client(), edit, nil))
+	res := r.booksListedAs(t, q, edit, nil)
 	res.assertClasses(t, "payouts", []booksWant{
 		{"wd-000000", pgstore.BooksMatched, "0"},
 		{"wd-000001", pgstore.BooksDoublePayment, "10.25"},
