@@ -28,8 +28,9 @@ const booksListed = "cryptopay_books_listed"
 // another currency or network is a row of its own (apart). Without an
 // intent, an orderId's payouts are one row per currency and network, and
 // a payout without an orderId is a row of its own. Rows come double
-// payments first, then payouts the queue never sent; with $2 false (the
-// list was not read whole) only double payments and the orderIds in $3.
+// payments first, then payouts the queue never sent (as classify decides
+// them); with $2 false (the list was not proven whole) only those and the
+// orderIds in $3.
 // now() is the transaction's start, before the list was read; the
 // intents are read after it. $1 is the settle time in microseconds.
 func booksPayoutsSQL(intents string) string {
@@ -63,8 +64,9 @@ r AS (
         AND lower(l.currency) = lower(q.currency) AND lower(l.network) = lower(q.network)))
 SELECT order_id, apart, n, m, moved, amount, currency, network, wallet, paid_address, status, statuses, queued, unsent, ours,
     q_currency, q_network, q_wallet, state, idle, settled, attempted_long_ago
-FROM r WHERE $2 OR m > 1 OR order_id = ANY($3)
-ORDER BY m > 1 DESC, (m = 1 AND NOT apart AND unsent) DESC, order_id, grp`,
+FROM (SELECT r.*, CASE WHEN m > 1 THEN 0 WHEN m = 1 AND NOT apart AND unsent THEN 1 ELSE 2 END AS rank FROM r) r
+WHERE $2 OR rank < 2 OR order_id = ANY($3)
+ORDER BY rank, order_id, grp`,
 		intents, booksListed, sqlList(cryptopay.PayoutFailed, cryptopay.PayoutCancelled), ours)
 }
 
@@ -83,8 +85,9 @@ func sqlList[S ~string](words ...S) string {
 // payout of it in another currency or network). A list that cannot be
 // read to its end, or whose pages do not prove that every payout was
 // seen, leaves the section unfinished (why) with only what a page proves
-// by itself: the double payments read, and each orderId the list cannot
-// tell apart (one payout seen twice, or two identical) as undecided. A
+// by itself: the double payments read, the payouts listed for intents the
+// queue never sent, and each orderId the list cannot tell apart (one
+// payout seen twice, or two identical) as undecided. A
 // part of the list proves nothing else about the rest. A database error
 // leaves it unfinished with nothing emitted.
 func (b *Books) checkPayouts(ctx context.Context, out func(BooksItem) error) (why string, err error) {
@@ -138,14 +141,16 @@ func (b *Books) checkPayouts(ctx context.Context, out func(BooksItem) error) (wh
 }
 
 // partialProves reports whether it still holds on a list not proven
-// whole, turning an orderId the list cannot tell apart into undecided:
-// a double payment holds (its payouts were proven distinct, and more can
-// only add to it); an orderId whose payout the pages cannot tell from two
-// identical ones is undecided, never matched; nothing else is proven.
+// whole, turning an orderId the list cannot tell apart into undecided.
+// What a page proves by itself holds: a double payment (its payouts were
+// proven distinct, and more can only add to it) and a payout listed for
+// an intent the queue never sent (it exists). An orderId whose payout the
+// pages cannot tell from two identical ones is undecided, never matched;
+// nothing else is proven.
 func partialProves(it *BooksItem, apart bool) bool {
 	const more = "; the list was not proven whole: there may be more"
 	switch {
-	case it.Class == BooksDoublePayment:
+	case it.Class == BooksDoublePayment, it.Class == BooksUnsentButListed:
 		it.Detail += more
 		return true
 	case apart:

@@ -157,8 +157,9 @@ func TestBooksMatchedOnlyWherePaid(t *testing.T) {
 // money for an intent the queue has not sent (needs_approval; queued
 // with no attempt): drift at once, its own class, the first lines after
 // the double payments, its delta the payout's amount, the detail saying
-// not to approve or send it. A failed payout for an unsent intent moves
-// nothing and is not that class.
+// not to approve or send it, reported even when the list is not proven
+// whole. A failed payout for an unsent intent moves nothing and is not
+// that class.
 func TestBooksUnsentButListed(t *testing.T) {
 	r := newQRig(t)
 	q := r.heldQueue(t) // usdt above 5 waits for approval
@@ -203,6 +204,15 @@ func TestBooksUnsentButListed(t *testing.T) {
 	assert.True(t, pgstore.BooksUnsentButListed.IsDrift())
 	assert.Equal(t, 3, res.sum.Drift)
 	assert.Equal(t, "34.25", res.sum.DriftAmount["usdt/tron"].String(), "20.5 + 10.25 + 3.5")
+
+	// A list not proven whole still proves them: each was seen.
+	res = r.booksListedAs(t, q, func(items []cryptopay.PayoutListItem) []cryptopay.PayoutListItem { return items },
+		&proofError{})
+	require.Len(t, res.items, 3, "%+v", res.items)
+	assert.Equal(t, []pgstore.BooksClass{pgstore.BooksDoublePayment, pgstore.BooksUnsentButListed, pgstore.BooksUnsentButListed},
+		[]pgstore.BooksClass{res.items[0].Class, res.items[1].Class, res.items[2].Class})
+	assert.Equal(t, "3.5", res.by["payouts:wd-000001"].Delta.String())
+	assert.Contains(t, res.sum.Unfinished["payouts"], "the payout list")
 }
 
 // TestBooksExactDeltas: status_differs is the amount of the one side
