@@ -87,9 +87,9 @@ func sqlList[S ~string](words ...S) string {
 // seen, leaves the section unfinished (why) with only what a page proves
 // by itself: the double payments read, the payouts listed for intents the
 // queue never sent, and each orderId the list cannot tell apart (one
-// payout seen twice, or two identical) as undecided. A
-// part of the list proves nothing else about the rest. A database error
-// leaves it unfinished with nothing emitted.
+// payout seen twice, or two identical) as undecided. A part of the list
+// proves nothing else about the rest. A database error leaves it
+// unfinished with nothing emitted.
 func (b *Books) checkPayouts(ctx context.Context, out func(BooksItem) error) (why string, err error) {
 	q := b.cfg.Queue
 	if q == nil {
@@ -146,7 +146,8 @@ func (b *Books) checkPayouts(ctx context.Context, out func(BooksItem) error) (wh
 // proven distinct, and more can only add to it) and a payout listed for
 // an intent the queue never sent (it exists). An orderId whose payout the
 // pages cannot tell from two identical ones is undecided, never matched;
-// nothing else is proven.
+// nothing else is proven (booksPayoutsSQL then returns no other row but
+// the other-currency payouts of those orderIds).
 func partialProves(it *BooksItem, apart bool) bool {
 	const more = "; the list was not proven whole: there may be more"
 	switch {
