@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"iter"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -52,4 +53,10 @@ func FlushWebhookRefusals(ctx context.Context, tr *Tracker, q *Queue) error {
 		return tr.refusals.flush(ctx)
 	}
 	return q.refusals.flush(ctx)
+}
+
+// SetBooksScan makes b read the payout list from scan instead of its
+// client's ScanPayouts.
+func SetBooksScan(b *Books, scan func(context.Context, cryptopay.ScanPayoutsParams) iter.Seq2[cryptopay.PayoutListItem, error]) {
+	b.scan = scan
 }
