@@ -84,13 +84,21 @@ func (c *console) matching(r *http.Request, v url.Values) (bulkAction, payoutFil
 	return act, f, ids, totals, nil
 }
 
+// mayBulk answers 403, before any work, unless the request's actor has
+// the role of the bulk action v names (an unknown action is matching's to
+// refuse); it reports whether the caller may go on.
+func (c *console) mayBulk(w http.ResponseWriter, r *http.Request, v url.Values) bool {
+	act, ok := bulkActions[v.Get("action")]
+	return !ok || c.require(w, r, act.Role)
+}
+
 func (c *console) bulkConfirm(w http.ResponseWriter, r *http.Request) {
+	if !c.mayBulk(w, r, r.URL.Query()) {
+		return
+	}
 	act, f, ids, totals, err := c.matching(r, r.URL.Query())
 	if err != nil {
 		c.bulkFailed(w, r, err)
-		return
-	}
-	if !c.require(w, r, act.Role) {
 		return
 	}
 	p := bulkPage{Action: act, Filter: f, Hidden: f.values(), Count: len(ids), Totals: totals, TooMany: len(ids) > c.cfg.BulkMax}
@@ -112,12 +120,12 @@ func (c *console) bulkAct(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, http.StatusBadRequest, "The form could not be read: nothing was done.")
 		return
 	}
+	if !c.mayBulk(w, r, r.PostForm) {
+		return
+	}
 	act, f, ids, totals, err := c.matching(r, r.PostForm)
 	if err != nil {
 		c.bulkFailed(w, r, err)
-		return
-	}
-	if !c.require(w, r, act.Role) {
 		return
 	}
 	typed, err := strconv.Atoi(strings.TrimSpace(r.PostFormValue("count")))

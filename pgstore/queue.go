@@ -357,13 +357,15 @@ func NewQueue(ctx context.Context, cfg QueueConfig) (*Queue, error) {
 func (q *Queue) Table() string { return q.table.Sanitize() }
 
 // DDL returns the statements that create the queue's table, its history
-// table (the queue table's name + "_history") and their indexes. Amounts
-// are numeric (exact), never floating point.
+// table (the queue table's name + "_history"), the webhook refusals' table
+// (+ "_webhook_refusals") and their indexes. Amounts are numeric (exact),
+// never floating point.
 func (q *Queue) DDL() string {
 	table, hist := q.Table(), q.hist.Sanitize()
 	return tableDDL(table, queueColumns) + addColumnsDDL(table, queueAdded...) + indexDDL(q.table, table, queueIndexes...) +
 		tableDDL(hist, queueHistoryColumns) + addColumnsDDL(hist, "actor_id text NOT NULL DEFAULT ''") +
-		indexDDL(q.table, hist, index{"_history_order_idx", "(order_id, id)"}) + failDDL(table)
+		indexDDL(q.table, hist, index{"_history_order_idx", "(order_id, id)"}) + failDDL(table) +
+		tableDDL(q.refusals.table, refusalColumns)
 }
 
 // queueColumns are the queue table's columns.
@@ -417,6 +419,11 @@ var queueIndexes = []index{
 	{"_wallet_idx", "(wallet_address)"},
 	{"_payout_idx", "(payout_id) WHERE payout_id <> ''"},
 	{"_held_idx", "(order_id) WHERE hold <> ''"},
+	// The List filters' (a page in orderId order within a currency or a
+	// network; a range of enqueue times).
+	{"_currency_idx", "(currency, order_id)"},
+	{"_network_idx", "(network, order_id)"},
+	{"_created_idx", "(created_at)"},
 }
 
 // queueHistoryColumns are the history table's columns.

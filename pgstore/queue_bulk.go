@@ -38,7 +38,7 @@ func (q *Queue) ApproveMany(ctx context.Context, orderIDs []string, actor, note 
 		return BulkResult{}, err
 	}
 	return q.bulk(ctx, orderIDs, StateNeedsApproval, func(id string) (string, []any) {
-		return q.sql.approve, []any{id, actor, scrubText(note), q.cfg.Approvals}
+		return q.sql.approve, []any{id, actor, scrubNote(note), q.cfg.Approvals}
 	})
 }
 
@@ -51,7 +51,7 @@ func (q *Queue) RetryMany(ctx context.Context, orderIDs []string, actor, note st
 		return BulkResult{}, err
 	}
 	return q.bulk(ctx, orderIDs, StateParked, func(id string) (string, []any) {
-		return q.sql.operate, []any{id, string(StateParked), string(StateQueued), scrubText(note), false, actor}
+		return q.sql.operate, []any{id, string(StateParked), string(StateQueued), scrubNote(note), false, actor}
 	})
 }
 

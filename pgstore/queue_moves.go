@@ -30,7 +30,7 @@ func (q *Queue) Approve(ctx context.Context, orderID, actor, note string) error 
 	}
 	return q.apply(ctx, orderID, move{
 		from: StateNeedsApproval, what: "approving", sql: q.sql.approve,
-		args:   []any{orderID, actor, scrubText(note), q.cfg.Approvals},
+		args:   []any{orderID, actor, scrubNote(note), q.cfg.Approvals},
 		whyNot: func(tx pgx.Tx) error { return q.whyNotApproved(ctx, tx, orderID, actor) },
 	})
 }
@@ -162,7 +162,7 @@ func (q *Queue) Resolve(ctx context.Context, orderID, payoutID, actor, note stri
 		return fmt.Errorf("pgstore: resolving %q: %w", orderID, err)
 	}
 	var attempts int
-	err = q.cfg.Pool.QueryRow(ctx, q.sql.resolve, orderID, noNUL(got.ID), noNUL(string(got.Status)), scrubText(note), actor).Scan(&attempts)
+	err = q.cfg.Pool.QueryRow(ctx, q.sql.resolve, orderID, noNUL(got.ID), noNUL(string(got.Status)), scrubNote(note), actor).Scan(&attempts)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return fmt.Errorf("%w: %q is no longer %s, or its payout id was taken meanwhile", ErrIntentState, orderID, StateParked)
 	}
@@ -206,7 +206,7 @@ func (q *Queue) operate(ctx context.Context, orderID, actor, note string, from, 
 	due := to.IsFinal() && q.cfg.OnFinal == nil
 	m := move{
 		from: from, what: fmt.Sprintf("%s -> %s for", from, to), sql: q.sql.operate,
-		args: []any{orderID, string(from), string(to), scrubText(note), due, actor},
+		args: []any{orderID, string(from), string(to), scrubNote(note), due, actor},
 		whyNot: func(tx pgx.Tx) error {
 			if _, gerr := scanIntent(tx.QueryRow(ctx, q.sql.get, orderID)); errors.Is(gerr, pgx.ErrNoRows) {
 				return fmt.Errorf("%w: %q", ErrIntentNotFound, orderID)

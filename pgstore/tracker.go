@@ -11,7 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/cryptopay/cryptopay-go"
-	"github.com/cryptopay/cryptopay-go/internal/ids"
+	"github.com/cryptopay/cryptopay-go/webhook"
 )
 
 // DefaultTrackerTable is the table a Tracker uses without
@@ -178,15 +178,17 @@ func NewTracker(ctx context.Context, cfg TrackerConfig) (*Tracker, error) {
 // Table returns the tracker's table name, quoted for SQL.
 func (t *Tracker) Table() string { return t.table.Sanitize() }
 
-// DDL returns the statements that create the tracker's tables and indexes.
-// Amounts are numeric (exact), never floating point.
+// DDL returns the statements that create the tracker's tables and indexes
+// (the webhook refusals' table, the tracker table's name +
+// "_webhook_refusals", too). Amounts are numeric (exact), never floating
+// point.
 func (t *Tracker) DDL() string {
 	table, hist, moves := t.Table(), t.history.Sanitize(), t.moves.Sanitize()
 	return tableDDL(table, trackedColumns) + addColumnsDDL(table, "merchant_amount numeric") +
 		indexDDL(t.table, table, trackedIndexes...) +
 		tableDDL(hist, trackedHistoryColumns) + addColumnsDDL(hist, "merchant_amount numeric") +
 		tableDDL(moves, trackedMovesColumns) + indexDDL(t.table, moves, index{"_moves_order_idx", "(order_id, id)"}) +
-		failDDL(table)
+		failDDL(table) + tableDDL(t.refusals.table, refusalColumns)
 }
 
 // trackedColumns are the tracker table's columns.
@@ -218,6 +220,7 @@ var trackedIndexes = []index{
 	{"_action_idx", "(order_id) WHERE needs_action"},
 	{"_payment_idx", "(payment_id) WHERE payment_id <> ''"},
 	{"_open_idx", "(next_at) WHERE " + trackOpenSQL},
+	{"_anomaly_idx", "(order_id) WHERE anomaly <> ''"}, // List's anomaly filter
 }
 
 // trackedHistoryColumns are the history table's columns.
@@ -263,7 +266,8 @@ func (t *Tracker) Get(ctx context.Context, orderID string) (*TrackedPayment, err
 
 // ClearAnomaly clears the tracked payment's Anomaly once actor (who
 // looked: an identifier, as Queue.Approve's) has looked into it, and keeps
-// note (what they found: required, one line of at most 1024 bytes) in
+// note (what they found: required, at most 1024 bytes; its lines kept,
+// \r\n and \r as \n; no other control or invisible character) in
 // TrackedPayment.Note with the actor and the anomaly it cleared; the move,
 // with the actor's id, is appended to the payment's moves (Moves), in the
 // same statement. NeedsAction then follows the status alone. It changes
@@ -276,8 +280,12 @@ func (t *Tracker) ClearAnomaly(ctx context.Context, orderID, actor, note string)
 	if err := checkActor(actor); err != nil {
 		return "", err
 	}
-	if r := ids.Text(note, maxErrorText); r != "" || note == "" {
-		return "", &cryptopay.ValidationError{Field: "note", Reason: cmpOr(r, "is required: who looked, and what they found")}
+	note, why := checkNote(note, maxErrorText)
+	if note == "" {
+		why = "is required: who looked, and what they found"
+	}
+	if why != "" {
+		return "", &cryptopay.ValidationError{Field: "note", Reason: why}
 	}
 	tp, err := t.Get(ctx, orderID)
 	if err != nil {
@@ -286,9 +294,9 @@ func (t *Tracker) ClearAnomaly(ctx context.Context, orderID, actor, note string)
 	if tp.Anomaly == "" {
 		return "", nil
 	}
-	keep := scrubText(fmt.Sprintf("cleared %q by %q: %s", tp.Anomaly, actor, note))
+	keep := scrubNote(fmt.Sprintf("cleared %q by %q: %s", tp.Anomaly, actor, note))
 	tag, err := t.cfg.Pool.Exec(ctx, t.sql.clear, orderID, tp.Status.NeedsAction(), string(tp.Status), tp.Anomaly, keep,
-		actor, scrubText(note))
+		actor, note)
 	if err != nil {
 		return "", fmt.Errorf("pgstore: clearing the anomaly of %q: %w", orderID, err)
 	}
@@ -394,13 +402,22 @@ func (t *Tracker) Counts(ctx context.Context) (map[TrackState]int, int, error) {
 
 // Health summarizes the tracked payments not closed: due, overdue (due
 // for longer than a Lease), failing, needing action (closed ones too), and
-// the commonest failure; one query.
+// the commonest failure (one query); and the webhook refusals recorded by
+// WebhookRefused (another).
 func (t *Tracker) Health(ctx context.Context) (Health, error) {
 	if err := t.CheckSchema(ctx); err != nil {
 		return Health{}, err
 	}
-	return t.watch.health(ctx, t.cfg.Pool, "payments", t.sql.health, t.cfg.Lease)
+	return t.health(ctx, t.cfg.Pool, "payments", t.sql.health, t.cfg.Lease)
 }
+
+// WebhookRefused records a webhook delivery the handler refused, so that
+// Health shows it in every process that reads this database (the console,
+// `cryptopay tracked health`): set it as webhook.Config.OnRefused. It
+// returns at once; the counts are written in the background, at most once
+// a second (a failed write is logged and tried again; the counts of the
+// last second are lost if the process ends first).
+func (t *Tracker) WebhookRefused(_ context.Context, r webhook.Refusal) { t.refusals.record(r) }
 
 // scanTracked reads one row of trackedCols, then extra.
 func scanTracked(row pgx.Row, extra ...any) (*TrackedPayment, error) {

@@ -34,7 +34,7 @@ func TestTrackerSQLPrepares(t *testing.T) {
 	defer conn.Release()
 
 	stmts := statements(reflect.ValueOf(tr.sql))
-	require.Len(t, stmts, 17, "a statement added to trackerSQL is checked here too")
+	require.Len(t, stmts, 18, "a statement added to trackerSQL is checked here too")
 	for name, stmt := range stmts {
 		t.Run(name, func(t *testing.T) {
 			require.NotEmpty(t, stmt)
@@ -151,7 +151,7 @@ FROM generate_series(1, 100000) AS i`)
 		{name: "first page"},
 		{name: "open", states: []string{"open"}, after: "ord-0050000"},
 		{name: "needs action", action: true, want: prefix + "action_idx"},
-		{name: "anomaly", action: true, anom: true, want: prefix + "action_idx"},
+		{name: "anomaly", action: true, anom: true, want: prefix + "anomaly_idx"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			assertIndexScan(t, pool, prefix, tc.want, tr.sql.list, len(tc.states) == 0, tc.states, tc.action, tc.after, 51, tc.anom, tc.search)

@@ -21,14 +21,14 @@ import (
 	"github.com/cryptopay/cryptopay-go/pgstore/pgstoretest"
 )
 
-// booksJSONOut is what 'books --json' writes.
+// booksJSONOut is what 'books --output json' writes.
 type booksJSONOut struct {
 	Report  booksReportOut  `json:"report"`
 	Items   []booksItemOut  `json:"items"`
 	Summary booksSummaryOut `json:"summary"`
 }
 
-// readBooksCSV reads what 'books --csv' writes: the report's head as
+// readBooksCSV reads what 'books --output csv' writes: the report's head as
 // comment lines, then the rows.
 func readBooksCSV(t *testing.T, out string) [][]string {
 	t.Helper()
@@ -39,7 +39,7 @@ func readBooksCSV(t *testing.T, out string) [][]string {
 	return recs
 }
 
-// usdtBalance reads 'books --json' output and returns its usdt/tron
+// usdtBalance reads 'books --output json' output and returns its usdt/tron
 // balance item.
 func usdtBalance(t *testing.T, stdout string) (booksItemOut, booksJSONOut) {
 	t.Helper()
@@ -97,7 +97,7 @@ func booksFixture(t *testing.T) *queueFixture {
 }
 
 // TestBooksCommand: the drift is found and exits 1; the double payment is
-// the first line of the table; --json and --csv list every orderId with
+// the first line of the table; JSON and CSV list every orderId with
 // its class and exact amounts.
 func TestBooksCommand(t *testing.T) {
 	qf := booksFixture(t)
@@ -110,7 +110,7 @@ func TestBooksCommand(t *testing.T) {
 	assert.Contains(t, lines[1], batchRecord("bk", 1)[0])
 	assert.Contains(t, r.stdout, "1 drift, 2 in flight, 0 undecided")
 
-	r = qf.run(append(args, "--json")...)
+	r = qf.run(append(args, "--output", "json")...)
 	require.Equal(t, exitNo, r.code, "stderr: %s", r.stderr)
 	var out booksJSONOut
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &out), r.stdout)
@@ -128,7 +128,7 @@ func TestBooksCommand(t *testing.T) {
 	assert.Equal(t, map[string]map[string]string{"payouts": {out.Items[0].Currency + "/" + out.Items[0].Network: amount}},
 		out.Summary.DriftBySection)
 
-	r = qf.run(append(args, "--csv")...)
+	r = qf.run(append(args, "--output", "csv")...)
 	require.Equal(t, exitNo, r.code)
 	recs := readBooksCSV(t, r.stdout)
 	require.Len(t, recs, 4)
@@ -151,7 +151,7 @@ func TestBooksCommandExitCodes(t *testing.T) {
 	// Every format says what did not finish: the CSV on stderr (its file
 	// holds the header alone), the JSON in its summary.
 	qf.srv.InjectFault(cryptopaytest.RouteListPayouts, cryptopaytest.Fault{Status: 200, Body: `{}`})
-	r = qf.run("books", "--sections", "payouts", "--csv")
+	r = qf.run("books", "--sections", "payouts", "--output", "csv")
 	assert.Equal(t, exitNotYet, r.code, "stdout: %s stderr: %s", r.stdout, r.stderr)
 	assert.Equal(t, [][]string{booksCSVHeader}, readBooksCSV(t, r.stdout), "the column names alone")
 	assert.Contains(t, r.stderr, "payouts not finished: the payout list")
@@ -174,14 +174,15 @@ func TestBooksCommandExitCodes(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, resp.Body.Close())
 	require.Equal(t, http.StatusOK, resp.StatusCode)
-	for _, format := range []string{"--csv", "--json", "--output=table"} {
+	for _, format := range []string{"--output=csv", "--output=json", "--output=table"} {
 		r = qf.cli(terms{stdout: true, stderr: true}, "books", "--sections", "payouts", format)
 		assert.Equal(t, exitNo, r.code, "%s: %s %s", format, r.stdout, r.stderr)
 		assert.Contains(t, strings.ToUpper(r.stdout), "PROVIDER", format)
 		assert.Contains(t, r.stderr, "1/1 payouts", "%s: the progress bar on a terminal's stderr", format)
 	}
-	r = qf.run("books", "--json", "--csv")
+	r = qf.run("books", "--json")
 	assert.Equal(t, exitUsage, r.code)
+	assert.Contains(t, r.stderr, "--json is no longer a flag: use --output json")
 }
 
 // TestBooksCommandBalances: the first run records the opening balances
@@ -193,7 +194,7 @@ func TestBooksCommandBalances(t *testing.T) {
 	_, err := pgstore.NewTracker(context.Background(), pgstore.TrackerConfig{Pool: qf.pool, Table: tracked, CreateTable: true})
 	require.NoError(t, err)
 	args := []string{"books", "--sections", "payouts,payments,balances", "--tracker-table", tracked,
-		"--balance-table", pgstoretest.Name("books"), "--json"}
+		"--balance-table", pgstoretest.Name("books"), "--output", "json"}
 	rules := []string{"--payout-debit", "created", "--payout-fees", "excluded"}
 	r := qf.run(append(args, rules...)...)
 	require.Equal(t, exitOK, r.code, "%s %s", r.stdout, r.stderr)
@@ -227,7 +228,7 @@ func TestBooksCommandNoDatabase(t *testing.T) {
 
 // TestBooksCommandStoppedAfterDrift: a check stopped (SIGTERM, a cron
 // job's timeout) after it found a double payment still exits 1, not 2 as
-// if nothing were wrong but unfinished, and --json still ends with the
+// if nothing were wrong but unfinished, and JSON still ends with the
 // summary, the stopped section named unfinished.
 func TestBooksCommandStoppedAfterDrift(t *testing.T) {
 	qf := booksFixture(t)
@@ -238,7 +239,7 @@ func TestBooksCommandStoppedAfterDrift(t *testing.T) {
 	done := make(chan result, 1)
 	go func() {
 		done <- qf.runWith(ctx, terms{}, strings.NewReader(""), &bytes.Buffer{}, "books", "--sections", "payouts,payments",
-			"--queue-table", qf.table, "--tracker-table", tracked, "--json")
+			"--queue-table", qf.table, "--tracker-table", tracked, "--output", "json")
 	}()
 	for deadline := time.Now().Add(60 * time.Second); qf.srv.Requests(cryptopaytest.RouteGetPayment) == 0; {
 		require.False(t, time.Now().After(deadline), "the payment read never came")
@@ -272,7 +273,7 @@ func TestBooksCommandSumsTie(t *testing.T) {
 	time.Sleep(2 * time.Millisecond) // the settle time (1 ms) passes after the payment
 	args := []string{"books", "--sections", "payouts,payments", "--tracker-table", tracked, "--settle", "1ms"}
 
-	r := qf.run(append(args, "--csv")...)
+	r := qf.run(append(args, "--output", "csv")...)
 	require.Equal(t, exitNo, r.code, "stderr: %s", r.stderr)
 	recs := readBooksCSV(t, r.stdout)
 	type key struct{ section, class, currency, network string }
@@ -338,7 +339,7 @@ func TestBooksCommandAdjust(t *testing.T) {
 	assert.Equal(t, 1, out.Summary.Counts["balances"]["adjusted"])
 }
 
-// TestBooksCommandReport: --json and --csv carry the report's head, so a
+// TestBooksCommandReport: JSON and CSV carry the report's head, so a
 // finance team can file it: when it ran and as of when, the sections, the
 // window, the settings; the JSON summary says when it finished.
 func TestBooksCommandReport(t *testing.T) {
@@ -361,7 +362,7 @@ func TestBooksCommandReport(t *testing.T) {
 		assert.NoError(t, err, at)
 	}
 
-	r = qf.run(append(args, "--csv")...)
+	r = qf.run(append(args, "--output", "csv")...)
 	require.Equal(t, exitOK, r.code, "%s %s", r.stdout, r.stderr)
 	lines := strings.Split(r.stdout, "\n")
 	assert.Equal(t, "# report: cryptopay books", lines[0])

@@ -19,7 +19,7 @@ import (
 // given: only resolve calls the API) and returns its pool, for the caller
 // to close.
 func (a *app) openQueue(f *dbFlags, g pgstore.Guardrails, client ...*cryptopay.Client) (*pgstore.Queue, *pgxpool.Pool, error) {
-	return openStore(a, f, func(pool *pgxpool.Pool, table string) (*pgstore.Queue, error) {
+	return openStore(a, f, queueStore, func(pool *pgxpool.Pool, table string) (*pgstore.Queue, error) {
 		qcfg := pgstore.QueueConfig{Pool: pool, Table: table, Guardrails: g}
 		if len(client) > 0 {
 			qcfg.Client = client[0]
@@ -123,24 +123,10 @@ var stateAdvice = map[pgstore.IntentState]string{
 		"look the order id up in the processor's dashboard; only if no payout exists, 'payout queue retry' (a retry of a payout that exists pays it twice)",
 }
 
-func (a *app) payoutQueue(args []string) error {
-	subs := map[string]func([]string) error{
-		"list": a.queueList, "show": a.queueShow,
-		"approve": a.queueApprove, "reject": a.queueReject, "retry": a.queueRetry,
-		"resolve": a.queueResolve, "health": a.queueHealth,
-	}
-	if len(args) > 0 {
-		if run, ok := subs[args[0]]; ok {
-			return run(args[1:])
-		}
-	}
-	return a.queueList(args) // "payout queue --state parked" lists
-}
-
 func (a *app) queueList(args []string) error {
 	fs, db := a.newDBFlagSet(command{"payout queue list", "", "List the payout queue's intents in orderId order (also: 'payout queue' alone).\n" +
 		"States: " + strings.Join(names(pgstore.States()), ", ") + "."}, queueStore)
-	list := registerList(fs.FlagSet, "intents")
+	list := a.registerList(fs, "intents")
 	_, asJSON, err := a.parseOutput(fs, args, 0, 0)
 	if err != nil {
 		return err
@@ -292,6 +278,7 @@ func (a *app) queueResolve(args []string) error {
 	fs, db := a.newDBAPIFlagSet(cmd, queueStore)
 	payoutID := fs.String("payout-id", "", "the payout's `id` in the processor's dashboard (required)")
 	note := fs.String("note", "", "what is recorded with the intent: who, and why (required)")
+	a.writes(fs, outTable, outJSON) // a move's line by default; --output json
 	actor := a.actorFlag(fs.FlagSet)
 	pos, err := a.parse(fs, args, 1, 1)
 	if err != nil {
@@ -315,8 +302,7 @@ func (a *app) queueResolve(args []string) error {
 		}
 		return err
 	}
-	a.printLine("%s: created, payout %s: the workers follow it to its end", pos[0], *payoutID)
-	return nil
+	return a.printDone(pos[0], "created, payout "+*payoutID+": the workers follow it to its end")
 }
 
 // queueOperate runs an operator's move (approve, reject, retry) with its
@@ -325,6 +311,7 @@ func (a *app) queueResolve(args []string) error {
 func (a *app) queueOperate(cmd command, noteFlag string, noteRequired bool, args []string,
 	op func(*pgstore.Queue, context.Context, string, string, string) error, done string) error {
 	fs, db := a.newDBFlagSet(cmd, queueStore)
+	a.writes(fs, outTable, outJSON) // a move's line by default; --output json
 	actor := a.actorFlag(fs.FlagSet)
 	usage := "what is recorded with the intent: who, and why"
 	if noteRequired {
@@ -349,8 +336,7 @@ func (a *app) queueOperate(cmd command, noteFlag string, noteRequired bool, args
 	if done == "" {
 		done, err = approvalLine(a.ctx, q, pos[0])
 	}
-	a.printLine("%s: %s", pos[0], done)
-	return err
+	return errors.Join(a.printDone(pos[0], done), err)
 }
 
 // operateExit maps an operator's refused move to its exit code.

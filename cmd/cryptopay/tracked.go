@@ -14,7 +14,7 @@ import (
 // openTracker opens the payment tracker (with no API client: no tracker
 // command calls the API) and returns its pool, for the caller to close.
 func (a *app) openTracker(f *dbFlags) (*pgstore.Tracker, *pgxpool.Pool, error) {
-	return openStore(a, f, func(pool *pgxpool.Pool, table string) (*pgstore.Tracker, error) {
+	return openStore(a, f, trackerStore, func(pool *pgxpool.Pool, table string) (*pgstore.Tracker, error) {
 		return pgstore.NewTracker(a.ctx, pgstore.TrackerConfig{Pool: pool, Table: table})
 	})
 }
@@ -76,22 +76,6 @@ func newTrackedOut(tp *pgstore.TrackedPayment) trackedOut {
 // trackStates are the tracker states and what an operator reads in each.
 var trackStates = []pgstore.TrackState{pgstore.TrackUnmatched, pgstore.TrackOpen, pgstore.TrackLate, pgstore.TrackClosed}
 
-func (a *app) paymentTracked(args []string) error {
-	if len(args) > 0 && args[0] == "show" {
-		return a.trackedShow(args[1:])
-	}
-	if len(args) > 0 && args[0] == "clear-anomaly" {
-		return a.trackedClear(args[1:])
-	}
-	if len(args) > 0 && args[0] == "health" {
-		return a.trackedHealth(args[1:])
-	}
-	if len(args) > 0 && args[0] == "list" {
-		args = args[1:]
-	}
-	return a.trackedList(args)
-}
-
 func (a *app) trackedList(args []string) error {
 	fs, db := a.newDBFlagSet(command{"payment tracked", "", "List the payment tracker's payments in orderId order (pgstore.Tracker):\n" +
 		"unmatched (tracked by orderId alone, waiting for its first webhook), open (before expiredAt),\n" +
@@ -100,7 +84,7 @@ func (a *app) trackedList(args []string) error {
 		"'payment tracked health' for a summary (due, overdue, failing, the commonest failure), and\n" +
 		"'payment tracked clear-anomaly ORDER_ID --note TEXT' once a person has looked into one."}, trackerStore)
 	action := fs.Bool("needs-action", false, "keep only payments a person should look at (locked, paid_partial, paid_over, or an anomaly)")
-	list := registerList(fs.FlagSet, "payments")
+	list := a.registerList(fs, "payments")
 	_, asJSON, err := a.parseOutput(fs, args, 0, 0)
 	if err != nil {
 		return err
@@ -223,6 +207,7 @@ func (a *app) trackedClear(args []string) error {
 		"nothing is credited. A webhook for another payment of the order means the customer\n" +
 		"may have paid that one: settle it before clearing. --note records who looked and what they found."}, trackerStore)
 	note := fs.String("note", "", "what is recorded with the payment: who looked, and what they found (required)")
+	a.writes(fs, outTable, outJSON) // a move's line by default; --output json
 	actor := a.actorFlag(fs.FlagSet)
 	pos, err := a.parse(fs, args, 1, 1)
 	if err != nil {
@@ -245,11 +230,12 @@ func (a *app) trackedClear(args []string) error {
 		return err
 	}
 	if cleared == "" {
-		a.printLine("%s: no anomaly to clear", pos[0])
+		if err := a.printDone(pos[0], "no anomaly to clear"); err != nil {
+			return err
+		}
 		return quietExit(exitNo)
 	}
-	a.printLine("%s: anomaly cleared: %s", pos[0], cleared)
-	return nil
+	return a.printDone(pos[0], "anomaly cleared: "+cleared)
 }
 
 // trackedHealth prints the tracker's health summary (Tracker.Health).
