@@ -149,7 +149,7 @@ func (b *Books) Check(ctx context.Context, emit func(BooksItem) error) (*BooksSu
 	}
 	out := func(it BooksItem) error {
 		if it.Section != "balances" {
-			adj[adjKeyOf(&it)].adjust(&it)
+			adjustItem(adj, &it)
 		}
 		if !it.Class.IsDrift() {
 			it.Delta = decimal.Zero // matched, in flight, undecided: nothing to book

@@ -34,7 +34,11 @@ type BooksAdjustment struct {
 	// OrderID names the payout or payment (sections payouts and
 	// payments).
 	OrderID string
-	// Currency and Network name the balance (section balances).
+	// Currency and Network name the balance (section balances); in
+	// section payouts, optionally, the orderId's payout in that currency
+	// and network: an orderId listed in another currency or network than
+	// its intent's is an item of its own there. Without them, a payout's
+	// adjustment books the orderId's first item (the intent's own).
 	Currency, Network string
 	// Amount is what is booked: the drift's Delta, exact, not zero.
 	Amount decimal.Decimal
@@ -51,11 +55,22 @@ type adjSum struct {
 	n      int
 }
 
-func adjKeyOf(it *BooksItem) adjKey {
-	if it.Section == "balances" {
-		return adjKey{section: it.Section, currency: strings.ToLower(it.Currency), network: strings.ToLower(it.Network)}
+// adjustItem subtracts a payout's or payment's adjustments from it: those
+// naming its orderId alone go to the first item of the orderId (of a
+// payout, the intent's own: the payouts' rows come so), then are used up,
+// so an orderId's payout in another currency or network is never booked
+// by them; those naming its orderId, currency and network go to its item
+// in that currency and network.
+func adjustItem(adj map[adjKey]adjSum, it *BooksItem) {
+	var sum adjSum
+	exact := adjKey{section: it.Section, orderID: it.OrderID, currency: strings.ToLower(it.Currency), network: strings.ToLower(it.Network)}
+	for _, k := range []adjKey{{section: it.Section, orderID: it.OrderID}, exact} {
+		if a, ok := adj[k]; ok {
+			sum.amount, sum.n = sum.amount.Add(a.amount), sum.n+a.n
+			delete(adj, k)
+		}
 	}
-	return adjKey{section: it.Section, orderID: it.OrderID}
+	sum.adjust(it)
 }
 
 // adjustmentTableDDL creates the adjustments table and the trigger that
@@ -159,8 +174,8 @@ func (b *Books) Adjust(ctx context.Context, adj BooksAdjustment) (BooksAdjustmen
 }
 
 // checkAdjustment refuses an adjustment that names no item, books
-// nothing, or has no actor or note; it lower-cases a balance's currency
-// and network.
+// nothing, or has no actor or note; it lower-cases its currency and
+// network.
 func checkAdjustment(adj *BooksAdjustment) error {
 	bad := func(field, reason string) error { return &cryptopay.ValidationError{Field: field, Reason: reason} }
 	switch adj.Section {
@@ -168,19 +183,22 @@ func checkAdjustment(adj *BooksAdjustment) error {
 		if why := ids.Text(adj.OrderID, 256); why != "" || adj.OrderID == "" {
 			return bad("OrderID", cmpOr(why, "is empty: an adjustment of "+adj.Section+" names the orderId"))
 		}
-		if adj.Currency != "" || adj.Network != "" {
-			return bad("Currency", "is for a balance: an adjustment of "+adj.Section+" names the orderId alone")
+		if adj.Section == "payments" && (adj.Currency != "" || adj.Network != "") {
+			return bad("Currency", "is for a balance or a payout: an adjustment of payments names the orderId alone")
+		}
+		if (adj.Currency == "") != (adj.Network == "") {
+			return bad("Currency", "an adjustment of a payout names both its currency and its network, or neither")
+		}
+		if err := checkPair(adj); err != nil {
+			return err
 		}
 	case "balances":
 		if adj.Currency == "" || adj.Network == "" || adj.OrderID != "" {
 			return bad("Currency", "an adjustment of a balance names its currency and network, and no orderId")
 		}
-		for _, s := range []string{adj.Currency, adj.Network} {
-			if why := ids.Text(s, 64); why != "" {
-				return bad("Currency", why)
-			}
+		if err := checkPair(adj); err != nil {
+			return err
 		}
-		adj.Currency, adj.Network = strings.ToLower(adj.Currency), strings.ToLower(adj.Network)
 	default:
 		return bad("Section", fmt.Sprintf("%q: want payouts, payments or balances", adj.Section))
 	}
@@ -194,6 +212,18 @@ func checkAdjustment(adj *BooksAdjustment) error {
 		return bad("Note", "is empty: say why the amount is booked")
 	}
 	adj.Note = scrubText(adj.Note)
+	return nil
+}
+
+// checkPair checks an adjustment's currency and network (if any) and
+// lower-cases them.
+func checkPair(adj *BooksAdjustment) error {
+	for _, s := range []string{adj.Currency, adj.Network} {
+		if why := ids.Text(s, 64); why != "" {
+			return &cryptopay.ValidationError{Field: "Currency", Reason: why}
+		}
+	}
+	adj.Currency, adj.Network = strings.ToLower(adj.Currency), strings.ToLower(adj.Network)
 	return nil
 }
 

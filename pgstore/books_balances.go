@@ -316,7 +316,10 @@ const booksClockMargin = time.Minute
 // one (fees included; zero is how an unpaid payout's may read, so it
 // counts as not given), else the intent's amount, which is exact only for
 // a payout whose network fee the recipient bears or under FeesExcluded.
-// One row per pair (order_id NULL), then one row per intent changed since
+// An intent's payout is the first listed in its currency and network that
+// can move money (else the first listed there), as in booksPayoutsSQL: a
+// failed payout listed beside the paid one, or one in another currency or
+// network, is not its debit. One row per pair (order_id NULL), then one row per intent changed since
 // $4, in the same snapshot. $1, $2, $3 are the states taken, in flight
 // and given back; $5 whether payouts are taken when paid, $6 whether fees
 // are included. Each pair's row also has what the list shows the provider
@@ -324,8 +327,10 @@ const booksClockMargin = time.Minute
 // intents' part of it is not known (taken by us and not listed, or a fee
 // not known yet).
 func booksDebitsSQL(intents string) string {
-	return fmt.Sprintf(`WITH l AS (SELECT DISTINCT ON (order_id) order_id, merchant_amount::numeric AS m, status
-    FROM %[2]s WHERE order_id <> '' ORDER BY order_id, pos),
+	return fmt.Sprintf(`WITH l AS (SELECT DISTINCT ON (l.order_id) l.order_id, l.merchant_amount::numeric AS m, l.status
+    FROM %[2]s l JOIN %[1]s i ON i.order_id = l.order_id AND lower(l.currency) = lower(i.currency)
+        AND lower(l.network) = lower(i.network)
+    WHERE l.order_id <> '' ORDER BY l.order_id, l.status IN ('failed', 'cancelled'), l.pos),
 q AS (SELECT i.order_id, i.currency, i.network, i.state, i.updated_at, i.network_fee_by_user OR l.m > 0 IS TRUE AS known,
     CASE WHEN l.m > 0 THEN l.m ELSE i.amount END AS debit, l.order_id IS NOT NULL AS listed,
     l.order_id IS NOT NULL AND l.status NOT IN ('failed', 'cancelled') AND (NOT $5 OR l.status = 'paid') AS applied

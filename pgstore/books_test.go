@@ -489,9 +489,7 @@ func TestBooksBalances(t *testing.T) {
 	r := newQRig(t)
 	q := r.queue(t)
 	tr, stop := r.tracker(t)
-	cfg := pgstore.BooksConfig{Client: r.fake.Client(), Queue: q, Tracker: tr, Balances: true, CreateTable: true,
-		BalanceTable: pgtest.Name("books"), PayoutDebit: pgstore.DebitAtCreate, PayoutFees: pgstore.FeesExcluded,
-		SettleTime: time.Millisecond}
+	cfg := r.balancesConfig(q, tr, pgstore.FeesExcluded)
 	res := runBooks(t, cfg)
 	it := res.by["balances:usdt/tron"]
 	assert.Equal(t, pgstore.BooksOpening, it.Class)
@@ -644,9 +642,7 @@ func testBooksBalancesWithFees(t *testing.T, fees pgstore.PayoutFees) {
 		c.Guardrails.ApprovalAbove = map[string]decimal.Decimal{"usdt": decimal.NewFromInt(100)}
 	})
 	tr, stopTracker := r.tracker(t)
-	cfg := pgstore.BooksConfig{Client: r.fake.Client(), Queue: q, Tracker: tr, Balances: true, CreateTable: true,
-		BalanceTable: pgtest.Name("books"), PayoutDebit: pgstore.DebitAtCreate, PayoutFees: fees,
-		SettleTime: time.Millisecond}
+	cfg := r.balancesConfig(q, tr, fees)
 	require.Equal(t, pgstore.BooksOpening, runBooks(t, cfg).by["balances:usdt/tron"].Class)
 
 	byUser, byMerchant := payoutParams(1), payoutParams(2)
@@ -677,6 +673,43 @@ func testBooksBalancesWithFees(t *testing.T, fees pgstore.PayoutFees) {
 	assert.Equal(t, "-0.0007", it.Delta.String())
 	assert.Equal(t, "999999989.34875", it.Ours.Decimal.String())
 	assert.Equal(t, "999999989.34805", it.Theirs.Decimal.String())
+}
+
+// balancesConfig is a books check of q and tr with the balances (a new
+// balance table, payouts debited when created, fees as given), settle
+// time 1 ms.
+func (r *qrig) balancesConfig(q *pgstore.Queue, tr *pgstore.Tracker, fees pgstore.PayoutFees) pgstore.BooksConfig {
+	return pgstore.BooksConfig{Client: r.fake.Client(), Queue: q, Tracker: tr, Balances: true, CreateTable: true,
+		BalanceTable: pgtest.Name("books"), PayoutDebit: pgstore.DebitAtCreate, PayoutFees: fees, SettleTime: time.Millisecond}
+}
+
+// TestBooksBalancesDebitOfThePaidPayout: an intent's debit is its payout
+// that can move money in its currency and network: a payout of the
+// orderId in another currency and a failed one (its merchantAmount
+// without the fee), both listed before the paid one, are not its debit,
+// and the balance ties to the digit.
+func TestBooksBalancesDebitOfThePaidPayout(t *testing.T) {
+	r := newQRig(t)
+	q := r.queue(t)
+	tr, stopTracker := r.tracker(t)
+	cfg := r.balancesConfig(q, tr, pgstore.FeesIncluded)
+	require.Equal(t, pgstore.BooksOpening, runBooks(t, cfg).by["balances:usdt/tron"].Class)
+	r.payBoth(t, q, tr, "pay-fees", payoutParams(2)) // the payout's merchantAmount 10.25 + 0.5%, the payment's 9.9
+	stopTracker()
+	edit := func(items []cryptopay.PayoutListItem) []cryptopay.PayoutListItem {
+		paid := *listed(t, items, "wd-000002")
+		require.Equal(t, "10.30125", paid.MerchantAmount.Decimal.String())
+		eth, failed := paid, paid
+		eth.Currency, eth.Network, eth.WalletAddress = "eth", "ethereum", "0x52908400098527886E0F7030069857D2E4169EE7"
+		eth.Amount, eth.MerchantAmount = decimal.NewFromInt(1), decimal.NewNullDecimal(decimal.NewFromInt(1))
+		failed.Status, failed.MerchantAmount = cryptopay.PayoutFailed, decimal.NewNullDecimal(paid.Amount)
+		return append([]cryptopay.PayoutListItem{eth, failed}, items...)
+	}
+	res := runBooks(t, cfg, listAs(r.fake.Client(), edit, nil))
+	it := res.by["balances:usdt/tron"]
+	assert.Equal(t, pgstore.BooksMatched, it.Class, it.Detail)
+	assert.Equal(t, "999999999.59875", it.Ours.Decimal.String(), "the opening + 9.9 - 10.30125")
+	assert.Equal(t, "999999999.59875", it.Theirs.Decimal.String())
 }
 
 // TestBooksAdjust: a drift booked by adjustments (an actor, a note, the
@@ -751,6 +784,10 @@ func TestBooksAdjust(t *testing.T) {
 		"no actor":      {Section: "payouts", OrderID: "o", Amount: decimal.NewFromInt(1), Note: "n"},
 		"no note":       {Section: "payouts", OrderID: "o", Amount: decimal.NewFromInt(1), Actor: "a", Note: " "},
 		"hidden orders": {Section: "payouts", OrderID: "o\u200b", Amount: decimal.NewFromInt(1), Actor: "a", Note: "n"},
+		"payout currency, no network": {Section: "payouts", OrderID: "o", Currency: "eth", Amount: decimal.NewFromInt(1), Actor: "a",
+			Note: "n"},
+		"payment currency": {Section: "payments", OrderID: "o", Currency: "eth", Network: "ethereum", Amount: decimal.NewFromInt(1),
+			Actor: "a", Note: "n"},
 	} {
 		_, err := b.Adjust(ctx, a)
 		var ve *cryptopay.ValidationError
@@ -785,9 +822,7 @@ func TestBooksOpeningBusy(t *testing.T) {
 	_, err = r.pool.Exec(context.Background(), "UPDATE "+q.Table()+" SET state = 'reconciling' WHERE order_id = $1", reconciling.OrderID)
 	require.NoError(t, err)
 	r.pay(t, tr, "pay-busy", "10", "10") // merchantAmount 9.9, not read by the tracker
-	cfg := pgstore.BooksConfig{Client: r.fake.Client(), Queue: q, Tracker: tr, Balances: true, CreateTable: true,
-		BalanceTable: pgtest.Name("books"), PayoutDebit: pgstore.DebitAtCreate, PayoutFees: pgstore.FeesIncluded,
-		SettleTime: time.Millisecond}
+	cfg := r.balancesConfig(q, tr, pgstore.FeesIncluded)
 
 	moved := cfg
 	moved.BalanceTable = pgtest.Name("books_moved")
@@ -843,9 +878,7 @@ func TestBooksSinceNeverDrift(t *testing.T) {
 	_, err = r.pool.Exec(context.Background(), "UPDATE "+tr.Table()+" SET tracked_at = now() - interval '2 hours', updated_at = now() - interval '2 hours';"+
 		"UPDATE "+tr.Table()+" SET state = 'closed' WHERE order_id = 'pay-closed'")
 	require.NoError(t, err)
-	cfg := pgstore.BooksConfig{Client: r.fake.Client(), Queue: q, Tracker: tr, Balances: true, CreateTable: true,
-		BalanceTable: pgtest.Name("books"), PayoutDebit: pgstore.DebitAtCreate, PayoutFees: pgstore.FeesExcluded,
-		SettleTime: time.Millisecond}
+	cfg := r.balancesConfig(q, tr, pgstore.FeesExcluded)
 	require.Equal(t, pgstore.BooksOpening, runBooks(t, cfg).by["balances:usdt/tron"].Class)
 
 	require.NoError(t, r.fake.Pay(late.ID, decimal.RequireFromString("10"))) // merchantAmount 9.9

@@ -557,8 +557,9 @@ func (a *app) booksAdjust(args []string) error {
 	var amount, balanceTable string
 	fs.StringVar(&adj.Section, "section", "", "the `section` of the drift: payouts, payments or balances (required)")
 	fs.StringVar(&adj.OrderID, "order-id", "", "the payout's or payment's `orderId` (payouts, payments)")
-	fs.StringVar(&adj.Currency, "currency", "", "the balance's `currency` (balances)")
-	fs.StringVar(&adj.Network, "network", "", "the balance's `network` (balances)")
+	fs.StringVar(&adj.Currency, "currency", "", "the balance's `currency` (balances); with payouts, the currency of a payout\n"+
+		"of the orderId listed in another currency or network than its intent's")
+	fs.StringVar(&adj.Network, "network", "", "the balance's `network` (balances); with payouts, as --currency")
 	fs.StringVar(&amount, "amount", "", "the `amount` to book: the drift's delta, a signed plain decimal (required)")
 	fs.StringVar(&balanceTable, "balance-table", pgstore.DefaultBooksBalanceTable, "the books check's own `table` of balance\n"+
 		"snapshots; its adjustments are in this name with _adjustments appended (created if missing)")
