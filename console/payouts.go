@@ -67,7 +67,7 @@ func (c *console) payoutDetail(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := payoutPage{In: in, History: hist}
-	me := actorOf(r).ID
+	me, _ := pgstore.CanonicalActor(actorOf(r).ID)
 	held, parked := in.State == pgstore.StateNeedsApproval, in.State == pgstore.StateParked
 	switch {
 	case held && in.EnqueuedBy == me:

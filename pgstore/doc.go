@@ -88,7 +88,9 @@
 //
 // Four eyes: Approve queues an intent only once QueueConfig.Approvals
 // distinct actors (default 2) have approved it; the actor who enqueued it
-// (EnqueueBy) does not count, and one actor counts once. Every operator's
+// (EnqueueBy) does not count, and one actor counts once. Actor ids are
+// compared and recorded in one canonical form (CanonicalActor: case, width
+// and Unicode normalization folded), so one person cannot split into two. Every operator's
 // move (Approve, Reject, Retry, Resolve) names its actor, kept in the
 // history (Event.ActorID). The console module shows the queue in a
 // browser, with the same rules.

@@ -143,7 +143,8 @@ type Intent struct {
 	// once it is approved.
 	ApprovedAt time.Time
 	// EnqueuedBy is the actor who enqueued the intent (EnqueueBy; "" when
-	// unknown). Their approval does not count.
+	// unknown). Their approval does not count. It and ApprovedBy are in
+	// canonical form (CanonicalActor), whenever they were written.
 	EnqueuedBy string
 	// ApprovedBy lists the distinct actors who approved it, in order.
 	ApprovedBy []string
@@ -473,6 +474,10 @@ func scanIntent(row pgx.Row, extra ...any) (*Intent, error) {
 	}
 	if len(in.ApprovedBy) == 0 {
 		in.ApprovedBy = nil
+	}
+	in.EnqueuedBy = actorKey(in.EnqueuedBy)
+	for i, by := range in.ApprovedBy {
+		in.ApprovedBy[i] = actorKey(by)
 	}
 	return &in, nil
 }

@@ -18,20 +18,32 @@ import (
 // (Intent.ApprovedAt) only when Intent.ApprovalsNeeded distinct actors
 // have approved it (QueueConfig.Approvals; an approving Queue with a
 // larger one raises it); until then it stays held, and nothing is sent.
-// The actor who enqueued it (EnqueueBy) does not count, and an actor
-// approving twice counts once: either is ErrApprovalNotCounted and
-// changes nothing. An intent in another state is ErrIntentState; an
-// invalid actor a *cryptopay.ValidationError (Field "actor"). Approvals
-// survive worker restarts (they are columns, not memory). Once queued, it
-// is sent subject to the other guardrails.
+// Actors are compared in their canonical form (CanonicalActor): the
+// actor who enqueued it (EnqueueBy) does not count, and an actor
+// approving twice, under any spelling of the same id, counts once: either
+// is ErrApprovalNotCounted and changes nothing. An intent in another
+// state is ErrIntentState; an invalid actor a *cryptopay.ValidationError
+// (Field "actor"). Approvals survive worker restarts (they are columns,
+// not memory). Once queued, it is sent subject to the other guardrails.
 func (q *Queue) Approve(ctx context.Context, orderID, actor, note string) error {
-	if err := checkActor(actor); err != nil {
+	actor, err := CanonicalActor(actor)
+	if err != nil {
 		return err
 	}
 	return q.apply(ctx, orderID, move{
 		from: StateNeedsApproval, what: "approving", sql: q.sql.approve,
-		args:   []any{orderID, actor, scrubText(note), q.cfg.Approvals},
-		whyNot: func(tx pgx.Tx) error { return q.whyNotApproved(ctx, tx, orderID, actor) },
+		args: []any{orderID, actor, scrubText(note), q.cfg.Approvals},
+		check: func(tx pgx.Tx) error {
+			locked, err := q.lockApprovals(ctx, tx, []string{orderID})
+			if err != nil {
+				return err
+			}
+			if len(locked) == 0 {
+				return fmt.Errorf("%w: %q", ErrIntentNotFound, orderID)
+			}
+			return locked[0].whyNot(actor)
+		},
+		whyNot: func(pgx.Tx) error { return fmt.Errorf("%w: %q is not %s", ErrIntentState, orderID, StateNeedsApproval) },
 	})
 }
 
@@ -42,8 +54,10 @@ type move struct {
 	what string // the error's words: "approving", "parked -> queued for"
 	sql  string
 	args []any
-	// whyNot says why the statement changed no row; inTx, if set, runs
-	// after it in its transaction (OnFinal).
+	// check, if set, runs first in the move's transaction: an error
+	// refuses the move. whyNot says why the statement changed no row;
+	// inTx, if set, runs after it in its transaction (OnFinal).
+	check  func(tx pgx.Tx) error
 	whyNot func(tx pgx.Tx) error
 	inTx   func(tx pgx.Tx, in *Intent) error
 }
@@ -57,6 +71,11 @@ func (q *Queue) apply(ctx context.Context, orderID string, m move) error {
 	var in *Intent
 	var fresh bool
 	err := pgx.BeginFunc(ctx, q.cfg.Pool, func(tx pgx.Tx) error {
+		if m.check != nil {
+			if err := m.check(tx); err != nil {
+				return err
+			}
+		}
 		var err error
 		in, err = scanIntent(tx.QueryRow(ctx, m.sql, m.args...), &fresh)
 		switch {
@@ -83,20 +102,51 @@ func (q *Queue) apply(ctx context.Context, orderID string, m move) error {
 	return nil
 }
 
-// whyNotApproved says why the approval statement changed no row.
-func (q *Queue) whyNotApproved(ctx context.Context, tx pgx.Tx, orderID, actor string) error {
-	in, err := scanIntent(tx.QueryRow(ctx, q.sql.get, orderID))
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		return fmt.Errorf("%w: %q", ErrIntentNotFound, orderID)
-	case err != nil:
-		return err
-	case in.State != StateNeedsApproval:
-		return fmt.Errorf("%w: %q is not %s", ErrIntentState, orderID, StateNeedsApproval)
-	case in.EnqueuedBy == actor:
-		return fmt.Errorf("%w: %q enqueued %q, and needs another person's approval", ErrApprovalNotCounted, actor, orderID)
+// approvalRow is what an approval checks of an intent, read under its
+// row lock, so two approvers are serialized and the second sees the
+// first's approval.
+type approvalRow struct {
+	orderID    string
+	state      IntentState
+	enqueuedBy string
+	approvedBy []string
+}
+
+// lockApprovals locks and reads the intents of orderIDs that exist, in
+// orderId order (two bulk approvals lock in one order: no deadlock).
+func (q *Queue) lockApprovals(ctx context.Context, tx pgx.Tx, orderIDs []string) ([]approvalRow, error) {
+	rows, err := tx.Query(ctx, q.sql.lockApprovals, orderIDs)
+	if err != nil {
+		return nil, err
 	}
-	return fmt.Errorf("%w: %q approved %q already; it needs another person's approval", ErrApprovalNotCounted, actor, orderID)
+	var out []approvalRow
+	var r approvalRow
+	var state string
+	_, err = pgx.ForEachRow(rows, []any{&r.orderID, &state, &r.enqueuedBy, &r.approvedBy}, func() error {
+		r.state = IntentState(state)
+		out = append(out, r)
+		return nil
+	})
+	return out, err
+}
+
+// whyNot says why actor's approval (canonical) of r would not count: the
+// intent is not held for approval, or actor enqueued it or approved it
+// already, compared in canonical form (rows written before ids were
+// canonical compare by their canonical form too). nil: it counts.
+func (r approvalRow) whyNot(actor string) error {
+	switch {
+	case r.state != StateNeedsApproval:
+		return fmt.Errorf("%w: %q is not %s", ErrIntentState, r.orderID, StateNeedsApproval)
+	case actorKey(r.enqueuedBy) == actor:
+		return fmt.Errorf("%w: %q enqueued %q, and needs another person's approval", ErrApprovalNotCounted, actor, r.orderID)
+	}
+	for _, by := range r.approvedBy {
+		if actorKey(by) == actor {
+			return fmt.Errorf("%w: %q approved %q already; it needs another person's approval", ErrApprovalNotCounted, actor, r.orderID)
+		}
+	}
+	return nil
 }
 
 // Retry moves a parked intent back to StateQueued, so a new attempt is
@@ -131,7 +181,8 @@ func (q *Queue) Reject(ctx context.Context, orderID, actor, note string) error {
 // match. A payout created under another orderId (a server that altered
 // it) is refused: the intent cannot be tied to it by this check.
 func (q *Queue) Resolve(ctx context.Context, orderID, payoutID, actor, note string) error {
-	if err := checkActor(actor); err != nil {
+	actor, err := CanonicalActor(actor)
+	if err != nil {
 		return err
 	}
 	if q.api == nil {
@@ -200,7 +251,8 @@ func (q *Queue) operate(ctx context.Context, orderID, actor, note string, from, 
 	if !canMove(from, to, byOperator) {
 		return fmt.Errorf("pgstore: no operator's transition %s -> %s", from, to)
 	}
-	if err := checkActor(actor); err != nil {
+	actor, err := CanonicalActor(actor)
+	if err != nil {
 		return err
 	}
 	due := to.IsFinal() && q.cfg.OnFinal == nil

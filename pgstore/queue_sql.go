@@ -19,7 +19,7 @@ type queueReadSQL struct {
 
 // queueMoveSQL holds the operator's moves and the webhook's wake-up.
 type queueMoveSQL struct {
-	operate, approve, resolve, payoutHolder, wakeOne, learnID string
+	operate, approve, lockApprovals, resolve, payoutHolder, wakeOne, learnID string
 }
 
 // queueClaimSQL holds the worker's claim, its attempts and the velocity
@@ -120,7 +120,8 @@ WHERE order_id = $1 AND state = $2 RETURNING %[2]s,
 h AS (INSERT INTO %[3]s %[4]s SELECT order_id, 'operator', $2, $3, attempts, '', '', $4, payout_id, '', $6 FROM u)
 SELECT * FROM u`, t, intentCols, h, opHistCols),
 		// An approval, four eyes: counted once per actor, never the
-		// enqueuer's; the intent is queued (approved_at set) by the approval
+		// enqueuer's (checked, in canonical form, on the row lockApprovals
+		// locked in the same transaction); the intent is queued (approved_at set) by the approval
 		// that reaches the larger of its recorded number and the approving
 		// Queue's ($4). Every SET expression reads the row before the
 		// change; the row lock serializes two approvers, and the second
@@ -131,12 +132,16 @@ SELECT * FROM u`, t, intentCols, h, opHistCols),
     approved_at = CASE WHEN cardinality(approved_by) + 1 >= GREATEST(approvals_needed, $4) THEN now() ELSE approved_at END,
     note = $3, next_at = now(), lease_token = NULL, tries = 0, hold = '', updated_at = now()
 FROM `+durable+`
-WHERE order_id = $1 AND state = 'needs_approval' AND enqueued_by <> $2 AND NOT ($2 = ANY(approved_by)) RETURNING %[2]s,
+WHERE order_id = $1 AND state = 'needs_approval' AND NOT ($2 = ANY(approved_by)) RETURNING %[2]s,
     (SELECT o.updated_at = o.created_at FROM %[1]s o WHERE o.order_id = $1) AS fresh),
 h AS (INSERT INTO %[3]s %[4]s SELECT order_id, 'operator', 'needs_approval', state, attempts, '', '',
     'approval ' || cardinality(approved_by) || ' of ' || approvals_needed || CASE WHEN $3 = '' THEN '' ELSE ': ' || $3 END,
     payout_id, '', $2 FROM u)
 SELECT * FROM u`, t, intentCols, h, opHistCols),
+		// The rows an approval checks, locked until its transaction ends,
+		// in orderId order.
+		lockApprovals: fmt.Sprintf(`SELECT order_id, state, enqueued_by, approved_by FROM %s WHERE order_id = ANY($1)
+ORDER BY order_id FOR UPDATE`, t),
 		// An operator's Resolve: a parked intent bound to the payout the
 		// API confirmed, unless another intent holds that payout id; then
 		// followed by the workers like any created payout.

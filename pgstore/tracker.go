@@ -273,7 +273,8 @@ func (t *Tracker) Get(ctx context.Context, orderID string) (*TrackedPayment, err
 // If a new status or another anomaly is recorded meanwhile, it clears
 // nothing and returns an error: look at the payment again.
 func (t *Tracker) ClearAnomaly(ctx context.Context, orderID, actor, note string) (cleared string, err error) {
-	if err := checkActor(actor); err != nil {
+	actor, err = CanonicalActor(actor)
+	if err != nil {
 		return "", err
 	}
 	if r := ids.Text(note, maxErrorText); r != "" || note == "" {
@@ -373,7 +374,7 @@ func (t *Tracker) Moves(ctx context.Context, orderID string) ([]OperatorMove, er
 	var m OperatorMove
 	var action string
 	_, err = pgx.ForEachRow(rows, []any{&m.At, &m.ActorID, &action, &m.Anomaly, &m.Note}, func() error {
-		m.Action = MoveAction(action)
+		m.Action, m.ActorID = MoveAction(action), actorKey(m.ActorID)
 		out = append(out, m)
 		return nil
 	})
