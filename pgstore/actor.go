@@ -3,6 +3,7 @@ package pgstore
 import (
 	"errors"
 	"fmt"
+	"strconv"
 
 	"golang.org/x/text/secure/precis"
 
@@ -65,4 +66,44 @@ func actorKey(recorded string) string {
 		return c
 	}
 	return recorded
+}
+
+// Operator is who makes an operator's move: the actor id the history
+// records, and the login the tool authenticated.
+type Operator struct {
+	// ID is the actor id recorded in the history and counted by four
+	// eyes, in its canonical form (CanonicalActor).
+	ID string
+	// Login is who the tool established is at the keyboard, whatever ID
+	// says: the operating system's user for the CLI, the signed-in user
+	// for the console. "" takes ID for it (a Go caller that trusts its
+	// actor ids). With the database's session_user it makes the
+	// approval's principal: one principal's approvals count once,
+	// whatever IDs it gives (Intent.ApprovedPrincipals). It must pass
+	// CanonicalActor too.
+	Login string
+}
+
+// canonical returns o with ID and Login in canonical form (Login: ID's
+// when empty), or the *cryptopay.ValidationError of the one that fails.
+func (o Operator) canonical() (Operator, error) {
+	id, err := CanonicalActor(o.ID)
+	if err != nil {
+		return o, err
+	}
+	login := id
+	if o.Login != "" {
+		if login, err = CanonicalActor(o.Login); err != nil {
+			return o, &cryptopay.ValidationError{Field: "login", Reason: err.(*cryptopay.ValidationError).Reason}
+		}
+	}
+	return Operator{ID: id, Login: login}, nil
+}
+
+// principal is who an approval by o (canonical) counts for, on a
+// connection whose session_user is role: the login (canonical, so it
+// holds no space) and the role, quoted. Two approvals with one principal
+// count once.
+func (o Operator) principal(role string) string {
+	return o.Login + " as database role " + strconv.Quote(role)
 }

@@ -35,17 +35,24 @@ type BulkResult struct {
 // skipped, not an error. An error (the database) stops it: the result
 // says what the committed batches did.
 func (q *Queue) ApproveMany(ctx context.Context, orderIDs []string, actor, note string) (BulkResult, error) {
-	actor, err := CanonicalActor(actor)
+	return q.approveMany(ctx, orderIDs, Operator{ID: actor}, note)
+}
+
+// approveMany is ApproveMany by an operator.
+func (q *Queue) approveMany(ctx context.Context, orderIDs []string, by Operator, note string) (BulkResult, error) {
+	who, err := by.canonical()
 	if err != nil {
 		return BulkResult{}, err
 	}
+	role := ""
 	return q.bulk(ctx, orderIDs, StateNeedsApproval, func(id string) (string, []any) {
-		return q.sql.approve, []any{id, actor, scrubText(note), q.cfg.Approvals}
+		return q.sql.approve, []any{id, who.ID, scrubText(note), q.cfg.Approvals, who.principal(role)}
 	}, func(tx pgx.Tx, part []string) (map[string]bool, error) {
 		locked, err := q.lockApprovals(ctx, tx, part)
 		counts := make(map[string]bool, len(locked))
 		for _, r := range locked {
-			counts[r.orderID] = r.whyNot(actor) == nil
+			role = r.role
+			counts[r.orderID] = r.whyNot(who) == nil
 		}
 		return counts, err
 	})
@@ -56,12 +63,17 @@ func (q *Queue) ApproveMany(ctx context.Context, orderIDs []string, actor, note 
 // Retry's, for each: only intents checked with the processor, or a payout
 // that exists is paid twice. An intent no longer parked is skipped.
 func (q *Queue) RetryMany(ctx context.Context, orderIDs []string, actor, note string) (BulkResult, error) {
-	actor, err := CanonicalActor(actor)
+	return q.retryMany(ctx, orderIDs, Operator{ID: actor}, note)
+}
+
+// retryMany is RetryMany by an operator.
+func (q *Queue) retryMany(ctx context.Context, orderIDs []string, by Operator, note string) (BulkResult, error) {
+	who, err := by.canonical()
 	if err != nil {
 		return BulkResult{}, err
 	}
 	return q.bulk(ctx, orderIDs, StateParked, func(id string) (string, []any) {
-		return q.sql.operate, []any{id, string(StateParked), string(StateQueued), scrubText(note), false, actor}
+		return q.sql.operate, []any{id, string(StateParked), string(StateQueued), scrubText(note), false, who.ID}
 	}, nil)
 }
 
