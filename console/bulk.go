@@ -14,24 +14,9 @@ import (
 	"github.com/cryptopay/cryptopay-go/pgstore"
 )
 
-// bulkAction is a move of everything a filter matches.
-type bulkAction struct {
-	Name, Verb string
-	Role       Role
-	State      pgstore.IntentState // the state it moves from: the filter's state
-	Warn       string
-}
-
-var bulkActions = map[string]bulkAction{
-	"approve": {Name: "approve", Verb: "Approve", Role: RoleApprover, State: pgstore.StateNeedsApproval,
-		Warn: "Your approval is recorded on each; each is sent once the required number of different people have approved it."},
-	"retry": {Name: "retry", Verb: "Retry", Role: RoleOperator, State: pgstore.StateParked,
-		Warn: "Only intents you checked with the processor: retrying a payout that exists pays it twice."},
-}
-
 // bulkPage is the bulk confirmation page's data, and its result's.
 type bulkPage struct {
-	Action  bulkAction
+	Action  pgstore.Move
 	Filter  payoutFilter
 	Hidden  url.Values // the filter, carried by the form
 	Count   int
@@ -49,12 +34,12 @@ type total struct {
 // matching reads the bulk action's filter from v and returns the
 // orderIds of every intent it matches (at most BulkMax+1) and their
 // totals per currency.
-func (c *console) matching(r *http.Request, v url.Values) (bulkAction, payoutFilter, []string, []total, error) {
-	act, ok := bulkActions[v.Get("action")]
-	if !ok {
+func (c *console) matching(r *http.Request, v url.Values) (pgstore.Move, payoutFilter, []string, []total, error) {
+	act, ok := pgstore.MoveNamed(pgstore.ObjectPayout, v.Get("action"))
+	if !ok || !act.Bulk {
 		return act, payoutFilter{}, nil, nil, badRequest("Unknown bulk action.")
 	}
-	v.Set("state", string(act.State)) // a bulk move takes only what it can move
+	v.Set("state", string(act.From[0])) // a bulk move takes only what it can move
 	v.Del("after")
 	f, lf, err := parsePayoutFilter(v)
 	if err != nil {
@@ -90,7 +75,7 @@ func (c *console) bulkConfirm(w http.ResponseWriter, r *http.Request) {
 		c.bulkFailed(w, r, err)
 		return
 	}
-	if !c.require(w, r, act.Role) {
+	if !c.require(w, r, Role(act.Role)) {
 		return
 	}
 	p := bulkPage{Action: act, Filter: f, Hidden: f.values(), Count: len(ids), Totals: totals, TooMany: len(ids) > c.cfg.BulkMax}
@@ -117,7 +102,7 @@ func (c *console) bulkAct(w http.ResponseWriter, r *http.Request) {
 		c.bulkFailed(w, r, err)
 		return
 	}
-	if !c.require(w, r, act.Role) {
+	if !c.require(w, r, Role(act.Role)) {
 		return
 	}
 	typed, err := strconv.Atoi(strings.TrimSpace(r.PostFormValue("count")))
@@ -129,13 +114,9 @@ func (c *console) bulkAct(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, http.StatusConflict, fmt.Sprintf("%d intents match now, and the count typed was %q: nothing was done. Look at the list again.", len(ids), r.PostFormValue("count")))
 		return
 	}
-	note, who := strings.TrimSpace(r.PostFormValue("note")), actorOf(r).ID
-	var res pgstore.BulkResult
-	if act.Name == "approve" {
-		res, err = c.cfg.Queue.ApproveMany(r.Context(), ids, who, note)
-	} else {
-		res, err = c.cfg.Queue.RetryMany(r.Context(), ids, who, note)
-	}
+	who := actorOf(r).ID
+	res, err := act.DoMany(r.Context(), c.stores(), ids, pgstore.Operator{ID: who, Login: who},
+		map[string]string{"note": strings.TrimSpace(r.PostFormValue("note"))})
 	if err != nil {
 		c.refused(w, r, err, "moving payouts in bulk")
 		return

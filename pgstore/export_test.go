@@ -44,13 +44,3 @@ func CreateBooksTable(ctx context.Context, pool *pgxpool.Pool, table string) err
 
 // FailureOf sorts err as a worker does.
 func FailureOf(err error) Failure { return failureOf(err) }
-
-// ApproveBy is Approve by an operator with a login.
-func ApproveBy(ctx context.Context, q *Queue, orderID string, by Operator, note string) (*Intent, error) {
-	return q.approve(ctx, orderID, by, note)
-}
-
-// ApproveManyBy is ApproveMany by an operator with a login.
-func ApproveManyBy(ctx context.Context, q *Queue, orderIDs []string, by Operator, note string) (BulkResult, error) {
-	return q.approveMany(ctx, orderIDs, by, note)
-}

@@ -48,13 +48,13 @@ func TestApprovePrincipalCountsOnce(t *testing.T) {
 	r.enqueueBy(t, q, "ops", ps...)
 
 	// One OS user, one role, two --actor values: one approval.
-	in, err := pgstore.ApproveBy(ctx, q, ps[0].OrderID, pgstore.Operator{ID: "alice", Login: "deploy"}, "")
+	in, err := approveBy(ctx, q, ps[0].OrderID, pgstore.Operator{ID: "alice", Login: "deploy"}, "")
 	require.NoError(t, err)
 	assert.Equal(t, []string{`deploy as database role "postgres"`}, in.ApprovedPrincipals)
-	_, err = pgstore.ApproveBy(ctx, q, ps[0].OrderID, pgstore.Operator{ID: "bob", Login: "Deploy"}, "")
+	_, err = approveBy(ctx, q, ps[0].OrderID, pgstore.Operator{ID: "bob", Login: "Deploy"}, "")
 	require.ErrorIs(t, err, pgstore.ErrApprovalNotCounted)
 	assert.Contains(t, err.Error(), `deploy as database role "postgres"`)
-	res, err := pgstore.ApproveManyBy(ctx, q, []string{ps[0].OrderID}, pgstore.Operator{ID: "carol", Login: "deploy"}, "")
+	res, err := approveManyBy(ctx, q, []string{ps[0].OrderID}, pgstore.Operator{ID: "carol", Login: "deploy"}, "")
 	require.NoError(t, err)
 	assert.Equal(t, []string{ps[0].OrderID}, res.Skipped, "in bulk too")
 	in, err = q.Get(ctx, ps[0].OrderID)
@@ -63,15 +63,15 @@ func TestApprovePrincipalCountsOnce(t *testing.T) {
 	assert.Equal(t, []string{"alice"}, in.ApprovedBy)
 
 	// The same login on another database role is another principal.
-	in, err = pgstore.ApproveBy(ctx, other, ps[0].OrderID, pgstore.Operator{ID: "bob", Login: "deploy"}, "")
+	in, err = approveBy(ctx, other, ps[0].OrderID, pgstore.Operator{ID: "bob", Login: "deploy"}, "")
 	require.NoError(t, err)
 	assert.Equal(t, pgstore.StateQueued, in.State)
 	assert.Len(t, in.ApprovedPrincipals, 2)
 
 	// Two logins on one role are two principals.
-	_, err = pgstore.ApproveBy(ctx, q, ps[1].OrderID, pgstore.Operator{ID: "alice", Login: "alice"}, "")
+	_, err = approveBy(ctx, q, ps[1].OrderID, pgstore.Operator{ID: "alice", Login: "alice"}, "")
 	require.NoError(t, err)
-	in, err = pgstore.ApproveBy(ctx, q, ps[1].OrderID, pgstore.Operator{ID: "bob", Login: "bob"}, "")
+	in, err = approveBy(ctx, q, ps[1].OrderID, pgstore.Operator{ID: "bob", Login: "bob"}, "")
 	require.NoError(t, err)
 	assert.Equal(t, pgstore.StateQueued, in.State)
 
@@ -83,8 +83,21 @@ func TestApprovePrincipalCountsOnce(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, pgstore.StateQueued, in.State)
 
-	_, err = pgstore.ApproveBy(ctx, q, ps[0].OrderID, pgstore.Operator{ID: "dave", Login: "two words"}, "")
+	_, err = approveBy(ctx, q, ps[0].OrderID, pgstore.Operator{ID: "dave", Login: "two words"}, "")
 	var ve *cryptopay.ValidationError
 	require.ErrorAs(t, err, &ve)
 	assert.Equal(t, "login", ve.Field)
+}
+
+// approveBy is the approve move by an operator with a login.
+func approveBy(ctx context.Context, q *pgstore.Queue, orderID string, by pgstore.Operator, note string) (*pgstore.Intent, error) {
+	m, _ := pgstore.MoveNamed(pgstore.ObjectPayout, "approve")
+	got, err := m.Do(ctx, pgstore.Stores{Queue: q}, pgstore.MoveInput{OrderID: orderID, By: by, Values: map[string]string{"note": note}})
+	return got.Intent, err
+}
+
+// approveManyBy is the approve move in bulk by an operator with a login.
+func approveManyBy(ctx context.Context, q *pgstore.Queue, ids []string, by pgstore.Operator, note string) (pgstore.BulkResult, error) {
+	m, _ := pgstore.MoveNamed(pgstore.ObjectPayout, "approve")
+	return m.DoMany(ctx, pgstore.Stores{Queue: q}, ids, by, map[string]string{"note": note})
 }

@@ -118,16 +118,14 @@ type moveDef struct {
 // every attempt is a change of state.
 var beforeSend = []IntentState{StateQueued, StateReconciling, StateParked}
 
-// moveDefs lists every transition. A record that keeps the state (a poll,
-// a backoff) is no transition.
-var moveDefs = []moveDef{
+// moveDefs lists every transition: the enqueue's, the operators' (from
+// Moves) and the workers'. A record that keeps the state (a poll, a
+// backoff) is no transition.
+var moveDefs = slices.Concat([]moveDef{
 	{"enqueue", byEnqueue, nil, StateQueued},
 	{"enqueue above the approval threshold", byEnqueue, nil, StateNeedsApproval},
 	{"enqueue stopped by a guardrail", byEnqueue, nil, StateBlocked},
-	{"approve", byOperator, []IntentState{StateNeedsApproval}, StateQueued},
-	{"reject", byOperator, []IntentState{StateNeedsApproval}, StateRejected},
-	{"retry", byOperator, []IntentState{StateParked}, StateQueued},
-	{"resolve: the payout was found", byOperator, []IntentState{StateParked}, StateCreated},
+}, operatorMoveDefs(), []moveDef{
 	{"hold for approval", byWorker, beforeSend, StateNeedsApproval},
 	{"block", byWorker, beforeSend, StateBlocked},
 	{"hold by velocity", byWorker, beforeSend[1:], StateQueued},
@@ -144,7 +142,7 @@ var moveDefs = []moveDef{
 	{"undecided, held or at MaxAttempts", byWorker, []IntentState{StateReconciling}, StateParked},
 	{"followed to the end", byWorker, []IntentState{StateCreated}, StatePaid},
 	{"followed to the end", byWorker, []IntentState{StateCreated}, StateFailed},
-}
+})
 
 func stateOf(s IntentState) (stateDef, bool) {
 	for _, d := range stateDefs {

@@ -27,7 +27,7 @@ Commands:
   payout find           look a payout up by --order-id: exists, not_created or still_unknown
   payout export         write every payout to stdout (--format csv|jsonl)
   payout queue          list the payout queue's intents (--state parked,...); also
-                        'payout queue show|approve|reject|retry|resolve ORDER_ID',
+                        'payout queue show|approve|reject|retry|resolve|cancel ORDER_ID',
                         'payout queue health'
   payout batch FILE     enqueue a CSV of payouts in the payout queue (--dry-run first)
   balances              show the balances
@@ -59,8 +59,9 @@ Exit codes:
   0    success (payout find: the payout exists)
   1    negative answer: books found drift, a wait ended on a non-success status, payout find says
        not_created, a receiver refused a webhook, a queued intent is not in the
-       state approve/reject/retry needs, payout batch's file conflicts with the queue,
-       a health summary shows work overdue, failing or waiting for a person
+       state the move needs or the approval does not count, payout batch's file
+       conflicts with the queue, a health summary shows work overdue, failing or
+       waiting for a person
   2    no answer yet: a wait timed out, payout find says still_unknown, books found no
        drift but something undecided or could not finish
   3    the request failed (API error, network, unreadable answer, database error,

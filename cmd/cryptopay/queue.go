@@ -1,11 +1,7 @@
 package main
 
 import (
-	"context"
-	"errors"
-	"flag"
 	"fmt"
-	"os/user"
 	"strconv"
 	"strings"
 
@@ -124,14 +120,13 @@ var stateAdvice = map[pgstore.IntentState]string{
 }
 
 func (a *app) payoutQueue(args []string) error {
-	subs := map[string]func([]string) error{
-		"list": a.queueList, "show": a.queueShow,
-		"approve": a.queueApprove, "reject": a.queueReject, "retry": a.queueRetry,
-		"resolve": a.queueResolve, "health": a.queueHealth,
-	}
+	subs := map[string]func([]string) error{"list": a.queueList, "show": a.queueShow, "health": a.queueHealth}
 	if len(args) > 0 {
 		if run, ok := subs[args[0]]; ok {
 			return run(args[1:])
+		}
+		if m, ok := pgstore.MoveNamed(pgstore.ObjectPayout, args[0]); ok {
+			return a.runMove(m, args[1:])
 		}
 	}
 	return a.queueList(args) // "payout queue --state parked" lists
@@ -256,136 +251,6 @@ func approvalsText(in *pgstore.Intent) string {
 		s += ": " + strings.Join(in.ApprovedBy, ", ")
 	}
 	return s
-}
-
-func (a *app) queueApprove(args []string) error {
-	return a.queueOperate(command{"payout queue approve", "ORDER_ID", "Approve an intent that waits for approval (needs_approval). Four eyes: it is queued\n" +
-		"and sent (still subject to the workers' other guardrails) once the number of distinct\n" +
-		"people the queue requires have approved it (default 2); --actor's approval counts once,\n" +
-		"and not at all if --actor enqueued it."}, "note", false, args,
-		(*pgstore.Queue).Approve, "")
-}
-
-func (a *app) queueReject(args []string) error {
-	return a.queueOperate(command{"payout queue reject", "ORDER_ID", "Reject an intent that waits for approval (needs_approval): final, nothing is\n" +
-		"sent. The CLI has no final callback: the intent is left with its callback due, and the\n" +
-		"application's workers (those with OnFinal) run it once."}, "reason", true, args,
-		(*pgstore.Queue).Reject, "rejected: nothing will be sent")
-}
-
-func (a *app) queueRetry(args []string) error {
-	return a.queueOperate(command{"payout queue retry", "ORDER_ID", "Queue a parked intent for a new attempt. Only after you checked with the processor\n" +
-		"(its dashboard, by order id) that NO payout exists for it: the queue could not tell,\n" +
-		"and retrying a payout that exists pays it twice. --note records who checked and how."}, "note", true, args,
-		(*pgstore.Queue).Retry, "queued for a new attempt")
-}
-
-// queueResolve binds a parked intent to the payout the operator found at
-// the processor (Queue.Resolve): the one queue command that calls the API,
-// to read that payout and check it is the intent's.
-func (a *app) queueResolve(args []string) error {
-	cmd := command{"payout queue resolve", "ORDER_ID", "Record, for a parked intent, the payout you found in the processor's dashboard: its\n" +
-		"payout id is read through the API (--base-url, $CRYPTOPAY_API_KEY), and accepted only if it\n" +
-		"names this order id, amount, currency, network and wallet address and no other intent holds\n" +
-		"it. The intent becomes created; the application's workers follow it to its final status and\n" +
-		"run its callback. Nothing is sent. --note records who checked and how."}
-	fs, db := a.newDBAPIFlagSet(cmd, queueStore)
-	payoutID := fs.String("payout-id", "", "the payout's `id` in the processor's dashboard (required)")
-	note := fs.String("note", "", "what is recorded with the intent: who, and why (required)")
-	actor := a.actorFlag(fs.FlagSet)
-	pos, err := a.parse(fs, args, 1, 1)
-	if err != nil {
-		return err
-	}
-	if *payoutID == "" || strings.TrimSpace(*note) == "" {
-		return usageErr("%s: --payout-id and --note are required", cmd.name)
-	}
-	client, err := a.client()
-	if err != nil {
-		return err
-	}
-	q, pool, err := a.openQueue(db, pgstore.Guardrails{}, client)
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
-	if err := q.Resolve(a.ctx, pos[0], *payoutID, *actor, *note); err != nil {
-		if errors.Is(err, pgstore.ErrIntentState) || errors.Is(err, cryptopay.ErrInvalidParams) {
-			return &exitError{exitNo, err}
-		}
-		return err
-	}
-	a.printLine("%s: created, payout %s: the workers follow it to its end", pos[0], *payoutID)
-	return nil
-}
-
-// queueOperate runs an operator's move (approve, reject, retry) with its
-// note flag, required or not, in the name of --actor. An empty done is
-// an approval's: the line says whether it queued the intent.
-func (a *app) queueOperate(cmd command, noteFlag string, noteRequired bool, args []string,
-	op func(*pgstore.Queue, context.Context, string, string, string) error, done string) error {
-	fs, db := a.newDBFlagSet(cmd, queueStore)
-	actor := a.actorFlag(fs.FlagSet)
-	usage := "what is recorded with the intent: who, and why"
-	if noteRequired {
-		usage += " (required)"
-	}
-	note := fs.String(noteFlag, "", usage)
-	pos, err := a.parse(fs, args, 1, 1)
-	if err != nil {
-		return err
-	}
-	if noteRequired && strings.TrimSpace(*note) == "" {
-		return usageErr("%s: --%s is required", cmd.name, noteFlag)
-	}
-	q, pool, err := a.openQueueReader(db)
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
-	if err := op(q, a.ctx, pos[0], *actor, *note); err != nil {
-		return operateExit(err)
-	}
-	if done == "" {
-		done, err = approvalLine(a.ctx, q, pos[0])
-	}
-	a.printLine("%s: %s", pos[0], done)
-	return err
-}
-
-// operateExit maps an operator's refused move to its exit code.
-func operateExit(err error) error {
-	var ve *cryptopay.ValidationError
-	switch {
-	case errors.As(err, &ve):
-		return &exitError{exitUsage, err}
-	case errors.Is(err, pgstore.ErrIntentState), errors.Is(err, pgstore.ErrApprovalNotCounted):
-		return &exitError{exitNo, err}
-	}
-	return err
-}
-
-// approvalLine says what an approval did: queued the intent, or recorded
-// one approval of the number it needs.
-func approvalLine(ctx context.Context, q *pgstore.Queue, orderID string) (string, error) {
-	in, err := q.Get(ctx, orderID)
-	if err != nil {
-		return "approved", err
-	}
-	if in.State != pgstore.StateNeedsApproval {
-		return "approved: queued to be sent", nil
-	}
-	return fmt.Sprintf("approval %d of %d recorded: it waits for another person's approval", len(in.ApprovedBy), in.ApprovalsNeeded), nil
-}
-
-// actorFlag registers --actor: who makes the move, recorded in the
-// intent's history (default: the operating system's user).
-func (a *app) actorFlag(fs *flag.FlagSet) *string {
-	def := a.getenv("USER")
-	if u, err := user.Current(); err == nil && u.Username != "" {
-		def = u.Username
-	}
-	return fs.String("actor", def, "`who` makes the move, recorded in the history (four eyes: two approvals need two actors)")
 }
 
 // queueHealth prints the queue's health summary (Queue.Health).

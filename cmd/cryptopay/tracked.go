@@ -7,7 +7,6 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	cryptopay "github.com/cryptopay/cryptopay-go"
 	"github.com/cryptopay/cryptopay-go/pgstore"
 )
 
@@ -80,8 +79,10 @@ func (a *app) paymentTracked(args []string) error {
 	if len(args) > 0 && args[0] == "show" {
 		return a.trackedShow(args[1:])
 	}
-	if len(args) > 0 && args[0] == "clear-anomaly" {
-		return a.trackedClear(args[1:])
+	if len(args) > 0 {
+		if m, ok := pgstore.MoveNamed(pgstore.ObjectPayment, args[0]); ok {
+			return a.runMove(m, args[1:])
+		}
 	}
 	if len(args) > 0 && args[0] == "health" {
 		return a.trackedHealth(args[1:])
@@ -212,44 +213,6 @@ func paidText(o trackedOut) string {
 		return "not read yet (asks " + asked + ")"
 	}
 	return "not read yet"
-}
-
-// trackedClear clears a tracked payment's anomaly with the operator's
-// required note (pgstore.Tracker.ClearAnomaly): nothing is recorded or
-// credited; the payment is only no longer flagged for the anomaly.
-func (a *app) trackedClear(args []string) error {
-	fs, db := a.newDBFlagSet(command{"payment tracked clear-anomaly", "ORDER_ID", "Clear a tracked payment's anomaly once a person has looked into it (compare with\n" +
-		"the processor's dashboard): it only stops flagging it; no status is recorded and\n" +
-		"nothing is credited. A webhook for another payment of the order means the customer\n" +
-		"may have paid that one: settle it before clearing. --note records who looked and what they found."}, trackerStore)
-	note := fs.String("note", "", "what is recorded with the payment: who looked, and what they found (required)")
-	actor := a.actorFlag(fs.FlagSet)
-	pos, err := a.parse(fs, args, 1, 1)
-	if err != nil {
-		return err
-	}
-	if strings.TrimSpace(*note) == "" {
-		return usageErr("payment tracked clear-anomaly: --note is required")
-	}
-	tr, pool, err := a.openTracker(db)
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
-	cleared, err := tr.ClearAnomaly(a.ctx, pos[0], *actor, *note)
-	var ve *cryptopay.ValidationError
-	if errors.As(err, &ve) {
-		return &exitError{exitUsage, err}
-	}
-	if err != nil {
-		return err
-	}
-	if cleared == "" {
-		a.printLine("%s: no anomaly to clear", pos[0])
-		return quietExit(exitNo)
-	}
-	a.printLine("%s: anomaly cleared: %s", pos[0], cleared)
-	return nil
 }
 
 // trackedHealth prints the tracker's health summary (Tracker.Health).
