@@ -100,7 +100,11 @@ func (c *console) paymentDetail(w http.ResponseWriter, r *http.Request) {
 }
 
 func (c *console) paymentConfirm(w http.ResponseWriter, r *http.Request) {
-	m, ok := c.move(w, r, pgstore.ObjectPayment, cmpOr(r.URL.Query().Get("action"), "clear-anomaly"))
+	name := r.URL.Query().Get("action")
+	if name == "" { // the one payment move, linked before moves had names
+		name = "clear-anomaly"
+	}
+	m, ok := c.move(w, r, pgstore.ObjectPayment, name)
 	if !ok {
 		return
 	}

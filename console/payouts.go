@@ -188,8 +188,3 @@ func (c *console) doMove(w http.ResponseWriter, r *http.Request, m pgstore.Move,
 	}
 	return true
 }
-
-// stores are what the console's moves act on.
-func (c *console) stores() pgstore.Stores {
-	return pgstore.Stores{Queue: c.cfg.Queue, Tracker: c.cfg.Tracker}
-}

@@ -2,7 +2,6 @@ package pgstore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -116,17 +115,6 @@ type Move struct {
 	many func(ctx context.Context, q *Queue, ids []string, by Operator, note string) (BulkResult, error)
 }
 
-// Errors of the moves.
-var (
-	// ErrUnknownMove: no move has this name, or it needs a store the
-	// caller has not got.
-	ErrUnknownMove = errors.New("pgstore: no such operator's move")
-	// ErrChanged: what the person confirmed is no longer what the record
-	// says (an anomaly replaced or merged, a set of intents changed).
-	// Nothing changed: show it again.
-	ErrChanged = errors.New("pgstore: the record changed since it was shown")
-)
-
 // note and reason: the two texts a move records.
 var (
 	noteField = MoveField{Name: "note", Label: "Note", Usage: "what is recorded with the move: who, and why", Text: true}
@@ -180,16 +168,17 @@ var moves = []Move{
 		}},
 }
 
-// operatorMoveDefs are the state machine's transitions the payout moves
-// make.
-func operatorMoveDefs() []moveDef {
-	var out []moveDef
+// init puts the payout moves' transitions into the state machine
+// (moveDefs), so the machine, its diagram and the operators' guard
+// (canMove) know each move from its one entry here.
+func init() {
+	var ops []moveDef
 	for _, m := range moves {
 		if m.On == ObjectPayout {
-			out = append(out, moveDef{m.Name, byOperator, m.From, m.To})
+			ops = append(ops, moveDef{m.Name, byOperator, m.From, m.To})
 		}
 	}
-	return out
+	moveDefs = slices.Insert(moveDefs, operatorMovesAt, ops...)
 }
 
 // Moves returns every operator's move, in the order a page offers them.

@@ -5,30 +5,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/cryptopay/cryptopay-go"
 	"github.com/cryptopay/cryptopay-go/pgstore"
 )
-
-// openQueue opens the payout queue (with no API client unless one is
-// given: only resolve calls the API) and returns its pool, for the caller
-// to close.
-func (a *app) openQueue(f *dbFlags, g pgstore.Guardrails, client ...*cryptopay.Client) (*pgstore.Queue, *pgxpool.Pool, error) {
-	return openStore(a, f, func(pool *pgxpool.Pool, table string) (*pgstore.Queue, error) {
-		qcfg := pgstore.QueueConfig{Pool: pool, Table: table, Guardrails: g}
-		if len(client) > 0 {
-			qcfg.Client = client[0]
-		}
-		return pgstore.NewQueue(a.ctx, qcfg)
-	})
-}
-
-// openQueueReader opens the payout queue to read it or make an operator's
-// move: no guardrails, no API client.
-func (a *app) openQueueReader(f *dbFlags) (*pgstore.Queue, *pgxpool.Pool, error) {
-	return a.openQueue(f, pgstore.Guardrails{})
-}
 
 // intentOut is an intent as the CLI writes it: amounts as exact decimal
 // strings, times in RFC 3339, the create parameters under their wire names.

@@ -5,18 +5,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/cryptopay/cryptopay-go/pgstore"
 )
-
-// openTracker opens the payment tracker (with no API client: no tracker
-// command calls the API) and returns its pool, for the caller to close.
-func (a *app) openTracker(f *dbFlags) (*pgstore.Tracker, *pgxpool.Pool, error) {
-	return openStore(a, f, func(pool *pgxpool.Pool, table string) (*pgstore.Tracker, error) {
-		return pgstore.NewTracker(a.ctx, pgstore.TrackerConfig{Pool: pool, Table: table})
-	})
-}
 
 // trackedOut is a tracked payment as the CLI writes it: amounts as exact
 // decimal strings, times in RFC 3339.
