@@ -31,7 +31,7 @@ type bulkPage struct {
 	Changed bool
 	// NoteRequired: the move needs a note (a retry: who checked, and how).
 	NoteRequired bool
-	Result  *pgstore.BulkResult
+	Result       *pgstore.BulkResult
 }
 
 // total is one currency's sum of the matched amounts.
