@@ -93,8 +93,9 @@ func (o Operator) canonical() (Operator, error) {
 	}
 	login := id
 	if o.Login != "" {
-		if login, err = CanonicalActor(o.Login); err != nil {
-			return o, &cryptopay.ValidationError{Field: "login", Reason: err.(*cryptopay.ValidationError).Reason}
+		var ve *cryptopay.ValidationError
+		if login, err = CanonicalActor(o.Login); errors.As(err, &ve) {
+			return o, &cryptopay.ValidationError{Field: "login", Reason: ve.Reason}
 		}
 	}
 	return Operator{ID: id, Login: login}, nil

@@ -181,17 +181,30 @@ func init() {
 	moveDefs = slices.Insert(moveDefs, operatorMovesAt, ops...)
 }
 
-// Moves returns every operator's move, in the order a page offers them.
-func Moves() []Move { return slices.Clone(moves) }
+// Moves returns every operator's move, in the order a page offers them
+// (copies: changing one changes no move).
+func Moves() []Move {
+	out := make([]Move, len(moves))
+	for i, m := range moves {
+		out[i] = m.clone()
+	}
+	return out
+}
 
-// MoveNamed returns the move named name on what (ObjectPayout, ObjectPayment),
-// or false.
+// MoveNamed returns the move named name on what (ObjectPayout,
+// ObjectPayment), or false.
 func MoveNamed(on, name string) (Move, bool) {
 	i := slices.IndexFunc(moves, func(m Move) bool { return m.On == on && m.Name == name })
 	if i < 0 {
 		return Move{}, false
 	}
-	return moves[i], true
+	return moves[i].clone(), true
+}
+
+// clone is m with its own From and Fields.
+func (m Move) clone() Move {
+	m.From, m.Fields = slices.Clone(m.From), slices.Clone(m.Fields)
+	return m
 }
 
 // AppliesTo reports whether the move applies to an intent in state (a
@@ -199,13 +212,14 @@ func MoveNamed(on, name string) (Move, bool) {
 func (m Move) AppliesTo(state IntentState) bool { return slices.Contains(m.From, state) }
 
 // Do makes the move once, in one transaction, and returns what it
-// changed. Its required fields must be set (else a
+// changed. The move is the table's entry of m's name (Moves). Its required fields must be set (else a
 // *cryptopay.ValidationError naming the field); a store the move needs
 // that s lacks is ErrUnknownMove. The move's own errors are those of its
 // statement: ErrIntentNotFound, ErrIntentState, ErrApprovalNotCounted,
 // ErrNotTracked, ErrChanged, a *cryptopay.ValidationError.
 func (m Move) Do(ctx context.Context, s Stores, in MoveInput) (Moved, error) {
-	if err := m.ready(s); err != nil {
+	m, err := m.ready(s)
+	if err != nil {
 		return Moved{}, err
 	}
 	if err := m.check(in.Values); err != nil {
@@ -222,7 +236,8 @@ func (m Move) Do(ctx context.Context, s Stores, in MoveInput) (Moved, error) {
 // one note, in transactions of BulkBatch: an intent that cannot move
 // (another state now, or an approval that does not count) is skipped.
 func (m Move) DoMany(ctx context.Context, s Stores, ids []string, by Operator, values map[string]string) (BulkResult, error) {
-	if err := m.ready(s); err != nil {
+	m, err := m.ready(s)
+	if err != nil {
 		return BulkResult{}, err
 	}
 	if m.many == nil {
@@ -234,15 +249,17 @@ func (m Move) DoMany(ctx context.Context, s Stores, ids []string, by Operator, v
 	return m.many(ctx, s.Queue, ids, by, values["note"])
 }
 
-// ready says whether s has the store m moves.
-func (m Move) ready(s Stores) error {
+// ready returns the table's entry of m (a Move built or changed by the
+// caller moves nothing but what the table says), once s has its store.
+func (m Move) ready(s Stores) (Move, error) {
+	i := slices.IndexFunc(moves, func(t Move) bool { return t.On == m.On && t.Name == m.Name })
 	switch {
-	case m.Name == "":
-		return fmt.Errorf("%w: the zero Move", ErrUnknownMove)
+	case i < 0:
+		return m, fmt.Errorf("%w: %q on %q", ErrUnknownMove, m.Name, m.On)
 	case m.On == ObjectPayout && s.Queue == nil, m.On == ObjectPayment && s.Tracker == nil:
-		return fmt.Errorf("%w: %s needs the %s store", ErrUnknownMove, m.Name, m.On)
+		return m, fmt.Errorf("%w: %s needs the %s store", ErrUnknownMove, m.Name, m.On)
 	}
-	return nil
+	return moves[i], nil
 }
 
 // check refuses values without a required field.

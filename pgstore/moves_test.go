@@ -39,9 +39,14 @@ func TestMovesTable(t *testing.T) {
 	assert.True(t, names["payment clear-anomaly"])
 	_, err := pgstore.Move{}.Do(context.Background(), pgstore.Stores{}, pgstore.MoveInput{})
 	assert.ErrorIs(t, err, pgstore.ErrUnknownMove)
+	_, err = pgstore.Move{Name: "wipe", On: pgstore.ObjectPayout}.Do(context.Background(), pgstore.Stores{}, pgstore.MoveInput{})
+	assert.ErrorIs(t, err, pgstore.ErrUnknownMove, "a move not in the table")
 	m, _ := pgstore.MoveNamed(pgstore.ObjectPayout, "cancel")
 	_, err = m.Do(context.Background(), pgstore.Stores{}, pgstore.MoveInput{})
 	assert.ErrorIs(t, err, pgstore.ErrUnknownMove, "no queue")
+	m.From[0] = pgstore.StateSending
+	again, _ := pgstore.MoveNamed(pgstore.ObjectPayout, "cancel")
+	assert.Equal(t, []pgstore.IntentState{pgstore.StateQueued}, again.From, "a copy: the table cannot be changed through it")
 }
 
 // A move returns what it changed; cancel moves a queued payout to
