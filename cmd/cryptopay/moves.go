@@ -21,27 +21,43 @@ import (
 
 // moveCommand is the command of m: its name, argument and help.
 func moveCommand(m pgstore.Move) command {
-	name, what := "payout queue "+m.Name, "an intent"
+	name, help := "payout queue "+m.Name, m.Verb+" a payout intent"
 	if m.On == pgstore.ObjectPayment {
-		name, what = "payment tracked "+m.Name, "a tracked payment with an anomaly"
+		name, help = "payment tracked "+m.Name, m.Verb+" of a tracked payment"
 	}
-	help := m.Verb + " " + what
 	if len(m.From) > 0 {
-		help += " in " + strings.Join(names(m.From), " or ")
+		help += " in " + strings.Join(names(m.From), " or ") + " (it moves to " + string(m.To) + ")"
 	}
-	if m.To != "" {
-		help += " (to " + string(m.To) + ")"
-	}
-	help += ". " + m.Confirm + "\n--actor is recorded in the history; four eyes counts the operating system's user\n" +
+	help += ". " + m.Confirm + " --actor is recorded in the history; four eyes counts the operating system's user " +
 		"and the database role too, whatever --actor says."
 	if m.To.IsFinal() {
-		help += "\nThe CLI has no final callback: the intent is left with its callback due, and the\n" +
+		help += " The CLI has no final callback: the intent is left with its callback due, and the " +
 			"application's workers (those with OnFinal) run it once."
 	}
 	if m.NeedsAPI {
-		help += "\nThe payout is read through the API (--base-url, $CRYPTOPAY_API_KEY). Nothing is sent."
+		help += " The payout is read through the API (--base-url, $CRYPTOPAY_API_KEY). Nothing is sent."
 	}
-	return command{name, "ORDER_ID", help}
+	return command{name, "ORDER_ID", wrapText(help, 90)}
+}
+
+// wrapText breaks s into lines of at most width bytes, between words.
+func wrapText(s string, width int) string {
+	var b strings.Builder
+	line := 0
+	for i, w := range strings.Fields(s) {
+		switch {
+		case i == 0:
+		case line+1+len(w) > width:
+			b.WriteByte('\n')
+			line = 0
+		default:
+			b.WriteByte(' ')
+			line++
+		}
+		b.WriteString(w)
+		line += len(w)
+	}
+	return b.String()
 }
 
 // runMove runs the move m on the record its argument names, in the name

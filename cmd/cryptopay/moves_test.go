@@ -40,3 +40,18 @@ func TestEveryMoveIsACommand(t *testing.T) {
 		})
 	}
 }
+
+func TestWrapText(t *testing.T) {
+	for _, c := range []struct {
+		in    string
+		width int
+		want  string
+	}{
+		{"", 10, ""},
+		{"one two three", 7, "one two\nthree"},
+		{"  spaced\n words ", 80, "spaced words"},
+		{"averyveryverylongword x", 5, "averyveryverylongword\nx"},
+	} {
+		assert.Equal(t, c.want, wrapText(c.in, c.width), c.in)
+	}
+}
