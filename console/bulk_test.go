@@ -155,6 +155,8 @@ func TestBulkSetChanged(t *testing.T) {
 	code, page = r.do(t, "POST", "/payouts/bulk", alice, form)
 	require.Equal(t, http.StatusOK, code, page)
 	assert.Contains(t, page, "1 done")
+	_, page = r.do(t, "GET", "/payout?id="+big.OrderID, viewer, nil)
+	assert.Contains(t, page, `<dd id="principals">alice as database role &#34;postgres&#34;</dd>`, "the approval's principal: the signed-in user on the console's role")
 
 	// Retry: the page listed one parked intent; another is parked (the
 	// server acted) before the POST.

@@ -11,32 +11,35 @@ import (
 // intentOut is an intent as the CLI writes it: amounts as exact decimal
 // strings, times in RFC 3339, the create parameters under their wire names.
 type intentOut struct {
-	OrderID          string   `json:"orderId"`
-	State            string   `json:"state"`
-	Attempts         int      `json:"attempts"`
-	AttemptedAt      string   `json:"attemptedAt,omitempty"`
-	Verdict          string   `json:"verdict,omitempty"`
-	LastError        string   `json:"lastError,omitempty"`
-	PayoutID         string   `json:"payoutId,omitempty"`
-	PayoutStatus     string   `json:"payoutStatus,omitempty"`
-	Note             string   `json:"note,omitempty"`
-	Hold             string   `json:"hold,omitempty"`
-	CallbackDue      bool     `json:"callbackDue,omitempty"`
-	EnqueuedBy       string   `json:"enqueuedBy,omitempty"`
-	ApprovedBy       []string `json:"approvedBy,omitempty"`
-	ApprovalsNeeded  int      `json:"approvalsNeeded,omitempty"`
-	NextAt           string   `json:"nextAt,omitempty"`
-	CreatedAt        string   `json:"createdAt"`
-	UpdatedAt        string   `json:"updatedAt"`
-	Amount           string   `json:"amount"`
-	Currency         string   `json:"currency"`
-	Network          string   `json:"network"`
-	WalletAddress    string   `json:"walletAddress"`
-	NetworkFeeByUser bool     `json:"networkFeeByUser"`
-	CustomerID       string   `json:"customerId"`
-	CustomerIP       string   `json:"customerIp"`
-	AdditionalData   string   `json:"additionalData,omitempty"`
-	WebhookURL       string   `json:"webhookUrl,omitempty"`
+	OrderID      string   `json:"orderId"`
+	State        string   `json:"state"`
+	Attempts     int      `json:"attempts"`
+	AttemptedAt  string   `json:"attemptedAt,omitempty"`
+	Verdict      string   `json:"verdict,omitempty"`
+	LastError    string   `json:"lastError,omitempty"`
+	PayoutID     string   `json:"payoutId,omitempty"`
+	PayoutStatus string   `json:"payoutStatus,omitempty"`
+	Note         string   `json:"note,omitempty"`
+	Hold         string   `json:"hold,omitempty"`
+	CallbackDue  bool     `json:"callbackDue,omitempty"`
+	EnqueuedBy   string   `json:"enqueuedBy,omitempty"`
+	ApprovedBy   []string `json:"approvedBy,omitempty"`
+	// ApprovedPrincipals are who approved it as the database and the tool
+	// established (login and database role), one per approval.
+	ApprovedPrincipals []string `json:"approvedPrincipals,omitempty"`
+	ApprovalsNeeded    int      `json:"approvalsNeeded,omitempty"`
+	NextAt             string   `json:"nextAt,omitempty"`
+	CreatedAt          string   `json:"createdAt"`
+	UpdatedAt          string   `json:"updatedAt"`
+	Amount             string   `json:"amount"`
+	Currency           string   `json:"currency"`
+	Network            string   `json:"network"`
+	WalletAddress      string   `json:"walletAddress"`
+	NetworkFeeByUser   bool     `json:"networkFeeByUser"`
+	CustomerID         string   `json:"customerId"`
+	CustomerIP         string   `json:"customerIp"`
+	AdditionalData     string   `json:"additionalData,omitempty"`
+	WebhookURL         string   `json:"webhookUrl,omitempty"`
 	// LastFailure is the latest failed read, send or OnFinal.
 	LastFailure *failureOut `json:"lastFailure,omitempty"`
 }
@@ -47,7 +50,7 @@ func newIntentOut(in *pgstore.Intent) intentOut {
 		OrderID: p.OrderID, State: string(in.State), Attempts: in.Attempts, AttemptedAt: when(in.AttemptedAt),
 		Verdict: in.Verdict, LastError: in.LastError, PayoutID: in.PayoutID, PayoutStatus: string(in.PayoutStatus),
 		Note: in.Note, Hold: in.Hold, CallbackDue: in.CallbackDue, CreatedAt: when(in.CreatedAt), UpdatedAt: when(in.UpdatedAt),
-		EnqueuedBy: in.EnqueuedBy, ApprovedBy: in.ApprovedBy, ApprovalsNeeded: in.ApprovalsNeeded,
+		EnqueuedBy: in.EnqueuedBy, ApprovedBy: in.ApprovedBy, ApprovedPrincipals: in.ApprovedPrincipals, ApprovalsNeeded: in.ApprovalsNeeded,
 		Amount: money(p.Amount), Currency: p.Currency, Network: p.Network, WalletAddress: p.WalletAddress,
 		NetworkFeeByUser: p.NetworkFeeByUser, CustomerID: p.CustomerID, CustomerIP: p.CustomerIP,
 		AdditionalData: p.AdditionalData, WebhookURL: p.WebhookURL, LastFailure: newFailureOut(in.LastFailure),

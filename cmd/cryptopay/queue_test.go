@@ -342,6 +342,11 @@ func TestPayoutQueueFourEyesOneOSUser(t *testing.T) {
 	assert.Equal(t, pgstore.StateNeedsApproval, in.State, "one approval")
 	assert.Equal(t, []string{"alice"}, in.ApprovedBy)
 	assert.Len(t, in.ApprovedPrincipals, 1)
+	var shown intentDetail
+	r = qf.run("payout", "queue", "show", "q-9")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &shown))
+	assert.Equal(t, []string{osLogin() + ` as database role "postgres"`}, shown.ApprovedPrincipals, "show names the principal")
 
 	qf.login = "someone-else"
 	r = qf.run("payout", "queue", "approve", "q-9", "--actor", "bob")
