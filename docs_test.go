@@ -104,7 +104,7 @@ var companionUses = []struct{ name, module string }{
 	{"pgstore", "pgstore"}, {"pgx", "pgstore"}, {"pgxpool", "pgstore"},
 	{"redisstore", "redisstore"}, {"redis", "redisstore"},
 	{"otelcryptopay", "otelcryptopay"},
-	{"console", "console"},
+	{"console", "console"}, {"claim", "pgstore"},
 }
 
 // snippetImports are the packages a root snippet may name without importing

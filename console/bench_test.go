@@ -49,10 +49,13 @@ func BenchmarkListPages(b *testing.B) {
 		"/payouts?state=needs_approval&after=wd-0090000",
 		"/payouts?currency=usdt&network=tron&held=1",
 		"/payouts?q=TW77777",
+		"/payouts?currency=zzz",                                                    // a currency no intent has
+		"/payouts?since=" + time.Now().UTC().AddDate(0, 0, 1).Format("2006-01-02"), // enqueued from tomorrow: none
 		"/payout?id=wd-0077700",
 		"/payments",
 		"/payments?needs_action=1",
 		"/payments?state=open&after=ord-0050000",
+		"/payments?anomaly=1",
 	} {
 		b.Run(path, func(b *testing.B) {
 			var took []time.Duration

@@ -80,13 +80,21 @@ func (c *console) matching(r *http.Request, v url.Values) (pgstore.Move, payoutF
 	return act, f, set, totals, nil
 }
 
+// mayBulk answers 403, before any work, unless the request's actor has
+// the role of the bulk action v names (an unknown action is matching's to
+// refuse); it reports whether the caller may go on.
+func (c *console) mayBulk(w http.ResponseWriter, r *http.Request, v url.Values) bool {
+	act, ok := pgstore.MoveNamed(pgstore.ObjectPayout, v.Get("action"))
+	return !ok || !act.Bulk || c.require(w, r, Role(act.Role))
+}
+
 func (c *console) bulkConfirm(w http.ResponseWriter, r *http.Request) {
+	if !c.mayBulk(w, r, r.URL.Query()) {
+		return
+	}
 	act, f, set, totals, err := c.matching(r, r.URL.Query())
 	if err != nil {
 		c.bulkFailed(w, r, err)
-		return
-	}
-	if !c.require(w, r, Role(act.Role)) {
 		return
 	}
 	c.render(w, r, http.StatusOK, "bulk", c.newView(r, act.Verb+" in bulk", c.confirmSet(act, f, set, totals)))
@@ -133,12 +141,12 @@ func (c *console) bulkAct(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, http.StatusBadRequest, "The form could not be read: nothing was done.")
 		return
 	}
+	if !c.mayBulk(w, r, r.PostForm) {
+		return
+	}
 	act, f, set, totals, err := c.matching(r, r.PostForm)
 	if err != nil {
 		c.bulkFailed(w, r, err)
-		return
-	}
-	if !c.require(w, r, Role(act.Role)) {
 		return
 	}
 	typed, err := strconv.Atoi(strings.TrimSpace(r.PostFormValue("count")))

@@ -2,9 +2,11 @@ package console
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"slices"
+	"strings"
 
 	"github.com/cryptopay/cryptopay-go/pgstore"
 )
@@ -46,6 +48,45 @@ func (a Actor) Can(r Role) bool { return slices.Contains(a.Roles, r) }
 // ErrInvalidConfig is New's error for a Config it cannot work with.
 var ErrInvalidConfig = errors.New("console: invalid config")
 
+// PrefixError is New's error for a Config.Prefix the console would not
+// write into a link: one a browser could read as another host, or not a
+// plain absolute path. It matches ErrInvalidConfig.
+type PrefixError struct {
+	Prefix string // as given (quoted in Error)
+	Reason string
+}
+
+func (e *PrefixError) Error() string {
+	return fmt.Sprintf("console: invalid config: Prefix %q %s", e.Prefix, e.Reason)
+}
+
+// Unwrap makes a PrefixError match ErrInvalidConfig.
+func (e *PrefixError) Unwrap() error { return ErrInvalidConfig }
+
+// prefixProblem says why p cannot start the console's links ("" if it
+// can): "" or "/name[/name...]" of URL path characters, no empty, "." or
+// ".." segment (so never "//"), no backslash (which browsers read as "/"),
+// no control character, space, "?", "#" or "%" escape.
+func prefixProblem(p string) string {
+	if p == "" {
+		return ""
+	}
+	if p[0] != '/' {
+		return "does not start with /"
+	}
+	for _, seg := range strings.Split(p[1:], "/") {
+		if seg == "" || seg == "." || seg == ".." {
+			return "has an empty, \".\" or \"..\" segment (a link could leave the console or name another host)"
+		}
+		if i := strings.IndexFunc(seg, func(r rune) bool {
+			return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-._~!$&'()*+,;=:@", r))
+		}); i >= 0 {
+			return "holds a character that is not a plain path character (a backslash is read as / by browsers)"
+		}
+	}
+	return ""
+}
+
 // Defaults of Config.
 const (
 	// DefaultPageSize is how many rows a list page shows.
@@ -77,6 +118,14 @@ type Config struct {
 	// BulkMax caps how many intents one bulk action moves (default
 	// DefaultBulkMax); a filter that matches more is refused.
 	BulkMax int
+	// Prefix is the path the console is mounted under, as given to
+	// http.StripPrefix ("/ops"); every link and redirect starts with it.
+	// Empty: read from each request (what StripPrefix removed). Either
+	// way a prefix a browser could read as another host ("//evil.example",
+	// "/\\evil.example") or that is not a plain absolute path is never
+	// written: New refuses it (*PrefixError), and one read from a request
+	// is dropped (links then start at "/").
+	Prefix string
 	// Logger receives one line per error a page could not show (the
 	// database unreachable ...); the page says only that it was logged.
 	// Default: slog.Default().

@@ -19,6 +19,9 @@ func New(cfg Config) (http.Handler, error) {
 	case cfg.PageSize < 0 || cfg.PageSize > 500 || cfg.BulkMax < 0:
 		return nil, fmt.Errorf("%w: PageSize must be 0 to 500, BulkMax not negative", ErrInvalidConfig)
 	}
+	if why := prefixProblem(cfg.Prefix); why != "" {
+		return nil, &PrefixError{Prefix: cfg.Prefix, Reason: why}
+	}
 	cfg.PageSize = cmpOr(cfg.PageSize, DefaultPageSize)
 	cfg.BulkMax = cmpOr(cfg.BulkMax, DefaultBulkMax)
 	c := &console{cfg: cfg, log: cmpOr(cfg.Logger, slog.Default())}
@@ -35,7 +38,7 @@ func New(cfg Config) (http.Handler, error) {
 	csrf.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, http.StatusForbidden, "This request came from another site (a cross-origin POST): nothing was done.")
 	}))
-	return headers(csrf.Handler(c.authorize(mux))), nil
+	return headers(c.mounted(csrf.Handler(c.authorize(mux)))), nil
 }
 
 func cmpOr[T comparable](a, b T) T {
@@ -61,6 +64,21 @@ func headers(next http.Handler) http.Handler {
 		h.Set("Referrer-Policy", "same-origin")
 		h.Set("Cache-Control", "no-store")
 		next.ServeHTTP(w, r)
+	})
+}
+
+// mounted records the mount prefix every link of the request starts
+// with: Config.Prefix, or what StripPrefix removed, if it is safe to
+// write (prefixProblem), else "".
+func (c *console) mounted(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := c.cfg.Prefix
+		if p == "" {
+			if p = requestPrefix(r); prefixProblem(p) != "" {
+				p = ""
+			}
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), prefixKey{}, p)))
 	})
 }
 

@@ -27,7 +27,8 @@ func ExampleNew() {
 		panic(err)
 	}
 	ops, err := console.New(console.Config{
-		Queue: q,
+		Queue:  q,
+		Prefix: "/ops", // as given to http.StripPrefix below
 		Authorize: func(r *http.Request) (console.Actor, error) {
 			switch user := r.Header.Get("X-Forwarded-User"); user {
 			case "alice@shop.example", "bob@shop.example":

@@ -26,6 +26,7 @@ var styleSheet []byte
 // server goes through "v".
 var funcs = template.FuncMap{
 	"v":     visible,
+	"lines": visibleLines,
 	"when":  when,
 	"money": func(d decimal.Decimal) string { return d.String() },
 	"join":  func(s []string) string { return visible(strings.Join(s, ", ")) },
@@ -64,6 +65,17 @@ func visible(s string) string {
 		}
 	}
 	return b.String()
+}
+
+// visibleLines is visible of each line of s (an operator's note, whose
+// line breaks pgstore keeps as \n), the breaks kept: the page shows them
+// with white-space: pre-line (class "note").
+func visibleLines(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = visible(l)
+	}
+	return strings.Join(lines, "\n")
 }
 
 // when is a time as the console shows it: UTC, to the second.

@@ -26,17 +26,25 @@ func (c *console) stores() pgstore.Stores {
 	return pgstore.Stores{Queue: c.cfg.Queue, Tracker: c.cfg.Tracker}
 }
 
-// prefix is the path the console is mounted under: what http.StripPrefix
-// removed from the request's path ("" at the root).
+type prefixKey struct{}
+
+// prefix is the path the console is mounted under, as mounted settled it
+// ("" at the root).
 func prefix(r *http.Request) string {
+	p, _ := r.Context().Value(prefixKey{}).(string)
+	return p
+}
+
+// requestPrefix is what http.StripPrefix removed from the request's path:
+// the request URI's path without the path the console sees.
+func requestPrefix(r *http.Request) string {
 	full := r.URL.Path
 	if r.RequestURI != "" {
 		if p, _, _ := strings.Cut(r.RequestURI, "?"); p != "" {
 			full = p
 		}
 	}
-	esc := r.URL.EscapedPath()
-	if p, ok := strings.CutSuffix(full, esc); ok && !strings.HasPrefix(p, "//") { // never a link to another host
+	if p, ok := strings.CutSuffix(full, r.URL.EscapedPath()); ok {
 		return strings.TrimSuffix(p, "/")
 	}
 	return ""

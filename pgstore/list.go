@@ -27,10 +27,18 @@ func stateNames[S ~string](states []S) []string {
 	return out
 }
 
-// listRows runs a List statement and scans every row; an error says what
-// was being listed.
+// listExecMode is how a List statement runs: as a one-off statement,
+// planned with its values every time. Each filter (a currency, a date, an
+// anomaly) is then served by its index; a cached generic plan, made for
+// any value, keeps each "filter unset OR column = filter" whole and walks
+// the table in orderId order, reading every row for a value that matches
+// none (TestQueueListFiltersUseIndexes).
+const listExecMode = pgx.QueryExecModeExec
+
+// listRows runs a List statement (listExecMode) and scans every row; an
+// error says what was being listed.
 func listRows[T any](ctx context.Context, pool *pgxpool.Pool, what, sql string, scan func(pgx.Row, ...any) (*T, error), args ...any) ([]T, error) {
-	rows, err := pool.Query(ctx, sql, args...)
+	rows, err := pool.Query(ctx, sql, append([]any{listExecMode}, args...)...)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: listing %s: %w", what, err)
 	}

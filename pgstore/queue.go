@@ -425,6 +425,11 @@ var queueIndexes = []index{
 	{"_wallet_idx", "(wallet_address)"},
 	{"_payout_idx", "(payout_id) WHERE payout_id <> ''"},
 	{"_held_idx", "(order_id) WHERE hold <> ''"},
+	// The List filters' (a page in orderId order within a currency or a
+	// network; a range of enqueue times).
+	{"_currency_idx", "(currency, order_id)"},
+	{"_network_idx", "(network, order_id)"},
+	{"_created_idx", "(created_at)"},
 }
 
 // queueHistoryColumns are the history table's columns.

@@ -46,7 +46,7 @@ func (q *Queue) approveMany(ctx context.Context, orderIDs []string, by Operator,
 	}
 	role := ""
 	return q.bulk(ctx, orderIDs, StateNeedsApproval, func(id string) (string, []any) {
-		return q.sql.approve, []any{id, who.ID, scrubText(note), q.cfg.Approvals, who.principal(role)}
+		return q.sql.approve, []any{id, who.ID, scrubNote(note), q.cfg.Approvals, who.principal(role)}
 	}, func(tx pgx.Tx, part []string) (map[string]bool, error) {
 		locked, err := q.lockApprovals(ctx, tx, part)
 		counts := make(map[string]bool, len(locked))
@@ -73,7 +73,7 @@ func (q *Queue) retryMany(ctx context.Context, orderIDs []string, by Operator, n
 		return BulkResult{}, err
 	}
 	return q.bulk(ctx, orderIDs, StateParked, func(id string) (string, []any) {
-		return q.sql.operate, []any{id, string(StateParked), string(StateQueued), scrubText(note), false, who.ID}
+		return q.sql.operate, []any{id, string(StateParked), string(StateQueued), scrubNote(note), false, who.ID}
 	}, nil)
 }
 

@@ -45,7 +45,7 @@ func (q *Queue) Enqueue(ctx context.Context, tx pgx.Tx, p cryptopay.CreatePayout
 // the batch is queued. The same orderId twice in ps is treated as a
 // second Enqueue.
 func (q *Queue) EnqueueMany(ctx context.Context, tx pgx.Tx, ps []cryptopay.CreatePayoutParams) (created int, err error) {
-	return q.enqueue(ctx, tx, "", ps)
+	return q.enqueue(ctx, tx, "", false, ps)
 }
 
 // EnqueueBy is EnqueueMany recording actor (who asked for the payouts:
@@ -59,10 +59,12 @@ func (q *Queue) EnqueueBy(ctx context.Context, tx pgx.Tx, actor string, ps []cry
 	if err != nil {
 		return 0, err
 	}
-	return q.enqueue(ctx, tx, actor, ps)
+	return q.enqueue(ctx, tx, actor, false, ps)
 }
 
-func (q *Queue) enqueue(ctx context.Context, tx pgx.Tx, actor string, ps []cryptopay.CreatePayoutParams) (created int, err error) {
+// enqueue is EnqueueBy; held starts every intent the guardrails would
+// queue in StateNeedsApproval instead (a refund: Refunds).
+func (q *Queue) enqueue(ctx context.Context, tx pgx.Tx, actor string, held bool, ps []cryptopay.CreatePayoutParams) (created int, err error) {
 	if tx == nil {
 		return 0, fmt.Errorf("%w: Enqueue needs the caller's transaction", ErrInvalidOption)
 	}
@@ -76,7 +78,7 @@ func (q *Queue) enqueue(ctx context.Context, tx pgx.Tx, actor string, ps []crypt
 			return 0, &indexedError{i: i, n: len(ps), orderID: p.OrderID, err: err}
 		}
 	}
-	created, existing, err := q.insertIntents(ctx, tx, actor, ps)
+	created, existing, err := q.insertIntents(ctx, tx, actor, held, ps)
 	if err != nil || len(existing) == 0 {
 		return created, err
 	}
@@ -86,10 +88,10 @@ func (q *Queue) enqueue(ctx context.Context, tx pgx.Tx, actor string, ps []crypt
 	return created, nil
 }
 
-// insertIntents inserts ps in one statement, enqueued by actor, and
-// returns how many were new and the indexes of those whose orderId was
+// insertIntents inserts ps in one statement, enqueued by actor (held:
+// waiting for approval whatever the threshold), and returns how many were new and the indexes of those whose orderId was
 // queued already (or earlier in ps).
-func (q *Queue) insertIntents(ctx context.Context, tx pgx.Tx, actor string, ps []cryptopay.CreatePayoutParams) (created int, existing []int, err error) {
+func (q *Queue) insertIntents(ctx context.Context, tx pgx.Tx, actor string, held bool, ps []cryptopay.CreatePayoutParams) (created int, existing []int, err error) {
 	cols := make([][]string, 11) // the text columns, in the statement's order
 	fee, due := make([]bool, len(ps)), make([]bool, len(ps))
 	for i, p := range ps {
@@ -99,6 +101,9 @@ func (q *Queue) insertIntents(ctx context.Context, tx pgx.Tx, actor string, ps [
 			if g.Rule == "approval" {
 				state, why = StateNeedsApproval, ""
 			}
+		}
+		if held && state == StateQueued {
+			state = StateNeedsApproval
 		}
 		for c, v := range []string{p.OrderID, p.WalletAddress, p.Amount.String(), p.Currency, p.Network, p.CustomerID,
 			p.CustomerIP, p.AdditionalData, p.WebhookURL, string(state), why} {

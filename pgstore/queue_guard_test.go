@@ -148,7 +148,7 @@ func TestQueueApprovalAcrossRestart(t *testing.T) {
 	assert.ErrorIs(t, q2.Retry(ctx, big.OrderID, "ops", "x"), pgstore.ErrIntentState)
 	require.NoError(t, q2.Approve(ctx, big.OrderID, "alice", "KYC checked"))
 	require.NoError(t, q2.Approve(ctx, big.OrderID, "bob", "second pair of eyes"))
-	require.NoError(t, q2.Reject(ctx, bad.OrderID, "bob", "unknown customer"))
+	require.NoError(t, q2.Reject(ctx, bad.OrderID, "bob", "unknown customer\r\nno\x07KYC on file"))
 	assert.ErrorIs(t, q2.Approve(ctx, bad.OrderID, "alice", "x"), pgstore.ErrIntentState, "a rejected intent stays rejected")
 	run(t, q2)
 	waitFor(t, q2, "approved paid, rejected final", func(c map[pgstore.IntentState]int) bool {
@@ -157,6 +157,9 @@ func TestQueueApprovalAcrossRestart(t *testing.T) {
 	in, err := q2.Get(ctx, big.OrderID)
 	require.NoError(t, err)
 	assert.Equal(t, "second pair of eyes", in.Note)
+	in, err = q2.Get(ctx, bad.OrderID)
+	require.NoError(t, err)
+	assert.Equal(t, "unknown customer\nno KYC on file", in.Note, "a note's lines kept (\\r\\n as \\n), another control character a space")
 	assert.Equal(t, 1, r.fake.PayoutsWithOrderID(big.OrderID))
 	assert.Zero(t, r.fake.PayoutsWithOrderID(bad.OrderID))
 	assert.Equal(t, map[string]int{small.OrderID: 1, big.OrderID: 1, bad.OrderID: 1}, r.effectCounts(t))

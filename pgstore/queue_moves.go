@@ -44,7 +44,7 @@ func (q *Queue) approve(ctx context.Context, orderID string, by Operator, note s
 	return q.apply(ctx, orderID, move{
 		from: StateNeedsApproval, what: "approving", sql: q.sql.approve,
 		args: func(role string) []any {
-			return []any{orderID, who.ID, scrubText(note), q.cfg.Approvals, who.principal(role)}
+			return []any{orderID, who.ID, scrubNote(note), q.cfg.Approvals, who.principal(role)}
 		},
 		check: func(tx pgx.Tx) (string, error) {
 			locked, err := q.lockApprovals(ctx, tx, []string{orderID})
@@ -243,7 +243,7 @@ func (q *Queue) resolve(ctx context.Context, orderID, payoutID string, by Operat
 	return q.apply(ctx, orderID, move{
 		from: StateParked, what: "resolving", sql: q.sql.resolve,
 		args: func(string) []any {
-			return []any{orderID, noNUL(got.ID), noNUL(string(got.Status)), scrubText(note), who.ID}
+			return []any{orderID, noNUL(got.ID), noNUL(string(got.Status)), scrubNote(note), who.ID}
 		},
 		whyNot: func(pgx.Tx) error {
 			return fmt.Errorf("%w: %q is no longer %s, or its payout id was taken meanwhile", ErrIntentState, orderID, StateParked)
@@ -284,7 +284,7 @@ func (q *Queue) operate(ctx context.Context, orderID string, by Operator, note s
 	due := to.IsFinal() && q.cfg.OnFinal == nil
 	m := move{
 		from: from, what: fmt.Sprintf("%s -> %s for", from, to), sql: q.sql.operate,
-		args: func(string) []any { return []any{orderID, string(from), string(to), scrubText(note), due, who.ID} },
+		args: func(string) []any { return []any{orderID, string(from), string(to), scrubNote(note), due, who.ID} },
 		whyNot: func(tx pgx.Tx) error {
 			if _, gerr := scanIntent(tx.QueryRow(ctx, q.sql.get, orderID)); errors.Is(gerr, pgx.ErrNoRows) {
 				return fmt.Errorf("%w: %q", ErrIntentNotFound, orderID)

@@ -11,7 +11,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/cryptopay/cryptopay-go"
-	"github.com/cryptopay/cryptopay-go/internal/ids"
 )
 
 // DefaultTrackerTable is the table a Tracker uses without
@@ -218,6 +217,7 @@ var trackedIndexes = []index{
 	{"_action_idx", "(order_id) WHERE needs_action"},
 	{"_payment_idx", "(payment_id) WHERE payment_id <> ''"},
 	{"_open_idx", "(next_at) WHERE " + trackOpenSQL},
+	{"_anomaly_idx", "(order_id) WHERE anomaly <> ''"}, // List's anomaly filter
 }
 
 // trackedHistoryColumns are the history table's columns.
@@ -263,7 +263,8 @@ func (t *Tracker) Get(ctx context.Context, orderID string) (*TrackedPayment, err
 
 // ClearAnomaly clears the tracked payment's Anomaly once actor (who
 // looked: an identifier, as Queue.Approve's) has looked into it, and keeps
-// note (what they found: required, one line of at most 1024 bytes) in
+// note (what they found: required, at most 1024 bytes; its lines kept,
+// \r\n and \r as \n; no other control or invisible character) in
 // TrackedPayment.Note with the actor and the anomaly it cleared; the move,
 // with the actor's id, is appended to the payment's moves (Moves), in the
 // same statement. NeedsAction then follows the status alone. It changes
@@ -285,8 +286,12 @@ func (t *Tracker) clearAnomaly(ctx context.Context, orderID string, by Operator,
 	if err != nil {
 		return "", err
 	}
-	if r := ids.Text(note, maxErrorText); r != "" || note == "" {
-		return "", &cryptopay.ValidationError{Field: "note", Reason: cmpOr(r, "is required: who looked, and what they found")}
+	note, why := checkNote(note, maxErrorText)
+	if note == "" {
+		why = "is required: who looked, and what they found"
+	}
+	if why != "" {
+		return "", &cryptopay.ValidationError{Field: "note", Reason: why}
 	}
 	tp, err := t.Get(ctx, orderID)
 	if err != nil {
@@ -298,9 +303,9 @@ func (t *Tracker) clearAnomaly(ctx context.Context, orderID string, by Operator,
 	if tp.Anomaly == "" {
 		return "", nil
 	}
-	keep := scrubText(fmt.Sprintf("cleared %q by %q: %s", tp.Anomaly, who.ID, note))
+	keep := scrubNote(fmt.Sprintf("cleared %q by %q: %s", tp.Anomaly, who.ID, note))
 	tag, err := t.cfg.Pool.Exec(ctx, t.sql.clear, orderID, tp.Status.NeedsAction(), string(tp.Status), tp.Anomaly, keep,
-		who.ID, scrubText(note))
+		who.ID, note)
 	if err != nil {
 		return "", fmt.Errorf("pgstore: clearing the anomaly of %q: %w", orderID, err)
 	}

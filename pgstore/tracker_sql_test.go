@@ -151,7 +151,7 @@ FROM generate_series(1, 100000) AS i`)
 		{name: "first page"},
 		{name: "open", states: []string{"open"}, after: "ord-0050000"},
 		{name: "needs action", action: true, want: prefix + "action_idx"},
-		{name: "anomaly", action: true, anom: true, want: prefix + "action_idx"},
+		{name: "anomaly", action: true, anom: true, want: prefix + "anomaly_idx"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			assertIndexScan(t, pool, prefix, tc.want, tr.sql.list, len(tc.states) == 0, tc.states, tc.action, tc.after, 51, tc.anom, tc.search)

@@ -477,7 +477,7 @@ func TestTrackerRefusesDisallowedMove(t *testing.T) {
 	require.NoError(t, tr.PaymentChanged(context.Background(), p))
 	trackWaitFor(t, "a clean read", func() bool { return r.reads.Load() > reads })
 	anomaly := tp.Anomaly
-	for _, bad := range []string{"", " padded ", "two\nlines", strings.Repeat("x", 1025)} {
+	for _, bad := range []string{"", " padded ", "\r\nstarts with a break", "bell\x07", "tab\there", "bidi \u202e", "nul\x00", strings.Repeat("x", 1025)} {
 		_, err := tr.ClearAnomaly(context.Background(), "ord-forge", "ops", bad)
 		var ve *cryptopay.ValidationError
 		require.ErrorAs(t, err, &ve, "note %q", bad)
@@ -494,7 +494,9 @@ func TestTrackerRefusesDisallowedMove(t *testing.T) {
 	require.NotNil(t, creditedBefore)
 	histBefore, err := tr.History(context.Background(), "ord-forge")
 	require.NoError(t, err)
-	cleared, err := tr.ClearAnomaly(context.Background(), "ord-forge", "ops", "checked the dashboard")
+	// A note of several lines, as a browser's text area sends it (\r\n),
+	// is kept with its lines, each break as \n.
+	cleared, err := tr.ClearAnomaly(context.Background(), "ord-forge", "ops", "checked the dashboard\r\nrefund sent\rticket 42")
 	require.NoError(t, err)
 	assert.Equal(t, anomaly, cleared)
 	moves, err = tr.Moves(context.Background(), "ord-forge")
@@ -503,7 +505,7 @@ func TestTrackerRefusesDisallowedMove(t *testing.T) {
 	assert.Equal(t, "ops", moves[0].ActorID)
 	assert.Equal(t, pgstore.MoveClearAnomaly, moves[0].Action)
 	assert.Equal(t, anomaly, moves[0].Anomaly)
-	assert.Equal(t, "checked the dashboard", moves[0].Note)
+	assert.Equal(t, "checked the dashboard\nrefund sent\nticket 42", moves[0].Note)
 	creditedAfter, err := pgstore.BooksCredited(context.Background(), tr, "ord-forge")
 	require.NoError(t, err)
 	assert.Equal(t, *creditedBefore, *creditedAfter, "the books check's credited sum is unchanged")
@@ -515,7 +517,7 @@ func TestTrackerRefusesDisallowedMove(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, tp.Anomaly)
 	assert.False(t, tp.NeedsAction)
-	assert.Contains(t, tp.Note, `by "ops": checked the dashboard`, "the note names who cleared it")
+	assert.Contains(t, tp.Note, "by \"ops\": checked the dashboard\nrefund sent\nticket 42", "the note names who cleared it, its lines kept")
 	assert.Contains(t, tp.Note, "does not allow", "the note keeps the anomaly it cleared")
 	cleared, err = tr.ClearAnomaly(context.Background(), "ord-forge", "ops", "again")
 	require.NoError(t, err)

@@ -5,10 +5,11 @@ import (
 )
 
 // show runs a command that reads one thing through the API and prints it:
-// as JSON, or through table. args holds exactly nargs positional arguments.
+// as JSON, or through table (which writes CSV under --output csv). args holds exactly nargs positional arguments.
 func show[T any](a *app, cmd command, args []string, nargs int,
 	read func(c *cryptopay.Client, pos []string) (T, error), table func(T) error) error {
 	fs := a.newFlagSet(cmd)
+	a.writes(fs, outJSON, outTable, outCSV)
 	pos, asJSON, err := a.parseOutput(fs, args, nargs, nargs)
 	if err != nil {
 		return err

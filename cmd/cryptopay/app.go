@@ -21,7 +21,11 @@ type app struct {
 	secrets        []string           // the API key and webhook secret once read: never printed
 	dbSecrets      []string           // the database connection string and its password: never printed
 
-	global globalFlags
+	global  globalFlags
+	format  string // the output format parse settled: outTable, outJSON, outCSV or outJSONL
+	csvSafe bool   // --spreadsheet-safe
+
+	seenFlags func(*cmdFlags) // tests: sees each command's flag set as it is parsed
 }
 
 // safeText is server or database text (an answer's fields, an error built

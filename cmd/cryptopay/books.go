@@ -18,7 +18,7 @@ import (
 )
 
 // booksTableCap bounds the items the terminal table lists (the drift and
-// the undecided ones); the rest are counted, and --json or --csv has them all.
+// the undecided ones); the rest are counted, and --output json or csv has them all.
 const booksTableCap = 1000
 
 // booksItemOut is one item of the books check as the CLI writes it:
@@ -84,19 +84,18 @@ type booksWriter interface {
 	end(booksSummaryOut) error
 }
 
-// booksFlags are the books command's own flags.
+// booksFlags are the books command's own flags, and the shared ones it
+// reads.
 type booksFlags struct {
-	db, queueTable, trackerTable, sections, since, ledgerSQL string
-	balanceTable, debit, fees                                string
-	settle                                                   time.Duration
-	pageSize                                                 int
-	asJSON, asCSV, safe                                      bool
+	sections, since, ledgerSQL string
+	balanceTable, debit, fees  string
+	settle                     time.Duration
+	db                         *dbFlags
+	pageSize                   *int
 }
 
-func (f *booksFlags) register(fs *cmdFlags) {
-	registerDatabaseURL(fs.FlagSet, &f.db, "the payout queue and the payment tracker")
-	fs.StringVar(&f.queueTable, "queue-table", pgstore.DefaultQueueTable, "the payout queue's `table`")
-	fs.StringVar(&f.trackerTable, "tracker-table", pgstore.DefaultTrackerTable, "the payment tracker's `table`")
+func (f *booksFlags) register(a *app, fs *cmdFlags) {
+	f.pageSize = a.pageSize(fs)
 	fs.StringVar(&f.sections, "sections", "payouts,payments", "the `sections` to check (comma-separated): payouts, payments,\n"+
 		"balances (which needs the other two and stores a snapshot in --balance-table)")
 	fs.StringVar(&f.balanceTable, "balance-table", pgstore.DefaultBooksBalanceTable, "the books check's own `table` of balance snapshots\n"+
@@ -110,10 +109,6 @@ func (f *booksFlags) register(fs *cmdFlags) {
 		"with what the tracker credited")
 	fs.DurationVar(&f.settle, "settle", pgstore.DefaultBooksSettleTime, "how long the two sides may disagree as things in progress do\n"+
 		"before it is drift")
-	fs.IntVar(&f.pageSize, "page-size", 100, "payouts per list request")
-	fs.BoolVar(&f.asJSON, "json", false, "write the items and the summary as JSON")
-	fs.BoolVar(&f.asCSV, "csv", false, "write one CSV row per item")
-	fs.BoolVar(&f.safe, "spreadsheet-safe", false, "CSV only: prefix a ' to cells starting with = + - @")
 }
 
 // payoutDebits and payoutFees are the values of --payout-debit and
@@ -125,10 +120,7 @@ var (
 
 // check refuses flags that cannot work together.
 func (f *booksFlags) check() (since time.Time, err error) {
-	switch {
-	case f.asJSON && f.asCSV:
-		return since, usageErr("books: --json and --csv: choose one")
-	case f.settle <= 0 || f.pageSize <= 0:
+	if f.settle <= 0 || *f.pageSize <= 0 {
 		return since, usageErr("books: --settle and --page-size must be positive")
 	}
 	sections := strings.Split(f.sections, ",")
@@ -158,22 +150,19 @@ func (f *booksFlags) check() (since time.Time, err error) {
 }
 
 func (a *app) books(args []string) error {
-	fs := a.newFlagSet(command{"books", "", "Prove the books: compare the payout queue and the payment tracker with the\n" +
+	fs, db := a.newDBAPIFlagSet(command{"books", "", "Prove the books: compare the payout queue and the payment tracker with the\n" +
 		"provider (the whole payout list, each tracked payment read again, with --sections\n" +
 		"...,balances the balances rolled forward) and name every difference with its exact\n" +
 		"amount; double payments first. See docs/books.md.\n" +
 		"Exit 0: the books tie; 1: drift found; 2: no drift, but something undecided or\n" +
-		"the check could not finish."})
-	var f booksFlags
-	f.register(fs)
+		"the check could not finish."}, queueStore, trackerStore)
+	a.writes(fs, outJSON, outTable, outCSV)
+	f := booksFlags{db: db}
+	f.register(a, fs)
 	if _, err := a.parse(fs, args, 0, 0); err != nil {
 		return err
 	}
 	since, err := f.check()
-	if err != nil {
-		return err
-	}
-	asJSON, err := a.jsonOutput()
 	if err != nil {
 		return err
 	}
@@ -190,15 +179,15 @@ func (a *app) books(args []string) error {
 		return err
 	}
 	defer closeDB()
-	cfg.Client, cfg.Since, cfg.SettleTime, cfg.PageSize, cfg.LedgerSQL = c, since, f.settle, f.pageSize, f.ledgerSQL
+	cfg.Client, cfg.Since, cfg.SettleTime, cfg.PageSize, cfg.LedgerSQL = c, since, f.settle, *f.pageSize, f.ledgerSQL
 	cfg.BalanceTable, cfg.CreateTable, cfg.PayoutDebit, cfg.PayoutFees = f.balanceTable, true, payoutDebits[f.debit], payoutFees[f.fees]
-	return a.runBooks(cfg, a.booksWriter(&f, asJSON || f.asJSON))
+	return a.runBooks(cfg, a.booksWriter())
 }
 
 // booksConfig opens the database and names the sections' tables.
 func (a *app) booksConfig(f *booksFlags) (pgstore.BooksConfig, func(), error) {
 	var cfg pgstore.BooksConfig
-	pool, err := a.openPool(f.db, 4)
+	pool, err := a.openPool(f.db.databaseURL, 4)
 	if err != nil {
 		return cfg, nil, err
 	}
@@ -209,11 +198,11 @@ func (a *app) booksConfig(f *booksFlags) (pgstore.BooksConfig, func(), error) {
 	for s := range strings.SplitSeq(f.sections, ",") {
 		switch s {
 		case "payouts":
-			if cfg.Queue, err = pgstore.NewQueue(a.ctx, pgstore.QueueConfig{Pool: pool, Table: f.queueTable}); err == nil {
+			if cfg.Queue, err = pgstore.NewQueue(a.ctx, pgstore.QueueConfig{Pool: pool, Table: f.db.table(queueStore)}); err == nil {
 				err = cfg.Queue.CheckSchema(a.ctx)
 			}
 		case "payments":
-			if cfg.Tracker, err = pgstore.NewTracker(a.ctx, pgstore.TrackerConfig{Pool: pool, Table: f.trackerTable}); err == nil {
+			if cfg.Tracker, err = pgstore.NewTracker(a.ctx, pgstore.TrackerConfig{Pool: pool, Table: f.db.table(trackerStore)}); err == nil {
 				err = cfg.Tracker.CheckSchema(a.ctx)
 			}
 		case "balances":
@@ -278,12 +267,13 @@ func booksStopped(w booksWriter, sum *pgstore.BooksSummary, err error) error {
 	return &exitError{code, fmt.Errorf("books: the check could not finish: %w", err)}
 }
 
-func (a *app) booksWriter(f *booksFlags, asJSON bool) booksWriter {
-	switch {
-	case f.asCSV:
+// booksWriter is the writer of the settled --output format.
+func (a *app) booksWriter() booksWriter {
+	switch a.format {
+	case outCSV:
 		w := csv.NewWriter(a.stdout)
-		return &booksCSV{a: a, w: w, safe: f.safe, terminal: a.isTerminal(a.stdout)}
-	case asJSON:
+		return &booksCSV{a: a, w: w, safe: a.csvSafe, terminal: a.isTerminal(a.stdout)}
+	case outJSON:
 		bw := bufio.NewWriterSize(a.stdout, 64<<10)
 		jw := jsonWriter{w: bw}
 		if a.isTerminal(a.stdout) {
@@ -396,7 +386,7 @@ func (t *booksTable) end(s booksSummaryOut) error {
 			return err
 		}
 		if t.extra > 0 {
-			a.printLine("... and %d more: use --json or --csv for every item", t.extra)
+			a.printLine("... and %d more: use --output json or --output csv for every item", t.extra)
 		}
 		fmt.Fprintln(a.stdout)
 	}

@@ -68,7 +68,7 @@ func TestBooksCommand(t *testing.T) {
 	assert.Contains(t, lines[1], batchRecord("bk", 1)[0])
 	assert.Contains(t, r.stdout, "1 drift, 2 in flight, 0 undecided")
 
-	r = qf.run(append(args, "--json")...)
+	r = qf.run(append(args, "--output", "json")...)
 	require.Equal(t, exitNo, r.code, "stderr: %s", r.stderr)
 	var out booksJSONOut
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &out), r.stdout)
@@ -85,7 +85,7 @@ func TestBooksCommand(t *testing.T) {
 	assert.Equal(t, 1, out.Summary.Drift)
 	assert.Equal(t, map[string]string{out.Items[0].Currency + "/" + out.Items[0].Network: amount}, out.Summary.DriftAmount)
 
-	r = qf.run(append(args, "--csv")...)
+	r = qf.run(append(args, "--output", "csv")...)
 	require.Equal(t, exitNo, r.code)
 	recs, err := csv.NewReader(strings.NewReader(r.stdout)).ReadAll()
 	require.NoError(t, err)
@@ -119,14 +119,15 @@ func TestBooksCommandExitCodes(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, resp.Body.Close())
 	require.Equal(t, http.StatusOK, resp.StatusCode)
-	for _, format := range []string{"--csv", "--json", "--output=table"} {
+	for _, format := range []string{"--output=csv", "--output=json", "--output=table"} {
 		r = qf.cli(terms{stdout: true, stderr: true}, "books", "--sections", "payouts", format)
 		assert.Equal(t, exitNo, r.code, "%s: %s %s", format, r.stdout, r.stderr)
 		assert.Contains(t, strings.ToUpper(r.stdout), "PROVIDER", format)
 		assert.Contains(t, r.stderr, "1/1 payouts", "%s: the progress bar on a terminal's stderr", format)
 	}
-	r = qf.run("books", "--json", "--csv")
+	r = qf.run("books", "--json")
 	assert.Equal(t, exitUsage, r.code)
+	assert.Contains(t, r.stderr, "--json is no longer a flag: use --output json")
 }
 
 // TestBooksCommandBalances: the first run records the opening balances
@@ -138,7 +139,7 @@ func TestBooksCommandBalances(t *testing.T) {
 	_, err := pgstore.NewTracker(context.Background(), pgstore.TrackerConfig{Pool: qf.pool, Table: tracked, CreateTable: true})
 	require.NoError(t, err)
 	args := []string{"books", "--sections", "payouts,payments,balances", "--tracker-table", tracked,
-		"--balance-table", pgstoretest.Name("books"), "--json"}
+		"--balance-table", pgstoretest.Name("books"), "--output", "json"}
 	rules := []string{"--payout-debit", "created", "--payout-fees", "excluded"}
 	r := qf.run(append(args, rules...)...)
 	require.Equal(t, exitOK, r.code, "%s %s", r.stdout, r.stderr)
@@ -198,7 +199,7 @@ func TestBooksCommandStoppedAfterDrift(t *testing.T) {
 	done := make(chan result, 1)
 	go func() {
 		done <- qf.runWith(ctx, terms{}, strings.NewReader(""), &bytes.Buffer{}, "books", "--sections", "payouts,payments",
-			"--queue-table", qf.table, "--tracker-table", tracked, "--json")
+			"--queue-table", qf.table, "--tracker-table", tracked, "--output", "json")
 	}()
 	for deadline := time.Now().Add(60 * time.Second); qf.srv.Requests(cryptopaytest.RouteGetPayment) == 0; {
 		require.False(t, time.Now().After(deadline), "the payment read never came")

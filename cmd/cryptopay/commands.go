@@ -5,9 +5,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/cryptopay/cryptopay-go/cmd/internal/fakeserve"
+	"github.com/cryptopay/cryptopay-go/pgstore"
 )
 
 const helpText = `cryptopay: operator CLI for the cryptopay API
@@ -22,17 +24,20 @@ Commands:
                         also 'payment tracked show ORDER_ID' with its history,
                         'payment tracked health' (due, overdue, failing, what to do),
                         'payment tracked clear-anomaly ORDER_ID --note TEXT'
+  payment refund ID     refund a tracked payment, held for approval, never above what it
+                        paid (--rule excess|all_paid|amount); prints the customer's claim link
+  payment resolve ID    resolve a payment that needed action: --as refunded|accepted|written_off
   payout create         create a payout (asks for confirmation unless --yes)
   payout get ID         show a payout
   payout find           look a payout up by --order-id: exists, not_created or still_unknown
-  payout export         write every payout to stdout (--format csv|jsonl)
+  payout export         write every payout to stdout (--output csv|jsonl)
   payout queue          list the payout queue's intents (--state parked,...); also
                         'payout queue show|approve|reject|retry|resolve|cancel ORDER_ID',
                         'payout queue health'
   payout batch FILE     enqueue a CSV of payouts in the payout queue (--dry-run first)
   balances              show the balances
   books                 prove the books: the payout queue and the payment tracker against the
-                        provider, every difference with its exact amount (--json, --csv)
+                        provider, every difference with its exact amount
   currencies            list the supported currency/network pairs
   webhook url           print the tokened webhook URL for --order-id
   webhook send          post a tokened test event for a payment or payout to a local receiver
@@ -43,7 +48,8 @@ Global flags (also accepted after the command; the database commands that never 
 take only --output after it):
   --base-url URL          API base URL (default $CRYPTOPAY_BASE_URL)
   --api-key-file PATH     read the API key from PATH (default $CRYPTOPAY_API_KEY)
-  --output table|json     output format (default: table on a terminal, json otherwise)
+  --output FORMAT         table, json, csv or jsonl, those the command writes (its --help
+                          lists them; default: table on a terminal, json otherwise)
   --request-timeout D     timeout of each HTTP attempt (default 30s)
 
 Environment:
@@ -51,6 +57,8 @@ Environment:
   CRYPTOPAY_BASE_URL        API base URL
   CRYPTOPAY_DATABASE_URL    the payout queue's and payment tracker's PostgreSQL connection
                             string (never printed)
+  CRYPTOPAY_CLAIM_KEY       the key that signs 'payment refund' claim links (pgstore/claim): at
+                            least 32 bytes, the claim page's Config.Key
   CRYPTOPAY_WEBHOOK_SECRET  webhook secret for 'webhook url' and 'webhook send': the text
                             itself (make it with: openssl rand -base64 32), never decoded;
                             surrounding white space is dropped; at least 16 bytes
@@ -98,7 +106,10 @@ func (a *app) dispatch(args []string) error {
 		fmt.Fprint(a.stderr, helpText)
 		return quietExit(exitUsage)
 	}
-	name, sub := rest[0], rest[1:]
+	if err := checkOutputWord(a.global.output); err != nil {
+		return err
+	}
+	name := rest[0]
 	checked := args
 	if name == "fake" {
 		checked = args[:len(args)-len(rest)] // the fake's own -api-key is a test value
@@ -111,40 +122,52 @@ func (a *app) dispatch(args []string) error {
 		fmt.Fprint(a.stdout, helpText)
 		return nil
 	case "fake":
-		return a.fake(sub)
-	case "balances":
-		return a.balances(sub)
-	case "books":
-		return a.books(sub)
-	case "currencies":
-		return a.currencies(sub)
+		return a.fake(rest[1:])
 	case "payment", "payout", "webhook":
-		return a.group(name, sub)
+		if len(rest) == 1 {
+			fmt.Fprint(a.stderr, groupHelp(name))
+			return quietExit(exitUsage)
+		}
+		if slices.Contains([]string{"-h", "--help", "-help", "help"}, rest[1]) {
+			fmt.Fprint(a.stdout, groupHelp(name))
+			return nil
+		}
+	}
+	cmds := a.commands()
+	for n := min(len(rest), 3); n > 0; n-- { // the longest command the words name
+		if run, ok := cmds[strings.Join(rest[:n], " ")]; ok {
+			return run(rest[n:])
+		}
+	}
+	if name == "payment" || name == "payout" || name == "webhook" {
+		return usageErr("unknown command %q (see 'cryptopay %s --help')", name+" "+rest[1], name)
 	}
 	return usageErr("unknown command %q (see 'cryptopay help')", name)
 }
 
-// group runs "payment get", "payout create" and the like.
-func (a *app) group(name string, args []string) error {
-	cmds := map[string]map[string]func([]string) error{
-		"payment": {"get": a.paymentGet, "wait": a.paymentWait, "create": a.paymentCreate, "tracked": a.paymentTracked},
-		"payout": {"get": a.payoutGet, "create": a.payoutCreate, "find": a.payoutFind, "export": a.payoutExport,
-			"queue": a.payoutQueue, "batch": a.payoutBatch},
-		"webhook": {"url": a.webhookURL, "send": a.webhookSend},
-	}[name]
-	if len(args) == 0 {
-		fmt.Fprint(a.stderr, groupHelp(name))
-		return quietExit(exitUsage)
+// commands is every command the CLI runs but fake (which takes the fake
+// server's own flags), by its words. Each builds its flags from the shared
+// sets (TestCommandFlagsComeFromSharedSets walks this table).
+func (a *app) commands() map[string]func([]string) error {
+	cmds := map[string]func([]string) error{
+		"balances": a.balances, "books": a.books, "currencies": a.currencies,
+
+		"payment get": a.paymentGet, "payment wait": a.paymentWait, "payment create": a.paymentCreate,
+		"payment tracked": a.trackedList, "payment tracked list": a.trackedList, "payment tracked show": a.trackedShow,
+		"payment tracked health": a.trackedHealth,
+		"payment refund":         a.paymentRefund, "payment resolve": a.paymentResolve,
+
+		"payout get": a.payoutGet, "payout create": a.payoutCreate, "payout find": a.payoutFind,
+		"payout export": a.payoutExport, "payout batch": a.payoutBatch,
+		"payout queue": a.queueList, "payout queue list": a.queueList, "payout queue show": a.queueShow,
+		"payout queue health": a.queueHealth,
+
+		"webhook url": a.webhookURL, "webhook send": a.webhookSend,
 	}
-	if args[0] == "-h" || args[0] == "--help" || args[0] == "-help" || args[0] == "help" {
-		fmt.Fprint(a.stdout, groupHelp(name))
-		return nil
+	for _, m := range pgstore.Moves() { // the operators' moves: "payout queue NAME", "payment tracked NAME"
+		cmds[moveCommand(m).name] = func(args []string) error { return a.runMove(m, args) }
 	}
-	run, ok := cmds[args[0]]
-	if !ok {
-		return usageErr("unknown command %q (see 'cryptopay %s --help')", name+" "+args[0], name)
-	}
-	return run(args[1:])
+	return cmds
 }
 
 // groupHelp is the help of a command group ("cryptopay payout --help"):

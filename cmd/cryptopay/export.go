@@ -105,33 +105,29 @@ func (e *jsonlExport) flush() error            { return e.bw.Flush() }
 
 func (a *app) payoutExport(args []string) error {
 	fs := a.newFlagSet(command{"payout export", "", "Write every payout in the list to stdout, streaming, as CSV (with a header) or JSON\n" +
-		"lines. A progress bar goes to stderr when stderr is a terminal. On an error the output\n" +
-		"is incomplete and the exit code is 3."})
-	format := fs.String("format", "csv", "`format`: csv or jsonl")
-	pageSize := fs.Int("page-size", 100, "payouts per list request")
-	safe := fs.Bool("spreadsheet-safe", false, "CSV only: prefix a ' to cells starting with = + - @ so a spreadsheet\ndoes not run them as formulas (changes the data)")
+		"lines (--output csv or jsonl). A progress bar goes to stderr when stderr is a terminal.\n" +
+		"On an error the output is incomplete and the exit code is 3."})
+	a.writes(fs, outCSV, outJSONL)
+	pageSize := a.pageSize(fs)
 	if _, err := a.parse(fs, args, 0, 0); err != nil {
 		return err
 	}
 	if *pageSize <= 0 {
 		return usageErr("payout export: --page-size must be positive")
 	}
-	if *format != "csv" && *format != "jsonl" {
-		return usageErr("payout export: --format %q: want csv or jsonl", *format)
-	}
 	c, err := a.client() // first: it reads the key the writers redact
 	if err != nil {
 		return err
 	}
 	var out exportWriter
-	switch *format {
-	case "csv":
+	switch a.format {
+	case outCSV:
 		w := csv.NewWriter(a.stdout)
 		if err := w.Write(csvHeader); err != nil {
 			return err
 		}
-		out = &csvExport{w: w, safe: *safe, terminal: a.isTerminal(a.stdout), secrets: a.secrets}
-	case "jsonl":
+		out = &csvExport{w: w, safe: a.csvSafe, terminal: a.isTerminal(a.stdout), secrets: a.secrets}
+	case outJSONL:
 		bw := bufio.NewWriterSize(a.stdout, 64<<10)
 		jw := jsonWriter{w: bw}
 		if a.isTerminal(a.stdout) {

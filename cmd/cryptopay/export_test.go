@@ -38,7 +38,7 @@ func TestPayoutExport10000(t *testing.T) {
 	f.seedPayouts(n)
 
 	t.Run("csv", func(t *testing.T) {
-		r := f.run("payout", "export", "--format", "csv")
+		r := f.run("payout", "export", "--output", "csv")
 		require.Equal(t, 0, r.code, r.stderr)
 		assert.Empty(t, r.stderr, "no progress bar when stderr is not a terminal")
 		recs, err := csv.NewReader(strings.NewReader(r.stdout)).ReadAll()
@@ -59,7 +59,7 @@ func TestPayoutExport10000(t *testing.T) {
 		assert.Len(t, seen, n)
 	})
 	t.Run("jsonl", func(t *testing.T) {
-		r := f.run("payout", "export", "--format", "jsonl", "--page-size", "100")
+		r := f.run("payout", "export", "--output", "jsonl", "--page-size", "100")
 		require.Equal(t, 0, r.code, r.stderr)
 		sc := bufio.NewScanner(strings.NewReader(r.stdout))
 		seen := make(map[string]bool, n)
@@ -99,7 +99,7 @@ func TestPayoutExportProgressAndSafety(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Contains(t, r.stdout, `"'=HYPERLINK(""http://x"")"`)
 
-	r = f.run("payout", "export", "--format", "xml")
+	r = f.run("payout", "export", "--output", "xml")
 	assert.Equal(t, exitUsage, r.code)
 	r = f.run("payout", "export", "--page-size", "0")
 	assert.Equal(t, exitUsage, r.code)
@@ -126,7 +126,7 @@ func TestPayoutExportFailsMidway(t *testing.T) {
 			f := setup(t)
 			f.seedPayouts(250)
 			out := &faultOnWrite{srv: f.srv}
-			r := f.runWith(t.Context(), terms{}, strings.NewReader(""), out, "payout", "export", "--format", format, "--page-size", "100")
+			r := f.runWith(t.Context(), terms{}, strings.NewReader(""), out, "payout", "export", "--output", format, "--page-size", "100")
 			assert.Equal(t, exitFailed, r.code)
 			assert.Regexp(t, `^cryptopay: payout export: stopped after 100 payouts, the output is incomplete: .*404`, r.stderr)
 			lines := strings.Count(out.String(), "\n")

@@ -28,16 +28,53 @@ const (
 const maxSecretFile = 4 << 10
 
 func (g *globalFlags) register(fs *flag.FlagSet) {
+	g.registerAPI(fs)
+	g.registerOutput(fs)
+}
+
+// registerAPI registers the flags that configure the API client.
+func (g *globalFlags) registerAPI(fs *flag.FlagSet) {
 	fs.StringVar(&g.baseURL, "base-url", g.baseURL, "API base `URL` (default $"+envBaseURL+")")
 	fs.StringVar(&g.apiKeyFile, "api-key-file", g.apiKeyFile, "read the API key from `path` (default: $"+envAPIKey+")")
-	g.registerOutput(fs)
 	fs.DurationVar(&g.requestTimeout, "request-timeout", g.requestTimeout, "timeout of each HTTP attempt (default 30s)")
 }
 
 // registerOutput registers --output alone, for commands that never call
 // the API.
 func (g *globalFlags) registerOutput(fs *flag.FlagSet) {
-	fs.StringVar(&g.output, "output", g.output, "output `format`: table or json (default: table on a terminal, json otherwise)")
+	fs.StringVar(&g.output, "output", g.output, "output `format`: table, json, csv or jsonl, those the command writes (its\n"+
+		"Output line above; default: table on a terminal where the command writes one)")
+}
+
+// The output formats: every command's --output takes its value among
+// these, and writes those of them its cmdFlags.formats list.
+const (
+	outTable = "table" // aligned columns for a person
+	outJSON  = "json"  // one JSON document, amounts as exact decimal strings
+	outCSV   = "csv"   // one header and a row per item
+	outJSONL = "jsonl" // a JSON object a line, written as the items come
+)
+
+// outputFormats is the vocabulary of --output.
+var outputFormats = []string{outTable, outJSON, outCSV, outJSONL}
+
+// The shared flag sets. Every flag of the CLI's common vocabulary is
+// registered by one of them, never by a command itself
+// (TestCommandFlagsComeFromSharedSets walks every command).
+const (
+	setAPI      = "api"      // --base-url, --api-key-file, --request-timeout
+	setOutput   = "output"   // --output
+	setDatabase = "database" // --database-url and the stores' table flags
+	setPage     = "page"     // --page-size
+	setCSV      = "csv"      // --spreadsheet-safe
+)
+
+// removedFlags are spellings the CLI had before its one vocabulary, each
+// with what replaces it: given one, a command says so (exit 64).
+var removedFlags = map[string]string{
+	"json":   "--output json",
+	"csv":    "--output csv",
+	"format": "--output csv or --output jsonl",
 }
 
 // command describes one command for its --help.
@@ -52,6 +89,46 @@ type cmdFlags struct {
 	*flag.FlagSet
 	cmd    command
 	dbOnly bool // works on the database alone: no API flags (newDBFlagSet)
+	// formats are the --output values the command writes; the first is
+	// the default off a terminal, table (when listed) the default on one.
+	formats []string
+	// sets names, for each flag a shared set registered, that set.
+	sets map[string]string
+}
+
+// shared registers the flags of a shared set with register, and records
+// them as that set's.
+func (fs *cmdFlags) shared(set string, register func(*flag.FlagSet)) {
+	before := map[string]bool{}
+	fs.VisitAll(func(f *flag.Flag) { before[f.Name] = true })
+	register(fs.FlagSet)
+	fs.VisitAll(func(f *flag.Flag) {
+		if !before[f.Name] {
+			fs.sets[f.Name] = set
+		}
+	})
+}
+
+// writes sets the output formats the command writes (see formats); a
+// command that writes csv takes --spreadsheet-safe.
+func (a *app) writes(fs *cmdFlags, formats ...string) {
+	fs.formats = formats
+	if slices.Contains(formats, outCSV) {
+		fs.shared(setCSV, func(f *flag.FlagSet) {
+			f.BoolVar(&a.csvSafe, "spreadsheet-safe", false, "CSV only: prefix a ' to cells starting with = + - @, tab or CR so a spreadsheet\n"+
+				"does not run them as formulas (a signed exact decimal stays a number; changes the data)")
+		})
+	}
+}
+
+// pageSize registers --page-size: how many items each list request to the
+// API asks for.
+func (a *app) pageSize(fs *cmdFlags) *int {
+	var n int
+	fs.shared(setPage, func(f *flag.FlagSet) {
+		f.IntVar(&n, "page-size", 100, "payouts per list request to the API")
+	})
+	return &n
 }
 
 // newFlagSet returns a FlagSet for cmd with the global flags registered.
@@ -59,7 +136,8 @@ type cmdFlags struct {
 // to stdout by parse.
 func (a *app) newFlagSet(cmd command) *cmdFlags {
 	fs := bareFlagSet(cmd)
-	a.global.register(fs.FlagSet)
+	fs.shared(setAPI, a.global.registerAPI)
+	fs.shared(setOutput, a.global.registerOutput)
 	return fs
 }
 
@@ -67,7 +145,7 @@ func bareFlagSet(cmd command) *cmdFlags {
 	fs := flag.NewFlagSet("cryptopay "+cmd.name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
-	return &cmdFlags{FlagSet: fs, cmd: cmd}
+	return &cmdFlags{FlagSet: fs, cmd: cmd, formats: []string{outJSON, outTable}, sets: map[string]string{}}
 }
 
 func (a *app) printUsage(fs *cmdFlags) {
@@ -75,15 +153,29 @@ func (a *app) printUsage(fs *cmdFlags) {
 	if fs.dbOnly {
 		fmt.Fprintf(a.stdout, "%s\n\n", dbOnlyNote)
 	}
+	fmt.Fprintf(a.stdout, "Output (--output): %s; default %s on a terminal, %s otherwise.\n\n",
+		strings.Join(fs.formats, ", "), fs.defaultOutput(true), fs.defaultOutput(false))
 	fmt.Fprintln(a.stdout, "Flags:")
 	fs.SetOutput(a.stdout)
 	fs.PrintDefaults()
 	fs.SetOutput(io.Discard)
 }
 
+// defaultOutput is the format written when --output is not given.
+func (fs *cmdFlags) defaultOutput(terminal bool) string {
+	if terminal && slices.Contains(fs.formats, outTable) {
+		return outTable
+	}
+	return fs.formats[0]
+}
+
 // parse parses args with flags anywhere among the positional arguments
-// (everything after "--" is positional) and checks their number.
+// (everything after "--" is positional), settles the output format and
+// checks the number of positional arguments.
 func (a *app) parse(fs *cmdFlags, args []string, minArgs, maxArgs int) ([]string, error) {
+	if a.seenFlags != nil {
+		a.seenFlags(fs)
+	}
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
@@ -91,7 +183,7 @@ func (a *app) parse(fs *cmdFlags, args []string, minArgs, maxArgs int) ([]string
 				a.printUsage(fs)
 				return nil, quietExit(exitOK)
 			}
-			if refused := apiFlagRefused(fs, err); refused != nil {
+			if refused := flagRefused(fs, err); refused != nil {
 				return nil, refused
 			}
 			return nil, usageErr("%s: %v (see 'cryptopay %s --help')", fs.cmd.name, err, fs.cmd.name)
@@ -107,6 +199,9 @@ func (a *app) parse(fs *cmdFlags, args []string, minArgs, maxArgs int) ([]string
 		pos = append(pos, fs.Arg(0))
 		args = fs.Args()[1:]
 	}
+	if err := a.settleOutput(fs); err != nil {
+		return nil, err
+	}
 	if len(pos) < minArgs || len(pos) > maxArgs {
 		want := fmt.Sprintf("%d", minArgs)
 		if maxArgs != minArgs {
@@ -117,29 +212,33 @@ func (a *app) parse(fs *cmdFlags, args []string, minArgs, maxArgs int) ([]string
 	return pos, nil
 }
 
-// parseOutput is parse followed by jsonOutput: the positional arguments
-// and whether the command prints JSON.
-func (a *app) parseOutput(fs *cmdFlags, args []string, minArgs, maxArgs int) ([]string, bool, error) {
-	pos, err := a.parse(fs, args, minArgs, maxArgs)
-	if err != nil {
-		return nil, false, err
+// settleOutput sets a.format from --output, or the command's default;
+// a format the command does not write is a usage error (exit 64).
+func (a *app) settleOutput(fs *cmdFlags) error {
+	o := a.global.output
+	if o == "" {
+		o = fs.defaultOutput(a.isTerminal(a.stdout))
 	}
-	asJSON, err := a.jsonOutput()
-	return pos, asJSON, err
+	if !slices.Contains(fs.formats, o) {
+		return usageErr("%s: --output %q: want %s", fs.cmd.name, o, strings.Join(fs.formats, ", "))
+	}
+	a.format = o
+	return nil
 }
 
-// jsonOutput says whether to print JSON: --output json, or stdout is not
-// a terminal and --output is not table.
-func (a *app) jsonOutput() (bool, error) {
-	switch a.global.output {
-	case "json":
-		return true, nil
-	case "table":
-		return false, nil
-	case "":
-		return !a.isTerminal(a.stdout), nil
+// checkOutputWord refuses, before any command runs, an --output value
+// that is no format at all.
+func checkOutputWord(o string) error {
+	if o != "" && !slices.Contains(outputFormats, o) {
+		return usageErr("--output %q: want %s", o, strings.Join(outputFormats, ", "))
 	}
-	return false, usageErr("--output %q: want table or json", a.global.output)
+	return nil
+}
+
+// parseOutput is parse, with whether the command prints JSON.
+func (a *app) parseOutput(fs *cmdFlags, args []string, minArgs, maxArgs int) ([]string, bool, error) {
+	pos, err := a.parse(fs, args, minArgs, maxArgs)
+	return pos, a.format == outJSON, err
 }
 
 // client builds the API client from the flags and the environment.
@@ -308,11 +407,17 @@ var apiFlags = []string{"base-url", "api-key-file", "request-timeout"}
 const dbOnlyNote = "Works on the database alone and never calls the API: it takes the database flags\n" +
 	"and --output, not --base-url, --api-key-file or --request-timeout."
 
-// apiFlagRefused is the usage error for an API flag given to a command
-// that works on the database alone, or nil when err is another.
-func apiFlagRefused(fs *cmdFlags, err error) error {
+// flagRefused is the usage error for an API flag given to a command that
+// works on the database alone, or for a removed spelling (removedFlags),
+// or nil when err is another.
+func flagRefused(fs *cmdFlags, err error) error {
 	name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: -")
-	if !ok || !fs.dbOnly || !slices.Contains(apiFlags, name) {
+	switch {
+	case !ok:
+		return nil
+	case removedFlags[name] != "":
+		return usageErr("%s: --%s is no longer a flag: use %s (see 'cryptopay %s --help')", fs.cmd.name, name, removedFlags[name], fs.cmd.name)
+	case !fs.dbOnly || !slices.Contains(apiFlags, name):
 		return nil
 	}
 	return usageErr("%s: --%s is not a flag of this command: it works on the database alone and never calls the API (see 'cryptopay %s --help')",

@@ -149,9 +149,17 @@ func TestKeyInAnswerNeverPrinted(t *testing.T) {
 	}))
 	t.Cleanup(hostile.Close)
 	f := &fixture{t: t, env: map[string]string{envBaseURL: hostile.URL, envAPIKey: heldOutKey}}
-	for _, args := range [][]string{{"payment", "get", payID}, {"payout", "get", "po_1"}, {"balances"},
-		{"payout", "export"}, {"payout", "export", "--format", "jsonl"}} {
-		for _, output := range []string{"table", "json"} {
+	for _, tc := range []struct {
+		args    []string
+		outputs []string
+	}{
+		{[]string{"payment", "get", payID}, []string{"table", "json", "csv"}},
+		{[]string{"payout", "get", "po_1"}, []string{"table", "json", "csv"}},
+		{[]string{"balances"}, []string{"table", "json", "csv"}},
+		{[]string{"payout", "export"}, []string{"csv", "jsonl"}},
+	} {
+		args := tc.args
+		for _, output := range tc.outputs {
 			t.Run(strings.Join(args, " ")+"/"+output, func(t *testing.T) {
 				f.t = t
 				r := f.runCLI(terms{stdout: true, stderr: true}, "", append([]string{"--output", output}, args...)...)

@@ -72,6 +72,7 @@ func (a *app) runMove(m pgstore.Move, args []string) error {
 	if m.NeedsAPI {
 		fs, db = a.newDBAPIFlagSet(cmd, st)
 	}
+	a.writes(fs, outTable, outJSON) // a move's line by default; --output json
 	values := map[string]*string{}
 	for _, f := range m.Fields {
 		values[f.Name] = fs.String(f.Name, "", f.Usage)
@@ -97,7 +98,9 @@ func (a *app) runMove(m pgstore.Move, args []string) error {
 		return operateExit(err)
 	}
 	line, code := movedLine(m, moved)
-	a.printLine("%s: %s", pos[0], a.safeText(line))
+	if err := a.printDone(pos[0], a.safeText(line)); err != nil {
+		return err
+	}
 	if code != exitOK {
 		return quietExit(code)
 	}

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"encoding/csv"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -21,8 +23,16 @@ func (a *app) printJSON(v any) error {
 	return enc.Encode(v)
 }
 
-// printRows writes label/value rows as an aligned two-column table.
+// printRows writes label/value rows as an aligned two-column table, or
+// under --output csv as CSV with the header field,value.
 func (a *app) printRows(rows [][2]string) error {
+	if a.format == outCSV {
+		table := make([][]string, len(rows))
+		for i, r := range rows {
+			table[i] = []string{r[0], r[1]}
+		}
+		return a.printCSV([]string{"field", "value"}, table)
+	}
 	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 	for _, r := range rows {
 		fmt.Fprintf(tw, "%s\t%s\n", r[0], a.cell(r[1]))
@@ -30,8 +40,12 @@ func (a *app) printRows(rows [][2]string) error {
 	return tw.Flush()
 }
 
-// printTable writes a header and rows as aligned columns.
+// printTable writes a header and rows as aligned columns, or under
+// --output csv as CSV.
 func (a *app) printTable(header []string, rows [][]string) error {
+	if a.format == outCSV {
+		return a.printCSV(header, rows)
+	}
 	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, strings.Join(header, "\t"))
 	for _, r := range rows {
@@ -42,6 +56,41 @@ func (a *app) printTable(header []string, rows [][]string) error {
 		fmt.Fprintln(tw, strings.Join(cells, "\t"))
 	}
 	return tw.Flush()
+}
+
+// printCSV writes a header (as column names: "ORDER ID" is order_id) and
+// rows as CSV, each cell through csvCells (--spreadsheet-safe; on a
+// terminal, made safe to show).
+func (a *app) printCSV(header []string, rows [][]string) error {
+	w := csv.NewWriter(a.stdout)
+	terminal := a.isTerminal(a.stdout)
+	names := make([]string, len(header))
+	for i, h := range header {
+		names[i] = strings.ReplaceAll(strings.ToLower(h), " ", "_")
+	}
+	if err := w.Write(csvCells(names, a.csvSafe, terminal, a.secrets)); err != nil {
+		return err
+	}
+	for _, r := range rows {
+		if err := w.Write(csvCells(slices.Clone(r), a.csvSafe, terminal, a.secrets)); err != nil {
+			return err
+		}
+	}
+	w.Flush()
+	return w.Error()
+}
+
+// printDone writes what a move did to orderID: the line "ORDER_ID: done",
+// or under --output json an object with both.
+func (a *app) printDone(orderID, done string) error {
+	if a.format == outJSON {
+		return a.printJSON(struct {
+			OrderID string `json:"orderId"`
+			Done    string `json:"done"`
+		}{orderID, done})
+	}
+	a.printLine("%s: %s", orderID, done)
+	return nil
 }
 
 // cell makes a value safe for one table cell: no tabs, line breaks,

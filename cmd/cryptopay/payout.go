@@ -104,6 +104,7 @@ func (a *app) payoutFind(args []string) error {
 		"again is safe), still_unknown (exit 2: do not resend; look again later)."})
 	orderID := fs.String("order-id", "", "the order `id` the payout was created with (required)")
 	attemptedAt := fs.String("attempted-at", "", "when the create was sent: RFC 3339 `time`, or a duration ago such as 15m\n(default: unknown, the whole list is searched)")
+	a.writes(fs, outJSON, outTable, outCSV)
 	_, asJSON, err := a.parseOutput(fs, args, 0, 0)
 	if err != nil {
 		return err

@@ -100,23 +100,10 @@ var stateAdvice = map[pgstore.IntentState]string{
 		"look the order id up in the processor's dashboard; only if no payout exists, 'payout queue retry' (a retry of a payout that exists pays it twice)",
 }
 
-func (a *app) payoutQueue(args []string) error {
-	subs := map[string]func([]string) error{"list": a.queueList, "show": a.queueShow, "health": a.queueHealth}
-	if len(args) > 0 {
-		if run, ok := subs[args[0]]; ok {
-			return run(args[1:])
-		}
-		if m, ok := pgstore.MoveNamed(pgstore.ObjectPayout, args[0]); ok {
-			return a.runMove(m, args[1:])
-		}
-	}
-	return a.queueList(args) // "payout queue --state parked" lists
-}
-
 func (a *app) queueList(args []string) error {
 	fs, db := a.newDBFlagSet(command{"payout queue list", "", "List the payout queue's intents in orderId order (also: 'payout queue' alone).\n" +
 		"States: " + strings.Join(names(pgstore.States()), ", ") + "."}, queueStore)
-	list := registerList(fs.FlagSet, "intents")
+	list := a.registerList(fs, "intents")
 	_, asJSON, err := a.parseOutput(fs, args, 0, 0)
 	if err != nil {
 		return err

@@ -30,47 +30,52 @@ var (
 	trackerStore = store{"the payment tracker", "tracker", "tracker-table", pgstore.DefaultTrackerTable, "pgstore.TrackerConfig.Table", 2}
 )
 
-// dbFlags name a store's database and table.
+// dbFlags are the database flag set: one connection string, and the
+// table of each store the command opens.
 type dbFlags struct {
-	store       store
 	databaseURL string
-	table       string
+	tables      map[string]*string // by store.short
 }
 
-// registerDatabaseURL registers --database-url, the connection string of
-// what (without a password: ps shows flags).
-func registerDatabaseURL(fs *flag.FlagSet, p *string, what string) {
-	fs.StringVar(p, "database-url", "", "PostgreSQL connection `string` of "+what+" (default $"+envDatabaseURL+");\n"+
-		"without a password (ps shows flags): put it in $"+envDatabaseURL+", $PGPASSWORD or ~/.pgpass")
+// table is store s's table, as its flag names it.
+func (f *dbFlags) table(s store) string { return *f.tables[s.short] }
+
+// registerDatabase registers the database flag set for the stores given:
+// --database-url (without a password: ps shows flags) and each store's
+// table flag.
+func registerDatabase(fs *cmdFlags, stores ...store) *dbFlags {
+	db := &dbFlags{tables: map[string]*string{}}
+	what := make([]string, len(stores))
+	for i, s := range stores {
+		what[i] = s.what
+	}
+	fs.shared(setDatabase, func(f *flag.FlagSet) {
+		f.StringVar(&db.databaseURL, "database-url", "", "PostgreSQL connection `string` of "+strings.Join(what, " and ")+" (default $"+envDatabaseURL+");\n"+
+			"without a password (ps shows flags): put it in $"+envDatabaseURL+", $PGPASSWORD or ~/.pgpass")
+		for _, s := range stores {
+			db.tables[s.short] = f.String(s.tableFlag, s.table, "the "+s.short+"'s `table` (\"name\" or \"schema.name\"), as in "+s.config)
+		}
+	})
+	return db
 }
 
-func (f *dbFlags) register(fs *flag.FlagSet) {
-	registerDatabaseURL(fs, &f.databaseURL, f.store.what)
-	fs.StringVar(&f.table, f.store.tableFlag, f.store.table,
-		"the "+f.store.short+"'s `table` (\"name\" or \"schema.name\"), as in "+f.store.config)
-}
-
-// newDBFlagSet returns the flag set of a command that works on s's
-// database and never calls the API (payout queue ... but resolve, payout
-// batch, payment tracked ...): the database flags and, of the global
-// flags, --output alone. Its --help does not list the API's flags, which
-// would do nothing, and parse refuses them naming the flag.
-func (a *app) newDBFlagSet(cmd command, s store) (*cmdFlags, *dbFlags) {
+// newDBFlagSet returns the flag set of a command that works on the
+// stores' database and never calls the API (payout queue ... but resolve,
+// payout batch, payment tracked ...): the database flags and, of the
+// global flags, --output alone. Its --help does not list the API's flags,
+// which would do nothing, and parse refuses them naming the flag.
+func (a *app) newDBFlagSet(cmd command, stores ...store) (*cmdFlags, *dbFlags) {
 	fs := bareFlagSet(cmd)
 	fs.dbOnly = true
-	a.global.registerOutput(fs.FlagSet)
-	db := &dbFlags{store: s}
-	db.register(fs.FlagSet)
-	return fs, db
+	fs.shared(setOutput, a.global.registerOutput)
+	return fs, registerDatabase(fs, stores...)
 }
 
 // newDBAPIFlagSet is newDBFlagSet for a command that also calls the API
-// (payout queue resolve): it takes every global flag too.
-func (a *app) newDBAPIFlagSet(cmd command, s store) (*cmdFlags, *dbFlags) {
+// (payout queue resolve, books): it takes every global flag too.
+func (a *app) newDBAPIFlagSet(cmd command, stores ...store) (*cmdFlags, *dbFlags) {
 	fs := a.newFlagSet(cmd)
-	db := &dbFlags{store: s}
-	db.register(fs.FlagSet)
-	return fs, db
+	return fs, registerDatabase(fs, stores...)
 }
 
 // schemaChecker is a pgstore store: its table can be checked.
@@ -78,17 +83,17 @@ type schemaChecker interface {
 	CheckSchema(context.Context) error
 }
 
-// openStore connects to f's database and builds the store on its table,
+// openStore connects to f's database and builds store st on its table,
 // with its schema checked; it returns the pool, for the caller to close.
 // The connection string and its password are kept among the secrets: no
 // error prints them.
-func openStore[S schemaChecker](a *app, f *dbFlags, build func(*pgxpool.Pool, string) (S, error)) (S, *pgxpool.Pool, error) {
+func openStore[S schemaChecker](a *app, f *dbFlags, st store, build func(*pgxpool.Pool, string) (S, error)) (S, *pgxpool.Pool, error) {
 	var zero S
-	pool, err := a.openPool(f.databaseURL, f.store.maxConns)
+	pool, err := a.openPool(f.databaseURL, st.maxConns)
 	if err != nil {
 		return zero, nil, err
 	}
-	s, err := build(pool, f.table)
+	s, err := build(pool, f.table(st))
 	if err == nil {
 		err = s.CheckSchema(a.ctx)
 	}
@@ -150,8 +155,10 @@ type listFlags struct {
 	limit         int
 }
 
-// registerList registers --state, --after and --limit for a list of noun.
-func registerList(fs *flag.FlagSet, noun string) *listFlags {
+// registerList registers --state, --after and --limit for a list of noun;
+// a list writes a table, JSON or CSV.
+func (a *app) registerList(fs *cmdFlags, noun string) *listFlags {
+	a.writes(fs, outJSON, outTable, outCSV)
 	l := &listFlags{}
 	fs.StringVar(&l.states, "state", "", "keep "+noun+" in these `states` (comma-separated; default all)")
 	fs.StringVar(&l.after, "after", "", "page: only orderIds after this `orderId` (the last one of the previous page)")
@@ -208,7 +215,7 @@ func printList[T, O any](a *app, asJSON bool, items []T, out func(*T) O, header 
 // given: only resolve calls the API) and returns its pool, for the caller
 // to close.
 func (a *app) openQueue(f *dbFlags, g pgstore.Guardrails, client ...*cryptopay.Client) (*pgstore.Queue, *pgxpool.Pool, error) {
-	return openStore(a, f, func(pool *pgxpool.Pool, table string) (*pgstore.Queue, error) {
+	return openStore(a, f, queueStore, func(pool *pgxpool.Pool, table string) (*pgstore.Queue, error) {
 		qcfg := pgstore.QueueConfig{Pool: pool, Table: table, Guardrails: g}
 		if len(client) > 0 {
 			qcfg.Client = client[0]
@@ -226,7 +233,7 @@ func (a *app) openQueueReader(f *dbFlags) (*pgstore.Queue, *pgxpool.Pool, error)
 // openTracker opens the payment tracker (with no API client: no tracker
 // command calls the API) and returns its pool, for the caller to close.
 func (a *app) openTracker(f *dbFlags) (*pgstore.Tracker, *pgxpool.Pool, error) {
-	return openStore(a, f, func(pool *pgxpool.Pool, table string) (*pgstore.Tracker, error) {
+	return openStore(a, f, trackerStore, func(pool *pgxpool.Pool, table string) (*pgstore.Tracker, error) {
 		return pgstore.NewTracker(a.ctx, pgstore.TrackerConfig{Pool: pool, Table: table})
 	})
 }

@@ -153,7 +153,7 @@ func TestServerTextInTablesIsClean(t *testing.T) {
 		{[]string{"payment", "get", p.ID}, both},
 		{[]string{"balances"}, both},
 		{[]string{"currencies"}, both},
-		{[]string{"payout", "export", "--format", "jsonl"}, both},
+		{[]string{"payout", "export", "--output", "jsonl"}, both},
 		{[]string{"payout", "export"}, []terms{{stdout: true}}}, // CSV to a pipe is data, kept exact
 	} {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {

@@ -65,24 +65,6 @@ func newTrackedOut(tp *pgstore.TrackedPayment) trackedOut {
 // trackStates are the tracker states and what an operator reads in each.
 var trackStates = []pgstore.TrackState{pgstore.TrackUnmatched, pgstore.TrackOpen, pgstore.TrackLate, pgstore.TrackClosed}
 
-func (a *app) paymentTracked(args []string) error {
-	if len(args) > 0 && args[0] == "show" {
-		return a.trackedShow(args[1:])
-	}
-	if len(args) > 0 {
-		if m, ok := pgstore.MoveNamed(pgstore.ObjectPayment, args[0]); ok {
-			return a.runMove(m, args[1:])
-		}
-	}
-	if len(args) > 0 && args[0] == "health" {
-		return a.trackedHealth(args[1:])
-	}
-	if len(args) > 0 && args[0] == "list" {
-		args = args[1:]
-	}
-	return a.trackedList(args)
-}
-
 func (a *app) trackedList(args []string) error {
 	fs, db := a.newDBFlagSet(command{"payment tracked", "", "List the payment tracker's payments in orderId order (pgstore.Tracker):\n" +
 		"unmatched (tracked by orderId alone, waiting for its first webhook), open (before expiredAt),\n" +
@@ -91,7 +73,7 @@ func (a *app) trackedList(args []string) error {
 		"'payment tracked health' for a summary (due, overdue, failing, the commonest failure), and\n" +
 		"'payment tracked clear-anomaly ORDER_ID --note TEXT' once a person has looked into one."}, trackerStore)
 	action := fs.Bool("needs-action", false, "keep only payments a person should look at (locked, paid_partial, paid_over, or an anomaly)")
-	list := registerList(fs.FlagSet, "payments")
+	list := a.registerList(fs, "payments")
 	_, asJSON, err := a.parseOutput(fs, args, 0, 0)
 	if err != nil {
 		return err

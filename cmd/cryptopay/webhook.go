@@ -21,14 +21,12 @@ func (a *app) webhookURL(args []string) error {
 	orderID := fs.String("order-id", "", "the order `id` (required)")
 	base := fs.String("base", "", "your webhook endpoint `URL`, for example https://shop.example/webhooks (required)")
 	secretFile := fs.String("secret-file", "", "read the webhook secret from `path` (default $"+envWebhookSecret+")")
+	a.writes(fs, outTable, outJSON) // the bare URL by default, for $(...)
 	if _, err := a.parse(fs, args, 0, 0); err != nil {
 		return err
 	}
 	if *orderID == "" || *base == "" {
 		return usageErr("webhook url: --order-id and --base are required")
-	}
-	if a.global.output != "" && a.global.output != "json" && a.global.output != "table" {
-		return usageErr("--output %q: want table or json", a.global.output)
 	}
 	secret, err := a.secret(*secretFile, envWebhookSecret, "webhook secret", "--secret-file")
 	if err != nil {
@@ -38,7 +36,7 @@ func (a *app) webhookURL(args []string) error {
 	if err != nil {
 		return &exitError{exitUsage, err}
 	}
-	if a.global.output == "json" {
+	if a.format == outJSON {
 		return a.printJSON(map[string]string{"orderId": *orderID, "url": u})
 	}
 	_, err = fmt.Fprintln(a.stdout, u)

@@ -123,7 +123,7 @@ func newHandler(ctx context.Context, pool *pgxpool.Pool, users map[string]user, 
 	if err != nil {
 		return nil, err
 	}
-	c, err := console.New(console.Config{Queue: q, Tracker: tr, ReadOnly: readOnly,
+	c, err := console.New(console.Config{Queue: q, Tracker: tr, ReadOnly: readOnly, Prefix: "/ops",
 		Authorize: func(r *http.Request) (console.Actor, error) {
 			name, pass, _ := r.BasicAuth()
 			if u, ok := check(users, name, pass); ok {
