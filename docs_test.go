@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -35,6 +36,13 @@ import (
 //     otelcryptopay) needs that module's dependencies, so it must appear
 //     verbatim (indentation aside) in a Go file of that module, usually one
 //     of its Examples, which that module's own build compiles.
+//   - a block of signatures (every line that is not blank or a comment is a
+//     `func` declaration without its body) must match declarations of the
+//     repository's Go source, line for line: a documented signature that no
+//     longer compiles (a parameter added, a result changed) fails.
+//   - every snippet of README.md, but a whole program (`package main`,
+//     compiled as it stands), also appears verbatim in a Go file of the
+//     repository: an Example or an example program that runs it.
 //
 // Every error names the Markdown file and line of the snippet.
 
@@ -214,6 +222,82 @@ func checkCompanion(t *testing.T, root, module string, s snippet) []string {
 	return []string{fmt.Sprintf("%s:%d: this %s snippet appears in no Go file of %s/ (copy it from one of its Examples, or put it in one)", s.file, s.line, module, module)}
 }
 
+// isSignatures reports whether code is a block of signatures: each line
+// that is not blank or a comment declares a func without its body.
+func isSignatures(code string) bool {
+	n := 0
+	for l := range strings.Lines(code) {
+		l = strings.TrimSpace(l)
+		switch {
+		case l == "" || strings.HasPrefix(l, "//"):
+		case strings.HasPrefix(l, "func ") && !strings.HasSuffix(l, "{") && !strings.HasSuffix(l, "}"):
+			n++
+		default:
+			return false
+		}
+	}
+	return n > 0
+}
+
+// declarationLines returns the lines of the repository's Go source (test
+// files and testdata left out) that declare a func, cut before the body's
+// "{", once.
+var declarationLines = sync.OnceValues(func() (map[string]bool, error) {
+	root, err := os.Getwd()
+	if err != nil {
+		return nil, err
+	}
+	decls := map[string]bool{}
+	err = walkGoFiles(root, func(path, src string) {
+		if strings.HasSuffix(path, "_test.go") {
+			return
+		}
+		for l := range strings.Lines(src) {
+			if decl, _, ok := strings.Cut(strings.TrimSpace(l), " {"); ok && strings.HasPrefix(l, "func ") {
+				decls[decl] = true
+			}
+		}
+	})
+	return decls, err
+})
+
+// walkGoFiles calls fn with every Go file of the repository (testdata and
+// hidden directories left out) and its text.
+func walkGoFiles(root string, fn func(path, src string)) error {
+	return filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		switch {
+		case err != nil:
+			return err
+		case d.IsDir() && (d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".")) && path != root:
+			return filepath.SkipDir
+		case d.IsDir() || !strings.HasSuffix(path, ".go"):
+			return nil
+		}
+		data, err := os.ReadFile(path)
+		if err == nil {
+			fn(path, string(data))
+		}
+		return err
+	})
+}
+
+// checkSignatures reports each signature of s that declares nothing in the
+// repository's source.
+func checkSignatures(t *testing.T, root string, s snippet) []string {
+	t.Helper()
+	decls, err := declarationLines()
+	require.NoError(t, err)
+	var problems []string
+	n := 0
+	for l := range strings.Lines(s.code) {
+		if l = strings.TrimSpace(l); strings.HasPrefix(l, "func ") && !decls[l] {
+			problems = append(problems, fmt.Sprintf("%s:%d: this signature declares nothing in the source (changed or removed?): %s", s.file, s.line+n, l))
+		}
+		n++
+	}
+	return problems
+}
+
 // snippetSource turns a root snippet into a Go file whose positions are the
 // Markdown file's (a //line directive).
 func snippetSource(root string, s snippet) string {
@@ -254,6 +338,10 @@ func compileSnippets(t *testing.T, root string, snippets []snippet) []string {
 	overlay := map[string]string{}
 	tmp := t.TempDir()
 	for i, s := range snippets {
+		if isSignatures(s.code) {
+			problems = append(problems, checkSignatures(t, root, s)...)
+			continue
+		}
 		if module := companionModule(s.code); module != "" {
 			problems = append(problems, checkCompanion(t, root, module, s)...)
 			continue
@@ -342,6 +430,9 @@ func TestDocSnippetsCheckFails(t *testing.T) {
 		{"renamed method", "p, err := client.GetPaymentByID(ctx, \"id\")\n", "GetPaymentByID undefined", 0},
 		{"wrong type, second line", "var n int\nn = cryptopay.Version\n", "cannot use cryptopay.Version", 1},
 		{"companion snippet in no file", "store, err := pgstore.NoSuchThing(pool)\n", "this pgstore snippet appears in no Go file", 0},
+		{"signatures that match", "func (h *Handler) Refusals() RefusalStats\nfunc (c *Client) Notify(ctx context.Context, obj any) int\n", "", 0},
+		{"signature changed", "// the enqueue\nfunc (q *Queue) EnqueueBy(ctx context.Context, tx pgx.Tx, actor string, p cryptopay.CreatePayoutParams) (created bool, err error)\n",
+			"this signature declares nothing in the source", 1},
 	}
 	// One build for all cases: case i starts at line 100*i+10 of its own
 	// file, so each problem names its case.
@@ -395,6 +486,21 @@ func TestDocLinks(t *testing.T) {
 	require.NoError(t, err)
 	guides, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
 	require.NoError(t, err)
+	// Each target's headings, read once (a guide is linked hundreds of
+	// times; reading and scanning it for every link took seconds under
+	// -race).
+	anchors := map[string]map[string]bool{}
+	headings := func(target string) (map[string]bool, error) {
+		if a, ok := anchors[target]; ok {
+			return a, nil
+		}
+		md, err := os.ReadFile(target)
+		if err != nil {
+			return nil, err
+		}
+		anchors[target] = headingAnchors(string(md))
+		return anchors[target], nil
+	}
 	for _, file := range append([]string{filepath.Join(root, "README.md")}, guides...) {
 		data, err := os.ReadFile(file)
 		require.NoError(t, err)
@@ -409,11 +515,11 @@ func TestDocLinks(t *testing.T) {
 				target = filepath.Join(filepath.Dir(file), path)
 			}
 			name, _ := filepath.Rel(root, file)
-			md, err := os.ReadFile(target)
+			heads, err := headings(target)
 			if !assert.NoError(t, err, "%s links to %s", name, m[1]) || anchor == "" {
 				continue
 			}
-			assert.True(t, headingAnchors(string(md))[anchor], "%s links to %s: no such heading", name, m[1])
+			assert.True(t, heads[anchor], "%s links to %s: no such heading", name, m[1])
 		}
 	}
 }
@@ -500,4 +606,30 @@ func TestProjectMapListsEverySourceFile(t *testing.T) {
 		require.NoError(t, err)
 	}
 	assert.Empty(t, missing, "source files docs/project.md's map of the code does not list")
+}
+
+// TestReadmeSnippetsLiveInGoFiles: every Go snippet of README.md but a whole
+// program (compiled as it stands by TestDocSnippetsCompile) appears
+// verbatim, indentation aside, in a Go file of the repository, an Example
+// or an example program that runs it (signature blocks are checked
+// against the source instead).
+func TestReadmeSnippetsLiveInGoFiles(t *testing.T) {
+	root, err := os.Getwd()
+	require.NoError(t, err)
+	var sources []string
+	require.NoError(t, walkGoFiles(root, func(path, src string) {
+		if filepath.Base(path) != "docs_test.go" {
+			sources = append(sources, normalizedLines(src))
+		}
+	}))
+	snippets := docSnippets(t, root, []string{"README.md"})
+	require.NotEmpty(t, snippets)
+	for _, s := range snippets {
+		if strings.HasPrefix(s.code, "package main\n") || isSignatures(s.code) {
+			continue
+		}
+		want := normalizedLines(s.code)
+		assert.True(t, slices.ContainsFunc(sources, func(src string) bool { return strings.Contains(src, want) }),
+			"%s:%d: this snippet appears in no Go file: put it in an Example or an example program that runs it", s.file, s.line)
+	}
 }

@@ -42,15 +42,65 @@ import (
 //     page is read.
 //   - A look reads at most maxSearchRequests pages; a list it cannot cover
 //     or prove within them is an error (the answer stays unknown).
-//   - A page read twice (the server ignores offset), a list that ends
-//     before its count, more items than the count, or a count that shrinks
-//     is an error (ErrUnexpectedResponse), never "not listed".
-//   - So is a search that saw fewer distinct payouts than the first count
-//     promised in the places it read (checkDistinct): payouts moved between
-//     pages while the list was read (it is ordered by a field that changes,
-//     such as updatedAt, or payouts sharing a createdAt swap places between
-//     requests), and the one looked for may have moved from a page not yet
-//     read to one already read.
+//   - A page of several payouts read at two offsets while the count
+//     stayed (the server ignores offset), pages that show nothing new 4
+//     times in a row on a list without a count, a list that ends before
+//     its count, more items than the count, or a count that shrinks is an
+//     error (ErrUnexpectedResponse), never "not listed".
+//   - The answer "not listed" (and a scan's end without error) needs one
+//     more thing: the count proof below. Where it does not close, the
+//     answer is unknown (*ListProofError), never "not listed".
+//
+// The count proof (docs/reconcile.md). The model: payouts are never
+// deleted; at any instant the list is a sequence of all the payouts that
+// exist then, each once; a page read at time t holds positions
+// [offset, offset+len) of the list at t, and its count is the list's size
+// at t. Between two requests the order may change in any way (payouts
+// sharing a createdAt swap places, a list ordered by updatedAt moves one),
+// and payouts may be created or updated. So a page cannot tell where a
+// payout not on it is: one may move from a page not yet read to one
+// already read, and one created meanwhile may fill the place it left. The
+// proof counts instead of placing:
+//
+//   - A payout's key is its fields that never change (id, orderId,
+//     customer, wallet address and label, currency, network, amount,
+//     createdAt; see identity), never status, paidAddress or
+//     merchantAmount: a key that changed between two reads would count one
+//     payout seen twice as two. Two payouts may share a key (twins).
+//   - L, proven: for each key k, m_k is the most items with key k seen in
+//     one page (a page lists each payout once, so m_k payouts with key k
+//     exist); L is the sum of m_k. Every payout counted exists at the last
+//     request, since none is deleted.
+//   - U, listed: the list's size at the last request: its count, or for a
+//     list without one the offset of an empty page that was the last
+//     request.
+//   - If L >= U, the payouts counted are all the payouts that existed at
+//     the last request (L > U breaks the model: an error), hence every
+//     payout that existed when the search began, each key exactly m_k
+//     times: "not listed" is proven. If L < U, some payout may not have
+//     been seen: the search reads the list again from its newest end (new
+//     payouts appear there), at most maxRereads passes, the first with its
+//     pages shifted by half a page (so that payouts sharing a createdAt,
+//     or twins, cut by a page boundary lie in one page), stopping as soon
+//     as L >= U with U the latest count; if it still does not close, the
+//     answer is unknown. A quiet list closes after its first pass, which
+//     makes exactly the requests it always did.
+//   - The cutoff skip reads only the newest part of a list proven sorted
+//     by createdAt (sortProven, a trusted heuristic), so the count of the
+//     whole list cannot close. It closes on the region R of the payouts
+//     created at or after the cutoff instead: in a sorted list every
+//     payout of R lies strictly before (newest first) or after (oldest
+//     first) a payout created before the cutoff, whatever the order among
+//     ties. So a page read at time t that shows such a payout e at
+//     position p bounds R at t: |R| <= p newest first, |R| <= count-p-1
+//     oldest first; and R grows by at most the payouts created since,
+//     which the count's growth bounds. U_R is the least such bound, moved
+//     to the last request; L_R is L over the keys with createdAt at or
+//     after the cutoff. L_R >= U_R proves every payout of R was seen; the
+//     re-reads then cover R only, from the newest end to the first
+//     payout older than the cutoff. A list whose order is not proven, or
+//     a skip whose proof does not close within the re-reads, is unknown,
+//     never "not listed".
 //
 // What the proof cannot see: a list made of parts each sorted by createdAt
 // and joined by a key the item does not show (two shards, a merchant
@@ -63,14 +113,26 @@ const (
 	// maxSearchRequests bounds the pages one look reads: a list the
 	// search cannot cover or prove sorted within them is "still unknown".
 	maxSearchRequests = 1000
-	// minSortedRun is how many payouts a skip needs read in a row at each
-	// end of the list, in createdAt order: a random order passes one such
-	// run by chance about 2 times in 16! (10^13).
-	minSortedRun = 16
 	// maxSortedRecords bounds what a search keeps to prove the order;
 	// past it the search reads on to the end instead.
 	maxSortedRecords = 10_000
+	// maxRereads bounds the passes that read the list again when the
+	// first did not prove that every payout was seen (see the count
+	// proof): then the answer is unknown.
+	maxRereads = 2
+	// maxAmbiguous bounds the orderIds a *ListProofError names.
+	maxAmbiguous = 100
+	// maxStale bounds the pages in a row of a first pass, on a list
+	// without a count, that show no payout not seen before: a server that
+	// ignores the offset would otherwise be read forever.
+	maxStale = 3
 )
+
+// minSortedRun is how many payouts a skip needs read in a row at each end
+// of the list, in createdAt order: a random order passes one such run by
+// chance about 2 times in 16! (10^13). A variable only so that a test can
+// run the skip, and its count proof, on lists of a few payouts.
+var minSortedRun = 16
 
 // listOrder is the order the payout list was seen to be in.
 type listOrder int
@@ -123,12 +185,26 @@ type payoutSearch struct {
 	edge     time.Time // the oldest createdAt the newest-to-oldest walk reached
 	stopped  bool      // the walk reached the cutoff and the order is proven
 	requests int
-	pages    map[uint64]int // fingerprint of each page read -> its offset
+	pages    map[uint64]pageSeen // fingerprint of each page read in the first pass
 	found    *PayoutListItem
-	count0   int                 // the count the first page sent
-	distinct map[uint64]struct{} // identity of each payout read (see identity)
-	keep     bool                // a skip is still possible: records are kept
-	records  []sortRecord        // what sortProven needs of each payout read
+	keep     bool         // a skip is still possible: records are kept
+	records  []sortRecord // what sortProven needs of each payout read
+	// The count proof (see the file's header).
+	keys       map[uint64]keySeen // each key read: the most copies in one page
+	inPage     map[uint64]int     // the copies of each key in the page being read
+	keysR      map[uint64]int32   // keys and inPage over the payouts created at or after the cutoff
+	inPageR    map[uint64]int
+	pageNo     int      // the requests answered, as a page number for keys
+	proven     int      // L: the sum of the keys' copies
+	provenR    int      // L_R: the same over the keys created at or after the cutoff
+	boundNF    int      // least (p - count) over the pages read: U_R - count, newest first
+	boundOF    int      // least (-p - 1) over the pages read: U_R - count, oldest first
+	lastEmpty  int      // the offset of the last page read if it was empty, else -1
+	rereading  bool     // the first pass is over
+	passReqs   int      // the requests of the first pass (a re-read pass reads at most twice as many)
+	stale      int      // pages in a row, first pass, no count, that proved no new payout
+	ambiguous  []string // orderIds of keys read on more than one page (capped)
+	ambiguousN int      // how many keys were read on more than one page
 	// visit, in a scan (ScanPayouts), gets each distinct payout once
 	// instead of the orderId being looked for; false stops the scan.
 	visit    func(*PayoutListItem) bool
@@ -146,9 +222,20 @@ type sortRecord struct {
 	amount                    decimal.Decimal
 }
 
+// keySeen is what the count proof keeps of one key: 12 bytes a payout.
+type keySeen struct {
+	copies int32 // m_k: the most items with the key seen in one page
+	page   int32 // the last page it was seen on
+	multi  bool  // seen on more than one page
+}
+
+// pageSeen is where, and at which count, a page was first read.
+type pageSeen struct{ offset, count int }
+
 func newPayoutSearch(ctx context.Context, c *Client, orderID string, cutoff time.Time, opts []Option) *payoutSearch {
-	s := &payoutSearch{c: c, ctx: ctx, opts: opts, orderID: orderID, cutoff: cutoff, pages: make(map[uint64]int), distinct: make(map[uint64]struct{}),
-		pageSize: defaultPageSize, maxReqs: maxSearchRequests}
+	s := &payoutSearch{c: c, ctx: ctx, opts: opts, orderID: orderID, cutoff: cutoff, pages: make(map[uint64]pageSeen),
+		keys: make(map[uint64]keySeen), inPage: make(map[uint64]int), keysR: make(map[uint64]int32), inPageR: make(map[uint64]int), pageSize: defaultPageSize, maxReqs: maxSearchRequests,
+		boundNF: math.MaxInt, boundOF: math.MaxInt, lastEmpty: -1}
 	s.keep = !cutoff.IsZero()
 	return s
 }
@@ -176,7 +263,7 @@ func (s *payoutSearch) run() error {
 	}
 	err = s.decide()
 	for err == nil && s.more() {
-		if s.order == oldestFirst {
+		if s.order == oldestFirst && s.counted { // without a count, the end is unknown: read up to an empty page
 			err = s.stepDown()
 		} else {
 			err = s.stepUp()
@@ -186,9 +273,214 @@ func (s *payoutSearch) run() error {
 		}
 	}
 	if err == nil && s.found == nil {
-		err = s.checkDistinct()
+		err = s.prove()
 	}
 	return err
+}
+
+// prove closes the count proof, reading the list again (at most
+// maxRereads passes) while the pages read do not prove that every payout
+// was seen; a proof still open is a *ListProofError. See the file's header.
+func (s *payoutSearch) prove() error {
+	for pass := 0; ; pass++ {
+		if done, err := s.closed(); done || err != nil {
+			return err
+		}
+		if pass == maxRereads {
+			return s.proofError()
+		}
+		if !s.rereading {
+			s.rereading, s.passReqs = true, s.requests
+		}
+		if err := s.reread(pass); err != nil || s.found != nil {
+			return err
+		}
+	}
+}
+
+// proof is the proof in force: L and U over the whole list, or over the
+// region of the payouts created at or after the cutoff once a walk
+// stopped there (known false: no U yet, as for a list without a count
+// whose last page read was not empty).
+func (s *payoutSearch) proof() (proven, listed int, known bool) {
+	switch {
+	case s.stopped:
+		b := s.boundNF
+		if s.order == oldestFirst {
+			b = s.boundOF
+		}
+		return s.provenR, s.listed + b, b != math.MaxInt
+	case s.counted:
+		return s.proven, s.listed, true
+	}
+	return s.proven, s.lastEmpty, s.lastEmpty >= 0
+}
+
+// closed reports whether the proof closes (L >= U); a list that shows
+// more payouts than it holds (L > U) broke the model: an error.
+func (s *payoutSearch) closed() (bool, error) {
+	proven, listed, known := s.proof()
+	if known && proven > listed {
+		what := "the list holds"
+		if s.stopped {
+			what = "its order leaves room for after the cutoff (it is not sorted by createdAt)"
+		}
+		return false, s.inconsistent(fmt.Sprintf("it showed %d distinct payouts where %s %d", proven, what, listed))
+	}
+	return known && proven == listed, nil
+}
+
+// reread reads the list again from its newest end until the proof
+// closes or the pass has covered what the proof counts: the whole list
+// (to the latest count, or to an empty page), or, for a stopped walk, its
+// newest part down to a payout created before the cutoff. Pass 0 shifts
+// its page boundaries by half a page from the first pass's, so that
+// payouts sharing a createdAt, or twins, cut by a boundary there lie in
+// one page.
+func (s *payoutSearch) reread(pass int) error {
+	phase := 0
+	if pass == 0 {
+		phase = s.size / 2
+	}
+	if s.counted && s.order == oldestFirst {
+		return s.rereadDown(phase)
+	}
+	lim := s.size
+	if phase > 0 {
+		lim = phase
+	}
+	for off, start := 0, s.requests; s.requests-start < 2*s.passReqs+4; lim = s.size {
+		p, done, err := s.reread1(off, lim)
+		switch {
+		case done || err != nil:
+			return err
+		case s.stopped && s.pastCutoff(p.items), !s.counted && len(p.items) == 0:
+			return nil // covered
+		}
+		if !s.counted {
+			lim = len(p.items) // a short page ends the list: its end is the empty page's offset
+		}
+		if off += lim; s.counted && off >= s.listed {
+			return nil
+		}
+	}
+	return nil // a pass as long as twice the first: the proof decides
+}
+
+// rereadDown is reread for a list oldest first: its first page is the
+// list's end, read from the count minus a page plus one (so that it shows
+// a payout created since), then pages down to the oldest, the first
+// overlapping it by phase.
+func (s *payoutSearch) rereadDown(phase int) error {
+	lo := max(0, s.listed-s.size+1)
+	p, done, err := s.reread1(lo, s.size)
+	hi := min(lo+phase, s.listed)
+	for start := s.requests; !done && err == nil && hi > 0 && !(s.stopped && s.pastCutoff(p.items)) && s.requests-start < 2*s.passReqs+4; {
+		lo = max(0, hi-s.size)
+		p, done, err = s.reread1(lo, hi-lo)
+		hi = lo
+	}
+	return err
+}
+
+// reread1 reads one page of a re-read: done when the proof closes or the
+// payout looked for is found.
+func (s *payoutSearch) reread1(lo, lim int) (searchPage, bool, error) {
+	p, err := s.read(lo, lim)
+	if err != nil || s.found != nil {
+		return p, true, err
+	}
+	if want := min(lim, p.count-lo); s.counted && len(p.items) < want {
+		return p, true, s.short(lo, len(p.items), want)
+	}
+	done, err := s.closed()
+	return p, done, err
+}
+
+// pastCutoff reports whether items hold a payout created before the cutoff.
+func (s *payoutSearch) pastCutoff(items []PayoutListItem) bool {
+	for i := range items {
+		if t := items[i].CreatedAt; !t.IsZero() && t.Before(s.cutoff) {
+			return true
+		}
+	}
+	return false
+}
+
+// count starts the page read at offset in the count proof: whether it
+// was empty (U of a list without a count), and the bounds on the region
+// after the cutoff that its payouts created before the cutoff give (the
+// first newest first, the last oldest first; see the file's header).
+func (s *payoutSearch) count(offset int, p searchPage) {
+	s.pageNo++
+	s.lastEmpty = -1
+	if len(p.items) == 0 {
+		s.lastEmpty = offset
+	}
+	if s.cutoff.IsZero() || !p.counted {
+		return
+	}
+	for i := range p.items {
+		if t := p.items[i].CreatedAt; !t.IsZero() && t.Before(s.cutoff) {
+			s.boundNF = min(s.boundNF, offset+i-p.count)
+			break
+		}
+	}
+	for i := len(p.items) - 1; i >= 0; i-- {
+		if t := p.items[i].CreatedAt; !t.IsZero() && t.Before(s.cutoff) {
+			s.boundOF = min(s.boundOF, -(offset+i)-1)
+			break
+		}
+	}
+}
+
+// see counts one item of the page being read; it reports whether the item
+// is proven distinct by this page (its key shows more copies here than in
+// any page before).
+func (s *payoutSearch) see(it *PayoutListItem) bool {
+	id := identity(it)
+	n := s.inPage[id] + 1
+	s.inPage[id] = n
+	k := s.keys[id]
+	if k.copies > 0 && int(k.page) != s.pageNo && !k.multi {
+		k.multi = true
+		if s.ambiguousN++; len(s.ambiguous) < maxAmbiguous {
+			s.ambiguous = append(s.ambiguous, it.OrderID)
+		}
+	}
+	k.page = int32(s.pageNo)
+	more := n > int(k.copies)
+	if more {
+		k.copies = int32(n)
+		s.proven++
+	}
+	s.keys[id] = k
+	if !s.cutoff.IsZero() && !it.CreatedAt.IsZero() && !it.CreatedAt.Before(s.cutoff) {
+		// L_R counts the keys created at or after the cutoff in a map of
+		// their own, so that a hash shared with an older key can only
+		// merge two of them (an undercount), never count an older one.
+		r := s.inPageR[id] + 1
+		s.inPageR[id] = r
+		if r > int(s.keysR[id]) {
+			s.keysR[id] = int32(r)
+			s.provenR++
+		}
+	}
+	return more
+}
+
+// proofError is the unknown answer of a proof that did not close.
+func (s *payoutSearch) proofError() error {
+	proven, listed, known := s.proof()
+	e := &ListProofError{Proven: proven, Listed: listed, Requests: s.requests,
+		Ambiguous: slices.Clone(s.ambiguous), AmbiguousTotal: s.ambiguousN}
+	if s.stopped {
+		e.Since = s.cutoff
+	}
+	if !known {
+		e.Listed = -1
+	}
+	return e
 }
 
 // decide stops the walk once it has reached the cutoff on an order the
@@ -418,24 +710,6 @@ func amountCannotLead(r []sortRecord) bool {
 	return up && down
 }
 
-// checkDistinct refuses a search that read fewer distinct payouts than
-// it must have: a payout was then seen twice and another not at all (see
-// the file's header). Every payout the first count promised has been read
-// except those in the gap [head, tail) the walk left unread (a stopped
-// walk). Payouts created meanwhile only add: at the top of a newest-first
-// list they shift the rest (a payout read twice, and tail moved up with
-// them), at the end of an oldest-first one they lie beyond the count.
-func (s *payoutSearch) checkDistinct() error {
-	if !s.counted {
-		return nil
-	}
-	want := s.count0 - max(0, s.tail-s.head)
-	if len(s.distinct) >= want {
-		return nil
-	}
-	return s.inconsistent(fmt.Sprintf("it showed %d distinct payouts where at least %d were read (payouts moved between pages while it was read, or share a createdAt and swapped places)", len(s.distinct), want))
-}
-
 // more reports whether the search must read on: nothing found, the cutoff
 // not reached, and a gap left, or the end of a counted list not yet seen
 // (a page that ends exactly at the count cannot show a payout beyond it).
@@ -464,13 +738,15 @@ func (s *payoutSearch) read(offset, limit int) (searchPage, error) {
 		return p, err
 	}
 	s.listed = p.count
+	s.count(offset, p)
+	clear(s.inPage)
+	clear(s.inPageR)
+	before := s.proven
 	for i := range p.items {
 		it := &p.items[i]
-		id := identity(it)
-		_, seen := s.distinct[id]
-		s.distinct[id] = struct{}{}
+		more := s.see(it)
 		if s.visit != nil {
-			if !seen && !s.visit(it) {
+			if more && !s.visit(it) {
 				return p, errScanStopped
 			}
 			continue
@@ -479,7 +755,17 @@ func (s *payoutSearch) read(offset, limit int) (searchPage, error) {
 			s.found = it
 			break
 		}
-		s.record(offset+i, it)
+		if !s.rereading {
+			s.record(offset+i, it)
+		}
+	}
+	if !p.counted && !s.rereading && s.found == nil && len(p.items) > 0 {
+		if s.stale++; s.proven > before {
+			s.stale = 0
+		}
+		if s.stale > maxStale {
+			return p, s.inconsistent(fmt.Sprintf("%d pages in a row, the last at offset %d, showed no payout not seen before (is the offset ignored?)", s.stale, offset))
+		}
 	}
 	return p, nil
 }
@@ -506,12 +792,17 @@ func (s *payoutSearch) record(pos int, it *PayoutListItem) {
 
 // consistent refuses a page that contradicts the pages read before.
 func (s *payoutSearch) consistent(offset int, p searchPage) error {
-	if len(p.items) > 0 {
+	// A page of several payouts seen again at another offset while the
+	// count stayed: the offset is likely ignored. A page of one payout is
+	// left to the count proof (ties that swap places show one payout at
+	// two offsets) and, without a count, to the stale pages (see read);
+	// the re-reads, whose pages shift, are left to the proof too.
+	if len(p.items) > 1 && !s.rereading {
 		fp := fingerprint(p.items)
-		if at, seen := s.pages[fp]; seen && at != offset {
-			return s.inconsistent(fmt.Sprintf("the page at offset %d repeats the page at offset %d (is the offset ignored?)", offset, at))
+		if at, seen := s.pages[fp]; seen && at.offset != offset && at.count == p.count {
+			return s.inconsistent(fmt.Sprintf("the page at offset %d repeats the page at offset %d (is the offset ignored?)", offset, at.offset))
 		}
-		s.pages[fp] = offset
+		s.pages[fp] = pageSeen{offset, p.count}
 	}
 	switch {
 	case s.read1 && p.counted != s.counted:
@@ -533,7 +824,7 @@ func (s *payoutSearch) first() ([]PayoutListItem, error) {
 	}
 	s.read1, s.counted = true, p.counted
 	s.head, s.size = len(p.items), max(len(p.items), 1)
-	s.tail, s.end, s.count0 = p.count, p.count, p.count
+	s.tail, s.end = p.count, p.count
 	s.endSeen = len(p.items) == 0
 	if !p.counted {
 		s.tail = math.MaxInt // read on to an empty page
@@ -572,9 +863,6 @@ func (s *payoutSearch) last() ([]PayoutListItem, error) {
 		if s.keep {
 			s.records = s.records[:kept] // the end moved: only the last read shows it
 		}
-		// Newest first, the payouts created meanwhile shift the far page
-		// to the new end unchanged: that is not a page served twice.
-		delete(s.pages, fingerprint(p.items))
 	}
 }
 
@@ -689,26 +977,25 @@ func orderOf(pages ...[]PayoutListItem) listOrder {
 	return orderUnknown
 }
 
-// fingerprint identifies a page by its items' identities (FNV-1a).
+// fingerprint identifies a page by its items' keys and statuses (FNV-1a).
 func fingerprint(items []PayoutListItem) uint64 {
 	h := uint64(14695981039346656037)
 	for i := range items {
-		it := &items[i]
-		for _, s := range [...]string{it.ID, it.OrderID, string(it.Status), it.CustomerID, it.WalletAddress} {
-			h = fnvAdd(h, s)
-		}
-		h = fnvUint(h, uint64(it.CreatedAt.UnixNano()))
+		h = fnvAdd(fnvUint(h, identity(&items[i])), string(items[i].Status))
 	}
 	return h
 }
 
-// identity identifies a payout across reads by the fields that cannot
-// change as it proceeds (not its status, amounts or paid address: a field
-// that changed between two reads would count one payout twice and could
-// hide one that was missed).
+// identity is a payout's key for the count proof: the fields that cannot
+// change as it proceeds (id, orderId, customer, wallet address and label,
+// currency, network, amount, createdAt), never its status, paid address
+// or merchant amount (a field that changed between two reads would count
+// one payout seen twice as two, and could fake a proof). Two payouts may
+// share it; a hash collision only merges two keys, which makes the proof
+// harder to close, never easier.
 func identity(it *PayoutListItem) uint64 {
 	h := uint64(14695981039346656037)
-	for _, s := range [...]string{it.ID, it.OrderID, it.CustomerID, it.WalletAddress, it.Currency, it.Network} {
+	for _, s := range [...]string{it.ID, it.OrderID, it.CustomerID, it.WalletAddress, it.WalletLabel, it.Currency, it.Network, it.Amount.String()} {
 		h = fnvAdd(h, s)
 	}
 	return fnvUint(h, uint64(it.CreatedAt.UnixNano()))
@@ -774,25 +1061,42 @@ type ScanPayoutsParams struct {
 	Progress func(read, count int)
 }
 
-// ScanPayouts reads the whole payout list once and yields each payout in
-// it once, in no particular order, under the evidence rules of the
-// payout search behind ReconcilePayout: every page is read (nothing is
-// skipped: a scan has no cutoff), and a list that repeats a page (the
-// server ignores offset), ends before its count, holds more than its
-// count, shrinks, or shows fewer distinct payouts than its count promised
-// (payouts moved between pages while it was read) ends the scan with an
-// error matching ErrUnexpectedResponse: what was yielded before it is not
-// the whole list. A payout seen twice because payouts created meanwhile
-// shifted the pages is yielded once (payouts are told apart by the fields
-// that do not change: id, orderId, customer, wallet, currency, network and
-// createdAt). Payouts created after the scan read the list's newest end
-// may be missing: compare with records older than the scan's start.
+// ScanPayouts reads the whole payout list and yields the payouts its pages
+// prove distinct, in no particular order, under the evidence rules of the
+// payout search behind ReconcilePayout (the count proof of
+// docs/reconcile.md):
+//
+//   - A payout's key is its fields that never change: id, orderId,
+//     customer, wallet address and label, currency, network, amount and
+//     createdAt (never status, paidAddress or merchantAmount). For a key
+//     seen with m copies in one page, m items are yielded (m payouts with
+//     that key exist: a page lists each payout once), as soon as a page
+//     proves them: a later page showing more copies yields the extra ones
+//     then. An item is yielded as first read: its status and paid address
+//     may have changed since.
+//   - The scan ends without error only when the pages prove that every
+//     payout the list held at the last request was yielded (the sum of
+//     the keys' copies reaches the list's count, or, without a count, the
+//     offset of the empty page read last): every payout that existed when
+//     the scan began, and those created while it ran that it saw, each
+//     once. A quiet list takes one pass. When payouts were reordered
+//     (sharing a createdAt), created or moved (a list ordered by a field
+//     that changes) while it was read, it reads the list again from its
+//     newest end, at most 2 passes, stopping as soon as the proof closes.
+//   - If the proof does not close, the scan ends with a *ListProofError
+//     (matching ErrUnexpectedResponse): Listed, Proven, and the orderIds
+//     whose key was seen on more than one page (one payout seen twice, or
+//     identical twins: the pages cannot tell). What was yielded is
+//     distinct but maybe not the whole list.
+//   - A list that repeats a page (the server ignores offset), ends before
+//     its count, holds more than its count, shrinks, or shows more
+//     distinct payouts than it holds ends the scan with a *ResponseError
+//     (ErrUnexpectedResponse); an API or transport failure with that error.
 //
 // An error is yielded once and ends the iteration; breaking out of the
-// loop stops reading. Memory grows by 8 bytes and a map entry per payout
-// (the identities that make the distinct check), never by the payouts
-// themselves. GET /v1/payout/list, which the API marks as under
-// development.
+// loop stops reading. Memory grows by about 30 bytes a payout (its key's
+// hash and copies in a map), never by the payouts themselves.
+// GET /v1/payout/list, which the API marks as under development.
 func (c *Client) ScanPayouts(ctx context.Context, params ScanPayoutsParams, opts ...Option) iter.Seq2[PayoutListItem, error] {
 	return func(yield func(PayoutListItem, error) bool) {
 		if params.PageSize < 0 {
@@ -814,3 +1118,53 @@ func (c *Client) ScanPayouts(ctx context.Context, params ScanPayoutsParams, opts
 		}
 	}
 }
+
+// ListProofError is the answer "unknown" of a payout-list read whose
+// pages do not prove that every payout was seen: payouts that share a
+// createdAt swapped places between requests, payouts were created or
+// moved (a list ordered by a field that changes) while it was read, or
+// identical payouts lay on different pages, and the bounded re-reads did
+// not settle it (see docs/reconcile.md). ReconcilePayout then answers
+// PayoutStillUnknown (never PayoutNotCreated: do not resend; look again
+// later), and ScanPayouts ends with it: the payouts yielded before it are
+// distinct, but not proven to be the whole list. It matches
+// ErrUnexpectedResponse.
+type ListProofError struct {
+	// Listed is U: how many payouts the list held at the last request
+	// (its count, or the offset of its empty page); -1 when no request
+	// showed it (a list without a count whose last page was not empty).
+	Listed int
+	// Proven is L: how many distinct payouts the pages read prove (for
+	// each key, the most copies seen in one page). Proven < Listed.
+	Proven int
+	// Since, when not zero, says that Listed and Proven count only the
+	// payouts created at or after it: ReconcilePayout read the newest part
+	// of a list proven sorted by createdAt, down to its cutoff.
+	Since time.Time
+	// Ambiguous are orderIds of payouts whose key (the fields that never
+	// change) was seen on more than one page: one payout seen twice, or
+	// two identical ones, the pages cannot tell. At most 100, in the
+	// order seen; AmbiguousTotal counts them all. Server text: escape it
+	// before showing it.
+	Ambiguous      []string
+	AmbiguousTotal int
+	// Requests counts the list requests made.
+	Requests int
+}
+
+// Error says what the pages proved, in numbers (no server text).
+func (e *ListProofError) Error() string {
+	listed, scope := "an unknown number", "payouts"
+	if e.Listed >= 0 {
+		listed = strconv.Itoa(e.Listed)
+	}
+	if !e.Since.IsZero() {
+		scope = "payouts created since " + e.Since.UTC().Format(time.RFC3339)
+	}
+	return fmt.Sprintf("cryptopay: GET %s: the pages read in %d requests prove %d distinct %s where the list holds %s "+
+		"(payouts reordered, created or moved while it was read, or identical payouts on different pages; %d orderIds seen on more than one page): whether one is missing is unknown",
+		listPayouts.path, e.Requests, e.Proven, scope, listed, e.AmbiguousTotal)
+}
+
+// Is matches ErrUnexpectedResponse.
+func (e *ListProofError) Is(target error) bool { return target == ErrUnexpectedResponse }

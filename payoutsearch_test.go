@@ -595,7 +595,15 @@ func cmpString(a, b string) int {
 }
 
 // matrixPageSizes are the server's page sizes: 1 to more than the list.
-var matrixPageSizes = []int{1, 2, 3, 7, 16, 39, 40, 41, 100}
+// Under -race (the README's test command) 2, 3 and 39 are left out, 40 %
+// of the matrix's requests; CI's run without -race (.ci/run, the newest
+// Go's step) runs them all.
+var matrixPageSizes = func() []int {
+	if raceDetector {
+		return []int{1, 7, 16, 40, 41, 100}
+	}
+	return []int{1, 2, 3, 7, 16, 39, 40, 41, 100}
+}()
 
 // TestListSearchOrderMatrix: for every list order, page size and place of
 // the payout looked for, the search never answers "not created" while the

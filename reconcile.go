@@ -16,10 +16,11 @@ const (
 	// it again.
 	PayoutExists ReconcileVerdict = iota + 1
 	// PayoutNotCreated: the list, read after the settle time, holds no
-	// payout with the orderId, and either every payout in it was read, or
-	// the pages read at both of its ends prove it sorted by createdAt and
-	// every payout created since the attempt (minus the clock-skew margin)
-	// was read. Creating it again, with the same orderId, is safe.
+	// payout with the orderId, and the pages read prove, by count, that
+	// every payout it held was seen (see docs/reconcile.md), or, on a list
+	// the pages at both of its ends prove sorted by createdAt, every
+	// payout created since the attempt (minus the clock-skew margin).
+	// Creating it again, with the same orderId, is safe.
 	PayoutNotCreated
 	// PayoutStillUnknown: the evidence does not decide (the list could not
 	// be read, is inconsistent, is in an order the search cannot prove and
@@ -131,14 +132,23 @@ type ReconcileResult struct {
 // then (bounded by ctx) and looks again, because the list may lag behind
 // creation.
 //
-// PayoutNotCreated is given only on evidence: a list that repeats a page
-// (the server ignores offset), ends before its count, holds more than its
-// count, shrinks, or shows fewer distinct payouts than the places read
-// (payouts moved or swapped places between pages while it was read) returns
-// an error matching ErrUnexpectedResponse, as does a look that reaches the
-// 1000 pages; an API or transport failure returns that error. In each case
-// the result is still returned, with Verdict PayoutStillUnknown and the
-// requests made. The proof cannot see a list joined from parts each sorted
+// PayoutNotCreated is given only on evidence, the count proof of
+// docs/reconcile.md: the pages read must prove that every payout the list
+// held at the last request was seen (distinct payouts counted by the
+// fields that never change, reaching the list's count), or, for a search
+// stopped at the cutoff, every payout created since it. Payouts sharing a
+// createdAt that swap places between requests, payouts created, or moved
+// by an update in a list ordered by a field that changes, can hide one
+// from every page read; the search then reads the list again from its
+// newest end (at most 2 passes, stopping as soon as the proof closes),
+// and if the proof still does not close it returns a *ListProofError. A
+// quiet list is proven in its first pass, with no extra request. A list
+// that repeats a page (the server ignores offset), ends before its count,
+// holds more than its count, or shrinks returns a *ResponseError, as does
+// a look that reaches the 1000 pages; an API or transport failure returns
+// that error. Each of them matches ErrUnexpectedResponse, and the result
+// is still returned, with Verdict PayoutStillUnknown and the requests
+// made: do not resend, look again later. The proof cannot see a list joined from parts each sorted
 // by createdAt under a key the item does not show (such as two shards
 // listed one after the other), nor one sorted first by customer or
 // wallet: on such a server, pass a zero AttemptedAt to read the whole list.
@@ -205,7 +215,10 @@ func notListedReason(s *payoutSearch, cutoff time.Time, settle time.Duration) st
 	if s.stopped {
 		how = "the list was read from its newest payout back to one created at " +
 			s.edge.UTC().Format(time.RFC3339) + ", before the cutoff " + cutoff.UTC().Format(time.RFC3339) +
-			", and the pages read at both of its ends prove it sorted by createdAt"
+			", the pages read at both of its ends prove it sorted by createdAt, and the " + strconv.Itoa(s.provenR) +
+			" distinct payouts seen created since the cutoff are all the list holds"
+	} else {
+		how += ", and its " + strconv.Itoa(s.proven) + " distinct payouts are all it holds"
 	}
 	return "no payout with this orderId is listed " + settle.String() + " or more after the attempt; " + how
 }

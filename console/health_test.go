@@ -2,10 +2,15 @@ package console_test
 
 import (
 	"context"
+	"net/http"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cryptopay/cryptopay-go/webhook"
 )
 
 // The health summary at the top of every page is the queue's and the
@@ -31,4 +36,28 @@ func TestHealth(t *testing.T) {
 		assert.Contains(t, page, `<b id="`+id+`">`+want+`</b>`, id)
 	}
 	assert.Contains(t, page, `Commonest payout failure (2): server <code>502 Bad Gateway \u202e</code>`)
+}
+
+// The webhook deliveries the shop's handler refused (recorded by the
+// tracker's and the queue's WebhookRefused, from any process) show at the
+// top of every page, once when both report the same; a single item reads
+// in the singular.
+func TestHealthWebhookRefusals(t *testing.T) {
+	r := newRig(t)
+	r.enqueue(t, payout(1, "500"))
+	_, page := r.do(t, "GET", "/payouts", viewer, nil)
+	assert.NotContains(t, page, "webhooks refused")
+	assert.Contains(t, page, `<b id="h-person">1</b> payout needs a person`)
+	assert.Contains(t, page, `<b id="h-payments">0</b> payments need action`)
+
+	ctx := context.Background()
+	ref := webhook.Refusal{Reason: webhook.RefusedToken, StatusCode: http.StatusUnauthorized}
+	r.tr.WebhookRefused(ctx, ref)
+	r.q.WebhookRefused(ctx, ref)
+	require.Eventually(t, func() bool { // written in the background, within a second
+		_, page = r.do(t, "GET", "/payouts", viewer, nil)
+		return strings.Count(page, "webhooks refused: 1 since ") == 1
+	}, 30*time.Second, 20*time.Millisecond)
+	assert.Contains(t, page, `<p class="common bad" id="h-refused">webhooks refused: 1 since `)
+	assert.Contains(t, page, "last reason token (401)")
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -47,4 +48,25 @@ func TestRejectAndResolve(t *testing.T) {
 	assert.Equal(t, pgstore.StateCreated, in.State)
 	assert.Equal(t, found.ID, in.PayoutID)
 	assert.Equal(t, 1, r.fake.PayoutsWithOrderID(parked.OrderID), "nothing sent")
+}
+
+// The approvals stay on a payout's page once the intent is queued (and
+// sent): who approved it, and when it had them all.
+func TestPayoutPageKeepsApprovals(t *testing.T) {
+	r := newRig(t)
+	held := payout(1, "500")
+	r.enqueue(t, held)
+	for _, who := range []string{alice, bob} {
+		code, page := r.do(t, "POST", "/payout/approve", who, url.Values{"id": {held.OrderID}, "note": {"ok"}})
+		require.Equal(t, http.StatusSeeOther, code, page)
+		if r.state(t, held.OrderID) != pgstore.StateNeedsApproval {
+			break
+		}
+	}
+	require.Equal(t, pgstore.StateQueued, r.state(t, held.OrderID))
+	in, err := r.q.Get(context.Background(), held.OrderID)
+	require.NoError(t, err)
+	_, page := r.do(t, "GET", "/payout?id="+held.OrderID, viewer, nil)
+	assert.Contains(t, page, `<dd id="approvals">`+strconv.Itoa(len(in.ApprovedBy))+` of `+strconv.Itoa(in.ApprovalsNeeded)+`: alice`)
+	assert.Contains(t, page, `id="approved-at"`)
 }

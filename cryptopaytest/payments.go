@@ -209,7 +209,9 @@ func paidStatus(paid, due decimal.Decimal) cryptopay.PaymentStatus {
 //
 // paid pays the outstanding remainder (as Pay would, balance included).
 // expired expires the payment now: an expiredAt still in the future moves
-// back to the fake's current time.
+// back to the fake's current time (no processor does that: pgstore's
+// tracker reports the changed expiredAt as an anomaly; Advance the clock
+// past expiredAt to test one).
 // paid_partial and paid_over need an amount: they are accepted only when the
 // amount already paid matches them; otherwise use Pay. Setting the status a
 // payment already has is a no-op. paid_over, failed and rejected are final

@@ -83,28 +83,34 @@ func (f *scaleFake) deliver(t testing.TB, n int) {
 
 // TestMemoryBoundedAtScale counts heap bytes: a payment costs a fixed
 // amount, and deliveries past the log's size cost nothing that stays (the
-// log is a ring, queues drain, workers end).
+// log is a ring, queues drain, workers end). Under -race it runs a quarter
+// of the size and checks the counts only (see raceDetector).
 func TestMemoryBoundedAtScale(t *testing.T) {
 	if testing.Short() {
 		t.Skip("creates 20,000 payments and makes 30,000 deliveries")
 	}
-	const payments, logSize, round = 20000, 1000, 10000
+	payments, logSize, round := 20000, 1000, 10000
+	if raceDetector {
+		payments, round = 5000, 2500
+	}
 	f := newScaleFake(t, WithWebhookLog(logSize))
 	goroutines := runtime.NumGoroutine()
 	h0 := heapInUse()
 	f.addPayments(t, payments)
 	h1 := heapInUse()
-	perPayment := float64(h1-h0) / payments
+	perPayment := float64(h1-h0) / float64(payments)
 	f.deliver(t, round) // fills the ring
 	h2 := heapInUse()
 	f.deliver(t, 2*round)
 	h3 := heapInUse()
-	perDelivery := float64(h3-h2) / (2 * round)
+	perDelivery := float64(h3-h2) / float64(2*round)
 	t.Logf("%.0f B per payment; %.1f B per delivery once the log is full (log of %d: %.0f KB)",
 		perPayment, perDelivery, logSize, float64(h2-h1)/1024)
 
-	assert.Less(t, perPayment, 1200.0, "heap bytes per payment")
-	assert.Less(t, perDelivery, 16.0, "heap bytes that stay per delivery once the log is full")
+	if !raceDetector {
+		assert.Less(t, perPayment, 1200.0, "heap bytes per payment")
+		assert.Less(t, perDelivery, 16.0, "heap bytes that stay per delivery once the log is full")
+	}
 	assert.Equal(t, 3*round, f.s.WebhooksRecorded())
 	assert.Len(t, f.s.Webhooks(), logSize)
 	deadline := time.Now().Add(30 * time.Second)

@@ -12,16 +12,26 @@ type BooksClass string
 // The classes of the books check, the drifts first. docs/books.md says
 // what to do about each.
 const (
-	// BooksDoublePayment: more than one payout at the provider for one
-	// orderId. Always drift; the first lines of the report.
+	// BooksDoublePayment: more than one payout that can move money (not
+	// failed, not cancelled) at the provider for one orderId, in the
+	// intent's currency and network. Always drift; the first lines of the
+	// report.
 	BooksDoublePayment BooksClass = "double_payment"
-	// BooksPayoutDiffers: the provider's payout has another amount,
-	// currency, network or wallet than the queue's intent.
+	// BooksUnsentButListed: the provider lists a payout that can move
+	// money (any status but failed and cancelled) for an intent the queue
+	// has not sent: queued or needs_approval, or never attempted. Always
+	// drift; the first lines after the double payments. The queue does
+	// not refuse such an intent by itself: do not approve, retry or let
+	// its workers send it until someone has looked, or it is paid twice.
+	BooksUnsentButListed BooksClass = "unsent_but_listed"
+	// BooksPayoutDiffers: the provider's payout has another amount, wallet
+	// or paid address than the queue's intent; or a payout for the orderId
+	// is in another currency or network (an item of its own).
 	BooksPayoutDiffers BooksClass = "payout_differs"
 	// BooksStatusDiffers: one side is final and the other is not, past the
 	// settle time; or both are final with different outcomes; or the
-	// provider lists a payout for an intent the queue says was never sent
-	// (refused, rejected, blocked).
+	// provider lists a payout for an intent the queue says was refused,
+	// rejected or blocked after an attempt.
 	BooksStatusDiffers BooksClass = "status_differs"
 	// BooksProviderOnly: a payout at the provider whose orderId no intent
 	// has: created outside the queue.
@@ -48,7 +58,9 @@ const (
 	// provider's balance is recorded as the opening balance. Not drift.
 	BooksOpening BooksClass = "opening_balance"
 	// BooksUndecided: the check could not decide (the payment could not be
-	// read, its id is not known yet, a status the SDK does not know).
+	// read, its id is not known yet, a status the SDK does not know, a
+	// paid payout with neither wallet nor paid address, a payout the list
+	// cannot tell from two identical ones).
 	BooksUndecided BooksClass = "undecided"
 	// BooksInFlight: the two sides differ, but only as things in progress
 	// do (within the settle time, or neither side final). Never drift.
@@ -80,11 +92,17 @@ type BooksItem struct {
 	Class BooksClass
 	// Ours and Theirs are the amounts on each side (invalid: that side
 	// has none): the intent's amount and the provider's payout amount (the
-	// sum, for a double payment); the credited sum and the provider's
-	// paid amount; the expected balance and the provider's.
+	// sum of the payouts that can move money, for a double payment); the
+	// credited sum and the provider's paid amount; the expected balance
+	// and the provider's.
 	Ours, Theirs decimal.NullDecimal
-	// Delta is Theirs - Ours (a missing side counts 0); for
-	// BooksLedgerDiffers, the ledger's sum - the credited sum.
+	// Delta is Theirs - Ours (a missing side counts 0), except: for
+	// BooksLedgerDiffers, the ledger's sum - the credited sum; for
+	// BooksStatusDiffers, the amount of the one side that paid (plus the
+	// provider's, minus ours; 0 if neither or both did); for
+	// BooksUnsentButListed and BooksProviderOnly, the payout's amount; for
+	// a payout in another currency or network, its amount if it can move
+	// money, else 0.
 	Delta decimal.Decimal
 	// Ledger is the merchant's ledger sum for the order (invalid: no
 	// ledger given, or no entry).

@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"fmt"
+	"iter"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -116,6 +117,9 @@ type BooksConfig struct {
 // concurrent use (each Check is independent).
 type Books struct {
 	cfg BooksConfig
+	// scan, if set, reads the payout list instead of cfg.Client.ScanPayouts
+	// (tests: a list as the pages prove it).
+	scan func(context.Context, cryptopay.ScanPayoutsParams) iter.Seq2[cryptopay.PayoutListItem, error]
 }
 
 // NewBooks checks cfg and fills in the defaults.

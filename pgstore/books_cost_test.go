@@ -21,7 +21,8 @@ import (
 var booksN = flag.Int("books.n", 10_000, "payouts in BenchmarkBooksPayouts")
 
 // seedBooks gives the rig n payouts, paid at the fake and paid in the
-// queue, each matching its intent: orderIds "bk-0" to "bk-<n-1>".
+// queue (sent once), each matching its intent: orderIds "bk-0" to
+// "bk-<n-1>".
 func seedBooks(t testing.TB, r *qrig, q *pgstore.Queue, n int) {
 	t.Helper()
 	require.NoError(t, r.fake.SeedPayouts(n, "bk-", time.Millisecond))
@@ -36,8 +37,8 @@ func seedBooks(t testing.TB, r *qrig, q *pgstore.Queue, n int) {
 		require.NoError(t, r.fake.SetPayoutStatus(p.ID, cryptopay.PayoutPaid))
 	}
 	_, err := r.pool.Exec(context.Background(), `INSERT INTO `+q.Table()+` (order_id, wallet_address, network_fee_by_user, amount,
-    currency, network, customer_id, customer_ip, additional_data, webhook_url, state, attempted_at)
-SELECT 'bk-' || i, $1, false, 1, 'usdt', 'tron', 'seed', '192.0.2.1', '', '', 'paid', now() - interval '1 hour'
+    currency, network, customer_id, customer_ip, additional_data, webhook_url, state, attempts, attempted_at)
+SELECT 'bk-' || i, $1, false, 1, 'usdt', 'tron', 'seed', '192.0.2.1', '', '', 'paid', 1, now() - interval '1 hour'
 FROM generate_series(0, $2::int - 1) AS i`, wallet, n)
 	require.NoError(t, err)
 }
@@ -107,14 +108,16 @@ func TestBooksPayoutsCost(t *testing.T) {
 
 // BenchmarkBooksPayouts: -books.n payouts at the fake, paid, each with its
 // intent in the queue, matched by one books check per iteration; reports
-// the payouts matched per second and the heap's growth during a check
-// (the fake's own copy of the account is there before it starts).
+// the payouts matched per second, the heap's growth during a check (the
+// fake's own copy of the account is there before it starts) and the list
+// requests per check.
 func BenchmarkBooksPayouts(b *testing.B) {
 	r := newQRig(b)
 	q, err := pgstore.NewQueue(context.Background(), r.config(r.fake.Client()))
 	require.NoError(b, err)
 	seedBooks(b, r, q, *booksN)
 	var peak uint64
+	lists := r.fake.Requests(cryptopaytest.RouteListPayouts)
 	b.ResetTimer()
 	for b.Loop() {
 		stop := heapWatch()
@@ -127,4 +130,5 @@ func BenchmarkBooksPayouts(b *testing.B) {
 	b.ReportMetric(float64(*booksN)*float64(b.N)/b.Elapsed().Seconds(), "payouts/s")
 	b.ReportMetric(float64(peak)/(1<<20), "heap-MiB")
 	b.ReportMetric(float64(*booksN), "payouts")
+	b.ReportMetric(float64(r.fake.Requests(cryptopaytest.RouteListPayouts)-lists)/float64(b.N), "requests/check")
 }

@@ -33,10 +33,13 @@ type booksRun struct {
 	sum   *pgstore.BooksSummary
 }
 
-func runBooks(t testing.TB, cfg pgstore.BooksConfig) booksRun {
+func runBooks(t testing.TB, cfg pgstore.BooksConfig, edit ...func(*pgstore.Books)) booksRun {
 	t.Helper()
 	b, err := pgstore.NewBooks(cfg)
 	require.NoError(t, err)
+	for _, e := range edit {
+		e(b)
+	}
 	out := booksRun{by: make(map[string]pgstore.BooksItem)}
 	out.sum, err = b.Check(context.Background(), func(it pgstore.BooksItem) error {
 		out.items = append(out.items, it)
@@ -139,7 +142,7 @@ func TestBooksPayoutDrifts(t *testing.T) {
 		{"wd-000000", pgstore.BooksDoublePayment, "10.25"},
 		{"wd-000001", pgstore.BooksPayoutDiffers, "0.0001"},
 		{"wd-000002", pgstore.BooksMissing, "-10.25"},
-		{"wd-000003", pgstore.BooksStatusDiffers, "0"},
+		{"wd-000003", pgstore.BooksStatusDiffers, "10.25"},
 		{"wd-000004", pgstore.BooksMatched, "0"},
 		{"wd-000005", pgstore.BooksInFlight, "-10.25"},
 		{"outside-1", pgstore.BooksProviderOnly, "3.3"},
@@ -150,7 +153,7 @@ func TestBooksPayoutDrifts(t *testing.T) {
 	assert.Equal(t, 2, res.items[0].Payouts)
 	assert.Equal(t, "20.5", res.items[0].Theirs.Decimal.String())
 	assert.Equal(t, 5, res.sum.Drift)
-	assert.Equal(t, "3.3001", res.sum.DriftAmount["usdt/tron"].String(), "10.25 + 0.0001 - 10.25 + 0 + 3.3")
+	assert.Equal(t, "13.5501", res.sum.DriftAmount["usdt/tron"].String(), "10.25 + 0.0001 - 10.25 + 10.25 + 3.3")
 	assert.Empty(t, res.sum.Unfinished)
 	assert.False(t, res.sum.Clean())
 }

@@ -1,6 +1,7 @@
 package pgstore
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"time"
@@ -18,6 +19,8 @@ type engine struct {
 	log    *slog.Logger
 	watch  watch
 	schema schema
+	// refusals records the webhook refusals WebhookRefused is told of.
+	refusals refusalLog
 }
 
 // engineConfig is what NewQueue and NewTracker take alike from their
@@ -47,7 +50,21 @@ func (e *engine) init(c engineConfig) error {
 	}
 	e.watch.log, e.watch.key.base = e.log, c.poll
 	e.schema = schema{pool: c.pool, config: c.config, ddl: c.ddl}
+	e.refusals.init(c.pool, sibling(table, "_webhook_refusals").Sanitize(), &e.watch)
 	return nil
+}
+
+// health is the Health of the engine's work (the health statement stmt)
+// with the webhook refusals recorded beside its table.
+func (e *engine) health(ctx context.Context, pool *pgxpool.Pool, noun, stmt string, lease time.Duration) (Health, error) {
+	h, err := e.watch.health(ctx, pool, noun, stmt, lease)
+	if err != nil {
+		return Health{}, err
+	}
+	if err := e.refusals.stats(ctx, &h); err != nil {
+		return Health{}, err
+	}
+	return h, nil
 }
 
 // poke wakes this process's idle workers.

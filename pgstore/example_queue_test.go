@@ -136,7 +136,9 @@ func ExampleQueue_Enqueue() {
 		CustomerID: "user-1", CustomerIP: "203.0.113.7", OrderID: orderID, WebhookURL: hookURL,
 	}
 
-	go q.Run(ctx) // on every replica: they share the table
+	if err := startWorkers(ctx, q); err != nil {
+		log.Fatal(err)
+	}
 	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		// ... debit the user's balance in tx ...
 		_, err := q.Enqueue(ctx, tx, params) // keyed by params.OrderID
@@ -161,11 +163,26 @@ func ExampleQueue_Enqueue() {
 	// payouts for the orderId at the API: 1
 }
 
+// startWorkers is step 3 of docs/payout-queue.md: before the shop takes
+// withdrawals, the tables are checked; the workers never stop in silence.
+func startWorkers(ctx context.Context, q *pgstore.Queue) error {
+	if err := q.CheckSchema(ctx); err != nil {
+		return err // the tables are missing or out of date: take no withdrawals
+	}
+	go func() { // on every replica: they share the table
+		if err := q.Run(ctx); ctx.Err() == nil {
+			log.Fatal("the payout workers stopped: ", err) // a bad config or the tables gone
+		}
+	}()
+	return nil
+}
+
 // webhookHandler is step 5 of docs/payout-queue.md.
 func webhookHandler(q *pgstore.Queue, client *cryptopay.Client, secret []byte) (*webhook.Handler, error) {
 	return webhook.NewHandler(webhook.Config{
 		Secret: secret, Client: client,
-		OnPayout: q.PayoutChanged,
+		OnPayout:  q.PayoutChanged,
+		OnRefused: q.WebhookRefused, // a wrong secret shows in q.Health, the console and the CLI
 	})
 }
 

@@ -60,7 +60,9 @@ func ExampleTracker_Track() {
 	shop := httptest.NewServer(hooks)
 	defer shop.Close()
 
-	go tr.Run(ctx) // on every replica: they share the table
+	if err := startTracker(ctx, tr); err != nil {
+		log.Fatal(err)
+	}
 	orderID := "shop-" + rand.Text()
 	hookURL, err := webhook.URL(shop.URL, secret, orderID)
 	if err != nil {
@@ -76,27 +78,54 @@ func ExampleTracker_Track() {
 	// order shop-: "waiting" -> paid, late false
 }
 
-// recordOrder is step 2 of docs/payment-tracker.md: create the payment,
-// then record the order and track its payment in one transaction; a lost
-// create answer is tracked by orderId alone.
+// startTracker is step 1 of docs/payment-tracker.md: before the shop takes
+// orders, the tables are checked; the workers never stop in silence.
+func startTracker(ctx context.Context, tr *pgstore.Tracker) error {
+	if err := tr.CheckSchema(ctx); err != nil {
+		return err // the tables are missing or out of date: take no orders
+	}
+	go func() { // on every replica: they share the table
+		if err := tr.Run(ctx); ctx.Err() == nil {
+			log.Fatal("the tracker stopped: ", err) // a bad config or the tables gone: take no orders
+		}
+	}()
+	return nil
+}
+
+// recordOrder is step 2 of docs/payment-tracker.md: record the order and
+// track it by its orderId before the payment is created, then create the
+// payment and give it to the tracker. No payment exists at the API that the
+// tracker does not follow: if tracking fails, nothing is created.
 func recordOrder(ctx context.Context, pool *pgxpool.Pool, tr *pgstore.Tracker, client *cryptopay.Client,
 	orderID string, amount decimal.Decimal, hookURL string) (*cryptopay.Payment, error) {
+	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		// ... insert the order in tx ...
+		_, err := tr.TrackOrder(ctx, tx, orderID) // fails (no tables, no database): nothing is created
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
 	p, err := client.CreatePayment(ctx, cryptopay.CreatePaymentParams{
 		Amount: amount, Currency: "usdt", Network: "tron",
 		CustomerID: "user-1", CustomerIP: "203.0.113.7",
 		OrderID:    orderID, // unique per order, for ever
 		WebhookURL: hookURL, // webhook.URL(base, secret, orderID)
 	})
-	lost := errors.Is(err, cryptopay.ErrOutcomeUnknown)
-	if err != nil && !lost {
-		return nil, err
-	}
-	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		// ... insert the order in tx ...
-		if lost {
-			_, err := tr.TrackOrder(ctx, tx, orderID) // its first webhook gives the id
+	switch {
+	case errors.Is(err, cryptopay.ErrOutcomeUnknown):
+		return nil, err // tracked by orderId: the payment's first webhook gives its id
+	case err != nil: // refused: nothing was created
+		untrack := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+			// ... cancel the order in tx ...
+			_, err := tr.Untrack(ctx, tx, orderID)
 			return err
-		}
+		})
+		return nil, errors.Join(err, untrack)
+	}
+	// The payment's amount and expiry start its schedule. If this fails, it
+	// is still tracked by its orderId (its first webhook gives the id).
+	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		_, err := tr.Track(ctx, tx, p)
 		return err
 	})
@@ -108,6 +137,7 @@ func paymentWebhooks(tr *pgstore.Tracker, client *cryptopay.Client, secret []byt
 	return webhook.NewHandler(webhook.Config{
 		Secret: secret, Client: client,
 		OnPayment: tr.PaymentChanged,
+		OnRefused: tr.WebhookRefused, // a wrong secret shows in tr.Health, the console and the CLI
 	})
 }
 

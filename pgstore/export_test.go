@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"iter"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -44,3 +45,18 @@ func CreateBooksTable(ctx context.Context, pool *pgxpool.Pool, table string) err
 
 // FailureOf sorts err as a worker does.
 func FailureOf(err error) Failure { return failureOf(err) }
+
+// FlushWebhookRefusals writes the refusals WebhookRefused counted since
+// the last write, now (the tests need not wait for the timer).
+func FlushWebhookRefusals(ctx context.Context, tr *Tracker, q *Queue) error {
+	if tr != nil {
+		return tr.refusals.flush(ctx)
+	}
+	return q.refusals.flush(ctx)
+}
+
+// SetBooksScan makes b read the payout list from scan instead of its
+// client's ScanPayouts.
+func SetBooksScan(b *Books, scan func(context.Context, cryptopay.ScanPayoutsParams) iter.Seq2[cryptopay.PayoutListItem, error]) {
+	b.scan = scan
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/cryptopay/cryptopay-go"
+	"github.com/cryptopay/cryptopay-go/webhook"
 )
 
 // FailureClass sorts the failures of a worker's reads, sends and
@@ -301,6 +302,12 @@ func (w *watch) report(ctx context.Context, what, orderID string, err error) Fai
 	return f
 }
 
+// WebhookRefusalWindow is how recent a recorded webhook refusal must be for
+// Health to say that refusals continue (Health.WebhookRefusing, not OK):
+// the sender retries a refused delivery for a while and then drops it, so
+// a refusal within the last hour means events are being lost now.
+const WebhookRefusalWindow = time.Hour
+
 // Health is a summary of a Queue's or a Tracker's open work, for an
 // operator or a dashboard (Queue.Health, Tracker.Health): every field is
 // a count or a failure, ready to render.
@@ -330,12 +337,19 @@ type Health struct {
 	// Observer recovered in this process since the Queue or Tracker was
 	// built.
 	CallbackPanics int64
+	// WebhookRefusals counts the webhook deliveries refused, as recorded
+	// by WebhookRefused (from any process, in the table beside this one's).
+	WebhookRefusals webhook.RefusalStats
+	// WebhookRefusing: a delivery was refused within WebhookRefusalWindow
+	// (by the database's clock): events are being lost now.
+	WebhookRefusing bool
 }
 
 // OK reports whether nothing needs a look: nothing overdue, failing or
-// waiting for a person, and no callback panicked.
+// waiting for a person, no callback panicked, and no webhook refused
+// within WebhookRefusalWindow.
 func (h Health) OK() bool {
-	return h.Overdue == 0 && h.Failing == 0 && h.NeedsAction == 0 && h.CallbackPanics == 0
+	return h.Overdue == 0 && h.Failing == 0 && h.NeedsAction == 0 && h.CallbackPanics == 0 && !h.WebhookRefusing
 }
 
 // String is the summary in a few lines, the failing items first, e.g.
@@ -343,6 +357,9 @@ func (h Health) OK() bool {
 // API key". Failure text is server text, escaped by %q.
 func (h Health) String() string {
 	var s string
+	if h.WebhookRefusing {
+		s = h.WebhookRefusals.String() + "\n"
+	}
 	if h.Failing > 0 {
 		s = fmt.Sprintf("%d %s failing: %s (%d of them; latest: %q)\n", h.Failing, h.noun(h.Failing), h.Commonest.Class.Hint(),
 			h.CommonestCount, h.Commonest.Text)
@@ -351,6 +368,9 @@ func (h Health) String() string {
 		h.Failing, h.NeedsAction)
 	if h.CallbackPanics > 0 {
 		s += fmt.Sprintf(", %d callback panics recovered in this process", h.CallbackPanics)
+	}
+	if h.WebhookRefusals.Count > 0 && !h.WebhookRefusing {
+		s += "\n" + h.WebhookRefusals.String() + " (none in the last " + WebhookRefusalWindow.String() + ")"
 	}
 	return s
 }

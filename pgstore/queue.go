@@ -363,13 +363,15 @@ func NewQueue(ctx context.Context, cfg QueueConfig) (*Queue, error) {
 func (q *Queue) Table() string { return q.table.Sanitize() }
 
 // DDL returns the statements that create the queue's table, its history
-// table (the queue table's name + "_history") and their indexes. Amounts
-// are numeric (exact), never floating point.
+// table (the queue table's name + "_history"), the webhook refusals' table
+// (+ "_webhook_refusals") and their indexes. Amounts are numeric (exact),
+// never floating point.
 func (q *Queue) DDL() string {
 	table, hist := q.Table(), q.hist.Sanitize()
 	return tableDDL(table, queueColumns) + addColumnsDDL(table, queueAdded...) + indexDDL(q.table, table, queueIndexes...) +
 		tableDDL(hist, queueHistoryColumns) + addColumnsDDL(hist, "actor_id text NOT NULL DEFAULT ''") +
-		indexDDL(q.table, hist, index{"_history_order_idx", "(order_id, id)"}) + failDDL(table)
+		indexDDL(q.table, hist, index{"_history_order_idx", "(order_id, id)"}) + failDDL(table) +
+		tableDDL(q.refusals.table, refusalColumns)
 }
 
 // queueColumns are the queue table's columns.

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/cryptopay/cryptopay-go/webhook"
 )
 
 // Get returns the intent with orderID, or an error matching
@@ -127,10 +129,20 @@ func (q *Queue) History(ctx context.Context, orderID string) ([]Event, error) {
 
 // Health summarizes the intents not final: due, overdue (due for longer
 // than a Lease), failing, waiting for a person (parked or needing
-// approval), and the commonest failure; one query.
+// approval), and the commonest failure (one query); and the webhook
+// refusals recorded by WebhookRefused (another).
 func (q *Queue) Health(ctx context.Context) (Health, error) {
 	if err := q.CheckSchema(ctx); err != nil {
 		return Health{}, err
 	}
-	return q.watch.health(ctx, q.cfg.Pool, "payouts", q.sql.health, q.cfg.Lease)
+	return q.health(ctx, q.cfg.Pool, "payouts", q.sql.health, q.cfg.Lease)
 }
+
+// WebhookRefused records a webhook delivery the handler refused, so that
+// Health shows it in every process that reads this database (the console,
+// `cryptopay queue health`): set it as webhook.Config.OnRefused (with a
+// Tracker too, call both). It returns at once; the counts are written in
+// the background, at most once a second (a failed write is logged and
+// tried again; the counts of the last second are lost if the process ends
+// first).
+func (q *Queue) WebhookRefused(_ context.Context, r webhook.Refusal) { q.refusals.record(r) }

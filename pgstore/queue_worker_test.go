@@ -2,8 +2,11 @@ package pgstore_test
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -129,6 +132,64 @@ func TestQueueParkedThenFound(t *testing.T) {
 	r.fake.ClearFaults()
 	waitFor(t, q, "paid", func(c map[pgstore.IntentState]int) bool { return c[pgstore.StatePaid] == 1 })
 	in, err := q.Get(context.Background(), p.OrderID)
+	require.NoError(t, err)
+	assert.Equal(t, 1, in.Attempts, "never resent")
+	assert.Equal(t, "exists", in.Verdict)
+	assert.Equal(t, 1, r.fake.PayoutsWithOrderID(p.OrderID))
+}
+
+// tieHidingTransport passes every request to the fake but, while hiding,
+// answers the payout list itself: two payouts of other orderIds that share
+// a createdAt, one a page, the same one shown at both places (they swap
+// places between requests: the model allows it), so no page ever shows
+// the other.
+type tieHidingTransport struct{ hiding *atomic.Bool }
+
+func (h tieHidingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if !h.hiding.Load() || r.URL.Path != "/v1/payout/list" {
+		return http.DefaultTransport.RoundTrip(r)
+	}
+	items := `{"status":"paid","amount":"1","orderId":"someone-else","customerId":"c","createdAt":"2025-01-01T00:00:00Z"}`
+	if off, _ := strconv.Atoi(r.URL.Query().Get("offset")); off >= 2 {
+		items = ""
+	}
+	body := `{"payout":[` + items + `],"count":2}`
+	return &http.Response{StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {"application/json"}},
+		Body: io.NopCloser(strings.NewReader(body)), ContentLength: int64(len(body)), Request: r}, nil
+}
+
+// A list whose pages do not prove that every payout was seen is an
+// unknown verdict (*cryptopay.ListProofError), never "not created": the
+// intent is parked, the failure on record and in Health, nothing resent;
+// once the list proves its answer the reconciliation finds the payout.
+func TestQueueListProofUnknownParks(t *testing.T) {
+	r := newQRig(t)
+	var hiding atomic.Bool
+	hiding.Store(true)
+	q := r.queue(t, func(c *pgstore.QueueConfig) {
+		c.Client = r.fake.Client(cryptopay.WithHTTPClient(&http.Client{Transport: tieHidingTransport{&hiding}}))
+	})
+	p := payoutParams(1)
+	r.fake.InjectFault(cryptopaytest.RouteCreatePayout, cryptopaytest.Fault{Process: true, Drop: true})
+	r.enqueue(t, q, p)
+	r.payAll(t)
+	run(t, q)
+	waitFor(t, q, "parked", func(c map[pgstore.IntentState]int) bool { return c[pgstore.StateParked] == 1 })
+	in, err := q.Get(context.Background(), p.OrderID)
+	require.NoError(t, err)
+	assert.Equal(t, cryptopay.PayoutStillUnknown.String(), in.Verdict)
+	assert.Contains(t, in.LastError, "prove 1 distinct payouts where the list holds 2")
+	assert.True(t, in.LastFailure.Failing())
+	assert.Equal(t, pgstore.FailOther, in.LastFailure.Class)
+	h, err := q.Health(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, 1, h.NeedsAction, "parked: a person's attention")
+	assert.Equal(t, 1, h.Failing)
+	assert.Contains(t, h.Commonest.Text, "distinct payouts")
+
+	hiding.Store(false)
+	waitFor(t, q, "paid", func(c map[pgstore.IntentState]int) bool { return c[pgstore.StatePaid] == 1 })
+	in, err = q.Get(context.Background(), p.OrderID)
 	require.NoError(t, err)
 	assert.Equal(t, 1, in.Attempts, "never resent")
 	assert.Equal(t, "exists", in.Verdict)

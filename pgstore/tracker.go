@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/cryptopay/cryptopay-go"
+	"github.com/cryptopay/cryptopay-go/webhook"
 )
 
 // DefaultTrackerTable is the table a Tracker uses without
@@ -177,15 +178,17 @@ func NewTracker(ctx context.Context, cfg TrackerConfig) (*Tracker, error) {
 // Table returns the tracker's table name, quoted for SQL.
 func (t *Tracker) Table() string { return t.table.Sanitize() }
 
-// DDL returns the statements that create the tracker's tables and indexes.
-// Amounts are numeric (exact), never floating point.
+// DDL returns the statements that create the tracker's tables and indexes
+// (the webhook refusals' table, the tracker table's name +
+// "_webhook_refusals", too). Amounts are numeric (exact), never floating
+// point.
 func (t *Tracker) DDL() string {
 	table, hist, moves := t.Table(), t.history.Sanitize(), t.moves.Sanitize()
 	return tableDDL(table, trackedColumns) + addColumnsDDL(table, "merchant_amount numeric") +
 		indexDDL(t.table, table, trackedIndexes...) +
 		tableDDL(hist, trackedHistoryColumns) + addColumnsDDL(hist, "merchant_amount numeric") +
 		tableDDL(moves, trackedMovesColumns) + indexDDL(t.table, moves, index{"_moves_order_idx", "(order_id, id)"}) +
-		failDDL(table)
+		failDDL(table) + tableDDL(t.refusals.table, refusalColumns)
 }
 
 // trackedColumns are the tracker table's columns.
@@ -411,13 +414,22 @@ func (t *Tracker) Counts(ctx context.Context) (map[TrackState]int, int, error) {
 
 // Health summarizes the tracked payments not closed: due, overdue (due
 // for longer than a Lease), failing, needing action (closed ones too), and
-// the commonest failure; one query.
+// the commonest failure (one query); and the webhook refusals recorded by
+// WebhookRefused (another).
 func (t *Tracker) Health(ctx context.Context) (Health, error) {
 	if err := t.CheckSchema(ctx); err != nil {
 		return Health{}, err
 	}
-	return t.watch.health(ctx, t.cfg.Pool, "payments", t.sql.health, t.cfg.Lease)
+	return t.health(ctx, t.cfg.Pool, "payments", t.sql.health, t.cfg.Lease)
 }
+
+// WebhookRefused records a webhook delivery the handler refused, so that
+// Health shows it in every process that reads this database (the console,
+// `cryptopay tracked health`): set it as webhook.Config.OnRefused. It
+// returns at once; the counts are written in the background, at most once
+// a second (a failed write is logged and tried again; the counts of the
+// last second are lost if the process ends first).
+func (t *Tracker) WebhookRefused(_ context.Context, r webhook.Refusal) { t.refusals.record(r) }
 
 // scanTracked reads one row of trackedCols, then extra.
 func scanTracked(row pgx.Row, extra ...any) (*TrackedPayment, error) {

@@ -11,7 +11,7 @@ type trackerSQL struct {
 
 // trackerTrackSQL holds Track's and the webhook's writes.
 type trackerTrackSQL struct {
-	insert, insertOrder, getLock, complete, wake, otherPayment, unmatch string
+	insert, insertOrder, untrack, getLock, complete, wake, otherPayment, unmatch string
 }
 
 // trackerReadSQL holds the reads and the operator's move.
@@ -45,6 +45,7 @@ func buildTrackerTrackSQL(t string) trackerTrackSQL {
 VALUES (@order_id, @payment_id, @pay_amount::numeric, @currency, @network, @expired_at, @state, @next_at, @status,
     @paid_amount::numeric) ON CONFLICT (order_id) DO NOTHING RETURNING true`, t),
 		insertOrder: fmt.Sprintf(`INSERT INTO %s (order_id, state) VALUES ($1, $2) ON CONFLICT (order_id) DO NOTHING RETURNING true`, t),
+		untrack:     fmt.Sprintf(`DELETE FROM %s WHERE order_id = $1 AND state = 'unmatched' AND payment_id = '' AND changes = 0 AND anomaly = '' RETURNING true`, t),
 		getLock:     fmt.Sprintf(`SELECT %s FROM %s WHERE order_id = $1 FOR UPDATE`, trackedCols, t),
 		// Track completes a payment tracked by orderId alone.
 		complete: fmt.Sprintf(`UPDATE %s SET payment_id = $2, pay_amount = $3::numeric, currency = $4, network = $5,

@@ -34,7 +34,7 @@ func TestTrackerSQLPrepares(t *testing.T) {
 	defer conn.Release()
 
 	stmts := statements(reflect.ValueOf(tr.sql))
-	require.Len(t, stmts, 17, "a statement added to trackerSQL is checked here too")
+	require.Len(t, stmts, 18, "a statement added to trackerSQL is checked here too")
 	for name, stmt := range stmts {
 		t.Run(name, func(t *testing.T) {
 			require.NotEmpty(t, stmt)

@@ -136,6 +136,30 @@ func (t *Tracker) TrackOrder(ctx context.Context, tx pgx.Tx, orderID string) (cr
 	return false, fmt.Errorf("pgstore: track order %q: %w", orderID, err)
 }
 
+// Untrack stops tracking, in tx, an orderId that TrackOrder tracked before
+// its payment was created, when the create was refused (an error that is
+// not ErrOutcomeUnknown: nothing exists at the API). It removes the order
+// only while it is unmatched and nothing is known of it (no payment id, no
+// change, no anomaly): it reports false, changing nothing, for an orderId
+// not tracked or tracked with a payment (a webhook gave one: keep
+// following it).
+func (t *Tracker) Untrack(ctx context.Context, tx pgx.Tx, orderID string) (removed bool, err error) {
+	if tx == nil {
+		return false, fmt.Errorf("%w: Untrack needs the caller's transaction", ErrInvalidOption)
+	}
+	if err := t.schema.check(ctx, tx); err != nil {
+		return false, err
+	}
+	err = tx.QueryRow(ctx, t.sql.untrack, orderID).Scan(&removed)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, pgx.ErrNoRows):
+		return false, nil
+	}
+	return false, fmt.Errorf("pgstore: untrack order %q: %w", orderID, err)
+}
+
 // PaymentChanged wakes the tracked payment of p's orderId (call it from the
 // webhook handler's OnPayment callback, whose payment the handler re-read
 // through the API): it is read again at once instead of at its next poll.

@@ -70,8 +70,10 @@ type Config struct {
 	// within one process only; replicas must share a store (see
 	// DedupeStore).
 	Dedupe DedupeStore
-	// Logger receives one line per rejected or failed event (never the
-	// body, the token or the secret). nil discards.
+	// Logger receives the lines about refused and failed events (never
+	// the body, the token or the secret): a refusal at Warn, at most once
+	// per reason and window. nil: the records of Warn and above go to
+	// slog.Default(), so a refusal (a wrong Secret ...) is never silent.
 	Logger *slog.Logger
 
 	// MaxConcurrentRereads bounds how many events the handler re-reads
@@ -86,6 +88,16 @@ type Config struct {
 	// token or ids), on the request's goroutine: keep it fast.
 	// otelcryptopay.NewWebhookObserver makes one for OpenTelemetry.
 	OnEvent func(ctx context.Context, ev EventInfo)
+
+	// OnRefused, when set, is called once for every delivery the handler
+	// refuses (a 4xx; see RefusalReason), on the request's goroutine, after
+	// the answer is written: keep it fast (never a blocking write; a panic
+	// is logged and ignored). It never sees the body, the token or the
+	// secret. pgstore's Tracker.WebhookRefused and Queue.WebhookRefused
+	// record refusals in the database (rate-limited), so that their Health,
+	// the console and `cryptopay tracked health` / `cryptopay queue health`
+	// in any process show them.
+	OnRefused func(ctx context.Context, r Refusal)
 }
 
 // EventInfo describes one request a Handler answered, without its body,

@@ -7,7 +7,9 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"log/slog"
+	"maps"
 	"sync"
+	"time"
 
 	"github.com/cryptopay/cryptopay-go"
 )
@@ -42,6 +44,11 @@ import (
 //	500 the callback returned an error or panicked, or the API refused
 //	    this Client's key (fix the configuration; the sender retries)
 //	200 delivered, or a duplicate of an event already delivered
+//
+// Every 4xx is a refusal: counted by reason (Refusals, RefusalReason),
+// logged at Warn at most once per reason and minute (the window doubling
+// to an hour while it goes on; never the token or the secret), and told
+// to Config.OnRefused.
 type Handler struct {
 	secret    []byte
 	macs      sync.Pool // of *tokenCheck, keyed with secret
@@ -53,6 +60,8 @@ type Handler struct {
 	log       *slog.Logger
 	rereads   chan struct{} // a slot per re-read in flight
 	onEvent   func(context.Context, EventInfo)
+	onRefused func(context.Context, Refusal)
+	refused   refusals
 }
 
 // NewHandler checks cfg and returns the handler. It refuses a Secret
@@ -86,13 +95,15 @@ func NewHandler(cfg Config) (*Handler, error) {
 		log:       cfg.Logger,
 		rereads:   make(chan struct{}, cmp.Or(cfg.MaxConcurrentRereads, DefaultMaxConcurrentRereads)),
 		onEvent:   cfg.OnEvent,
+		onRefused: cfg.OnRefused,
 	}
+	h.refused.stats.Since = time.Now()
 	h.macs.New = func() any { return &tokenCheck{mac: hmac.New(sha256.New, h.secret)} }
 	if h.dedupe == nil {
 		h.dedupe = new(MemoryDedupeStore)
 	}
 	if h.log == nil {
-		h.log = slog.New(slog.DiscardHandler)
+		h.log = slog.New(warnOnly{slog.Default().Handler()})
 	}
 	return h, nil
 }
@@ -105,4 +116,17 @@ func deliverTo[T any](fn func(context.Context, *T) error) func(context.Context, 
 		return nil
 	}
 	return func(ctx context.Context, v any) error { return fn(ctx, v.(*T)) }
+}
+
+// Refusals returns the counts of the deliveries this Handler refused (4xx)
+// since it was built, by reason, with the latest. They live in this
+// process only; to see them from another one (a health check, the CLI),
+// record them with Config.OnRefused (pgstore's Tracker and Queue do, in
+// the database: WebhookRefused).
+func (h *Handler) Refusals() RefusalStats {
+	h.refused.mu.Lock()
+	defer h.refused.mu.Unlock()
+	s := h.refused.stats
+	s.ByReason = maps.Clone(s.ByReason)
+	return s
 }

@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -16,7 +17,8 @@ type outcome struct {
 	result     string
 	retryAfter string
 	reason     string
-	close      bool // answer with Connection: close (see closing)
+	refusal    RefusalReason // a refusal (4xx): why, in one word
+	close      bool          // answer with Connection: close (see closing)
 }
 
 // The Observer's result words (EventInfo.Result).
@@ -33,9 +35,10 @@ var (
 	duplicate = outcome{code: http.StatusOK, body: "ok\n", result: resultDuplicate}
 )
 
-// rejected refuses the request; reason goes to the log line, never the body.
-func rejected(code int, body, reason string) outcome {
-	return outcome{code: code, body: body + "\n", result: resultRejected, reason: reason}
+// rejected refuses the request for why; reason (the detail) goes to the log
+// line, never the body.
+func rejected(code int, why RefusalReason, body, reason string) outcome {
+	return outcome{code: code, body: body + "\n", result: resultRejected, reason: reason, refusal: why}
 }
 
 // retryLater asks the sender to come back (503 with Retry-After).
@@ -66,12 +69,8 @@ func closing(w http.ResponseWriter, r *http.Request, out outcome) outcome {
 	return out
 }
 
-// answer writes out and logs a refusal.
+// answer writes out, and counts and logs a refusal.
 func (h *Handler) answer(w http.ResponseWriter, r *http.Request, out outcome) {
-	if out.reason != "" && h.log.Enabled(r.Context(), slog.LevelInfo) {
-		h.log.LogAttrs(r.Context(), slog.LevelInfo, "cryptopay webhook: rejected",
-			slog.Int("status", out.code), slog.String("reason", out.reason), slog.String("remote", r.RemoteAddr))
-	}
 	hd := w.Header()
 	if out.code == http.StatusMethodNotAllowed {
 		hd.Set("Allow", http.MethodPost)
@@ -87,4 +86,32 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, out outcome) {
 	hd["Content-Type"], hd["X-Content-Type-Options"], hd["Cache-Control"] = v[0:1:1], v[1:2:2], v[2:3:3]
 	w.WriteHeader(out.code)
 	_, _ = io.WriteString(w, out.body)
+	if out.refusal != "" {
+		h.refuse(r, out)
+	}
+}
+
+// refuse counts a refusal, logs it (at most once per reason and window,
+// never the token or the secret) and tells Config.OnRefused.
+func (h *Handler) refuse(r *http.Request, out outcome) {
+	ctx := r.Context()
+	ref := Refusal{Reason: out.refusal, StatusCode: out.code, At: time.Now()}
+	if held, ok := h.refused.add(ref); ok && h.log.Enabled(ctx, slog.LevelWarn) {
+		attrs := []slog.Attr{slog.String("reason", string(out.refusal)), slog.Int("status", out.code),
+			slog.String("detail", out.reason), slog.String("remote", r.RemoteAddr)}
+		if held > 0 {
+			attrs = append(attrs, slog.Int("similar_not_logged", held))
+		}
+		h.log.LogAttrs(ctx, slog.LevelWarn, "cryptopay webhook: refused a delivery", attrs...)
+	}
+	if h.onRefused == nil {
+		return
+	}
+	defer func() { // a panicking hook changes no answer
+		if v := recover(); v != nil {
+			h.log.LogAttrs(ctx, slog.LevelError, "cryptopay webhook: the OnRefused hook panicked; the panic is ignored",
+				slog.String("hook", "OnRefused"), slog.String("panic", h.redact(clip(flatten(fmt.Sprint(v)), 512))))
+		}
+	}()
+	h.onRefused(ctx, ref)
 }

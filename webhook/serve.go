@@ -85,14 +85,14 @@ func (h *Handler) handle(w http.ResponseWriter, r *http.Request, ev *event) outc
 // over the limit. It returns the token.
 func (h *Handler) checkRequest(r *http.Request) (string, outcome, bool) {
 	if r.Method != http.MethodPost {
-		return "", rejected(http.StatusMethodNotAllowed, "method not allowed", "method not allowed"), false
+		return "", rejected(http.StatusMethodNotAllowed, RefusedMethod, "method not allowed", "method not allowed"), false
 	}
 	token, ok := queryToken(r.URL.RawQuery)
 	if !ok {
-		return "", rejected(http.StatusUnauthorized, "unauthorized", "token missing or repeated"), false
+		return "", rejected(http.StatusUnauthorized, RefusedTokenMissing, "unauthorized", "token missing or repeated"), false
 	}
 	if r.ContentLength > h.maxBody {
-		return "", rejected(http.StatusRequestEntityTooLarge, "too large", "body too large"), false
+		return "", rejected(http.StatusRequestEntityTooLarge, RefusedTooLarge, "too large", "body too large"), false
 	}
 	return token, outcome{}, true
 }
@@ -106,11 +106,11 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, outc
 		var tooLarge *http.MaxBytesError
 		switch {
 		case errors.As(err, &tooLarge):
-			return nil, rejected(http.StatusRequestEntityTooLarge, "too large", "body too large"), false
+			return nil, rejected(http.StatusRequestEntityTooLarge, RefusedTooLarge, "too large", "body too large"), false
 		case errors.Is(err, errBodyTooSlow):
-			return nil, rejected(http.StatusRequestTimeout, "request timeout", "body too slow"), false
+			return nil, rejected(http.StatusRequestTimeout, RefusedTooSlow, "request timeout", "body too slow"), false
 		}
-		return nil, rejected(http.StatusBadRequest, "bad request", "body not readable"), false
+		return nil, rejected(http.StatusBadRequest, RefusedBadJSON, "bad request", "body not readable"), false
 	}
 	return body, outcome{}, true
 }
@@ -136,22 +136,25 @@ func (h *Handler) validToken(token string, orderID []byte) bool {
 func (h *Handler) authenticate(token string, body []byte, ev *event) (outcome, bool) {
 	f, err := scanEvent(body)
 	if err != nil {
-		return rejected(http.StatusBadRequest, "bad request", err.Error()), false
+		return rejected(http.StatusBadRequest, RefusedBadJSON, "bad request", err.Error()), false
 	}
 	ev.kind = f.kind() // for the Observer, even if the token is refused
 	order, ok := rawString(f.orderID)
 	if !ok && present(f.orderID) {
 		s, isString := jsonString(f.orderID)
 		if !isString {
-			return rejected(http.StatusBadRequest, "bad request", errOrderID.Error()), false
+			return rejected(http.StatusBadRequest, RefusedBadJSON, "bad request", errOrderID.Error()), false
 		}
 		order = []byte(s)
 	}
 	if !h.validToken(token, order) {
-		return rejected(http.StatusUnauthorized, "unauthorized", "token does not match orderId: a wrong token, or one signed with another secret"), false
+		return rejected(http.StatusUnauthorized, RefusedToken, "unauthorized", "token does not match orderId: a wrong token, or one signed with another secret"), false
+	}
+	if ev.kind == nil {
+		return rejected(http.StatusBadRequest, RefusedUnknownKind, "bad request", errBadEvent.Error()), false
 	}
 	if err := ev.identify(&f); err != nil {
-		return rejected(http.StatusBadRequest, "bad request", err.Error()), false
+		return rejected(http.StatusBadRequest, RefusedBadEvent, "bad request", err.Error()), false
 	}
 	ev.orderID = string(order)
 	return outcome{}, true
@@ -164,10 +167,10 @@ func (h *Handler) authenticate(token string, body []byte, ev *event) (outcome, b
 func decodePosted(body []byte, ev *event) (outcome, bool) {
 	obj, ok := ev.kind.decode(body)
 	if !ok {
-		return rejected(http.StatusBadRequest, "bad request", errDecode.Error()), false
+		return rejected(http.StatusBadRequest, RefusedBadEvent, "bad request", errDecode.Error()), false
 	}
 	if obj.id != ev.id || obj.orderID != ev.orderID || obj.status != ev.status {
-		return rejected(http.StatusBadRequest, "bad request", errAmbiguous.Error()), false
+		return rejected(http.StatusBadRequest, RefusedBadEvent, "bad request", errAmbiguous.Error()), false
 	}
 	ev.obj = obj.v
 	return outcome{}, true
@@ -189,7 +192,7 @@ func (h *Handler) reread(ctx context.Context, ev *event) (outcome, bool) {
 	}
 	if obj.orderID != ev.orderID {
 		h.logEvent(ctx, slog.LevelWarn, ev, "cryptopay webhook: the object belongs to another orderId than the token; refused")
-		return outcome{code: http.StatusUnauthorized, body: "unauthorized\n", result: resultRejected}, false
+		return outcome{code: http.StatusUnauthorized, body: "unauthorized\n", result: resultRejected, refusal: RefusedOtherOrder}, false
 	}
 	if ev.kind.key(obj.id) != ev.kind.key(ev.id) {
 		h.logEvent(ctx, slog.LevelWarn, ev, "cryptopay webhook: the API answered with another object's id")
@@ -206,9 +209,9 @@ func (h *Handler) rereadFailed(ctx context.Context, ev *event, err error) outcom
 	switch {
 	case errors.Is(err, cryptopay.ErrNotFound):
 		h.logEvent(ctx, slog.LevelWarn, ev, "cryptopay webhook: the API does not know this id")
-		return outcome{code: http.StatusNotFound, body: "not found\n", result: resultRejected}
+		return outcome{code: http.StatusNotFound, body: "not found\n", result: resultRejected, refusal: RefusedUnknownID}
 	case errors.Is(err, cryptopay.ErrInvalidParams):
-		return outcome{code: http.StatusBadRequest, body: "bad request\n", result: resultRejected}
+		return outcome{code: http.StatusBadRequest, body: "bad request\n", result: resultRejected, refusal: RefusedBadEvent}
 	case errors.Is(err, cryptopay.ErrUnauthorized):
 		h.logEvent(ctx, slog.LevelError, ev, "cryptopay webhook: the API refused the client's key; cannot verify events", slog.String("error", err.Error()))
 		return failed("cannot verify")

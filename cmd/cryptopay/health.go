@@ -60,15 +60,49 @@ type healthOut struct {
 	NeedsAction    int         `json:"needsAction"`
 	Commonest      *failureOut `json:"commonestFailure,omitempty"`
 	CommonestCount int         `json:"commonestCount,omitempty"`
-	Summary        string      `json:"summary"`
+	// WebhookRefusals: the webhook deliveries refused, as the shop's
+	// handler recorded them (pgstore's WebhookRefused); absent if none.
+	WebhookRefusals *refusalsOut `json:"webhookRefusals,omitempty"`
+	Summary         string       `json:"summary"`
+}
+
+// refusalsOut is the count of refused webhook deliveries as the CLI
+// writes it.
+type refusalsOut struct {
+	Count      int64            `json:"count"`
+	Since      string           `json:"since"`
+	Last       string           `json:"lastReason"`
+	LastStatus int              `json:"lastStatus"`
+	LastAt     string           `json:"lastAt"`
+	ByReason   map[string]int64 `json:"byReason"`
+	// Continuing: one was refused within pgstore.WebhookRefusalWindow (the
+	// command then exits 1).
+	Continuing bool `json:"continuing"`
+}
+
+// newRefusalsOut is h's refusals for output (nil: none).
+func newRefusalsOut(h pgstore.Health) *refusalsOut {
+	s := h.WebhookRefusals
+	if s.Count == 0 {
+		return nil
+	}
+	out := &refusalsOut{Count: s.Count, Since: when(s.Since), Last: string(s.Last), LastStatus: s.LastStatus,
+		LastAt: when(s.LastAt), ByReason: make(map[string]int64, len(s.ByReason)), Continuing: h.WebhookRefusing}
+	for why, n := range s.ByReason {
+		out.ByReason[string(why)] = n
+	}
+	return out
 }
 
 func healthHelp(noun, open string) string {
 	return "Summarize the " + noun + " still worked on (" + open + "): how many are due, overdue\n" +
 		"(due for longer than a lease: no worker is taking them), failing (their latest read or\n" +
 		"send failed) and need a person, and the commonest failure with what to do about it,\n" +
-		"e.g. \"12 " + noun + " failing: 401 unauthorized: no retry fixes this: check the API key\".\n" +
-		"Exit 1 when anything is overdue, failing or needs a person."
+		"e.g. \"12 " + noun + " failing: 401 unauthorized: no retry fixes this: check the API key\";\n" +
+		"and the webhook deliveries the shop's handler refused (recorded by pgstore's WebhookRefused),\n" +
+		"e.g. \"webhooks refused: 3 since ..., last reason token (401)\": a wrong or rotated secret.\n" +
+		"Exit 1 when anything is overdue, failing or needs a person, or a webhook was refused\n" +
+		"within the last hour."
 }
 
 // healthFunc is Queue.Health or Tracker.Health.
@@ -99,7 +133,7 @@ func (a *app) printHealth(health healthFunc, asJSON bool) error {
 	}
 	if asJSON {
 		out := healthOut{Open: h.Open, Due: h.Due, Overdue: h.Overdue, Failing: h.Failing, NeedsAction: h.NeedsAction,
-			CommonestCount: h.CommonestCount, Summary: h.String()}
+			CommonestCount: h.CommonestCount, WebhookRefusals: newRefusalsOut(h), Summary: h.String()}
 		if h.Failing > 0 {
 			out.Commonest = newFailureOut(h.Commonest)
 		}

@@ -1,9 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
@@ -11,6 +17,8 @@ import (
 
 	cryptopay "github.com/cryptopay/cryptopay-go"
 	"github.com/cryptopay/cryptopay-go/pgstore"
+	"github.com/cryptopay/cryptopay-go/pgstore/pgstoretest"
+	"github.com/cryptopay/cryptopay-go/webhook"
 )
 
 // A table that does not exist is said as such, with both fixes, exit 64,
@@ -91,4 +99,63 @@ func TestQueueHealth(t *testing.T) {
 	r := qf.run("payout", "queue", "health")
 	assert.Equal(t, 0, r.code, r.stderr)
 	assert.Contains(t, r.stdout, "0 payouts open, 0 due, 0 overdue, 0 failing, 0 need action")
+}
+
+// A webhook refused for a wrong secret in the shop's process shows in
+// 'payment tracked health' and 'payout queue health' run as other
+// processes (they read what the handler's WebhookRefused recorded in the
+// database): "webhooks refused: 1 since ..., last reason token (401)",
+// exit 1 while refusals continue; in JSON too.
+func TestHealthShowsWebhookRefusals(t *testing.T) {
+	qf := setupQueue(t)
+	pool, table := qf.pool, pgstoretest.Name("tracked")
+	tr := trackerOn(t, pool, table, nil)
+	var logs bytes.Buffer // the handler logs on ServeHTTP's goroutine
+	h, err := webhook.NewHandler(webhook.Config{
+		Secret:    []byte("the-shop-secret-0123456789abcdef"),
+		OnPayment: func(context.Context, *cryptopay.Payment) error { return nil },
+		Logger:    slog.New(slog.NewTextHandler(&logs, nil)),
+		OnRefused: func(ctx context.Context, r webhook.Refusal) {
+			tr.WebhookRefused(ctx, r)
+			qf.q.WebhookRefused(ctx, r)
+		},
+	})
+	require.NoError(t, err)
+	u, err := webhook.URL("https://shop.example/hook", []byte("a-rotated-secret-0123456789abcdef"), "o-1")
+	require.NoError(t, err)
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequest(http.MethodPost, strings.TrimPrefix(u, "https://shop.example"),
+		strings.NewReader(`{"paymentId":"00000000-0000-4000-8000-000000000001","orderId":"o-1","status":"paid"}`)))
+	require.Equal(t, http.StatusUnauthorized, w.Code)
+	assert.Contains(t, logs.String(), "cryptopay webhook: refused a delivery")
+	assert.Contains(t, logs.String(), "reason=token")
+	assert.Equal(t, int64(1), h.Refusals().Count)
+
+	for _, c := range []struct {
+		run  func(...string) result
+		args []string
+	}{
+		{qf.fixture.run, []string{"payment", "tracked", "health", "--tracker-table", table}},
+		{qf.run, []string{"payout", "queue", "health"}},
+	} {
+		run, args := c.run, c.args
+		require.Eventually(t, func() bool { // written in the background, within a second
+			r := run(args...)
+			return strings.Contains(r.stdout, "webhooks refused: 1 since ")
+		}, 30*time.Second, 50*time.Millisecond, args)
+		r := run(args...)
+		assertClean(t, r)
+		assert.Equal(t, exitNo, r.code, "%v: %s", args, r.stdout)
+		assert.Contains(t, r.stdout, "last reason token (401)", args)
+		r = run(append(args, "--output", "json")...)
+		assert.Equal(t, exitNo, r.code, r.stderr)
+		var out healthOut
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &out))
+		require.NotNil(t, out.WebhookRefusals, args)
+		assert.Equal(t, int64(1), out.WebhookRefusals.Count)
+		assert.Equal(t, "token", out.WebhookRefusals.Last)
+		assert.Equal(t, http.StatusUnauthorized, out.WebhookRefusals.LastStatus)
+		assert.Equal(t, map[string]int64{"token": 1}, out.WebhookRefusals.ByReason)
+		assert.True(t, out.WebhookRefusals.Continuing)
+	}
 }

@@ -294,14 +294,14 @@ func verdict(p *cryptopay.Payment) string {
 
 // webhookSecret reads CRYPTOPAY_WEBHOOK_SECRET or makes a random one.
 func webhookSecret() ([]byte, error) {
-	if s := os.Getenv("CRYPTOPAY_WEBHOOK_SECRET"); s != "" {
-		if len(s) < webhook.MinSecretLen {
-			return nil, fmt.Errorf("CRYPTOPAY_WEBHOOK_SECRET must be at least %d bytes", webhook.MinSecretLen)
-		}
-		return []byte(s), nil
+	secret := []byte(strings.TrimSpace(os.Getenv("CRYPTOPAY_WEBHOOK_SECRET")))
+	switch {
+	case len(secret) == 0:
+		secret = make([]byte, 32)
+		_, _ = rand.Read(secret) // never fails (crypto/rand)
+	case len(secret) < webhook.MinSecretLen:
+		return nil, fmt.Errorf("CRYPTOPAY_WEBHOOK_SECRET must be at least %d bytes", webhook.MinSecretLen)
 	}
-	secret := make([]byte, 32)
-	_, _ = rand.Read(secret) // never fails (crypto/rand)
 	return secret, nil
 }
 

@@ -9,6 +9,7 @@ package toolnotice
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -57,6 +58,9 @@ func Notify(sinks []string, what string) {
 		return
 	}
 	for _, path := range sinks {
+		if overwritten(path) {
+			continue // the go command's next line would overwrite it: try the terminal
+		}
 		f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
 		if err != nil {
 			continue // not there: no parent's stderr to open, no terminal
@@ -65,4 +69,31 @@ func Notify(sinks []string, what string) {
 		_ = f.Close()
 		return
 	}
+}
+
+// overwritten reports whether a line written to path, a process's file
+// descriptor ("/proc/PID/fd/N"), would be overwritten by that process's
+// next write: the descriptor is a regular file not opened for appending
+// (`go test ./... > log`), whose offset our write does not move. A pipe,
+// a terminal, a file opened with >> and any other path are not.
+func overwritten(path string) bool {
+	dir, fd := filepath.Split(path)
+	if !strings.HasPrefix(dir, "/proc/") || !strings.HasSuffix(dir, "/fd/") {
+		return false
+	}
+	st, err := os.Stat(path)
+	if err != nil || !st.Mode().IsRegular() {
+		return false
+	}
+	info, err := os.ReadFile(strings.TrimSuffix(dir, "fd/") + "fdinfo/" + fd)
+	if err != nil {
+		return false
+	}
+	for line := range strings.Lines(string(info)) {
+		if v, ok := strings.CutPrefix(line, "flags:"); ok {
+			flags, err := strconv.ParseUint(strings.TrimSpace(v), 8, 64)
+			return err == nil && flags&uint64(os.O_APPEND) == 0
+		}
+	}
+	return false
 }

@@ -79,3 +79,42 @@ func TestSinks(t *testing.T) {
 		assert.Equal(t, []string{"/proc/" + strconv.Itoa(os.Getppid()) + "/fd/2", "/dev/tty"}, s)
 	}
 }
+
+// A notice written to the go command's standard error redirected to a
+// file (`go test ./... > log 2>&1`, not appending) would be overwritten by
+// its next line, so that sink is passed over for the terminal; a file
+// opened for appending (>>) and a pipe keep it.
+func TestOverwritten(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the sinks under /proc are Linux's")
+	}
+	dir := t.TempDir()
+	truncated, err := os.Create(filepath.Join(dir, "log"))
+	require.NoError(t, err)
+	defer truncated.Close()
+	appended, err := os.OpenFile(filepath.Join(dir, "log2"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	require.NoError(t, err)
+	defer appended.Close()
+	r, w, err := os.Pipe()
+	require.NoError(t, err)
+	defer r.Close()
+	defer w.Close()
+	fd := func(f *os.File) string {
+		return "/proc/" + strconv.Itoa(os.Getpid()) + "/fd/" + strconv.Itoa(int(f.Fd()))
+	}
+	assert.True(t, overwritten(fd(truncated)), "> log")
+	assert.False(t, overwritten(fd(appended)), ">> log")
+	assert.False(t, overwritten(fd(w)), "a pipe")
+	assert.False(t, overwritten(filepath.Join(dir, "log")), "not a descriptor")
+
+	// The notice then goes to the next sink.
+	tty := filepath.Join(dir, "tty")
+	require.NoError(t, os.WriteFile(tty, nil, 0o600))
+	Notify([]string{fd(truncated), tty}, "prism is not on PATH (TestOverwritten)")
+	got, err := os.ReadFile(tty)
+	require.NoError(t, err)
+	assert.Contains(t, string(got), "SKIPPED: prism is not on PATH (TestOverwritten)")
+	st, err := truncated.Stat()
+	require.NoError(t, err)
+	assert.Zero(t, st.Size(), "nothing written where it would be overwritten")
+}

@@ -180,6 +180,9 @@ func TestNoMutualFilePairs(t *testing.T) {
 			t.Parallel()
 			path := filepath.Join(root, filepath.FromSlash(dir))
 			if ownModule(root, path) {
+				if raceDetector {
+					t.Skip("a companion module's package: checked without -race (see raceDetector)")
+				}
 				needWorkspace(t, dir, path)
 			}
 			g, err := load(path)

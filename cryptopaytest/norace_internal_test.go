@@ -1,0 +1,5 @@
+//go:build !race
+
+package cryptopaytest
+
+const raceDetector = false

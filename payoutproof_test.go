@@ -1,0 +1,823 @@
+package cryptopay
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// proofMaxN is the largest list the exhaustive small-list test runs
+// (TestListProofSmallLists): 0 means 5, or 3 under the race detector
+// (which makes each run ten times slower); -proof.n=8 runs every size to 8.
+var proofMaxN = flag.Int("proof.n", 0, "largest list TestListProofSmallLists runs (0: 5, or 3 with -race)")
+
+// proofPayout is one payout of a proofList.
+type proofPayout struct {
+	orderID string
+	at      int // createdAt, in seconds after the list's base: equal values tie
+	amount  string
+	status  string
+}
+
+// proofEvent is what happens to a proofList before one request.
+type proofEvent int
+
+const (
+	evNone       proofEvent = iota
+	evCreate                // a payout created, newer than every other
+	evCreateTied            // a payout created in the newest payout's second (a tie)
+	evUpdate                // the hidden payout's status changes
+)
+
+func (e proofEvent) String() string {
+	return [...]string{"quiet", "create", "create tied", "update"}[e]
+}
+
+// Adversary modes: how a proofList orders the payouts that share a
+// createdAt, for each request anew.
+const (
+	advFixed    = iota // always the same order (a quiet list)
+	advRotate          // rotated by the request's number
+	advHideBack        // the hidden payout out of the page, behind it if it can (in a place already read, newest first)
+	advHideNext        // out of the page, ahead of it if it can
+	advModes
+)
+
+// proofList is a payout list that keeps the model of docs/reconcile.md
+// (payouts never deleted, each page a window of the list at its request,
+// its count the list's size then) and plays against the search within
+// it: the payouts sharing a createdAt are ordered anew on every request
+// (advRotate, or advHide*: out of the page asked for, when the tie allows
+// it, the payout hidden), and one payout is created or updated before
+// request eventAt.
+type proofList struct {
+	mu          sync.Mutex
+	items       []proofPayout
+	newestFirst bool
+	counted     bool
+	maxPage     int
+	mode        int
+	hide        string // the orderId the adversary hides
+	event       proofEvent
+	eventAt     int
+	requests    int
+}
+
+func (l *proofList) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	offset, limit := listQuery(r, l.maxPage)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.requests++
+	if l.requests == l.eventAt {
+		l.happen()
+	}
+	writeProofPage(w, l.arrange(offset, limit), offset, limit, l.counted)
+}
+
+// listQuery reads a list request's offset and limit (1 to maxPage: the
+// server serves the limit, up to its page size).
+func listQuery(r *http.Request, maxPage int) (offset, limit int) {
+	q := r.URL.Query()
+	limit, _ = strconv.Atoi(q.Get("limit"))
+	offset, _ = strconv.Atoi(q.Get("offset"))
+	return offset, min(max(limit, 1), maxPage)
+}
+
+// writeProofPage answers with the payouts at [offset, offset+limit) of
+// list, and its size as the count if counted.
+func writeProofPage(w http.ResponseWriter, list []proofPayout, offset, limit int, counted bool) {
+	b := []byte(`{"payout":[`)
+	for pos := offset; pos < len(list) && pos < offset+limit; pos++ {
+		if pos > offset {
+			b = append(b, ',')
+		}
+		it := list[pos]
+		b = fmt.Appendf(b, `{"status":%q,"amount":%s,"orderId":%q,"customerId":"c","payCurrency":{"name":"usdt"},"payNetwork":{"name":"tron"},"createdAt":%q}`,
+			it.status, it.amount, it.orderID, proofBase.Add(time.Duration(it.at)*time.Second).Format(time.RFC3339))
+	}
+	b = append(b, ']')
+	if counted {
+		b = fmt.Appendf(b, `,"count":%d`, len(list))
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(append(b, '}'))
+}
+
+// proofBase is the createdAt of a proofList's payouts at 0: an hour ago,
+// so that every attempt time is past its settle time.
+var proofBase = time.Now().Add(-time.Hour).UTC().Truncate(time.Second)
+
+// happen applies the event.
+func (l *proofList) happen() {
+	newest := 0
+	for _, it := range l.items {
+		newest = max(newest, it.at)
+	}
+	switch l.event {
+	case evCreate:
+		l.items = append(l.items, proofPayout{orderID: "new", at: newest + 1, amount: "1.5", status: "created"})
+	case evCreateTied:
+		l.items = append(l.items, proofPayout{orderID: "new", at: newest, amount: "1.5", status: "created"})
+	case evUpdate:
+		for i := range l.items {
+			if l.items[i].orderID == l.hide {
+				l.items[i].status = "processing"
+			}
+		}
+	}
+}
+
+// arrange lays the list out for a request of [offset, offset+limit):
+// sorted by createdAt, each tie ordered by the adversary.
+func (l *proofList) arrange(offset, limit int) []proofPayout {
+	list := slices.Clone(l.items)
+	slices.SortStableFunc(list, func(a, b proofPayout) int {
+		if l.newestFirst {
+			return b.at - a.at
+		}
+		return a.at - b.at
+	})
+	for lo := 0; lo < len(list); {
+		hi := lo + 1
+		for hi < len(list) && list[hi].at == list[lo].at {
+			hi++
+		}
+		l.order(list[lo:hi], lo, offset, limit)
+		lo = hi
+	}
+	return list
+}
+
+// order orders one tie, at positions [a, a+len(tie)), for a request of
+// [offset, offset+limit).
+func (l *proofList) order(tie []proofPayout, a, offset, limit int) {
+	g := len(tie)
+	if g < 2 || l.mode == advFixed {
+		return
+	}
+	slices.SortFunc(tie, func(x, y proofPayout) int { return cmpString(x.orderID, y.orderID) })
+	r := l.requests % g
+	rotated := append(slices.Clone(tie[r:]), tie[:r]...)
+	copy(tie, rotated)
+	if l.mode == advRotate {
+		return
+	}
+	h := slices.IndexFunc(tie, func(p proofPayout) bool { return p.orderID == l.hide })
+	if h < 0 {
+		return
+	}
+	// Places in the tie outside the page, in the mode's preference.
+	var out []int
+	for q := range g {
+		if pos := a + q; pos < offset || pos >= offset+limit {
+			out = append(out, q)
+		}
+	}
+	if len(out) == 0 {
+		return // the page covers the whole tie: the hidden payout shows
+	}
+	q := out[0] // ahead of the page (or the first place behind it)
+	if l.mode == advHideBack {
+		q = out[len(out)-1]
+		for _, c := range out {
+			if a+c < offset {
+				q = c // the last place before the page
+			}
+		}
+	} else {
+		for _, c := range slices.Backward(out) {
+			if a+c >= offset+limit {
+				q = c // the first place after the page
+			}
+		}
+	}
+	hidden := tie[h]
+	rest := slices.Delete(slices.Clone(tie), h, h+1)
+	copy(tie, slices.Insert(rest, q, hidden))
+}
+
+// proofTies are the tie layouts of n payouts (oldest first): each value is
+// a payout's createdAt second.
+func proofTies(n int) map[string][]int {
+	out := map[string][]int{}
+	none, all, pairs, mid := make([]int, n), make([]int, n), make([]int, n), make([]int, n)
+	for i := range n {
+		none[i], pairs[i], mid[i] = i, i/2, i
+		if i > 0 && i < n-1 {
+			mid[i] = 1 // every payout but the oldest and the newest in one second
+		}
+	}
+	out["distinct"] = none
+	if n >= 2 {
+		out["all tied"], out["pairs"] = all, pairs
+	}
+	if n >= 4 {
+		out["middle tied"] = mid
+	}
+	return out
+}
+
+// proofScenario is one run of the exhaustive test.
+type proofScenario struct {
+	n, pageSize     int
+	ties            string
+	at              []int
+	newestFirst     bool
+	counted         bool
+	event           proofEvent
+	eventAt         int
+	mode            int
+	hide            int // the payout hidden (and looked for)
+	reconcileOrScan string
+}
+
+func (sc proofScenario) String() string {
+	order := map[bool]string{true: "newest first", false: "oldest first"}[sc.newestFirst]
+	count := map[bool]string{true: "counted", false: "no count"}[sc.counted]
+	return fmt.Sprintf("%s: %d payouts (%s), pages of %d, %s, %s, %s before request %d, adversary %d hiding o%d",
+		sc.reconcileOrScan, sc.n, sc.ties, sc.pageSize, order, count, sc.event, sc.eventAt, sc.mode, sc.hide)
+}
+
+// list builds the scenario's list.
+func (sc proofScenario) list() *proofList {
+	l := &proofList{newestFirst: sc.newestFirst, counted: sc.counted, maxPage: sc.pageSize, mode: sc.mode,
+		hide: "o" + strconv.Itoa(sc.hide), event: sc.event, eventAt: sc.eventAt}
+	for i := range sc.n {
+		l.items = append(l.items, proofPayout{orderID: "o" + strconv.Itoa(i), at: sc.at[i], amount: "1.5", status: "paid"})
+	}
+	return l
+}
+
+// proofOutcome is what one run showed.
+type proofOutcome struct {
+	requests int
+	reread   bool // the search read the list again
+	unknown  bool // it ended with an error
+	wrong    string
+}
+
+// runProof runs the scenario through ReconcilePayout (looking for the
+// hidden payout, attempted just after it was created, so that the
+// cutoff is its createdAt) or ScanPayouts, and reports a wrong answer:
+// not_created for a payout that existed when the search began, or a scan
+// that ends without error missing one, or yields one twice.
+func runProof(sc proofScenario) proofOutcome { return runProofOn(sc, sc.list()) }
+
+// runProofOn is runProof on the list server h.
+func runProofOn(sc proofScenario, h http.Handler) proofOutcome {
+	c, err := handlerClient(h)
+	if err != nil {
+		return proofOutcome{wrong: err.Error()}
+	}
+	var out proofOutcome
+	if sc.reconcileOrScan == "reconcile" {
+		target, attempted := "never-sent", proofBase
+		if sc.n > 0 {
+			target = "o" + strconv.Itoa(sc.hide)
+			attempted = proofBase.Add(time.Duration(sc.at[sc.hide])*time.Second + time.Second)
+		}
+		s := newPayoutSearch(context.Background(), c, target, attempted.Add(-time.Second), nil)
+		err := s.run()
+		out.requests, out.reread, out.unknown = s.requests, s.rereading, err != nil
+		switch {
+		case err != nil && !errors.Is(err, ErrUnexpectedResponse):
+			out.wrong = "an untyped error: " + err.Error()
+		case err == nil && s.found == nil && sc.n > 0:
+			out.wrong = "not created, but " + target + " is listed"
+		case s.found != nil && s.found.OrderID != target:
+			out.wrong = "found the wrong payout " + s.found.OrderID
+		}
+		return out
+	}
+	s := newPayoutSearch(context.Background(), c, "", time.Time{}, nil)
+	s.maxReqs = math32
+	seen := map[string]int{}
+	s.visit = func(it *PayoutListItem) bool { seen[it.OrderID]++; return true }
+	err = s.run()
+	out.requests, out.reread, out.unknown = s.requests, s.rereading, err != nil
+	for id, k := range seen {
+		if k > 1 {
+			out.wrong = fmt.Sprintf("yielded %s %d times", id, k)
+		}
+	}
+	switch {
+	case err != nil && !errors.Is(err, ErrUnexpectedResponse):
+		out.wrong = "an untyped error: " + err.Error()
+	case err == nil:
+		for i := range sc.n {
+			if seen["o"+strconv.Itoa(i)] == 0 {
+				out.wrong = fmt.Sprintf("ended without error, missing o%d", i)
+			}
+		}
+	}
+	return out
+}
+
+// math32 bounds a scan in the test (the real one has no bound).
+const math32 = 1 << 12
+
+// proofScenarios lists every scenario up to n payouts: each tie layout,
+// page size 1 to 4, both orders, with and without a count, every
+// adversary and every payout hidden, quiet or with one creation (newer,
+// or tied with the newest) or one update at every request boundary the
+// quiet run reaches (and one past it), through ReconcilePayout and
+// ScanPayouts.
+func proofScenarios(maxN int, yield func(proofScenario) bool) {
+	for n := 0; n <= maxN; n++ {
+		ties := proofTies(n)
+		names := slices.Sorted(func(y func(string) bool) {
+			for k := range ties {
+				if !y(k) {
+					return
+				}
+			}
+		})
+		for _, tie := range names {
+			for pageSize := 1; pageSize <= min(4, n+1); pageSize++ { // larger pages read these lists as n+1 does
+				for _, newestFirst := range []bool{true, false} {
+					for _, counted := range []bool{true, false} {
+						for _, how := range []string{"reconcile", "scan"} {
+							for hide := range max(n, 1) {
+								base := proofScenario{n: n, pageSize: pageSize, ties: tie, at: ties[tie], newestFirst: newestFirst,
+									counted: counted, hide: hide, reconcileOrScan: how}
+								quiet := runProof(base)
+								for mode := range advModes {
+									for ev := evNone; ev <= evUpdate; ev++ {
+										last := quiet.requests + 1
+										if ev == evNone {
+											last = 1
+										}
+										if how == "scan" && hide > 0 && mode <= advRotate && ev != evUpdate {
+											continue // hides nothing: run once, with hide 0
+										}
+										for at := 1; at <= last; at++ {
+											sc := base
+											sc.mode, sc.event, sc.eventAt = mode, ev, at
+											if !yield(sc) {
+												return
+											}
+										}
+									}
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestListProofSmallLists is the exhaustive small-list test of the count
+// proof (docs/reconcile.md): in every scenario of proofScenarios, never
+// "not created" for a payout that existed when the search began, never a
+// scan that ends without error missing one (or yielding one twice); and a
+// quiet list (no tie reordered, nothing created or updated) is proven in
+// its first pass, with the requests it always took.
+func TestListProofSmallLists(t *testing.T) {
+	defer func(run int) { minSortedRun = run }(minSortedRun)
+	minSortedRun = 1 // let the cutoff skip, and its proof, run on lists this small
+	maxN := *proofMaxN
+	if maxN == 0 {
+		maxN = map[bool]int{false: 5, true: 3}[raceDetector]
+	}
+	var scenarios, unknown, reread, wrong int
+	proofScenarios(maxN, func(sc proofScenario) bool {
+		scenarios++
+		out := runProof(sc)
+		if out.wrong != "" {
+			wrong++
+			if wrong <= 20 {
+				t.Errorf("%v: %s", sc, out.wrong)
+			}
+		}
+		if out.unknown {
+			unknown++
+		}
+		if out.reread {
+			reread++
+		}
+		if sc.event == evNone && sc.mode == advFixed {
+			assert.False(t, out.reread, "%v: a quiet list read again", sc)
+			assert.False(t, out.unknown, "%v: a quiet list unknown", sc)
+		}
+		return true
+	})
+	t.Logf("%d scenarios: %d wrong, %d read again, %d unknown", scenarios, wrong, reread, unknown)
+	require.Zero(t, wrong)
+}
+
+// TestReconcileTiesReorderedAndOneCreation is the reported case, through
+// ReconcilePayout as the queue calls it (with the attempt time; lists
+// this small are read whole): a provider whose createdAt has one-second
+// precision lists the payouts of one second in another order on every
+// request, and one payout is created while the search pages. The search
+// used to see a payout twice, skip the one looked for, count the new one
+// in its place, and answer not_created.
+func TestReconcileTiesReorderedAndOneCreation(t *testing.T) {
+	var runs, unknown int
+	for n := 3; n <= 8; n++ {
+		for tie, at := range proofTies(n) {
+			if tie == "distinct" {
+				continue
+			}
+			for pageSize := 2; pageSize <= 4; pageSize++ {
+				for _, newestFirst := range []bool{true, false} {
+					for hide := range n {
+						for eventAt := 1; eventAt <= n/pageSize+3; eventAt++ {
+							sc := proofScenario{n: n, pageSize: pageSize, ties: tie, at: at, newestFirst: newestFirst, counted: true,
+								event: evCreate, eventAt: eventAt, mode: advRotate, hide: hide, reconcileOrScan: "reconcile"}
+							l := sc.list()
+							c, err := handlerClient(l)
+							require.NoError(t, err)
+							target := "o" + strconv.Itoa(hide)
+							res, err := c.ReconcilePayout(context.Background(), ReconcileParams{OrderID: target,
+								AttemptedAt: proofBase.Add(time.Duration(at[hide]) * time.Second)})
+							require.NotNil(t, res)
+							runs++
+							require.NotEqual(t, PayoutNotCreated, res.Verdict, "%v: %s", sc, res.Reason)
+							if err != nil {
+								unknown++
+								require.ErrorIs(t, err, ErrUnexpectedResponse)
+								assert.Equal(t, PayoutStillUnknown, res.Verdict)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	t.Logf("%d searches, %d still unknown, none not_created", runs, unknown)
+}
+
+// updatedList serves payouts ordered by updatedAt, newest first: an
+// update moves a payout to the top, and a payout created goes there too.
+type updatedList struct {
+	mu       sync.Mutex
+	order    []int // payout numbers, in list order
+	maxPage  int
+	counted  bool
+	moveAt   int // before this request, the payout move goes to the top
+	move     int
+	createAt int // before this request, a payout is created (0: none)
+	requests int
+}
+
+func (l *updatedList) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	offset, limit := listQuery(r, l.maxPage)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.requests++
+	if l.requests == l.moveAt {
+		i := slices.Index(l.order, l.move)
+		l.order = slices.Insert(slices.Delete(l.order, i, i+1), 0, l.move)
+	}
+	if l.requests == l.createAt {
+		l.order = slices.Insert(l.order, 0, len(l.order))
+	}
+	list := make([]proofPayout, len(l.order))
+	for pos, i := range l.order {
+		list[pos] = proofPayout{orderID: "o" + strconv.Itoa(i), at: i, amount: "1.5", status: "paid"}
+	}
+	writeProofPage(w, list, offset, limit, l.counted)
+}
+
+// TestScanPayoutsListByUpdatedAt: a list ordered by updatedAt moves a
+// payout updated while it is read from a page not yet read to one already
+// read; with a payout created meanwhile filling its place (or no count),
+// the scan used to end without an error and without it. Every move of
+// every payout at every request, pages of 1 to 4, with and without a
+// count and a creation: the scan yields every payout, or ends with an
+// error.
+func TestScanPayoutsListByUpdatedAt(t *testing.T) {
+	var runs, unknown int
+	for n := 2; n <= 6; n++ {
+		for pageSize := 1; pageSize <= 4; pageSize++ {
+			for _, counted := range []bool{true, false} {
+				for move := range n {
+					for moveAt := 1; moveAt <= n+2; moveAt++ {
+						for _, createAt := range []int{0, moveAt, moveAt + 1} {
+							l := &updatedList{maxPage: pageSize, counted: counted, moveAt: moveAt, move: move, createAt: createAt}
+							for i := range n {
+								l.order = append(l.order, n-1-i) // o(n-1) first: created, and so updated, last
+							}
+							c, err := handlerClient(l)
+							require.NoError(t, err)
+							seen, err := scanAll(c, ScanPayoutsParams{})
+							runs++
+							if err != nil {
+								unknown++
+								require.ErrorIs(t, err, ErrUnexpectedResponse)
+								continue
+							}
+							for i := range n {
+								require.Equal(t, 1, seen["o"+strconv.Itoa(i)], "%d payouts, pages of %d, counted %v, o%d moved before request %d, created before %d: o%d",
+									n, pageSize, counted, move, moveAt, createAt, i)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	t.Logf("%d scans, %d ended with an error, none without one missing a payout", runs, unknown)
+}
+
+// TestScanPayoutsTwinsOfOneOrderID: two payouts of one orderId created in
+// the same second with different amounts are two payouts (the amount is
+// part of a payout's key): the scan yields both, with or without a count,
+// whichever pages they fall on.
+func TestScanPayoutsTwinsOfOneOrderID(t *testing.T) {
+	at := proofBase.Format(time.RFC3339)
+	for _, counted := range []bool{true, false} {
+		for pageSize := 1; pageSize <= 4; pageSize++ {
+			t.Run(fmt.Sprintf("counted %v, pages of %d", counted, pageSize), func(t *testing.T) {
+				items := []string{
+					`{"status":"paid","amount":1,"orderId":"a","customerId":"c","createdAt":"` + at + `"}`,
+					`{"status":"paid","amount":10.25,"orderId":"twin","customerId":"c","createdAt":"` + at + `"}`,
+					`{"status":"paid","amount":20.5,"orderId":"twin","customerId":"c","createdAt":"` + at + `"}`,
+					`{"status":"paid","amount":2,"orderId":"b","customerId":"c","createdAt":"` + at + `"}`,
+				}
+				c, mux := setup(t)
+				mux.HandleFunc("GET /v1/payout/list", func(w http.ResponseWriter, r *http.Request) {
+					q := r.URL.Query()
+					limit, _ := strconv.Atoi(q.Get("limit"))
+					offset, _ := strconv.Atoi(q.Get("offset"))
+					hi := min(len(items), offset+min(max(limit, 1), pageSize))
+					page := "[]"
+					if offset < hi {
+						page = "[" + strings.Join(items[offset:hi], ",") + "]"
+					}
+					count := ""
+					if counted {
+						count = `,"count":` + strconv.Itoa(len(items))
+					}
+					w.Header().Set("Content-Type", "application/json")
+					_, _ = w.Write([]byte(`{"payout":` + page + count + `}`))
+				})
+				var amounts []string
+				for it, err := range c.ScanPayouts(context.Background(), ScanPayoutsParams{}) {
+					require.NoError(t, err)
+					if it.OrderID == "twin" {
+						amounts = append(amounts, it.Amount.String())
+					}
+				}
+				slices.Sort(amounts)
+				assert.Equal(t, []string{"10.25", "20.5"}, amounts)
+			})
+		}
+	}
+}
+
+// TestListProofRequests counts the list requests of ReconcilePayout (a
+// payout never created, attempted just after the newest payout) and of
+// ScanPayouts on 1,000 payouts 3 s apart, pages of 100, in both orders: a quiet
+// list, one whose payouts share a createdAt seven at a time and are
+// listed in another order on every request, and a quiet list where one
+// payout is created before the second request. The counts are exact (BENCHMARKS.md):
+// the quiet ones are those of the search before the count proof.
+func TestListProofRequests(t *testing.T) {
+	const n = 1000
+	tests := []struct {
+		name        string
+		tied        bool
+		create      bool
+		newestFirst bool
+		reconcile   int // requests
+		scan        int
+	}{
+		{"quiet, newest first", false, false, true, 2, 11},
+		{"quiet, oldest first", false, false, false, 2, 11},
+		// A tie cut by a page boundary and reordered may hide a payout: the
+		// scan reads the list once more (the search stopped at the cutoff
+		// proves its part of the list at once).
+		{"ties reordered, newest first", true, false, true, 2, 21},
+		{"ties reordered, oldest first", true, false, false, 2, 21},
+		// The new payout tops the list: one more page shows it.
+		{"one creation, newest first", false, true, true, 4, 12},
+		{"one creation, oldest first", false, true, false, 3, 12},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			at := make([]int, n)
+			for i := range at {
+				at[i] = i * 3 // 40 payouts within the clock skew
+				if tt.tied {
+					at[i] = i / 7 * 21
+				}
+			}
+			sc := proofScenario{n: n, pageSize: 100, at: at, newestFirst: tt.newestFirst, counted: true, hide: -1}
+			if tt.tied {
+				sc.mode = advRotate
+			}
+			if tt.create {
+				sc.event, sc.eventAt = evCreate, 2
+			}
+			l := sc.list()
+			c, err := handlerClient(l)
+			require.NoError(t, err)
+			res, err := c.ReconcilePayout(context.Background(), ReconcileParams{OrderID: "never-sent",
+				AttemptedAt: proofBase.Add(time.Duration(at[n-1])*time.Second + time.Second)})
+			require.NoError(t, err)
+			assert.Equal(t, PayoutNotCreated, res.Verdict, res.Reason)
+
+			l = sc.list()
+			c, err = handlerClient(l)
+			require.NoError(t, err)
+			seen, err := scanAll(c, ScanPayoutsParams{})
+			require.NoError(t, err)
+			assert.Len(t, seen, n+map[bool]int{false: 0, true: 1}[tt.create])
+			t.Logf("ReconcilePayout %d requests, ScanPayouts %d", res.Requests, l.requests)
+			assert.Equal(t, tt.reconcile, res.Requests, "ReconcilePayout")
+			assert.Equal(t, tt.scan, l.requests, "ScanPayouts")
+		})
+	}
+}
+
+// handlerClient is a client served by h in process, without retries.
+func handlerClient(h http.Handler) (*Client, error) {
+	return NewClient(testBase, testKey, WithHTTPClient(&http.Client{Transport: handlerTransport{h}}), WithRetryPolicy(RetryPolicy{}))
+}
+
+// everyOrderList is a proofList (no adversary of its own) whose server,
+// on each request, may serve any order of each tie: choice[i] picks the
+// page request i+1 shows among every distinct window the ties'
+// permutations give (0 past the script), and options records how many
+// there were, so that TestListProofEveryOrder can walk them all.
+type everyOrderList struct {
+	*proofList
+	choice  []int
+	options []int
+}
+
+func (l *everyOrderList) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	offset, limit := listQuery(r, l.maxPage)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.requests++
+	if l.requests == l.eventAt {
+		l.happen()
+	}
+	l.mode = advFixed
+	base := l.arrange(offset, limit)
+	var windows []string
+	var lists [][]proofPayout
+	for _, list := range permuteTies(base) {
+		var key strings.Builder
+		for pos := offset; pos < len(list) && pos < offset+limit; pos++ {
+			key.WriteString(list[pos].orderID + ",")
+		}
+		if !slices.Contains(windows, key.String()) {
+			windows = append(windows, key.String())
+			lists = append(lists, list)
+		}
+	}
+	i := len(l.options)
+	l.options = append(l.options, len(lists))
+	pick := 0
+	if i < len(l.choice) {
+		pick = l.choice[i]
+	}
+	writeProofPage(w, lists[pick], offset, limit, l.counted)
+}
+
+// permuteTies returns every arrangement of list (sorted by createdAt)
+// that orders each tie in any way.
+func permuteTies(list []proofPayout) [][]proofPayout {
+	out := [][]proofPayout{slices.Clone(list)}
+	for lo := 0; lo < len(list); {
+		hi := lo + 1
+		for hi < len(list) && list[hi].at == list[lo].at {
+			hi++
+		}
+		var next [][]proofPayout
+		for _, l := range out {
+			for _, p := range permutations(l[lo:hi]) {
+				m := slices.Clone(l)
+				copy(m[lo:hi], p)
+				next = append(next, m)
+			}
+		}
+		out, lo = next, hi
+	}
+	return out
+}
+
+// permutations returns every order of xs.
+func permutations(xs []proofPayout) [][]proofPayout {
+	if len(xs) <= 1 {
+		return [][]proofPayout{slices.Clone(xs)}
+	}
+	var out [][]proofPayout
+	for i := range xs {
+		rest := slices.Delete(slices.Clone(xs), i, i+1)
+		for _, p := range permutations(rest) {
+			out = append(out, append([]proofPayout{xs[i]}, p...))
+		}
+	}
+	return out
+}
+
+// proofEvery makes TestListProofEveryOrder walk lists of 3 payouts too
+// (92,318 sequences of pages, about a minute; 2 payouts in CI).
+var proofEvery = flag.Bool("proof.every", false, "TestListProofEveryOrder walks lists of 3 payouts too (about a minute)")
+
+// TestListProofEveryOrder walks every order the server can give each tie
+// on every request, for lists of up to 2 payouts with a tie (3 with
+// -proof.every), pages of 1
+// to 3 (of 2 and 3 for 3 payouts), both orders, with and without a count, quiet or with one payout
+// created at every request boundary, through ReconcilePayout's search
+// (each payout looked for) and ScanPayouts: every sequence of pages such
+// a server can answer, not one adversary. Never a wrong answer (see
+// runProof).
+func TestListProofEveryOrder(t *testing.T) {
+	defer func(run int) { minSortedRun = run }(minSortedRun)
+	minSortedRun = 1
+	var leaves, unknown int
+	maxN := 2
+	if *proofEvery {
+		maxN = 3
+	}
+	for n := 1; n <= maxN; n++ {
+		for tie, at := range proofTies(n) {
+			if tie == "distinct" {
+				continue // nothing to reorder: TestListProofSmallLists covers it
+			}
+			for pageSize := 1; pageSize <= min(3, n); pageSize++ {
+				if n == 3 && pageSize == 1 {
+					continue // a tie of 3 or 4 on pages of 1: millions of sequences
+				}
+				for _, newestFirst := range []bool{true, false} {
+					for _, counted := range []bool{true, false} {
+						for _, how := range []string{"reconcile", "scan"} {
+							for hide := range map[bool]int{true: n, false: 1}[how == "reconcile"] {
+								for _, ev := range []proofEvent{evNone, evCreate} {
+									for eventAt := 1; eventAt <= map[bool]int{true: 1, false: 2*n + 2}[ev == evNone]; eventAt++ {
+										sc := proofScenario{n: n, pageSize: pageSize, ties: tie, at: at, newestFirst: newestFirst, counted: counted,
+											event: ev, eventAt: eventAt, hide: hide, reconcileOrScan: how}
+										if ev == evNone {
+											sc.eventAt = 0
+										}
+										l, u := walkEveryOrder(t, sc)
+										leaves += l
+										unknown += u
+									}
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	t.Logf("%d sequences of pages, %d unknown, none wrong", leaves, unknown)
+}
+
+// walkEveryOrder runs sc once for every sequence of pages its server can
+// answer (by replay: the script of choices counts up like an odometer,
+// deepest request first) and fails the test on a wrong answer.
+func walkEveryOrder(t *testing.T, sc proofScenario) (leaves, unknown int) {
+	t.Helper()
+	var choice []int
+	for {
+		l := &everyOrderList{proofList: sc.list(), choice: choice}
+		out := runProofOn(sc, l)
+		leaves++
+		if out.unknown {
+			unknown++
+		}
+		require.Empty(t, out.wrong, "%v, pages chosen %v of %v", sc, choice, l.options)
+		require.Less(t, leaves, 20_000, "%v: too many sequences to walk", sc)
+		j := len(l.options) - 1
+		for j >= 0 && pickAt(choice, j)+1 >= l.options[j] {
+			j--
+		}
+		if j < 0 {
+			return leaves, unknown
+		}
+		next := make([]int, j+1)
+		for i := range j {
+			next[i] = pickAt(choice, i)
+		}
+		next[j] = pickAt(choice, j) + 1
+		choice = next
+	}
+}
+
+func pickAt(choice []int, i int) int {
+	if i < len(choice) {
+		return choice[i]
+	}
+	return 0
+}
