@@ -318,16 +318,19 @@ func (r *Refunds) Create(ctx context.Context, p RefundParams) (f *Refund, create
 	return f, created, nil
 }
 
-// check refuses parameters that are not well formed, before any query.
+// check refuses parameters that are not well formed, before any query,
+// and puts p.Actor in its canonical form (CanonicalActor).
 func (p *RefundParams) check() error {
 	for _, c := range []struct{ field, v string }{{"OrderID", p.OrderID}, {"Key", p.Key}, {"CustomerID", p.CustomerID}} {
 		if why := ids.Text(c.v, 128); why != "" || c.v == "" {
 			return &cryptopay.ValidationError{Field: c.field, Reason: cmpOr(why, "is required")}
 		}
 	}
-	if err := checkActor(p.Actor); err != nil {
+	actor, err := CanonicalActor(p.Actor)
+	if err != nil {
 		return err
 	}
+	p.Actor = actor // recorded, and compared by four eyes, in its canonical form
 	if why := ids.Text(p.Note, maxErrorText); why != "" {
 		return &cryptopay.ValidationError{Field: "Note", Reason: why}
 	}
