@@ -106,7 +106,7 @@ ORDER BY order_id LIMIT @limit`, intentCols, t),
 
 // buildQueueMoveSQL builds the operator's moves and the webhook's wake-up.
 func buildQueueMoveSQL(t, h string) queueMoveSQL {
-	return queueMoveSQL{
+	s := queueMoveSQL{
 		// An operator's move (Reject, Retry); $5 leaves the final callback
 		// due (a final state recorded by a process without OnFinal); $6 is
 		// the actor. A move clears the hold (Retry is the operator's answer
@@ -155,18 +155,24 @@ WHERE order_id = $1 AND state = 'parked'
     (SELECT o.updated_at = o.created_at FROM %[1]s o WHERE o.order_id = $1) AS fresh),
 h AS (INSERT INTO %[2]s %[3]s SELECT order_id, 'operator', 'parked', 'created', attempts, '', '', $4, payout_id, '', $5 FROM u)
 SELECT * FROM u`, t, h, opHistCols, intentCols),
-		payoutHolder: fmt.Sprintf(`SELECT order_id FROM %s WHERE payout_id = $1 AND order_id <> $2 LIMIT 1`, t),
-		// Wakes a followed intent, and says whether the intent (created,
-		// or final from it) lacks its payout id: one found by the list.
-		wakeOne: fmt.Sprintf(`WITH w AS (UPDATE %[1]s SET next_at = now() WHERE order_id = $1 AND state = 'created' AND next_at > now())
-SELECT payout_id = '' FROM %[1]s WHERE order_id = $1 AND state IN ('created', 'paid', 'failed')`, t),
-		// Records a payout id learned from a webhook, re-read through the
-		// API, for an intent that lacks it.
-		learnID: fmt.Sprintf(`WITH u AS (UPDATE %s SET payout_id = $2, updated_at = now()
+	}
+	addFollowSQL(&s, t, h)
+	return s
+}
+
+// addFollowSQL adds the statements that bind and wake a followed intent.
+func addFollowSQL(s *queueMoveSQL, t, h string) {
+	s.payoutHolder = fmt.Sprintf(`SELECT order_id FROM %s WHERE payout_id = $1 AND order_id <> $2 LIMIT 1`, t)
+	// Wakes a followed intent, and says whether the intent (created,
+	// or final from it) lacks its payout id: one found by the list.
+	s.wakeOne = fmt.Sprintf(`WITH w AS (UPDATE %[1]s SET next_at = now() WHERE order_id = $1 AND state = 'created' AND next_at > now())
+SELECT payout_id = '' FROM %[1]s WHERE order_id = $1 AND state IN ('created', 'paid', 'failed')`, t)
+	// Records a payout id learned from a webhook, re-read through the
+	// API, for an intent that lacks it.
+	s.learnID = fmt.Sprintf(`WITH u AS (UPDATE %s SET payout_id = $2, updated_at = now()
 WHERE order_id = $1 AND payout_id = '' AND state IN ('created', 'paid', 'failed') RETURNING order_id, state, attempts, payout_id)
 INSERT INTO %s %s SELECT order_id, 'webhook', state, state, attempts, '', '', 'payout id learned from its webhook, confirmed by the API', payout_id, '' FROM u`,
-			t, h, histCols),
-	}
+		t, h, histCols)
 }
 
 // buildQueueClaimSQL builds the worker's claim, its attempts and the velocity guardrail's reads.

@@ -305,7 +305,10 @@ func TestRefundClaim(t *testing.T) {
 	assert.Equal(t, "2.25", in.Params.Amount.String())
 	assert.Equal(t, tronAddr, in.Params.WalletAddress)
 	assert.Equal(t, "198.51.100.1", in.Params.CustomerIP)
-	assert.Equal(t, "claim:"+f.ID, in.EnqueuedBy)
+	assert.Equal(t, f.ActorID, in.EnqueuedBy, "enqueued in the asker's name, whoever claimed")
+	require.NotEmpty(t, f.ActorID)
+	require.ErrorIs(t, r.queue.Approve(ctx, f.ID, strings.ToUpper(f.ActorID), ""), pgstore.ErrApprovalNotCounted,
+		"the asker's approval of a claimed refund never counts")
 
 	_, err = r.refunds.Claim(ctx, f.ID, tronAddr, "198.51.100.2")
 	require.ErrorIs(t, err, pgstore.ErrClaimClosed, "a second claim")
