@@ -220,3 +220,43 @@ func screenshot(t *testing.T, ctx context.Context, url string) {
 	}
 	require.NoError(t, os.WriteFile(path, shot, 0o644))
 }
+
+// TestBrowserConfirmsWhatWasSeen: a bulk approval confirmed for one set is
+// refused (409, nothing moved) when another set matches by the time of
+// the POST (the 150 usdt intent rejected meanwhile, a 90,000 usdt one
+// arrived: the same count), and the new set is shown; an operator cancels
+// a queued payout, which is then never sent.
+func TestBrowserConfirmsWhatWasSeen(t *testing.T) {
+	r := newRig(t)
+	seen, queued, late := payout(21, "150"), payout(22, "40"), payout(23, "90000")
+	r.enqueue(t, seen, queued)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	b := startBrowser(t, ctx)
+	a, op := b.tab(t, alice), b.tab(t, operator)
+
+	require.NoError(t, chromedp.Do(a, chromedp.Navigate(r.base+"/payouts/bulk?action=approve&currency=usdt"),
+		chromedp.WaitVisible(chromedp.CSS("#confirm")), chromedp.SendKeys(chromedp.CSS("#count"), "1")))
+	assert.Contains(t, text(t, a, "#bulk-totals"), "150 usdt")
+	assert.Contains(t, text(t, a, "#bulk-set"), seen.OrderID)
+	require.NoError(t, r.q.Reject(context.Background(), seen.OrderID, "bob", "duplicate"))
+	r.enqueue(t, late)
+	require.NoError(t, chromedp.Do(a, chromedp.Click(chromedp.CSS("#confirm")), chromedp.WaitVisible(chromedp.CSS("#changed"))))
+	assert.Contains(t, text(t, a, "#bulk-set"), late.OrderID, "the new set is shown")
+	assert.Contains(t, text(t, a, "#bulk-totals"), "90000 usdt")
+	in, err := r.q.Get(context.Background(), late.OrderID)
+	require.NoError(t, err)
+	assert.Empty(t, in.ApprovedBy, "nothing moved")
+	assert.Equal(t, 0, r.approvals(t))
+
+	assert.Contains(t, act(t, op, r.base, queued.OrderID, "cancel", "customer withdrew the request"), "Cancelled: nothing will be sent")
+	in, err = r.q.Get(context.Background(), queued.OrderID)
+	require.NoError(t, err)
+	assert.Equal(t, pgstore.StateRejected, in.State)
+	assert.Equal(t, "customer withdrew the request", in.Note)
+	r.run(t) // the workers send what is queued: another payout, not the cancelled one
+	after := payout(24, "30")
+	r.enqueue(t, after)
+	r.waitState(t, after.OrderID, pgstore.StateCreated)
+	assert.Zero(t, r.fake.PayoutsWithOrderID(queued.OrderID), "a cancelled payout is never sent")
+}

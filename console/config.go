@@ -32,8 +32,11 @@ const (
 // Actor is who makes a request, as Config.Authorize says.
 type Actor struct {
 	// ID names the person in every history entry of their moves: a stable
-	// user id or e-mail, not a display name (at most 128 bytes, no
-	// control or invisible characters).
+	// user id or e-mail, not a display name. It is recorded and compared
+	// in its canonical form (pgstore.CanonicalActor: case, width and
+	// Unicode normalization folded; letters, digits and ASCII
+	// punctuation, no spaces, at most 128 bytes): an id the profile
+	// refuses can read but not move anything.
 	ID string
 	// Roles are what they may do (RoleViewer alone: read only).
 	Roles []Role

@@ -83,7 +83,8 @@ func TestMultiLineNote(t *testing.T) {
 	_, err := r.pool.Exec(ctx, "UPDATE "+r.tr.Table()+" SET anomaly = 'a second payment', needs_action = true")
 	require.NoError(t, err)
 
-	code, _ := r.do(t, "POST", "/payment/clear", operator, url.Values{"id": {"ord-1"}, "note": {"checked the dashboard\r\nsecond payment refunded"}})
+	code, _ := r.do(t, "POST", "/payment/clear-anomaly", operator, url.Values{"id": {"ord-1"}, "note": {"checked the dashboard\r\nsecond payment refunded"},
+		"anomaly": {"a second payment"}})
 	require.Equal(t, http.StatusSeeOther, code)
 	moves, err := r.tr.Moves(ctx, "ord-1")
 	require.NoError(t, err)
@@ -92,7 +93,7 @@ func TestMultiLineNote(t *testing.T) {
 	_, page := r.do(t, "GET", "/payment?id=ord-1", viewer, nil)
 	assert.Contains(t, page, `<td class="note">checked the dashboard`+"\n"+`second payment refunded</td>`)
 
-	code, _ = r.do(t, "POST", "/payment/clear", operator, url.Values{"id": {"ord-2"}, "note": {"checked\x07the dashboard"}})
+	code, _ = r.do(t, "POST", "/payment/clear-anomaly", operator, url.Values{"id": {"ord-2"}, "note": {"checked\x07the dashboard"}, "anomaly": {"a second payment"}})
 	assert.Equal(t, http.StatusBadRequest, code, "another control character is refused")
 	tp, err := r.tr.Get(ctx, "ord-2")
 	require.NoError(t, err)

@@ -29,9 +29,10 @@ func (c *console) failDB(w http.ResponseWriter, r *http.Request, what string, er
 func (c *console) refused(w http.ResponseWriter, r *http.Request, err error, what string) {
 	var ve *cryptopay.ValidationError
 	switch {
-	case errors.Is(err, pgstore.ErrIntentNotFound), errors.Is(err, pgstore.ErrNotTracked):
+	case errors.Is(err, pgstore.ErrIntentNotFound), errors.Is(err, pgstore.ErrNotTracked), errors.Is(err, pgstore.ErrUnknownMove):
 		c.fail(w, r, http.StatusNotFound, err.Error()+": nothing was done.")
-	case errors.Is(err, pgstore.ErrIntentState), errors.Is(err, pgstore.ErrApprovalNotCounted), errors.Is(err, pgstore.ErrInvalidOption):
+	case errors.Is(err, pgstore.ErrIntentState), errors.Is(err, pgstore.ErrApprovalNotCounted), errors.Is(err, pgstore.ErrInvalidOption),
+		errors.Is(err, pgstore.ErrChanged):
 		c.fail(w, r, http.StatusConflict, err.Error()+": nothing was done.")
 	case errors.As(err, &ve):
 		c.fail(w, r, http.StatusBadRequest, ve.Error()+": nothing was done.")

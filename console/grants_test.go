@@ -97,8 +97,8 @@ func TestGrants(t *testing.T) {
 	r := newRig(t)
 	ctx := context.Background()
 	held, rejected, parked, resolved := payout(1, "500"), payout(2, "600"), payout(3, "40"), payout(4, "41")
-	bulkHeld, bulkParked := payout(5, "700"), payout(6, "42")
-	r.enqueue(t, held, rejected, parked, resolved, bulkHeld, bulkParked)
+	bulkHeld, bulkParked, cancelled := payout(5, "700"), payout(6, "42"), payout(7, "43")
+	r.enqueue(t, held, rejected, parked, resolved, bulkHeld, bulkParked, cancelled)
 	found, err := r.fake.Client().CreatePayout(ctx, resolved) // its create answer was lost, say
 	require.NoError(t, err)
 	_, err = r.pool.Exec(ctx, "UPDATE "+r.q.Table()+" SET state = 'parked', hold = 'server_acted', attempts = 1 WHERE order_id = ANY($1)",
@@ -124,30 +124,39 @@ func TestGrants(t *testing.T) {
 	ops := r.restricted(t, docGrants(t))
 	for _, page := range []string{"/payouts", "/payouts?currency=usdt&since=2026-01-01", "/payout?id=" + held.OrderID,
 		"/payout/confirm?action=approve&id=" + held.OrderID, "/payouts/bulk?action=approve", "/payments?anomaly=1",
-		"/payment?id=ord-1", "/payment/confirm?id=ord-1"} {
+		"/payout/confirm?action=cancel&id=" + cancelled.OrderID, "/payment?id=ord-1", "/payment/confirm?action=clear-anomaly&id=ord-1"} {
 		code, body := ops.do(t, "GET", page, "root:approver,operator", nil)
 		assert.Equal(t, http.StatusOK, code, "%s: %s", page, body)
 	}
 	for _, tc := range []struct {
 		name, path, actor string
 		form              url.Values
+		bulk              string // the bulk confirmation page whose form (the set) is posted, with form
 		want              int
 	}{
-		{"approve", "/payout/approve", alice, url.Values{"id": {held.OrderID}, "note": {"KYC checked"}}, http.StatusSeeOther},
-		{"a second approval", "/payout/approve", bob, url.Values{"id": {held.OrderID}}, http.StatusSeeOther},
-		{"reject", "/payout/reject", alice, url.Values{"id": {rejected.OrderID}, "reason": {"unknown customer"}}, http.StatusSeeOther},
-		{"retry", "/payout/retry", operator, url.Values{"id": {parked.OrderID}, "note": {"no payout at the processor"}}, http.StatusSeeOther},
-		{"resolve", "/payout/resolve", operator, url.Values{"id": {resolved.OrderID}, "payout_id": {found.ID}, "note": {"dashboard"}}, http.StatusSeeOther},
-		{"bulk approve", "/payouts/bulk", alice, url.Values{"action": {"approve"}, "count": {"1"}}, http.StatusOK},
-		{"bulk retry", "/payouts/bulk", operator, url.Values{"action": {"retry"}, "count": {"1"}, "note": {"checked"}}, http.StatusOK},
-		{"clear an anomaly", "/payment/clear", operator, url.Values{"id": {"ord-1"}, "note": {"refunded"}}, http.StatusSeeOther},
+		{"approve", "/payout/approve", alice, url.Values{"id": {held.OrderID}, "note": {"KYC checked"}}, "", http.StatusSeeOther},
+		{"a second approval", "/payout/approve", bob, url.Values{"id": {held.OrderID}}, "", http.StatusSeeOther},
+		{"reject", "/payout/reject", alice, url.Values{"id": {rejected.OrderID}, "reason": {"unknown customer"}}, "", http.StatusSeeOther},
+		{"retry", "/payout/retry", operator, url.Values{"id": {parked.OrderID}, "note": {"no payout at the processor"}}, "", http.StatusSeeOther},
+		{"resolve", "/payout/resolve", operator, url.Values{"id": {resolved.OrderID}, "payout-id": {found.ID}, "note": {"dashboard"}}, "", http.StatusSeeOther},
+		{"cancel", "/payout/cancel", operator, url.Values{"id": {cancelled.OrderID}, "reason": {"customer closed the account"}}, "", http.StatusSeeOther},
+		{"bulk approve", "/payouts/bulk", alice, url.Values{"count": {"1"}}, "action=approve", http.StatusOK},
+		{"bulk retry", "/payouts/bulk", operator, url.Values{"count": {"1"}, "note": {"checked"}}, "action=retry", http.StatusOK},
+		{"clear an anomaly", "/payment/clear-anomaly", operator, url.Values{"id": {"ord-1"}, "note": {"refunded"}, "anomaly": {"a second payment"}}, "", http.StatusSeeOther},
 	} {
-		code, body := ops.do(t, "POST", tc.path, tc.actor, tc.form)
+		form := tc.form
+		if tc.bulk != "" {
+			form = ops.bulkForm(t, tc.actor, tc.bulk)
+			for k, v := range tc.form {
+				form[k] = v
+			}
+		}
+		code, body := ops.do(t, "POST", tc.path, tc.actor, form)
 		assert.Equal(t, tc.want, code, "%s: %s", tc.name, body)
 	}
 	for id, want := range map[string]pgstore.IntentState{held.OrderID: pgstore.StateQueued, rejected.OrderID: pgstore.StateRejected,
 		parked.OrderID: pgstore.StateQueued, resolved.OrderID: pgstore.StateCreated, bulkHeld.OrderID: pgstore.StateNeedsApproval,
-		bulkParked.OrderID: pgstore.StateQueued} {
+		bulkParked.OrderID: pgstore.StateQueued, cancelled.OrderID: pgstore.StateRejected} {
 		assert.Equal(t, want, r.state(t, id), id)
 	}
 	assert.Equal(t, []string{"alice"}, r.approvalsOf(t, bulkHeld.OrderID), "the bulk approval is recorded")

@@ -17,7 +17,7 @@ func (c *console) paymentRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /payments", c.paymentList)
 	mux.HandleFunc("GET /payment", c.paymentDetail)
 	mux.HandleFunc("GET /payment/confirm", c.paymentConfirm)
-	mux.HandleFunc("POST /payment/clear", c.paymentClear)
+	mux.HandleFunc("POST /payment/{action}", c.paymentAct)
 }
 
 // paymentFilter is the payments list's filter as the form carries it.
@@ -59,14 +59,12 @@ func (c *console) paymentList(w http.ResponseWriter, r *http.Request) {
 	c.render(w, r, http.StatusOK, "payments", c.newView(r, "Payments", p))
 }
 
-// paymentPage is a payment's detail page, and the confirmation page of
-// clearing its anomaly.
+// paymentPage is a payment's detail page.
 type paymentPage struct {
 	P       *pgstore.TrackedPayment
 	History []pgstore.PaymentChange
 	Moves   []pgstore.OperatorMove // who cleared what
-	Clear   bool                   // this actor may clear its anomaly
-	Confirm bool                   // the confirmation page: the form
+	Actions []pgstore.Move         // the moves this actor may make on it now
 }
 
 // payment reads the tracked payment named id, or answers the request.
@@ -94,39 +92,42 @@ func (c *console) paymentDetail(w http.ResponseWriter, r *http.Request) {
 		c.failDB(w, r, "reading the operators' moves on the payment", err)
 		return
 	}
-	page := paymentPage{P: p, History: hist, Moves: moves, Clear: p.Anomaly != "" && c.may(r, RoleOperator)}
+	page := paymentPage{P: p, History: hist, Moves: moves}
+	if p.Anomaly != "" { // the one payment move: clearing it
+		page.Actions = c.movesOn(r, pgstore.ObjectPayment)
+	}
 	c.render(w, r, http.StatusOK, "payment", c.newView(r, "Payment "+p.OrderID, page))
 }
 
 func (c *console) paymentConfirm(w http.ResponseWriter, r *http.Request) {
-	if !c.require(w, r, RoleOperator) {
+	name := r.URL.Query().Get("action")
+	if name == "" { // the one payment move, linked before moves had names
+		name = "clear-anomaly"
+	}
+	m, ok := c.move(w, r, pgstore.ObjectPayment, name)
+	if !ok {
 		return
 	}
 	p, ok := c.payment(w, r, r.URL.Query().Get("id"))
 	if !ok {
 		return
 	}
-	v := c.newView(r, "Clear the anomaly of "+p.OrderID, paymentPage{P: p, Clear: p.Anomaly != "", Confirm: true})
-	c.render(w, r, http.StatusOK, "payment", v)
+	if p.Anomaly == "" {
+		c.fail(w, r, http.StatusConflict, "This payment has no anomaly to clear: nothing to do.")
+		return
+	}
+	page := confirmPage{P: p, Move: m, Seen: map[string]string{"anomaly": p.Anomaly}}
+	c.render(w, r, http.StatusOK, "confirm", c.newView(r, m.Verb+" of "+p.OrderID, page))
 }
 
-func (c *console) paymentClear(w http.ResponseWriter, r *http.Request) {
-	if !c.require(w, r, RoleOperator) {
+func (c *console) paymentAct(w http.ResponseWriter, r *http.Request) {
+	m, ok := c.move(w, r, pgstore.ObjectPayment, r.PathValue("action"))
+	if !ok {
 		return
 	}
-	id, note := r.PostFormValue("id"), strings.TrimSpace(r.PostFormValue("note"))
-	if note == "" {
-		c.fail(w, r, http.StatusBadRequest, "The note is required (what you found): nothing was done.")
+	id := r.PostFormValue("id")
+	if !c.doMove(w, r, m, id) {
 		return
 	}
-	cleared, err := c.cfg.Tracker.ClearAnomaly(r.Context(), id, actorOf(r).ID, note)
-	if err != nil {
-		c.refused(w, r, err, "clearing an anomaly")
-		return
-	}
-	if cleared == "" {
-		c.fail(w, r, http.StatusConflict, "This payment has no anomaly to clear: nothing was done.")
-		return
-	}
-	http.Redirect(w, r, prefix(r)+"/payment?"+url.Values{"id": {id}, "done": {"cleared"}}.Encode(), http.StatusSeeOther)
+	http.Redirect(w, r, prefix(r)+"/payment?"+url.Values{"id": {id}, "done": {m.Done}}.Encode(), http.StatusSeeOther)
 }

@@ -25,8 +25,9 @@ type payoutsPage struct {
 	Filter     payoutFilter
 	States     []pgstore.IntentState
 	Rows       []pgstore.Intent
-	Next       url.Values // the next page's query; nil on the last page
-	BulkFilter url.Values // the filter, for the bulk links
+	Next       url.Values     // the next page's query; nil on the last page
+	BulkFilter url.Values     // the filter, for the bulk links
+	Bulk       []pgstore.Move // the bulk moves this actor may make
 }
 
 func (c *console) payoutList(w http.ResponseWriter, r *http.Request) {
@@ -42,6 +43,11 @@ func (c *console) payoutList(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := payoutsPage{Filter: f, States: pgstore.States(), BulkFilter: f.values()}
+	for _, m := range c.movesOn(r, pgstore.ObjectPayout) {
+		if m.Bulk {
+			p.Bulk = append(p.Bulk, m)
+		}
+	}
 	p.Rows, p.Next = onePage(rows, c.cfg.PageSize, f.values(), func(in pgstore.Intent) string { return in.Params.OrderID })
 	c.render(w, r, http.StatusOK, "payouts", c.newView(r, "Payouts", p))
 }
@@ -50,8 +56,9 @@ func (c *console) payoutList(w http.ResponseWriter, r *http.Request) {
 type payoutPage struct {
 	In      *pgstore.Intent
 	History []pgstore.Event
-	// Approve, Reject, Retry, Resolve: the actions this actor may take now.
-	Approve, Reject, Retry, Resolve bool
+	// Actions are the moves this actor may make on it now, in the
+	// table's order.
+	Actions []pgstore.Move
 	// NoApproval says why this actor's approval would not count ("").
 	NoApproval string
 }
@@ -67,19 +74,32 @@ func (c *console) payoutDetail(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := payoutPage{In: in, History: hist}
-	me := actorOf(r).ID
-	held, parked := in.State == pgstore.StateNeedsApproval, in.State == pgstore.StateParked
+	me, _ := pgstore.CanonicalActor(actorOf(r).ID)
 	switch {
-	case held && in.EnqueuedBy == me:
+	case in.State != pgstore.StateNeedsApproval:
+	case in.EnqueuedBy == me:
 		p.NoApproval = "You enqueued this payout: another person must approve it."
-	case held && slices.Contains(in.ApprovedBy, me):
+	case slices.Contains(in.ApprovedBy, me):
 		p.NoApproval = "You approved it already: it waits for another person's approval."
 	}
-	p.Approve = held && c.may(r, RoleApprover) && p.NoApproval == ""
-	p.Reject = held && c.may(r, RoleApprover)
-	p.Retry = parked && c.may(r, RoleOperator)
-	p.Resolve = p.Retry
+	for _, m := range c.movesOn(r, pgstore.ObjectPayout) {
+		if m.AppliesTo(in.State) && (m.Name != "approve" || p.NoApproval == "") {
+			p.Actions = append(p.Actions, m)
+		}
+	}
 	c.render(w, r, http.StatusOK, "payout", c.newView(r, "Payout "+in.Params.OrderID, p))
+}
+
+// movesOn are the moves on what (pgstore.ObjectPayout, ObjectPayment)
+// the request's actor may make.
+func (c *console) movesOn(r *http.Request, what string) []pgstore.Move {
+	var out []pgstore.Move
+	for _, m := range pgstore.Moves() {
+		if m.On == what && c.may(r, Role(m.Role)) {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // intent reads the intent named id, or answers the request itself.
@@ -96,83 +116,75 @@ func (c *console) intent(w http.ResponseWriter, r *http.Request, id string) (*pg
 	return in, true
 }
 
-// payoutAction is one move an operator confirms on a page of its own.
-type payoutAction struct {
-	Name, Verb string
-	Role       Role
-	From       pgstore.IntentState
-	// Field is the text field's name ("note" or "reason"); Required: it
-	// must not be empty. PayoutID asks for the payout's id too.
-	Field    string
-	Required bool
-	PayoutID bool
-	// Warn is shown on the confirmation page.
-	Warn string
-	Done string // the flash the detail page shows after it
-}
-
-var payoutActions = map[string]payoutAction{
-	"approve": {Name: "approve", Verb: "Approve", Role: RoleApprover, From: pgstore.StateNeedsApproval, Field: "note", Done: "approved",
-		Warn: "Four eyes: the payout is sent once the required number of different people have approved it."},
-	"reject": {Name: "reject", Verb: "Reject", Role: RoleApprover, From: pgstore.StateNeedsApproval, Field: "reason", Required: true, Done: "rejected",
-		Warn: "Rejecting is final: nothing will be sent."},
-	"retry": {Name: "retry", Verb: "Retry", Role: RoleOperator, From: pgstore.StateParked, Field: "note", Required: true, Done: "retried",
-		Warn: "Only after checking with the processor (its dashboard, by orderId) that NO payout exists for this order: retrying a payout that exists pays it twice."},
-	"resolve": {Name: "resolve", Verb: "Resolve", Role: RoleOperator, From: pgstore.StateParked, Field: "note", Required: true, PayoutID: true, Done: "resolved",
-		Warn: "Give the id of the payout you found at the processor for this orderId; it is read through the API and must match this intent."},
-}
-
-// confirmPage is a confirmation page's data.
+// confirmPage is a confirmation page's data: a payout's or a payment's.
 type confirmPage struct {
-	In     *pgstore.Intent
-	Action payoutAction
+	In   *pgstore.Intent
+	P    *pgstore.TrackedPayment
+	Move pgstore.Move
+	// Seen are the values of the move's Seen fields: what the page shows.
+	Seen map[string]string
+}
+
+// move is the move the request names on what, once the actor's role for
+// it is checked; or it answers the request itself.
+func (c *console) move(w http.ResponseWriter, r *http.Request, what, name string) (pgstore.Move, bool) {
+	m, ok := pgstore.MoveNamed(what, name)
+	if !ok {
+		c.fail(w, r, http.StatusNotFound, "Unknown action.")
+		return m, false
+	}
+	return m, c.require(w, r, Role(m.Role))
 }
 
 func (c *console) payoutConfirm(w http.ResponseWriter, r *http.Request) {
-	act, ok := payoutActions[r.URL.Query().Get("action")]
+	m, ok := c.move(w, r, pgstore.ObjectPayout, r.URL.Query().Get("action"))
 	if !ok {
-		c.fail(w, r, http.StatusBadRequest, "Unknown action.")
-		return
-	}
-	if !c.require(w, r, act.Role) {
 		return
 	}
 	in, ok := c.intent(w, r, r.URL.Query().Get("id"))
 	if !ok {
 		return
 	}
-	c.render(w, r, http.StatusOK, "confirm", c.newView(r, act.Verb+" "+in.Params.OrderID, confirmPage{In: in, Action: act}))
+	c.render(w, r, http.StatusOK, "confirm", c.newView(r, m.Verb+" "+in.Params.OrderID, confirmPage{In: in, Move: m}))
 }
 
 func (c *console) payoutAct(w http.ResponseWriter, r *http.Request) {
-	act, ok := payoutActions[r.PathValue("action")]
+	m, ok := c.move(w, r, pgstore.ObjectPayout, r.PathValue("action"))
 	if !ok {
-		c.fail(w, r, http.StatusNotFound, "Unknown action.")
 		return
 	}
-	if !c.require(w, r, act.Role) {
+	id := r.PostFormValue("id")
+	if !c.doMove(w, r, m, id) {
 		return
 	}
-	id, text := r.PostFormValue("id"), strings.TrimSpace(r.PostFormValue(act.Field))
-	if act.Required && text == "" {
-		c.fail(w, r, http.StatusBadRequest, fmt.Sprintf("The %s is required: nothing was done.", act.Field))
-		return
+	http.Redirect(w, r, prefix(r)+"/payout?"+url.Values{"id": {id}, "done": {m.Done}}.Encode(), http.StatusSeeOther)
+}
+
+// doMove makes m on the record id with the form's fields, as the
+// request's actor (their signed-in id is the login of the move's
+// principal), or answers why not; it reports whether it moved.
+func (c *console) doMove(w http.ResponseWriter, r *http.Request, m pgstore.Move, id string) bool {
+	values := map[string]string{}
+	seen := true
+	for _, f := range m.Fields {
+		values[f.Name] = strings.TrimSpace(r.PostFormValue(f.Name))
+		switch {
+		case f.Required && values[f.Name] == "":
+			c.fail(w, r, http.StatusBadRequest, fmt.Sprintf("The %s is required: nothing was done.", strings.ToLower(f.Label)))
+			return false
+		case f.Seen && values[f.Name] == "":
+			seen = false
+		}
 	}
-	q, who := c.cfg.Queue, actorOf(r).ID
-	var err error
-	switch act.Name {
-	case "approve":
-		err = q.Approve(r.Context(), id, who, text)
-	case "reject":
-		err = q.Reject(r.Context(), id, who, text)
-	case "retry":
-		err = q.Retry(r.Context(), id, who, text)
-	case "resolve":
-		err = q.Resolve(r.Context(), id, strings.TrimSpace(r.PostFormValue("payout_id")), who, text)
+	if !seen {
+		c.fail(w, r, http.StatusConflict, "The form does not say what you were shown: nothing was done. Open the page again.")
+		return false
 	}
+	who := actorOf(r).ID
+	_, err := m.Do(r.Context(), c.stores(), pgstore.MoveInput{OrderID: id, By: pgstore.Operator{ID: who, Login: who}, Values: values})
 	if err != nil {
-		c.refused(w, r, err, "moving a payout")
-		return
+		c.refused(w, r, err, "moving a "+m.On)
+		return false
 	}
-	http.Redirect(w, r, prefix(r)+"/payout?"+url.Values{"id": {id}, "done": {act.Done}}.Encode(), http.StatusSeeOther)
+	return true
 }

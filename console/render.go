@@ -114,11 +114,12 @@ func (c *console) newView(r *http.Request, title string, data any) view {
 // flashes are the only messages a redirect can ask a page to show (a
 // fixed set: a link cannot make the console say anything else).
 var flashes = map[string]string{
-	"approved": "Your approval is recorded.",
-	"rejected": "Rejected: nothing will be sent.",
-	"retried":  "Queued for a new attempt.",
-	"resolved": "Resolved: the payout is followed to its end.",
-	"cleared":  "Anomaly cleared.",
+	"approved":  "Your approval is recorded.",
+	"rejected":  "Rejected: nothing will be sent.",
+	"retried":   "Queued for a new attempt.",
+	"resolved":  "Resolved: the payout is followed to its end.",
+	"cancelled": "Cancelled: nothing will be sent.",
+	"cleared":   "Anomaly cleared.",
 }
 
 // render writes a page with status, or the error page if it fails.

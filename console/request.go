@@ -3,6 +3,8 @@ package console
 import (
 	"net/http"
 	"strings"
+
+	"github.com/cryptopay/cryptopay-go/pgstore"
 )
 
 type actorKey struct{}
@@ -17,6 +19,11 @@ func actorOf(r *http.Request) Actor {
 // read-only mode).
 func (c *console) may(r *http.Request, role Role) bool {
 	return !c.cfg.ReadOnly && actorOf(r).Can(role)
+}
+
+// stores are what the console's moves act on.
+func (c *console) stores() pgstore.Stores {
+	return pgstore.Stores{Queue: c.cfg.Queue, Tracker: c.cfg.Tracker}
 }
 
 type prefixKey struct{}

@@ -42,7 +42,8 @@ type BooksAdjustment struct {
 	Currency, Network string
 	// Amount is what is booked: the drift's Delta, exact, not zero.
 	Amount decimal.Decimal
-	// Actor is who booked it; Note says why (a ticket, what was found).
+	// Actor is who booked it (recorded in canonical form, CanonicalActor);
+	// Note says why (a ticket, what was found).
 	Actor, Note string
 }
 
@@ -175,7 +176,7 @@ func (b *Books) Adjust(ctx context.Context, adj BooksAdjustment) (BooksAdjustmen
 
 // checkAdjustment refuses an adjustment that names no item, books
 // nothing, or has no actor or note; it lower-cases its currency and
-// network.
+// network and puts its actor in canonical form (CanonicalActor).
 func checkAdjustment(adj *BooksAdjustment) error {
 	bad := func(field, reason string) error { return &cryptopay.ValidationError{Field: field, Reason: reason} }
 	switch adj.Section {
@@ -205,9 +206,11 @@ func checkAdjustment(adj *BooksAdjustment) error {
 	if adj.Amount.IsZero() {
 		return bad("Amount", "is zero: an adjustment books an amount")
 	}
-	if err := checkActor(adj.Actor); err != nil {
+	actor, err := CanonicalActor(adj.Actor)
+	if err != nil {
 		return err
 	}
+	adj.Actor = actor
 	if strings.TrimSpace(adj.Note) == "" {
 		return bad("Note", "is empty: say why the amount is booked")
 	}

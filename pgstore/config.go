@@ -11,6 +11,17 @@ import (
 // a Client, a Track without the caller's transaction).
 var ErrInvalidOption = errors.New("pgstore: invalid option")
 
+// Errors of the moves.
+var (
+	// ErrUnknownMove: no move has this name, or it needs a store the
+	// caller has not got.
+	ErrUnknownMove = errors.New("pgstore: no such operator's move")
+	// ErrChanged: what the person confirmed is no longer what the record
+	// says (an anomaly replaced or merged, a set of intents changed).
+	// Nothing changed: show it again.
+	ErrChanged = errors.New("pgstore: the record changed since it was shown")
+)
+
 // setDefault sets *d to def when *d is not positive: a zero option means
 // the default.
 func setDefault(d *time.Duration, def time.Duration) {

@@ -88,7 +88,13 @@
 //
 // Four eyes: Approve queues an intent only once QueueConfig.Approvals
 // distinct actors (default 2) have approved it; the actor who enqueued it
-// (EnqueueBy) does not count, and one actor counts once. Every operator's
+// (EnqueueBy) does not count, and one actor counts once. Actor ids are
+// compared and recorded in one canonical form (CanonicalActor: case, width
+// and Unicode normalization folded), so one person cannot split into two,
+// and one principal (the database role and the login a tool authenticated:
+// Operator) gives one approval. Every operator's move, with the role it
+// needs, the states it applies to, its inputs and its confirmation, is one
+// entry of Moves; the console and the CLI are built from that table. Every operator's
 // move (Approve, Reject, Retry, Resolve) names its actor, kept in the
 // history (Event.ActorID). The console module shows the queue in a
 // browser, with the same rules.

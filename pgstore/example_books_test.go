@@ -45,9 +45,10 @@ func ExampleBooks_Check() {
 		log.Fatal(err)
 	}
 
-	b, err := pgstore.NewBooks(pgstore.BooksConfig{Client: client, Queue: queue, Tracker: tracker,
-		BalanceTable: "example_books_balances_" + suffix, CreateTable: true}) // CreateTable: the check's own tables, for Adjust
+	balances := "example_books_balances_" + suffix // the check's own tables: this name, and with _adjustments appended
 
+	b, err := pgstore.NewBooks(pgstore.BooksConfig{Client: client, Queue: queue, Tracker: tracker,
+		BalanceTable: balances, CreateTable: true}) // CreateTable: the check's own tables, for Adjust
 	if err != nil {
 		log.Fatal(err)
 	}

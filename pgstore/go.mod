@@ -6,6 +6,7 @@ require (
 	github.com/google/uuid v1.6.0
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/stretchr/testify v1.12.1
+	golang.org/x/text v0.41.0
 )
 
 require github.com/shopspring/decimal v1.6.0
@@ -23,5 +24,4 @@ require (
 	github.com/jackc/puddle/v2 v2.2.3 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/sync v0.22.0 // indirect
-	golang.org/x/text v0.41.0 // indirect
 )

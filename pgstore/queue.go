@@ -143,10 +143,16 @@ type Intent struct {
 	// once it is approved.
 	ApprovedAt time.Time
 	// EnqueuedBy is the actor who enqueued the intent (EnqueueBy; "" when
-	// unknown). Their approval does not count.
+	// unknown). Their approval does not count. It and ApprovedBy are in
+	// canonical form (CanonicalActor), whenever they were written.
 	EnqueuedBy string
 	// ApprovedBy lists the distinct actors who approved it, in order.
 	ApprovedBy []string
+	// ApprovedPrincipals lists who approved it as the database and the
+	// tool established, in order: `login as database role "role"`
+	// (Operator.Login, the session's session_user), one per approval
+	// since principals are recorded (none for approvals made before).
+	ApprovedPrincipals []string
 	// ApprovalsNeeded is how many distinct actors must approve it: the
 	// enqueuing Queue's QueueConfig.Approvals (an approving Queue with a
 	// larger one raises it).
@@ -397,6 +403,7 @@ const queueColumns = `    order_id            text        PRIMARY KEY,
     enqueued_by         text        NOT NULL DEFAULT '',
     approved_by         text[]      NOT NULL DEFAULT '{}',
     approvals_needed    integer     NOT NULL DEFAULT 1,
+    approved_principals text[]      NOT NULL DEFAULT '{}',
     created_at          timestamptz NOT NULL DEFAULT now(),
     updated_at          timestamptz NOT NULL DEFAULT now()`
 
@@ -408,6 +415,7 @@ var queueAdded = []string{
 	"enqueued_by text NOT NULL DEFAULT ''",
 	"approved_by text[] NOT NULL DEFAULT '{}'",
 	"approvals_needed integer NOT NULL DEFAULT 1",
+	"approved_principals text[] NOT NULL DEFAULT '{}'",
 }
 
 // queueIndexes are the queue table's indexes.
@@ -461,7 +469,7 @@ func scanIntent(row pgx.Row, extra ...any) (*Intent, error) {
 	dest := append([]any{&p.OrderID, &p.WalletAddress, &p.NetworkFeeByUser, &amount, &p.Currency, &p.Network,
 		&p.CustomerID, &p.CustomerIP, &p.AdditionalData, &p.WebhookURL, &state, &in.Attempts, &attempted,
 		&in.PayoutID, &pstatus, &in.Verdict, &in.LastError, &in.Note, &in.NextAt, &in.CreatedAt, &in.UpdatedAt, &approved, &in.Hold, &in.CallbackDue,
-		&in.EnqueuedBy, &in.ApprovedBy, &in.ApprovalsNeeded},
+		&in.EnqueuedBy, &in.ApprovedBy, &in.ApprovalsNeeded, &in.ApprovedPrincipals},
 		fs.dest(&in.LastFailure)...)
 	if err := row.Scan(append(dest, extra...)...); err != nil {
 		return nil, err
@@ -480,6 +488,13 @@ func scanIntent(row pgx.Row, extra ...any) (*Intent, error) {
 	}
 	if len(in.ApprovedBy) == 0 {
 		in.ApprovedBy = nil
+	}
+	if len(in.ApprovedPrincipals) == 0 {
+		in.ApprovedPrincipals = nil
+	}
+	in.EnqueuedBy = actorKey(in.EnqueuedBy)
+	for i, by := range in.ApprovedBy {
+		in.ApprovedBy[i] = actorKey(by)
 	}
 	return &in, nil
 }

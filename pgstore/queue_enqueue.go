@@ -55,7 +55,8 @@ func (q *Queue) EnqueueMany(ctx context.Context, tx pgx.Tx, ps []cryptopay.Creat
 // characters, at most 128 bytes), else a *cryptopay.ValidationError
 // (Field "actor").
 func (q *Queue) EnqueueBy(ctx context.Context, tx pgx.Tx, actor string, ps []cryptopay.CreatePayoutParams) (created int, err error) {
-	if err := checkActor(actor); err != nil {
+	actor, err = CanonicalActor(actor)
+	if err != nil {
 		return 0, err
 	}
 	return q.enqueue(ctx, tx, actor, false, ps)

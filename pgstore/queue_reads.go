@@ -82,7 +82,10 @@ type Event struct {
 	// id learned).
 	Actor string
 	// ActorID is who made it: the actor id an operator's move names, or
-	// EnqueueBy's ("" for the workers, webhooks and an Enqueue without one).
+	// EnqueueBy's ("" for the workers, webhooks and an Enqueue without one),
+	// in its canonical form (CanonicalActor; a row written before ids were
+	// canonical reads as its canonical form too, or as written when the
+	// profile refuses it).
 	ActorID string
 	// From and To are the states before and after ("" From: enqueued;
 	// From equal to To: no state change, an action on record).
@@ -114,7 +117,7 @@ func (q *Queue) History(ctx context.Context, orderID string) ([]Event, error) {
 	var e Event
 	var from, to string
 	_, err = pgx.ForEachRow(rows, []any{&e.At, &e.Actor, &from, &to, &e.Attempts, &e.Verdict, &e.Error, &e.Note, &e.PayoutID, &e.RequestID, &e.ActorID}, func() error {
-		e.From, e.To = IntentState(from), IntentState(to)
+		e.From, e.To, e.ActorID = IntentState(from), IntentState(to), actorKey(e.ActorID)
 		out = append(out, e)
 		return nil
 	})

@@ -19,7 +19,7 @@ type queueReadSQL struct {
 
 // queueMoveSQL holds the operator's moves and the webhook's wake-up.
 type queueMoveSQL struct {
-	operate, approve, resolve, payoutHolder, wakeOne, learnID string
+	operate, approve, lockApprovals, resolve, payoutHolder, wakeOne, learnID string
 }
 
 // queueClaimSQL holds the worker's claim, its attempts and the velocity
@@ -56,7 +56,7 @@ const opHistCols = `(order_id, actor, from_state, to_state, attempts, verdict, e
 // intentCols are the columns every read returns, in scanIntent's order.
 const intentCols = `order_id, wallet_address, network_fee_by_user, amount::text, currency, network, customer_id, customer_ip,
 additional_data, webhook_url, state, attempts, attempted_at, payout_id, payout_status, verdict, last_error, note,
-next_at, created_at, updated_at, approved_at, hold, callback_due, enqueued_by, approved_by, approvals_needed, ` + failCols
+next_at, created_at, updated_at, approved_at, hold, callback_due, enqueued_by, approved_by, approvals_needed, approved_principals, ` + failCols
 
 // buildQueueSQL builds a Queue's statements for its table t and history
 // table h, by concern.
@@ -106,7 +106,7 @@ ORDER BY order_id LIMIT @limit`, intentCols, t),
 
 // buildQueueMoveSQL builds the operator's moves and the webhook's wake-up.
 func buildQueueMoveSQL(t, h string) queueMoveSQL {
-	return queueMoveSQL{
+	s := queueMoveSQL{
 		// An operator's move (Reject, Retry); $5 leaves the final callback
 		// due (a final state recorded by a process without OnFinal); $6 is
 		// the actor. A move clears the hold (Retry is the operator's answer
@@ -119,8 +119,10 @@ WHERE order_id = $1 AND state = $2 RETURNING %[2]s,
     (SELECT o.updated_at = o.created_at FROM %[1]s o WHERE o.order_id = $1) AS fresh),
 h AS (INSERT INTO %[3]s %[4]s SELECT order_id, 'operator', $2, $3, attempts, '', '', $4, payout_id, '', $6 FROM u)
 SELECT * FROM u`, t, intentCols, h, opHistCols),
-		// An approval, four eyes: counted once per actor, never the
-		// enqueuer's; the intent is queued (approved_at set) by the approval
+		// An approval, four eyes: counted once per actor and once per
+		// principal ($5), never the enqueuer's (checked, in canonical form,
+		// on the row lockApprovals locked in the same transaction); the
+		// intent is queued (approved_at set) by the approval
 		// that reaches the larger of its recorded number and the approving
 		// Queue's ($4). Every SET expression reads the row before the
 		// change; the row lock serializes two approvers, and the second
@@ -129,14 +131,19 @@ SELECT * FROM u`, t, intentCols, h, opHistCols),
     approvals_needed = GREATEST(approvals_needed, $4),
     state = CASE WHEN cardinality(approved_by) + 1 >= GREATEST(approvals_needed, $4) THEN 'queued' ELSE state END,
     approved_at = CASE WHEN cardinality(approved_by) + 1 >= GREATEST(approvals_needed, $4) THEN now() ELSE approved_at END,
+    approved_principals = approved_principals || $5::text,
     note = $3, next_at = now(), lease_token = NULL, tries = 0, hold = '', updated_at = now()
 FROM `+durable+`
-WHERE order_id = $1 AND state = 'needs_approval' AND enqueued_by <> $2 AND NOT ($2 = ANY(approved_by)) RETURNING %[2]s,
+WHERE order_id = $1 AND state = 'needs_approval' AND NOT ($2 = ANY(approved_by)) RETURNING %[2]s,
     (SELECT o.updated_at = o.created_at FROM %[1]s o WHERE o.order_id = $1) AS fresh),
 h AS (INSERT INTO %[3]s %[4]s SELECT order_id, 'operator', 'needs_approval', state, attempts, '', '',
     'approval ' || cardinality(approved_by) || ' of ' || approvals_needed || CASE WHEN $3 = '' THEN '' ELSE ': ' || $3 END,
     payout_id, '', $2 FROM u)
 SELECT * FROM u`, t, intentCols, h, opHistCols),
+		// The rows an approval checks, locked until its transaction ends,
+		// in orderId order.
+		lockApprovals: fmt.Sprintf(`SELECT order_id, state, enqueued_by, approved_by, approved_principals, session_user::text FROM %s WHERE order_id = ANY($1)
+ORDER BY order_id FOR UPDATE`, t),
 		// An operator's Resolve: a parked intent bound to the payout the
 		// API confirmed, unless another intent holds that payout id; then
 		// followed by the workers like any created payout.
@@ -144,21 +151,28 @@ SELECT * FROM u`, t, intentCols, h, opHistCols),
     last_error = '', hold = '', next_at = now(), lease_token = NULL, tries = 0, updated_at = now()
 FROM `+durable+`
 WHERE order_id = $1 AND state = 'parked'
-    AND NOT EXISTS (SELECT 1 FROM %[1]s o WHERE o.payout_id = $2 AND o.order_id <> $1) RETURNING order_id, attempts, payout_id),
+    AND NOT EXISTS (SELECT 1 FROM %[1]s o WHERE o.payout_id = $2 AND o.order_id <> $1) RETURNING %[4]s,
+    (SELECT o.updated_at = o.created_at FROM %[1]s o WHERE o.order_id = $1) AS fresh),
 h AS (INSERT INTO %[2]s %[3]s SELECT order_id, 'operator', 'parked', 'created', attempts, '', '', $4, payout_id, '', $5 FROM u)
-SELECT attempts FROM u`, t, h, opHistCols),
-		payoutHolder: fmt.Sprintf(`SELECT order_id FROM %s WHERE payout_id = $1 AND order_id <> $2 LIMIT 1`, t),
-		// Wakes a followed intent, and says whether the intent (created,
-		// or final from it) lacks its payout id: one found by the list.
-		wakeOne: fmt.Sprintf(`WITH w AS (UPDATE %[1]s SET next_at = now() WHERE order_id = $1 AND state = 'created' AND next_at > now())
-SELECT payout_id = '' FROM %[1]s WHERE order_id = $1 AND state IN ('created', 'paid', 'failed')`, t),
-		// Records a payout id learned from a webhook, re-read through the
-		// API, for an intent that lacks it.
-		learnID: fmt.Sprintf(`WITH u AS (UPDATE %s SET payout_id = $2, updated_at = now()
+SELECT * FROM u`, t, h, opHistCols, intentCols),
+	}
+	addFollowSQL(&s, t, h)
+	return s
+}
+
+// addFollowSQL adds the statements that bind and wake a followed intent.
+func addFollowSQL(s *queueMoveSQL, t, h string) {
+	s.payoutHolder = fmt.Sprintf(`SELECT order_id FROM %s WHERE payout_id = $1 AND order_id <> $2 LIMIT 1`, t)
+	// Wakes a followed intent, and says whether the intent (created,
+	// or final from it) lacks its payout id: one found by the list.
+	s.wakeOne = fmt.Sprintf(`WITH w AS (UPDATE %[1]s SET next_at = now() WHERE order_id = $1 AND state = 'created' AND next_at > now())
+SELECT payout_id = '' FROM %[1]s WHERE order_id = $1 AND state IN ('created', 'paid', 'failed')`, t)
+	// Records a payout id learned from a webhook, re-read through the
+	// API, for an intent that lacks it.
+	s.learnID = fmt.Sprintf(`WITH u AS (UPDATE %s SET payout_id = $2, updated_at = now()
 WHERE order_id = $1 AND payout_id = '' AND state IN ('created', 'paid', 'failed') RETURNING order_id, state, attempts, payout_id)
 INSERT INTO %s %s SELECT order_id, 'webhook', state, state, attempts, '', '', 'payout id learned from its webhook, confirmed by the API', payout_id, '' FROM u`,
-			t, h, histCols),
-	}
+		t, h, histCols)
 }
 
 // buildQueueClaimSQL builds the worker's claim, its attempts and the velocity guardrail's reads.

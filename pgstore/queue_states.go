@@ -118,16 +118,14 @@ type moveDef struct {
 // every attempt is a change of state.
 var beforeSend = []IntentState{StateQueued, StateReconciling, StateParked}
 
-// moveDefs lists every transition. A record that keeps the state (a poll,
-// a backoff) is no transition.
+// moveDefs lists every transition: the enqueue's, the workers', and the
+// operators', which moves.go inserts from its table of moves (at
+// operatorMovesAt) when the package starts. A record that keeps the state
+// (a poll, a backoff) is no transition.
 var moveDefs = []moveDef{
 	{"enqueue", byEnqueue, nil, StateQueued},
 	{"enqueue above the approval threshold", byEnqueue, nil, StateNeedsApproval},
 	{"enqueue stopped by a guardrail", byEnqueue, nil, StateBlocked},
-	{"approve", byOperator, []IntentState{StateNeedsApproval}, StateQueued},
-	{"reject", byOperator, []IntentState{StateNeedsApproval}, StateRejected},
-	{"retry", byOperator, []IntentState{StateParked}, StateQueued},
-	{"resolve: the payout was found", byOperator, []IntentState{StateParked}, StateCreated},
 	{"hold for approval", byWorker, beforeSend, StateNeedsApproval},
 	{"block", byWorker, beforeSend, StateBlocked},
 	{"hold by velocity", byWorker, beforeSend[1:], StateQueued},
@@ -145,6 +143,10 @@ var moveDefs = []moveDef{
 	{"followed to the end", byWorker, []IntentState{StateCreated}, StatePaid},
 	{"followed to the end", byWorker, []IntentState{StateCreated}, StateFailed},
 }
+
+// operatorMovesAt is where the operators' transitions go in moveDefs:
+// after the enqueue's.
+const operatorMovesAt = 3
 
 func stateOf(s IntentState) (stateDef, bool) {
 	for _, d := range stateDefs {

@@ -54,3 +54,11 @@ func TestStateTable(t *testing.T) {
 	assert.False(t, slices.ContainsFunc(moveDefs, func(m moveDef) bool { return m.by == byOperator && m.to == StateSending }),
 		"no operator sends")
 }
+
+// The moves table in docs/console.md is the code's: a move added or
+// changed in Moves and not in the docs fails here.
+func TestMovesTableInDocs(t *testing.T) {
+	doc, err := os.ReadFile("../docs/console.md")
+	require.NoError(t, err)
+	assert.Contains(t, string(doc), movesMarkdown(), "regenerate the table from movesMarkdown()")
+}

@@ -318,16 +318,19 @@ func (r *Refunds) Create(ctx context.Context, p RefundParams) (f *Refund, create
 	return f, created, nil
 }
 
-// check refuses parameters that are not well formed, before any query.
+// check refuses parameters that are not well formed, before any query,
+// and puts p.Actor in its canonical form (CanonicalActor).
 func (p *RefundParams) check() error {
 	for _, c := range []struct{ field, v string }{{"OrderID", p.OrderID}, {"Key", p.Key}, {"CustomerID", p.CustomerID}} {
 		if why := ids.Text(c.v, 128); why != "" || c.v == "" {
 			return &cryptopay.ValidationError{Field: c.field, Reason: cmpOr(why, "is required")}
 		}
 	}
-	if err := checkActor(p.Actor); err != nil {
+	actor, err := CanonicalActor(p.Actor)
+	if err != nil {
 		return err
 	}
+	p.Actor = actor // recorded, and compared by four eyes, in its canonical form
 	if why := ids.Text(p.Note, maxErrorText); why != "" {
 		return &cryptopay.ValidationError{Field: "Note", Reason: why}
 	}
@@ -378,34 +381,14 @@ func (r *Refunds) create(ctx context.Context, tx pgx.Tx, p RefundParams) (*Refun
 	case !errors.Is(err, pgx.ErrNoRows):
 		return nil, false, fmt.Errorf("pgstore: refund of %q: %w", p.OrderID, err)
 	}
-	pay, err := r.readPayment(ctx, tx, p.OrderID)
-	if err != nil {
-		return nil, false, err
-	}
-	var heldText string
-	if err := tx.QueryRow(ctx, r.sql.held, p.OrderID).Scan(&heldText); err != nil {
-		return nil, false, fmt.Errorf("pgstore: refund of %q: summing its refunds: %w", p.OrderID, err)
-	}
-	held, err := decimal.NewFromString(heldText)
-	if err != nil {
-		return nil, false, fmt.Errorf("pgstore: refund of %q: %w", p.OrderID, err)
-	}
-	amount, err := refundAmount(p, pay, held)
+	pay, amount, err := r.amountFor(ctx, tx, p)
 	if err != nil {
 		return nil, false, err
 	}
 	params := cryptopay.CreatePayoutParams{WalletAddress: p.WalletAddress, NetworkFeeByUser: r.cfg.NetworkFeeByUser,
 		Amount: amount, Currency: pay.currency, Network: pay.network, CustomerID: p.CustomerID, CustomerIP: p.CustomerIP,
 		OrderID: id, AdditionalData: "refund of order " + p.OrderID, WebhookURL: r.cfg.WebhookURL}
-	if p.WalletAddress == "" {
-		// The claim checks the address and records the IP; the rest is
-		// checked now, so a claim cannot fail on the amount or the keys.
-		later := params
-		later.WalletAddress, later.CustomerIP = "claim", "claim"
-		if err := later.ValidateWith(address.Checker{}.With(pay.network, func(string) error { return nil })); err != nil {
-			return nil, false, err
-		}
-	} else if err := params.ValidateWith(r.cfg.Queue.cfg.Addresses); err != nil {
+	if err := r.checkPayout(params, pay.network); err != nil {
 		return nil, false, err
 	}
 	state, claimFor := RefundEnqueued, time.Duration(0)
@@ -431,6 +414,37 @@ func (r *Refunds) create(ctx context.Context, tx pgx.Tx, p RefundParams) (*Refun
 		f.PayoutState = StateNeedsApproval
 	}
 	return f, true, nil
+}
+
+// amountFor reads the payment refunded (locked) and what its other
+// refunds hold, and returns the amount p's rule gives.
+func (r *Refunds) amountFor(ctx context.Context, tx pgx.Tx, p RefundParams) (*paymentForRefund, decimal.Decimal, error) {
+	pay, err := r.readPayment(ctx, tx, p.OrderID)
+	if err != nil {
+		return nil, decimal.Decimal{}, err
+	}
+	var heldText string
+	if err := tx.QueryRow(ctx, r.sql.held, p.OrderID).Scan(&heldText); err != nil {
+		return nil, decimal.Decimal{}, fmt.Errorf("pgstore: refund of %q: summing its refunds: %w", p.OrderID, err)
+	}
+	held, err := decimal.NewFromString(heldText)
+	if err != nil {
+		return nil, decimal.Decimal{}, fmt.Errorf("pgstore: refund of %q: %w", p.OrderID, err)
+	}
+	amount, err := refundAmount(p, pay, held)
+	return pay, amount, err
+}
+
+// checkPayout checks the refund's payout before anything is recorded.
+// Without a wallet, the claim checks the address and records the IP; the
+// rest is checked now, so a claim cannot fail on the amount or the keys.
+func (r *Refunds) checkPayout(params cryptopay.CreatePayoutParams, network string) error {
+	if params.WalletAddress != "" {
+		return params.ValidateWith(r.cfg.Queue.cfg.Addresses)
+	}
+	later := params
+	later.WalletAddress, later.CustomerIP = "claim", "claim"
+	return later.ValidateWith(address.Checker{}.With(network, func(string) error { return nil }))
 }
 
 // readPayment reads the payment refunded, locked against a change of its
@@ -522,8 +536,9 @@ func (r *Refunds) List(ctx context.Context, orderID string) ([]Refund, error) {
 }
 
 // Claim gives an unclaimed refund its customer's address and enqueues its
-// payout intent held for approval (enqueued by the actor "claim:" + id),
-// in one transaction that only a refund still RefundAwaitingClaim before
+// payout intent held for approval, enqueued in the name of the actor who
+// asked for the refund (so that the asker's own approval never counts,
+// whoever claims), in one transaction that only a refund still RefundAwaitingClaim before
 // its ClaimUntil passes: a second claim, or one too late, is
 // ErrClaimClosed and changes nothing. The address is checked offline for
 // the refund's network (the Queue's Addresses) before anything is
@@ -557,7 +572,9 @@ func (r *Refunds) Claim(ctx context.Context, id, walletAddress, customerIP strin
 		if err != nil {
 			return fmt.Errorf("pgstore: claiming refund %q: %w", id, err)
 		}
-		_, err = r.cfg.Queue.enqueue(ctx, tx, "claim:"+id, true, []cryptopay.CreatePayoutParams{params})
+		// Enqueued by the asker: four eyes then hold against the one
+		// who asked, as for a refund given its wallet at once.
+		_, err = r.cfg.Queue.enqueue(ctx, tx, f.ActorID, true, []cryptopay.CreatePayoutParams{params})
 		return err
 	})
 	if err != nil {

@@ -215,10 +215,12 @@ func TestRefundIdempotentAndFourEyes(t *testing.T) {
 	ctx := context.Background()
 	r.track(t, "o1", cryptopay.PaymentPaidOver, "10", "12", false)
 	p := refundTo("o1", "ticket-7", pgstore.RefundExcess)
+	p.Actor = "Alice" // recorded in its canonical form
 	first, created, err := r.refunds.Create(ctx, p)
 	require.NoError(t, err)
 	require.True(t, created)
 	assert.Equal(t, pgstore.RefundID("o1", "ticket-7"), first.ID)
+	assert.Equal(t, "alice", first.ActorID)
 
 	again, created, err := r.refunds.Create(ctx, p) // the retried request
 	require.NoError(t, err)
@@ -233,10 +235,19 @@ func TestRefundIdempotentAndFourEyes(t *testing.T) {
 	f, i := r.rows(t)
 	assert.Equal(t, [2]int{1, 1}, [2]int{f, i})
 
-	// Four eyes: the asker's approval does not count; two others do.
-	require.ErrorIs(t, r.queue.Approve(ctx, first.ID, "alice", ""), pgstore.ErrApprovalNotCounted)
-	require.NoError(t, r.queue.Approve(ctx, first.ID, "bob", ""))
+	// Four eyes: the asker's approval does not count, in any case or
+	// width; one principal counts once, whatever actor id it names; two
+	// others do.
 	in, err := r.queue.Get(ctx, first.ID)
+	require.NoError(t, err)
+	assert.Equal(t, "alice", in.EnqueuedBy)
+	for _, asker := range []string{"alice", "ALICE", "\uff41lice"} {
+		require.ErrorIs(t, r.queue.Approve(ctx, first.ID, asker, ""), pgstore.ErrApprovalNotCounted, asker)
+	}
+	require.NoError(t, r.queue.Approve(ctx, first.ID, "bob", ""))
+	_, err = approveBy(ctx, r.queue, first.ID, pgstore.Operator{ID: "dave", Login: "Bob"}, "")
+	require.ErrorIs(t, err, pgstore.ErrApprovalNotCounted, "bob's principal again, as dave")
+	in, err = r.queue.Get(ctx, first.ID)
 	require.NoError(t, err)
 	assert.Equal(t, pgstore.StateNeedsApproval, in.State, "one approval of two")
 	require.NoError(t, r.queue.Approve(ctx, first.ID, "carol", ""))
@@ -294,7 +305,10 @@ func TestRefundClaim(t *testing.T) {
 	assert.Equal(t, "2.25", in.Params.Amount.String())
 	assert.Equal(t, tronAddr, in.Params.WalletAddress)
 	assert.Equal(t, "198.51.100.1", in.Params.CustomerIP)
-	assert.Equal(t, "claim:"+f.ID, in.EnqueuedBy)
+	assert.Equal(t, f.ActorID, in.EnqueuedBy, "enqueued in the asker's name, whoever claimed")
+	require.NotEmpty(t, f.ActorID)
+	require.ErrorIs(t, r.queue.Approve(ctx, f.ID, strings.ToUpper(f.ActorID), ""), pgstore.ErrApprovalNotCounted,
+		"the asker's approval of a claimed refund never counts")
 
 	_, err = r.refunds.Claim(ctx, f.ID, tronAddr, "198.51.100.2")
 	require.ErrorIs(t, err, pgstore.ErrClaimClosed, "a second claim")

@@ -62,7 +62,8 @@ const resolutionColumns = `    id         bigint      GENERATED ALWAYS AS IDENTI
 // ErrRefundNotFound (a refund of another payment, or none), a
 // *cryptopay.ValidationError for a bad kind, actor or note.
 func (r *Refunds) Resolve(ctx context.Context, orderID string, kind ResolutionKind, refundID, actor, note string) error {
-	if err := checkActor(actor); err != nil {
+	actor, err := CanonicalActor(actor)
+	if err != nil {
 		return err
 	}
 	if why := ids.Text(note, maxErrorText); why != "" || note == "" {
@@ -80,7 +81,7 @@ func (r *Refunds) Resolve(ctx context.Context, orderID string, kind ResolutionKi
 		return err
 	}
 	var tracked, refundOK bool
-	err := r.cfg.Queue.cfg.Pool.QueryRow(ctx, r.sql.resolve, orderID, string(kind), refundID, actor, scrubText(note)).
+	err = r.cfg.Queue.cfg.Pool.QueryRow(ctx, r.sql.resolve, orderID, string(kind), refundID, actor, scrubText(note)).
 		Scan(&tracked, &refundOK)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows), err == nil && !tracked:

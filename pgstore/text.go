@@ -3,7 +3,6 @@ package pgstore
 import (
 	"strings"
 
-	"github.com/cryptopay/cryptopay-go"
 	"github.com/cryptopay/cryptopay-go/internal/ids"
 )
 
@@ -52,14 +51,6 @@ func errText(err error) string {
 		return ""
 	}
 	return scrubText(err.Error())
-}
-
-// checkActor refuses an actor id that cannot name a person in the history.
-func checkActor(actor string) error {
-	if why := ids.Text(actor, 128); why != "" || actor == "" {
-		return &cryptopay.ValidationError{Field: "actor", Reason: cmpOr(why, "is empty: every operator's move names who made it")}
-	}
-	return nil
 }
 
 // noNUL replaces NUL bytes, which no text value can hold, by U+FFFD:

@@ -275,9 +275,18 @@ func (t *Tracker) Get(ctx context.Context, orderID string) (*TrackedPayment, err
 // nothing is credited (the moves are not the history). It
 // returns the anomaly it cleared ("" if there was none: nothing changes).
 // If a new status or another anomaly is recorded meanwhile, it clears
-// nothing and returns an error: look at the payment again.
+// nothing and returns ErrChanged: look at the payment again. To clear
+// only the anomaly a person was shown, use the clear-anomaly move of
+// Moves with the text they saw.
 func (t *Tracker) ClearAnomaly(ctx context.Context, orderID, actor, note string) (cleared string, err error) {
-	if err := checkActor(actor); err != nil {
+	return t.clearAnomaly(ctx, orderID, Operator{ID: actor}, note, "")
+}
+
+// clearAnomaly is ClearAnomaly by an operator; a seen anomaly other than
+// "" must be the payment's, or nothing is cleared (ErrChanged).
+func (t *Tracker) clearAnomaly(ctx context.Context, orderID string, by Operator, note, seen string) (cleared string, err error) {
+	who, err := by.canonical()
+	if err != nil {
 		return "", err
 	}
 	note, why := checkNote(note, maxErrorText)
@@ -291,17 +300,20 @@ func (t *Tracker) ClearAnomaly(ctx context.Context, orderID, actor, note string)
 	if err != nil {
 		return "", err
 	}
+	if seen != "" && tp.Anomaly != seen {
+		return "", fmt.Errorf("%w: the anomaly of %q is no longer the one shown; nothing was cleared: look at it again", ErrChanged, orderID)
+	}
 	if tp.Anomaly == "" {
 		return "", nil
 	}
-	keep := scrubNote(fmt.Sprintf("cleared %q by %q: %s", tp.Anomaly, actor, note))
+	keep := scrubNote(fmt.Sprintf("cleared %q by %q: %s", tp.Anomaly, who.ID, note))
 	tag, err := t.cfg.Pool.Exec(ctx, t.sql.clear, orderID, tp.Status.NeedsAction(), string(tp.Status), tp.Anomaly, keep,
-		actor, note)
+		who.ID, note)
 	if err != nil {
 		return "", fmt.Errorf("pgstore: clearing the anomaly of %q: %w", orderID, err)
 	}
 	if tag.RowsAffected() == 0 {
-		return "", fmt.Errorf("pgstore: the tracked payment %q changed while its anomaly was being cleared; nothing was cleared: look at it again", orderID)
+		return "", fmt.Errorf("%w: the tracked payment %q changed while its anomaly was being cleared; nothing was cleared: look at it again", ErrChanged, orderID)
 	}
 	return tp.Anomaly, nil
 }
@@ -381,7 +393,7 @@ func (t *Tracker) Moves(ctx context.Context, orderID string) ([]OperatorMove, er
 	var m OperatorMove
 	var action string
 	_, err = pgx.ForEachRow(rows, []any{&m.At, &m.ActorID, &action, &m.Anomaly, &m.Note}, func() error {
-		m.Action = MoveAction(action)
+		m.Action, m.ActorID = MoveAction(action), actorKey(m.ActorID)
 		out = append(out, m)
 		return nil
 	})

@@ -159,7 +159,8 @@ type OperatorMove struct {
 	// At is the database's time of the move.
 	At time.Time
 	// ActorID is who made it: the actor ClearAnomaly was given (the
-	// console's actor, the CLI's --actor).
+	// console's actor, the CLI's --actor), in canonical form
+	// (CanonicalActor).
 	ActorID string
 	// Action is what was done.
 	Action MoveAction

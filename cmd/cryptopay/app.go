@@ -16,6 +16,7 @@ type app struct {
 	getenv         func(string) string
 	isTerminal     func(any) bool
 	now            func() time.Time
+	login          func() string      // the operating system's user: the login of a move's principal (osLogin)
 	clientOpts     []cryptopay.Option // added to the Client's options (tests: a fast retry policy)
 	secrets        []string           // the API key and webhook secret once read: never printed
 	dbSecrets      []string           // the database connection string and its password: never printed

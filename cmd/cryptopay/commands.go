@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/cryptopay/cryptopay-go/cmd/internal/fakeserve"
+	"github.com/cryptopay/cryptopay-go/pgstore"
 )
 
 const helpText = `cryptopay: operator CLI for the cryptopay API
@@ -31,7 +32,7 @@ Commands:
   payout find           look a payout up by --order-id: exists, not_created or still_unknown
   payout export         write every payout to stdout (--output csv|jsonl)
   payout queue          list the payout queue's intents (--state parked,...); also
-                        'payout queue show|approve|reject|retry|resolve ORDER_ID',
+                        'payout queue show|approve|reject|retry|resolve|cancel ORDER_ID',
                         'payout queue health'
   payout batch FILE     enqueue a CSV of payouts in the payout queue (--dry-run first)
   balances              show the balances
@@ -67,8 +68,9 @@ Exit codes:
   0    success (payout find: the payout exists)
   1    negative answer: books found drift, a wait ended on a non-success status, payout find says
        not_created, a receiver refused a webhook, a queued intent is not in the
-       state approve/reject/retry needs, payout batch's file conflicts with the queue,
-       a health summary shows work overdue, failing or waiting for a person
+       state the move needs or the approval does not count, payout batch's file
+       conflicts with the queue, a health summary shows work overdue, failing or
+       waiting for a person
   2    no answer yet: a wait timed out, payout find says still_unknown, books found no
        drift but something undecided or could not finish
   3    the request failed (API error, network, unreadable answer, database error,
@@ -148,22 +150,25 @@ func (a *app) dispatch(args []string) error {
 // server's own flags), by its words. Each builds its flags from the shared
 // sets (TestCommandFlagsComeFromSharedSets walks this table).
 func (a *app) commands() map[string]func([]string) error {
-	return map[string]func([]string) error{
+	cmds := map[string]func([]string) error{
 		"balances": a.balances, "books": a.books, "books adjust": a.booksAdjust, "currencies": a.currencies,
 
 		"payment get": a.paymentGet, "payment wait": a.paymentWait, "payment create": a.paymentCreate,
 		"payment tracked": a.trackedList, "payment tracked list": a.trackedList, "payment tracked show": a.trackedShow,
-		"payment tracked clear-anomaly": a.trackedClear, "payment tracked health": a.trackedHealth,
-		"payment refund": a.paymentRefund, "payment resolve": a.paymentResolve,
+		"payment tracked health": a.trackedHealth,
+		"payment refund":         a.paymentRefund, "payment resolve": a.paymentResolve,
 
 		"payout get": a.payoutGet, "payout create": a.payoutCreate, "payout find": a.payoutFind,
 		"payout export": a.payoutExport, "payout batch": a.payoutBatch,
 		"payout queue": a.queueList, "payout queue list": a.queueList, "payout queue show": a.queueShow,
-		"payout queue approve": a.queueApprove, "payout queue reject": a.queueReject, "payout queue retry": a.queueRetry,
-		"payout queue resolve": a.queueResolve, "payout queue health": a.queueHealth,
+		"payout queue health": a.queueHealth,
 
 		"webhook url": a.webhookURL, "webhook send": a.webhookSend,
 	}
+	for _, m := range pgstore.Moves() { // the operators' moves: "payout queue NAME", "payment tracked NAME"
+		cmds[moveCommand(m).name] = func(args []string) error { return a.runMove(m, args) }
+	}
+	return cmds
 }
 
 // groupHelp is the help of a command group ("cryptopay payout --help"):

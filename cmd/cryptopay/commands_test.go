@@ -18,7 +18,7 @@ func TestGroupHelp(t *testing.T) {
 		notWant  []string
 		onStderr bool
 	}{
-		{[]string{"payout", "--help"}, exitOK, []string{"Usage: cryptopay payout <command>", "payout batch FILE", "'payout queue show|approve|reject|retry|resolve ORDER_ID'"},
+		{[]string{"payout", "--help"}, exitOK, []string{"Usage: cryptopay payout <command>", "payout batch FILE", "'payout queue show|approve|reject|retry|resolve|cancel ORDER_ID'"},
 			[]string{"balances", "payment get", "Exit codes:"}, false},
 		{[]string{"payout", "-h"}, exitOK, []string{"payout create"}, []string{"webhook url"}, false},
 		{[]string{"payment", "help"}, exitOK, []string{"payment wait ID", "payment create"}, []string{"payout"}, false},

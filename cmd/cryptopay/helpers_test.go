@@ -28,6 +28,9 @@ type fixture struct {
 	t   *testing.T
 	srv *cryptopaytest.Server
 	env map[string]string
+	// login is the operating system's user the CLI believes it runs as
+	// ("": the real one).
+	login string
 }
 
 // setup starts a fake and an environment pointing the CLI at it.
@@ -78,7 +81,13 @@ func (f *fixture) runWith(ctx context.Context, tm terms, stdin io.Reader, stdout
 			}
 			return false
 		},
-		now:        time.Now,
+		now: time.Now,
+		login: func() string {
+			if f.login != "" {
+				return f.login
+			}
+			return osLogin()
+		},
 		clientOpts: []cryptopay.Option{cryptopay.WithRetryPolicy(cryptopay.RetryPolicy{MaxRetries: 2, MinWait: time.Millisecond, MaxWait: 5 * time.Millisecond})},
 	}
 	code := a.main(args)

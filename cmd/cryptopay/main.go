@@ -45,6 +45,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		getenv:     getenv,
 		isTerminal: isTerminal,
 		now:        time.Now,
+		login:      osLogin,
 	}
 	return a.main(args)
 }

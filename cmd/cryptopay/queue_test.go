@@ -6,10 +6,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cryptopay/cryptopay-go"
 	"github.com/cryptopay/cryptopay-go/cryptopaytest"
 	"github.com/cryptopay/cryptopay-go/pgstore"
 )
@@ -75,12 +77,14 @@ func TestPayoutQueueOperate(t *testing.T) {
 		{"", "", "invalid actor: is empty", exitUsage, pgstore.StateNeedsApproval},
 		{"bob", "q-2: approved: queued to be sent\n", "", exitOK, pgstore.StateQueued},
 	} {
+		qf.login = "os-" + step.actor // each person at their own account: see TestPayoutQueueFourEyesOneOSUser
 		r = qf.run("payout", "queue", "approve", "q-2", "--actor", step.actor, "--note", "KYC checked")
 		assert.Equal(t, step.code, r.code, "%s: %s", step.actor, r.stderr)
 		assert.Equal(t, step.stdout, r.stdout, step.actor)
 		assert.Contains(t, r.stderr, step.stderr, step.actor)
 		assert.Equal(t, step.state, qf.state(t, "q-2").State, step.actor)
 	}
+	qf.login = ""
 	assert.Equal(t, []string{"alice", "bob"}, qf.state(t, "q-2").ApprovedBy)
 	var shown intentDetail
 	r = qf.run("payout", "queue", "show", "q-2")
@@ -313,4 +317,39 @@ func TestPayoutQueueResolve(t *testing.T) {
 	in, err := qf.q.Get(t.Context(), "p-00001")
 	require.NoError(t, err)
 	assert.Equal(t, id, in.PayoutID)
+}
+
+// Four eyes at the CLI: one operating-system user on one database role
+// gives one approval, whatever --actor says; the refusal changes nothing
+// and names the principal. Another OS user is another person.
+func TestPayoutQueueFourEyesOneOSUser(t *testing.T) {
+	qf := setupQueue(t)
+	p := cryptopay.CreatePayoutParams{OrderID: "q-9", WalletAddress: "TCL3eTB75W5qNJEmseEmVMkNJ5pNBciXj4", Amount: decimal.RequireFromString("900"),
+		Currency: "usdt", Network: "tron", CustomerID: "c1", CustomerIP: "203.0.113.7"}
+	held := qf.queue(t, nil, pgstore.Guardrails{ApprovalAbove: map[string]decimal.Decimal{"usdt": decimal.NewFromInt(500)}})
+	require.NoError(t, pgx.BeginFunc(t.Context(), qf.pool, func(tx pgx.Tx) error {
+		_, err := held.EnqueueBy(t.Context(), tx, "carol", []cryptopay.CreatePayoutParams{p})
+		return err
+	}))
+	require.Equal(t, pgstore.StateNeedsApproval, qf.state(t, "q-9").State)
+	r := qf.run("payout", "queue", "approve", "q-9", "--actor", "alice")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	assert.Equal(t, "q-9: approval 1 of 2 recorded: it waits for another person's approval\n", r.stdout)
+	r = qf.run("payout", "queue", "approve", "q-9", "--actor", "bob")
+	assert.Equal(t, exitNo, r.code, r.stderr)
+	assert.Contains(t, r.stderr, osLogin()+` as database role "postgres" approved "q-9" already`)
+	in := qf.state(t, "q-9")
+	assert.Equal(t, pgstore.StateNeedsApproval, in.State, "one approval")
+	assert.Equal(t, []string{"alice"}, in.ApprovedBy)
+	assert.Len(t, in.ApprovedPrincipals, 1)
+	var shown intentDetail
+	r = qf.run("payout", "queue", "show", "q-9")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &shown))
+	assert.Equal(t, []string{osLogin() + ` as database role "postgres"`}, shown.ApprovedPrincipals, "show names the principal")
+
+	qf.login = "someone-else"
+	r = qf.run("payout", "queue", "approve", "q-9", "--actor", "bob")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	assert.Equal(t, "q-9: approved: queued to be sent\n", r.stdout)
 }

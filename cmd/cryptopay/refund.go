@@ -80,17 +80,9 @@ func (a *app) paymentRefund(args []string) error {
 		return err
 	}
 	p.OrderID, p.Rule, p.Actor = pos[0], pgstore.RefundRule(rule), *actor
-	var key []byte
-	if p.WalletAddress == "" { // the link is made after the refund: check its inputs first
-		if claimURL == "" {
-			return usageErr("payment refund: --claim-url is required without --wallet (the customer claims the refund there)")
-		}
-		if key, err = a.secret(keyFile, envClaimKey, "claim key", "--claim-key-file"); err != nil {
-			return err
-		}
-		if _, err := claim.Link(claimURL, key, "refund-check", time.Now()); err != nil {
-			return usageErr("payment refund: %v", err)
-		}
+	key, err := a.claimKey(p.WalletAddress, claimURL, keyFile)
+	if err != nil {
+		return err
 	}
 	rf, pool, err := a.openRefunds(db)
 	if err != nil {
@@ -109,13 +101,38 @@ func (a *app) paymentRefund(args []string) error {
 			return err
 		}
 	}
+	return a.printRefund(o, asJSON)
+}
+
+// claimKey reads and checks the claim links' key when the customer is to
+// claim the refund (no wallet given): before the refund is made, so that
+// a refund is never left without its link. Nil with a wallet.
+func (a *app) claimKey(wallet, claimURL, keyFile string) ([]byte, error) {
+	if wallet != "" {
+		return nil, nil
+	}
+	if claimURL == "" {
+		return nil, usageErr("payment refund: --claim-url is required without --wallet (the customer claims the refund there)")
+	}
+	key, err := a.secret(keyFile, envClaimKey, "claim key", "--claim-key-file")
+	if err != nil {
+		return nil, err
+	}
+	if _, err := claim.Link(claimURL, key, "refund-check", time.Now()); err != nil {
+		return nil, usageErr("payment refund: %v", err)
+	}
+	return key, nil
+}
+
+// printRefund writes one refund as --output asks.
+func (a *app) printRefund(o refundOut, asJSON bool) error {
 	if asJSON {
 		return a.printJSON(o)
 	}
 	return a.printRows([][2]string{
 		{"Refund", o.ID}, {"Order ID", o.OrderID}, {"Rule", o.Rule}, {"Amount", o.Amount + " " + o.Currency + " on " + o.Network},
 		{"Address", o.WalletAddress}, {"State", o.State}, {"Payout", o.PayoutState}, {"Claim until", o.ClaimUntil},
-		{"Claim link", o.ClaimLink}, {"New", boolWord(created)},
+		{"Claim link", o.ClaimLink}, {"New", boolWord(o.Created)},
 	})
 }
 

@@ -9,6 +9,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/cryptopay/cryptopay-go"
+
 	"github.com/cryptopay/cryptopay-go/pgstore"
 )
 
@@ -207,4 +209,31 @@ func printList[T, O any](a *app, asJSON bool, items []T, out func(*T) O, header 
 		rows[i] = row(&items[i])
 	}
 	return a.printTable(header, rows)
+}
+
+// openQueue opens the payout queue (with no API client unless one is
+// given: only resolve calls the API) and returns its pool, for the caller
+// to close.
+func (a *app) openQueue(f *dbFlags, g pgstore.Guardrails, client ...*cryptopay.Client) (*pgstore.Queue, *pgxpool.Pool, error) {
+	return openStore(a, f, queueStore, func(pool *pgxpool.Pool, table string) (*pgstore.Queue, error) {
+		qcfg := pgstore.QueueConfig{Pool: pool, Table: table, Guardrails: g}
+		if len(client) > 0 {
+			qcfg.Client = client[0]
+		}
+		return pgstore.NewQueue(a.ctx, qcfg)
+	})
+}
+
+// openQueueReader opens the payout queue to read it or make an operator's
+// move: no guardrails, no API client.
+func (a *app) openQueueReader(f *dbFlags) (*pgstore.Queue, *pgxpool.Pool, error) {
+	return a.openQueue(f, pgstore.Guardrails{})
+}
+
+// openTracker opens the payment tracker (with no API client: no tracker
+// command calls the API) and returns its pool, for the caller to close.
+func (a *app) openTracker(f *dbFlags) (*pgstore.Tracker, *pgxpool.Pool, error) {
+	return openStore(a, f, trackerStore, func(pool *pgxpool.Pool, table string) (*pgstore.Tracker, error) {
+		return pgstore.NewTracker(a.ctx, pgstore.TrackerConfig{Pool: pool, Table: table})
+	})
 }

@@ -5,19 +5,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
-	cryptopay "github.com/cryptopay/cryptopay-go"
 	"github.com/cryptopay/cryptopay-go/pgstore"
 )
-
-// openTracker opens the payment tracker (with no API client: no tracker
-// command calls the API) and returns its pool, for the caller to close.
-func (a *app) openTracker(f *dbFlags) (*pgstore.Tracker, *pgxpool.Pool, error) {
-	return openStore(a, f, trackerStore, func(pool *pgxpool.Pool, table string) (*pgstore.Tracker, error) {
-		return pgstore.NewTracker(a.ctx, pgstore.TrackerConfig{Pool: pool, Table: table})
-	})
-}
 
 // trackedOut is a tracked payment as the CLI writes it: amounts as exact
 // decimal strings, times in RFC 3339.
@@ -196,46 +185,6 @@ func paidText(o trackedOut) string {
 		return "not read yet (asks " + asked + ")"
 	}
 	return "not read yet"
-}
-
-// trackedClear clears a tracked payment's anomaly with the operator's
-// required note (pgstore.Tracker.ClearAnomaly): nothing is recorded or
-// credited; the payment is only no longer flagged for the anomaly.
-func (a *app) trackedClear(args []string) error {
-	fs, db := a.newDBFlagSet(command{"payment tracked clear-anomaly", "ORDER_ID", "Clear a tracked payment's anomaly once a person has looked into it (compare with\n" +
-		"the processor's dashboard): it only stops flagging it; no status is recorded and\n" +
-		"nothing is credited. A webhook for another payment of the order means the customer\n" +
-		"may have paid that one: settle it before clearing. --note records who looked and what they found."}, trackerStore)
-	note := fs.String("note", "", "what is recorded with the payment: who looked, and what they found (required)")
-	a.writes(fs, outTable, outJSON) // a move's line by default; --output json
-	actor := a.actorFlag(fs.FlagSet)
-	pos, err := a.parse(fs, args, 1, 1)
-	if err != nil {
-		return err
-	}
-	if strings.TrimSpace(*note) == "" {
-		return usageErr("payment tracked clear-anomaly: --note is required")
-	}
-	tr, pool, err := a.openTracker(db)
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
-	cleared, err := tr.ClearAnomaly(a.ctx, pos[0], *actor, *note)
-	var ve *cryptopay.ValidationError
-	if errors.As(err, &ve) {
-		return &exitError{exitUsage, err}
-	}
-	if err != nil {
-		return err
-	}
-	if cleared == "" {
-		if err := a.printDone(pos[0], "no anomaly to clear"); err != nil {
-			return err
-		}
-		return quietExit(exitNo)
-	}
-	return a.printDone(pos[0], "anomaly cleared: "+cleared)
 }
 
 // trackedHealth prints the tracker's health summary (Tracker.Health).

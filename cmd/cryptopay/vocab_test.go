@@ -40,7 +40,7 @@ func TestCommandFlagsComeFromSharedSets(t *testing.T) {
 			var got *cmdFlags
 			var stdout, stderr bytes.Buffer
 			a := &app{ctx: t.Context(), stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr,
-				getenv: func(string) string { return "" }, isTerminal: func(any) bool { return false }, now: time.Now,
+				getenv: func(string) string { return "" }, isTerminal: func(any) bool { return false }, now: time.Now, login: osLogin,
 				seenFlags: func(fs *cmdFlags) { got = fs }}
 			code := a.main(args)
 			assert.Equal(t, exitUsage, code, "%v: %s", args, stderr.String())

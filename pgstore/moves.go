@@ -1,0 +1,303 @@
+package pgstore
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/cryptopay/cryptopay-go"
+)
+
+// The operators' moves, declared once, as data: the console builds its
+// buttons, confirmation pages and bulk actions from Moves, and the CLI its
+// commands and flags. Adding a move is one entry here and its statement.
+
+// MoveRole is what a move needs of whoever makes it. The console's roles
+// of the same names grant it.
+type MoveRole string
+
+// Move roles.
+const (
+	// MoveApprover decides on payouts held for approval.
+	MoveApprover MoveRole = "approver"
+	// MoveOperator retries, resolves and cancels payouts, and clears
+	// payment anomalies.
+	MoveOperator MoveRole = "operator"
+)
+
+// What a move acts on.
+const (
+	// ObjectPayout: a payout intent of the Queue.
+	ObjectPayout = "payout"
+	// ObjectPayment: a tracked payment of the Tracker.
+	ObjectPayment = "payment"
+)
+
+// MoveField is one input a move asks for besides who makes it: a form
+// field of the console, a flag of the CLI.
+type MoveField struct {
+	// Name is the form field's name and the CLI's flag ("note",
+	// "reason", "payout-id", "anomaly").
+	Name string
+	// Label names it on a form.
+	Label string
+	// Usage is the CLI flag's help.
+	Usage string
+	// Required: the move is refused without it (a *cryptopay.ValidationError),
+	// before anything changes.
+	Required bool
+	// Text: free text, written on a form as several lines (a note, a
+	// reason); else one token (an id).
+	Text bool
+	// Seen: not typed, but what the confirmation showed the person (the
+	// console carries it in the form; the CLI's flag is optional): the
+	// move changes nothing if the record no longer says it.
+	Seen bool
+}
+
+// MoveInput is what one move is given.
+type MoveInput struct {
+	// OrderID names the intent or the payment.
+	OrderID string
+	// By is who makes the move.
+	By Operator
+	// Values are the move's fields by MoveField.Name; text is kept to one
+	// capped line.
+	Values map[string]string
+}
+
+// Moved is what a move changed.
+type Moved struct {
+	// Intent is the payout intent after a payout's move.
+	Intent *Intent
+	// Cleared is the anomaly a payment's move cleared.
+	Cleared string
+}
+
+// Stores are what the moves act on: a nil one has no moves.
+type Stores struct {
+	Queue   *Queue
+	Tracker *Tracker
+}
+
+// Move is one operator's move: what it needs, what it applies to, what to
+// tell the person before and after.
+type Move struct {
+	// Name names it: the console's action and the CLI's sub-command.
+	Name string
+	// Verb is its button's word.
+	Verb string
+	// On is what it moves: ObjectPayout or ObjectPayment.
+	On string
+	// Role is what the person needs.
+	Role MoveRole
+	// From are the states it applies to (a payout's move); To is where it
+	// leads (for approve: once enough people approved).
+	From []IntentState
+	To   IntentState
+	// Fields are its inputs.
+	Fields []MoveField
+	// Confirm is what the person must know before confirming it.
+	Confirm string
+	// Done says what it did ("approved").
+	Done string
+	// Bulk: it can move a set at once (DoMany).
+	Bulk bool
+	// NeedsAPI: the Queue needs a Client (the payout is read through the
+	// API).
+	NeedsAPI bool
+
+	// do is its statement; nil: the operator's move from From[0] to To
+	// (Queue.operate), recording its one field's text. many is its bulk
+	// statement.
+	do   func(ctx context.Context, s Stores, in MoveInput) (Moved, error)
+	many func(ctx context.Context, q *Queue, ids []string, by Operator, note string) (BulkResult, error)
+}
+
+// note and reason: the two texts a move records.
+var (
+	noteField = MoveField{Name: "note", Label: "Note", Usage: "what is recorded with the move: who, and why", Text: true}
+	needNote  = MoveField{Name: "note", Label: "Note", Usage: "what is recorded with the move: who checked, and how (required)", Required: true, Text: true}
+)
+
+var moves = []Move{
+	{Name: "approve", Verb: "Approve", On: ObjectPayout, Role: MoveApprover, From: []IntentState{StateNeedsApproval}, To: StateQueued,
+		Fields: []MoveField{noteField}, Bulk: true, Done: "approved",
+		Confirm: "Four eyes: the payout is sent once the required number of different people have approved it.",
+		do: func(ctx context.Context, s Stores, in MoveInput) (Moved, error) {
+			got, err := s.Queue.approve(ctx, in.OrderID, in.By, in.Values["note"])
+			return Moved{Intent: got}, err
+		},
+		many: func(ctx context.Context, q *Queue, ids []string, by Operator, note string) (BulkResult, error) {
+			return q.approveMany(ctx, ids, by, note)
+		}},
+	{Name: "reject", Verb: "Reject", On: ObjectPayout, Role: MoveApprover, From: []IntentState{StateNeedsApproval}, To: StateRejected,
+		Fields: []MoveField{{Name: "reason", Label: "Reason", Usage: "why it is rejected, recorded with the intent (required)", Required: true, Text: true}},
+		Done:   "rejected", Confirm: "Rejecting is final: nothing will be sent."},
+	{Name: "retry", Verb: "Retry", On: ObjectPayout, Role: MoveOperator, From: []IntentState{StateParked}, To: StateQueued,
+		Fields: []MoveField{needNote}, Bulk: true, Done: "retried",
+		Confirm: "Only after checking with the processor (its dashboard, by orderId) that NO payout exists for this order: " +
+			"retrying a payout that exists pays it twice.",
+		many: func(ctx context.Context, q *Queue, ids []string, by Operator, note string) (BulkResult, error) {
+			return q.retryMany(ctx, ids, by, note)
+		}},
+	{Name: "resolve", Verb: "Resolve", On: ObjectPayout, Role: MoveOperator, From: []IntentState{StateParked}, To: StateCreated,
+		Fields: []MoveField{{Name: "payout-id", Label: "Payout id at the processor", Usage: "the payout's `id` in the processor's dashboard (required)", Required: true}, needNote},
+		Done:   "resolved", NeedsAPI: true,
+		Confirm: "Give the id of the payout you found at the processor for this orderId; it is read through the API and must match this intent.",
+		do: func(ctx context.Context, s Stores, in MoveInput) (Moved, error) {
+			got, err := s.Queue.resolve(ctx, in.OrderID, in.Values["payout-id"], in.By, in.Values["note"])
+			return Moved{Intent: got}, err
+		}},
+	{Name: "cancel", Verb: "Cancel", On: ObjectPayout, Role: MoveOperator, From: []IntentState{StateQueued}, To: StateRejected,
+		Fields: []MoveField{{Name: "reason", Label: "Reason", Usage: "why it is cancelled, recorded with the intent (required)", Required: true, Text: true}},
+		Done:   "cancelled",
+		Confirm: "Cancelling a queued payout is final: it is rejected before any attempt is sent. A payout a worker has begun " +
+			"sending is no longer queued and cannot be cancelled."},
+	{Name: "clear-anomaly", Verb: "Clear the anomaly", On: ObjectPayment, Role: MoveOperator,
+		Fields: []MoveField{
+			{Name: "anomaly", Label: "Anomaly", Usage: "the anomaly `text` you looked into: nothing is cleared if the payment now says another", Seen: true},
+			{Name: "note", Label: "Note", Usage: "what is recorded with the payment: who looked, and what they found (required)", Required: true, Text: true}},
+		Done: "cleared",
+		Confirm: "Clearing only stops flagging the payment: no status is recorded and nothing is credited. A webhook for another " +
+			"payment of this order means the customer may have paid that one: settle it first.",
+		do: func(ctx context.Context, s Stores, in MoveInput) (Moved, error) {
+			cleared, err := s.Tracker.clearAnomaly(ctx, in.OrderID, in.By, in.Values["note"], in.Values["anomaly"])
+			return Moved{Cleared: cleared}, err
+		}},
+}
+
+// init puts the payout moves' transitions into the state machine
+// (moveDefs), so the machine, its diagram and the operators' guard
+// (canMove) know each move from its one entry here.
+func init() {
+	var ops []moveDef
+	for _, m := range moves {
+		if m.On == ObjectPayout {
+			ops = append(ops, moveDef{m.Name, byOperator, m.From, m.To})
+		}
+	}
+	moveDefs = slices.Insert(moveDefs, operatorMovesAt, ops...)
+}
+
+// Moves returns every operator's move, in the order a page offers them
+// (copies: changing one changes no move).
+func Moves() []Move {
+	out := make([]Move, len(moves))
+	for i, m := range moves {
+		out[i] = m.clone()
+	}
+	return out
+}
+
+// MoveNamed returns the move named name on what (ObjectPayout,
+// ObjectPayment), or false.
+func MoveNamed(on, name string) (Move, bool) {
+	i := slices.IndexFunc(moves, func(m Move) bool { return m.On == on && m.Name == name })
+	if i < 0 {
+		return Move{}, false
+	}
+	return moves[i].clone(), true
+}
+
+// clone is m with its own From and Fields.
+func (m Move) clone() Move {
+	m.From, m.Fields = slices.Clone(m.From), slices.Clone(m.Fields)
+	return m
+}
+
+// AppliesTo reports whether the move applies to an intent in state (a
+// payout's move).
+func (m Move) AppliesTo(state IntentState) bool { return slices.Contains(m.From, state) }
+
+// Do makes the move once, in one transaction, and returns what it
+// changed. The move is the table's entry of m's name (Moves). Its required fields must be set (else a
+// *cryptopay.ValidationError naming the field); a store the move needs
+// that s lacks is ErrUnknownMove. The move's own errors are those of its
+// statement: ErrIntentNotFound, ErrIntentState, ErrApprovalNotCounted,
+// ErrNotTracked, ErrChanged, a *cryptopay.ValidationError.
+func (m Move) Do(ctx context.Context, s Stores, in MoveInput) (Moved, error) {
+	m, err := m.ready(s)
+	if err != nil {
+		return Moved{}, err
+	}
+	if err := m.check(in.Values); err != nil {
+		return Moved{}, err
+	}
+	if m.do != nil {
+		return m.do(ctx, s, in)
+	}
+	got, err := s.Queue.operate(ctx, in.OrderID, in.By, in.Values[m.Fields[0].Name], m.From[0], m.To)
+	return Moved{Intent: got}, err
+}
+
+// DoMany makes a bulk move (Bulk) on exactly the intents of ids, with
+// one note, in transactions of BulkBatch: an intent that cannot move
+// (another state now, or an approval that does not count) is skipped.
+func (m Move) DoMany(ctx context.Context, s Stores, ids []string, by Operator, values map[string]string) (BulkResult, error) {
+	m, err := m.ready(s)
+	if err != nil {
+		return BulkResult{}, err
+	}
+	if m.many == nil {
+		return BulkResult{}, fmt.Errorf("%w: %s is not a bulk move", ErrUnknownMove, m.Name)
+	}
+	if err := m.check(values); err != nil {
+		return BulkResult{}, err
+	}
+	return m.many(ctx, s.Queue, ids, by, values["note"])
+}
+
+// ready returns the table's entry of m (a Move built or changed by the
+// caller moves nothing but what the table says), once s has its store.
+func (m Move) ready(s Stores) (Move, error) {
+	i := slices.IndexFunc(moves, func(t Move) bool { return t.On == m.On && t.Name == m.Name })
+	switch {
+	case i < 0:
+		return m, fmt.Errorf("%w: %q on %q", ErrUnknownMove, m.Name, m.On)
+	case m.On == ObjectPayout && s.Queue == nil, m.On == ObjectPayment && s.Tracker == nil:
+		return m, fmt.Errorf("%w: %s needs the %s store", ErrUnknownMove, m.Name, m.On)
+	}
+	return moves[i], nil
+}
+
+// check refuses values without a required field.
+func (m Move) check(values map[string]string) error {
+	for _, f := range m.Fields {
+		if f.Required && strings.TrimSpace(values[f.Name]) == "" {
+			return &cryptopay.ValidationError{Field: f.Name, Reason: "is required: nothing was done"}
+		}
+	}
+	return nil
+}
+
+// movesMarkdown is the table of the moves as docs/console.md shows it:
+// one row per move, what it needs and what it tells the person.
+func movesMarkdown() string {
+	var b strings.Builder
+	b.WriteString("| Move | On | Role | From → to | Inputs | Bulk | Confirmation |\n|---|---|---|---|---|---|---|\n")
+	for _, m := range moves {
+		fromTo := "anomaly → none"
+		if m.On == ObjectPayout {
+			fromTo = strings.Join(stateNames(m.From), ", ") + " → " + string(m.To)
+		}
+		var in []string
+		for _, f := range m.Fields {
+			switch {
+			case f.Seen:
+				in = append(in, "`"+f.Name+"` (what was shown)")
+			case f.Required:
+				in = append(in, "`"+f.Name+"` (required)")
+			default:
+				in = append(in, "`"+f.Name+"`")
+			}
+		}
+		bulk := ""
+		if m.Bulk {
+			bulk = "yes"
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | `%s` | %s | %s | %s | %s |\n", m.Name, m.On, m.Role, fromTo, strings.Join(in, ", "), bulk, m.Confirm)
+	}
+	return b.String()
+}
