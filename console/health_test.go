@@ -36,6 +36,8 @@ func TestHealth(t *testing.T) {
 		assert.Contains(t, page, `<b id="`+id+`">`+want+`</b>`, id)
 	}
 	assert.Contains(t, page, `Commonest payout failure (2): server <code>502 Bad Gateway \u202e</code>`)
+	assert.Contains(t, page, `<p class="common" id="h-idle">no worker has claimed work for 10m`, "the parked intent, due 10 minutes ago")
+	assert.Contains(t, page, `: 1 payout overdue: are the workers running (Run)?</p>`)
 }
 
 // The webhook deliveries the shop's handler refused (recorded by the

@@ -42,14 +42,27 @@ const (
 	// BooksTrackerDiffers: the tracker's recorded status or paid amount is
 	// not what the provider says now, past the settle time.
 	BooksTrackerDiffers BooksClass = "tracker_differs"
+	// BooksTrackerBehind: the provider's payment is not what the tracker
+	// recorded, and the tracker's read of it is overdue past the settle
+	// time: no worker has read it. Start the tracker's workers; never book
+	// it by hand (their read books it).
+	BooksTrackerBehind BooksClass = "tracker_behind"
 	// BooksCreditDiffers: what the tracker's history credited (the sum of
 	// ToPaid - FromPaid) is not the provider's paid amount, past the
 	// settle time.
 	BooksCreditDiffers BooksClass = "credit_differs"
 	// BooksLedgerDiffers: the merchant's own ledger (BooksConfig.LedgerSQL
 	// or LedgerFunc) holds another sum than the tracker credited: an
-	// OnChange that booked twice, or missed a change.
+	// OnChange that booked twice, or missed a change. Section "ledger": an
+	// item of its own, beside the payment's. In section "payout_ledger":
+	// the payout ledger (PayoutLedgerSQL or PayoutLedgerFunc) holds another
+	// sum than the queue paid (an OnFinal that booked nothing, or twice).
 	BooksLedgerDiffers BooksClass = "ledger_differs"
+	// BooksLedgerOnly: the merchant's ledger (LedgerSQL) credits an
+	// orderId the tracker does not know (section "ledger"), or its payout
+	// ledger (PayoutLedgerSQL) books one the queue does not know (section
+	// "payout_ledger").
+	BooksLedgerOnly BooksClass = "ledger_only"
 	// BooksBalanceDrift: the provider's balance of a currency and network
 	// is not the last check's snapshot + what payments brought in (their
 	// merchantAmount) - what payouts took out, beyond what is in flight.
@@ -57,6 +70,9 @@ const (
 	// BooksOpening: the first check of a currency and network: the
 	// provider's balance is recorded as the opening balance. Not drift.
 	BooksOpening BooksClass = "opening_balance"
+	// BooksAdjusted: a drift that adjustments (Books.Adjust) book to the
+	// digit: listed apart, not drift. Its Detail names the drift's class.
+	BooksAdjusted BooksClass = "adjusted"
 	// BooksUndecided: the check could not decide (the payment could not be
 	// read, its id is not known yet, a status the SDK does not know, a
 	// paid payout with neither wallet nor paid address, a payout the list
@@ -70,10 +86,10 @@ const (
 )
 
 // IsDrift reports whether the class is a difference in the books (not
-// matched, in flight or undecided).
+// matched, in flight, undecided, an opening balance or adjusted).
 func (c BooksClass) IsDrift() bool {
 	switch c {
-	case BooksMatched, BooksInFlight, BooksUndecided, BooksOpening:
+	case BooksMatched, BooksInFlight, BooksUndecided, BooksOpening, BooksAdjusted:
 		return false
 	}
 	return true
@@ -83,7 +99,9 @@ func (c BooksClass) IsDrift() bool {
 // both sides' values and the class. Amounts are exact. Status, wallet and
 // Detail text come partly from the provider: show it escaped.
 type BooksItem struct {
-	// Section is "payouts", "payments" or "balances".
+	// Section is "payouts", "payout_ledger" (the merchant's payout ledger
+	// against the queue's paid intents), "payments", "ledger" (the
+	// merchant's ledger against the tracker's credits) or "balances".
 	Section string
 	// OrderID is the merchant's orderId ("" for a provider payout
 	// without one, and for a balance: see Currency and Network).
@@ -93,17 +111,25 @@ type BooksItem struct {
 	// Ours and Theirs are the amounts on each side (invalid: that side
 	// has none): the intent's amount and the provider's payout amount (the
 	// sum of the payouts that can move money, for a double payment); the
-	// credited sum and the provider's paid amount; the expected balance
-	// and the provider's.
+	// credited sum and the provider's paid amount; the credited sum and
+	// the merchant's ledger sum; a paid intent's amount (0 if final and
+	// not paid) and the payout ledger's sum; the expected balance and the
+	// provider's.
 	Ours, Theirs decimal.NullDecimal
-	// Delta is Theirs - Ours (a missing side counts 0), except: for
-	// BooksLedgerDiffers, the ledger's sum - the credited sum; for
-	// BooksStatusDiffers, the amount of the one side that paid (plus the
-	// provider's, minus ours; 0 if neither or both did); for
-	// BooksUnsentButListed and BooksProviderOnly, the payout's amount; for
-	// a payout in another currency or network, its amount if it can move
-	// money, else 0.
+	// Delta is what to book for a drift item: Theirs - Ours (a missing
+	// side counts 0), except: for BooksLedgerDiffers, the ledger's sum -
+	// the credited (or paid) sum; for BooksStatusDiffers, the amount of
+	// the one side that paid (plus the provider's, minus ours; 0 if
+	// neither or both did); for BooksUnsentButListed and
+	// BooksProviderOnly, the payout's amount; for a payout in another
+	// currency or network, its amount if it can move money, else 0. Zero
+	// for an item that is not drift (matched, in flight, undecided, an
+	// opening balance, adjusted): Ours and Theirs still show both sides.
+	// docs/books.md says what it means for each class.
 	Delta decimal.Decimal
+	// Adjusted is the sum of the adjustments booked against the item
+	// (Books.Adjust; invalid: none), already subtracted from Delta.
+	Adjusted decimal.NullDecimal
 	// Ledger is the merchant's ledger sum for the order (invalid: no
 	// ledger given, or no entry).
 	Ledger decimal.NullDecimal

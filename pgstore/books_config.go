@@ -46,7 +46,9 @@ const (
 )
 
 // PayoutFees says whether what a payout takes from the balance includes
-// a fee beyond its amount. The API does not say.
+// a fee beyond its amount, where the payout list gives no merchantAmount
+// for it (a payout not paid yet): the list's merchantAmount, where given,
+// is what the payout took, fees included, whatever this rule says.
 type PayoutFees int
 
 const (
@@ -54,14 +56,17 @@ const (
 	FeesUndecided PayoutFees = iota
 	// FeesExcluded: a payout takes its amount, exactly.
 	FeesExcluded
-	// FeesIncluded: a payout takes its amount plus a fee the queue does not
-	// record; a currency and network whose payouts moved is then
-	// undecided, never guessed.
+	// FeesIncluded: a payout whose network fee the merchant bears
+	// (NetworkFeeByUser false) takes its amount plus a fee the queue does
+	// not record; until the list gives its merchantAmount, a balance lower
+	// than expected is in flight, never guessed drift. A payout whose fee
+	// the recipient bears takes its amount.
 	FeesIncluded
 )
 
-// BooksConfig configures NewBooks. Client is required, and Queue or
-// Tracker (the sections to check).
+// BooksConfig configures NewBooks. Queue or Tracker is required (the
+// sections to check), and Client for Check (a Books without one can book
+// adjustments: Adjust).
 type BooksConfig struct {
 	// Client reads the provider's side.
 	Client *cryptopay.Client
@@ -89,6 +94,20 @@ type BooksConfig struct {
 	// for orderID (ok false: no entry), read through tx, the check's
 	// read-only snapshot.
 	LedgerFunc func(ctx context.Context, tx pgx.Tx, orderID string) (credited decimal.Decimal, ok bool, err error)
+	// PayoutLedgerSQL, if set, is the payout side of the merchant's
+	// ledger: a query returning (order_id text, booked numeric), what the
+	// merchant booked for each payout (rows of one orderId are summed;
+	// an orderId the queue does not know is BooksLedgerOnly), compared
+	// with the queue's intents: a paid intent's amount, 0 for one final
+	// and not paid (section "payout_ledger"). It runs in a read-only
+	// snapshot of each page of intents; the merchant's own SQL, never built
+	// from data. At most one of PayoutLedgerSQL and PayoutLedgerFunc; both
+	// need Queue.
+	PayoutLedgerSQL string
+	// PayoutLedgerFunc, if set, is the payout ledger as Go: the sum booked
+	// for orderID (ok false: no entry), read through tx, the check's
+	// read-only snapshot.
+	PayoutLedgerFunc func(ctx context.Context, tx pgx.Tx, orderID string) (booked decimal.Decimal, ok bool, err error)
 	// PageSize is the payout list's page size (0: 100).
 	PageSize int
 	// Concurrency is how many payments are read at once (0:
@@ -105,7 +124,8 @@ type BooksConfig struct {
 	BalanceTable string
 	CreateTable  bool
 	// PayoutDebit and PayoutFees say when a payout takes from the balance
-	// and whether a fee comes on top (the API does not say).
+	// and whether a fee comes on top where the payout list gives no
+	// merchantAmount (the API does not say).
 	PayoutDebit PayoutDebit
 	PayoutFees  PayoutFees
 	// Progress, if set, is told how far each section is: done of total
@@ -125,14 +145,16 @@ type Books struct {
 // NewBooks checks cfg and fills in the defaults.
 func NewBooks(cfg BooksConfig) (*Books, error) {
 	switch {
-	case cfg.Client == nil:
-		return nil, fmt.Errorf("%w: BooksConfig.Client is nil", ErrInvalidOption)
 	case cfg.Queue == nil && cfg.Tracker == nil:
 		return nil, fmt.Errorf("%w: BooksConfig needs a Queue, a Tracker or both", ErrInvalidOption)
 	case cfg.LedgerSQL != "" && cfg.LedgerFunc != nil:
 		return nil, fmt.Errorf("%w: BooksConfig takes LedgerSQL or LedgerFunc, not both", ErrInvalidOption)
 	case (cfg.LedgerSQL != "" || cfg.LedgerFunc != nil) && cfg.Tracker == nil:
 		return nil, fmt.Errorf("%w: a ledger is compared with the tracker's payments: set BooksConfig.Tracker", ErrInvalidOption)
+	case cfg.PayoutLedgerSQL != "" && cfg.PayoutLedgerFunc != nil:
+		return nil, fmt.Errorf("%w: BooksConfig takes PayoutLedgerSQL or PayoutLedgerFunc, not both", ErrInvalidOption)
+	case (cfg.PayoutLedgerSQL != "" || cfg.PayoutLedgerFunc != nil) && cfg.Queue == nil:
+		return nil, fmt.Errorf("%w: a payout ledger is compared with the queue's intents: set BooksConfig.Queue", ErrInvalidOption)
 	case cfg.Balances && (cfg.Queue == nil || cfg.Tracker == nil):
 		return nil, fmt.Errorf("%w: the balance section needs both BooksConfig.Queue and Tracker", ErrInvalidOption)
 	case cfg.SettleTime < 0 || cfg.PageSize < 0 || cfg.Concurrency < 0:

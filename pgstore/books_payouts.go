@@ -89,8 +89,10 @@ func sqlList[S ~string](words ...S) string {
 // queue never sent, and each orderId the list cannot tell apart (one
 // payout seen twice, or two identical) as undecided. A part of the list
 // proves nothing else about the rest. A database error leaves it
-// unfinished with nothing emitted.
-func (b *Books) checkPayouts(ctx context.Context, out func(BooksItem) error) (why string, err error) {
+// unfinished with nothing emitted. With the balance section (bal), the
+// payouts' debits are read with a list proven whole (balancePayouts);
+// without one the balances decide nothing.
+func (b *Books) checkPayouts(ctx context.Context, out func(BooksItem) error, bal *balanceRun) (why string, err error) {
 	q := b.cfg.Queue
 	if q == nil {
 		return "", nil
@@ -109,6 +111,11 @@ func (b *Books) checkPayouts(ctx context.Context, out func(BooksItem) error) (wh
 		return "the database: " + err.Error(), ctx.Err()
 	case ctx.Err() != nil:
 		return "", ctx.Err()
+	}
+	if bal != nil && listErr == nil {
+		if err := b.balancePayouts(ctx, tx, bal); err != nil {
+			return "the database: " + err.Error(), ctx.Err()
+		}
 	}
 	ambiguous := listAmbiguous(listErr)
 	rows, err := tx.Query(ctx, booksPayoutsSQL(q.Table()), b.cfg.SettleTime.Microseconds(), listErr == nil, ambiguous)

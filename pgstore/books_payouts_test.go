@@ -13,6 +13,7 @@ import (
 
 	"github.com/cryptopay/cryptopay-go"
 	"github.com/cryptopay/cryptopay-go/pgstore"
+	"github.com/cryptopay/cryptopay-go/pgstore/internal/pgtest"
 )
 
 // listAs makes the books read the fake's whole payout list as edit turns
@@ -110,7 +111,7 @@ func TestBooksDoublePaymentNeverMatched(t *testing.T) {
 	assert.Contains(t, res.sum.Unfinished["payouts"], "prove 2 distinct payouts where the list holds 3")
 	assert.Equal(t, 2, res.sum.Drift)
 	assert.Equal(t, 1, res.sum.Undecided)
-	assert.Equal(t, "20.45", res.sum.DriftAmount["usdt/tron"].String(), "10.25 + 10.2")
+	assert.Equal(t, "20.45", res.sum.DriftBySection["payouts"]["usdt/tron"].String(), "10.25 + 10.2")
 }
 
 // TestBooksMatchedOnlyWherePaid: a payout is matched only where it was
@@ -191,7 +192,7 @@ func TestBooksUnsentButListed(t *testing.T) {
 	assert.Contains(t, res.by["payouts:wd-000000"].Detail, "do not approve or send it until someone looks")
 	assert.True(t, pgstore.BooksUnsentButListed.IsDrift())
 	assert.Equal(t, 3, res.sum.Drift)
-	assert.Equal(t, "34.25", res.sum.DriftAmount["usdt/tron"].String(), "20.5 + 10.25 + 3.5")
+	assert.Equal(t, "34.25", res.sum.DriftBySection["payouts"]["usdt/tron"].String(), "20.5 + 10.25 + 3.5")
 
 	// A list not proven whole still proves them: each was seen.
 	res = r.booksListedAs(t, q, func(items []cryptopay.PayoutListItem) []cryptopay.PayoutListItem { return items },
@@ -268,7 +269,63 @@ func TestBooksExactDeltas(t *testing.T) {
 	assert.Equal(t, "eth/ethereum", wd2[1].Currency+"/"+wd2[1].Network)
 	assert.False(t, wd2[1].Ours.Valid)
 	assert.Equal(t, 5, res.sum.Drift)
-	assert.Len(t, res.sum.DriftAmount, 2)
-	assert.Equal(t, "10.25", res.sum.DriftAmount["usdt/tron"].String(), "10.25 - 10.25 + 10.25 + 0")
-	assert.Equal(t, "0.000000000000000007", res.sum.DriftAmount["eth/ethereum"].String())
+	assert.Len(t, res.sum.DriftBySection["payouts"], 2)
+	assert.Equal(t, "10.25", res.sum.DriftBySection["payouts"]["usdt/tron"].String(), "10.25 - 10.25 + 10.25 + 0")
+	assert.Equal(t, "0.000000000000000007", res.sum.DriftBySection["payouts"]["eth/ethereum"].String())
+}
+
+// TestBooksAdjustPayoutApart: an orderId listed in its intent's currency
+// and in another is two items, and an adjustment books one of them:
+// naming the orderId alone, the intent's own item (never the payout in
+// the other currency as well); naming the currency and network too, the
+// payout there. Both booked to the digit, the books are clean.
+func TestBooksAdjustPayoutApart(t *testing.T) {
+	r := newQRig(t)
+	q := r.queue(t)
+	r.paidPayouts(t, q, 1)
+	r.settled(t)
+	edit := func(items []cryptopay.PayoutListItem) []cryptopay.PayoutListItem {
+		own := listed(t, items, "wd-000000")
+		eth := *own
+		own.Amount = decimal.RequireFromString("10.2501")
+		eth.Currency, eth.Network, eth.Amount = "eth", "ethereum", decimal.RequireFromString("0.000000000000000007")
+		eth.WalletAddress, eth.PaidAddress = "0x52908400098527886E0F7030069857D2E4169EE7", ""
+		return append(items, eth)
+	}
+	cfg := pgstore.BooksConfig{Client: r.fake.Client(), Queue: q, SettleTime: time.Millisecond, CreateTable: true,
+		BalanceTable: pgtest.Name("books")}
+	check := func() booksRun {
+		t.Helper()
+		res := runBooks(t, cfg, listAs(r.fake.Client(), edit, nil))
+		require.Len(t, res.items, 2, "the intent's payout, and the one in another currency apart")
+		return res
+	}
+	res := check()
+	assert.Equal(t, []string{"0.0001", "0.000000000000000007"}, []string{res.items[0].Delta.String(), res.items[1].Delta.String()})
+	b, err := pgstore.NewBooks(cfg)
+	require.NoError(t, err)
+	book := func(a pgstore.BooksAdjustment) {
+		t.Helper()
+		a.Section, a.OrderID, a.Actor, a.Note = "payouts", "wd-000000", "alice", "ticket 7"
+		_, err := b.Adjust(context.Background(), a)
+		require.NoError(t, err)
+	}
+
+	book(pgstore.BooksAdjustment{Amount: decimal.RequireFromString("0.0001")})
+	res = check()
+	own, eth := res.items[0], res.items[1]
+	assert.Equal(t, pgstore.BooksAdjusted, own.Class, own.Detail)
+	assert.Equal(t, "0.0001", own.Adjusted.Decimal.String())
+	assert.Equal(t, pgstore.BooksPayoutDiffers, eth.Class, eth.Detail)
+	assert.Equal(t, "0.000000000000000007", eth.Delta.String(), "not booked by the intent's adjustment")
+	assert.False(t, eth.Adjusted.Valid)
+
+	book(pgstore.BooksAdjustment{Currency: "ETH", Network: "Ethereum", Amount: decimal.RequireFromString("0.000000000000000007")})
+	res = check()
+	assert.Equal(t, pgstore.BooksAdjusted, res.items[0].Class, res.items[0].Detail)
+	assert.Equal(t, "0.0001", res.items[0].Adjusted.Decimal.String())
+	assert.Equal(t, pgstore.BooksAdjusted, res.items[1].Class, res.items[1].Detail)
+	assert.Equal(t, "0.000000000000000007", res.items[1].Adjusted.Decimal.String())
+	assert.Equal(t, 2, res.sum.Counts["payouts"][pgstore.BooksAdjusted])
+	assert.True(t, res.sum.Clean(), "%+v", res.sum)
 }

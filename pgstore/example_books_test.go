@@ -17,7 +17,7 @@ import (
 )
 
 // docs/books.md: a payout made outside the queue (here, straight through
-// the API) is drift, named with its amount. The API is the bundled fake;
+// the API) is drift, named with its amount; booked with Adjust, it ties. The API is the bundled fake;
 // the database is $DATABASE_URL.
 func ExampleBooks_Check() {
 	ctx := context.Background()
@@ -45,7 +45,10 @@ func ExampleBooks_Check() {
 		log.Fatal(err)
 	}
 
-	b, err := pgstore.NewBooks(pgstore.BooksConfig{Client: client, Queue: queue, Tracker: tracker})
+	balances := "example_books_balances_" + suffix // the check's own tables: this name, and with _adjustments appended
+
+	b, err := pgstore.NewBooks(pgstore.BooksConfig{Client: client, Queue: queue, Tracker: tracker,
+		BalanceTable: balances, CreateTable: true}) // CreateTable: the check's own tables, for Adjust
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -57,7 +60,25 @@ func ExampleBooks_Check() {
 		log.Fatal(err)
 	}
 	fmt.Println("drift:", sum.Drift, "clean:", sum.Clean())
+
+	// Found in the dashboard: made by hand, booked as a loss. Booked, the
+	// drift ties: the next check lists it apart, adjusted.
+	_, err = b.Adjust(ctx, pgstore.BooksAdjustment{Section: "payouts", OrderID: "outside-1",
+		Amount: decimal.RequireFromString("3.3"), Actor: "alice", Note: "made by hand in the dashboard: booked as a loss"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	sum, err = b.Check(ctx, func(it pgstore.BooksItem) error {
+		fmt.Println(it.Class, it.OrderID, it.Delta, it.Adjusted.Decimal)
+		return nil
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("drift:", sum.Drift, "clean:", sum.Clean())
 	// Output:
 	// provider_only outside-1 3.3
 	// drift: 1 clean: false
+	// adjusted outside-1 0 3.3
+	// drift: 0 clean: true
 }

@@ -40,7 +40,7 @@ func CreateBooksTable(ctx context.Context, pool *pgxpool.Pool, table string) err
 	if err != nil {
 		return err
 	}
-	return createTables(ctx, pool, t, balanceTableDDL(t.Sanitize()))
+	return createTables(ctx, pool, t, (&Books{cfg: BooksConfig{BalanceTable: table}}).DDL())
 }
 
 // FailureOf sorts err as a worker does.

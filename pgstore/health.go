@@ -322,6 +322,11 @@ type Health struct {
 	// Overdue counts the items due for longer than a lease: no worker is
 	// taking them (none is running, or all are busy).
 	Overdue int
+	// Waiting is how long the item due the longest has been due (0: none
+	// is due). Workers claim the longest due first, so no worker has
+	// claimed work for at least Waiting: with items overdue, String says
+	// so.
+	Waiting time.Duration
 	// Failing counts the open items whose latest read, send or callback
 	// failed (Failure.Failing).
 	Failing int
@@ -352,16 +357,22 @@ func (h Health) OK() bool {
 	return h.Overdue == 0 && h.Failing == 0 && h.NeedsAction == 0 && h.CallbackPanics == 0 && !h.WebhookRefusing
 }
 
-// String is the summary in a few lines, the failing items first, e.g.
+// String is the summary in a few lines, each kept whatever else is
+// shown: with items overdue, that no worker has claimed work for
+// Waiting; the webhook refusals within WebhookRefusalWindow; the failing
+// items; e.g.
 // "12 payments failing: 401 unauthorized: no retry fixes this: check the
 // API key". Failure text is server text, escaped by %q.
 func (h Health) String() string {
 	var s string
+	if idle := h.Idle(); idle != "" {
+		s = idle + "\n"
+	}
 	if h.WebhookRefusing {
-		s = h.WebhookRefusals.String() + "\n"
+		s += h.WebhookRefusals.String() + "\n"
 	}
 	if h.Failing > 0 {
-		s = fmt.Sprintf("%d %s failing: %s (%d of them; latest: %q)\n", h.Failing, h.noun(h.Failing), h.Commonest.Class.Hint(),
+		s += fmt.Sprintf("%d %s failing: %s (%d of them; latest: %q)\n", h.Failing, h.noun(h.Failing), h.Commonest.Class.Hint(),
 			h.CommonestCount, h.Commonest.Text)
 	}
 	s += fmt.Sprintf("%d %s open, %d due, %d overdue, %d failing, %d need action", h.Open, h.noun(h.Open), h.Due, h.Overdue,
@@ -375,6 +386,17 @@ func (h Health) String() string {
 	return s
 }
 
+// Idle says, when items are overdue, that no worker has claimed work for
+// Waiting ("no worker has claimed work for 5m0s: 3 payouts overdue: are
+// the workers running (Run)?"); "" when none is overdue.
+func (h Health) Idle() string {
+	if h.Overdue == 0 {
+		return ""
+	}
+	return fmt.Sprintf("no worker has claimed work for %s: %d %s overdue: are the workers running (Run)?",
+		h.Waiting.Round(time.Second), h.Overdue, h.noun(h.Overdue))
+}
+
 // noun is Noun for n of them ("1 payout", "2 payouts").
 func (h Health) noun(n int) string {
 	if n == 1 {
@@ -384,8 +406,9 @@ func (h Health) noun(n int) string {
 }
 
 // healthSQL is a health statement: open, due, overdue, failing, needing
-// action (open or not), then the commonest failure's class, count, text
-// and time. open is the SQL condition of an open item, action that of one
+// action (open or not), how long the oldest due item has waited (in
+// microseconds), then the commonest failure's
+// class, count, text and time. open is the SQL condition of an open item, action that of one
 // needing a person; $1 is the lease in microseconds.
 func healthSQL(table, open, action string) string {
 	return fmt.Sprintf(`WITH o AS (SELECT * FROM %[1]s WHERE %[2]s)
@@ -394,6 +417,7 @@ SELECT (SELECT count(*) FROM o)::int,
     (SELECT count(*) FROM o WHERE next_at <= now() - $1 * interval '1 microsecond')::int,
     (SELECT count(*) FROM o WHERE fail_count > 0)::int,
     (SELECT count(*) FROM %[1]s WHERE %[3]s)::int,
+    COALESCE((SELECT (extract(epoch FROM now() - min(next_at)) * 1000000)::bigint FROM o WHERE next_at <= now()), 0),
     COALESCE(c.fail_class, ''), COALESCE(c.n, 0), COALESCE(c.fail_text, ''), c.failed_at
 FROM (SELECT 1) one LEFT JOIN LATERAL (
     SELECT fail_class, count(*) OVER (PARTITION BY fail_class)::int AS n, fail_text, failed_at
@@ -405,8 +429,10 @@ func (w *watch) health(ctx context.Context, pool *pgxpool.Pool, noun, stmt strin
 	h := Health{Noun: noun, CallbackPanics: w.panics.Load()}
 	var class string
 	var at *time.Time
+	var waiting int64
 	err := pool.QueryRow(ctx, stmt, lease.Microseconds()).Scan(&h.Open, &h.Due, &h.Overdue, &h.Failing, &h.NeedsAction,
-		&class, &h.CommonestCount, &h.Commonest.Text, &at)
+		&waiting, &class, &h.CommonestCount, &h.Commonest.Text, &at)
+	h.Waiting = time.Duration(waiting) * time.Microsecond
 	if err != nil {
 		return Health{}, fmt.Errorf("pgstore: the health of the %s: %w", noun, err)
 	}

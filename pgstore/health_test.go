@@ -20,6 +20,8 @@ import (
 	"github.com/cryptopay/cryptopay-go"
 	"github.com/cryptopay/cryptopay-go/cryptopaytest"
 	"github.com/cryptopay/cryptopay-go/pgstore"
+	"github.com/cryptopay/cryptopay-go/pgstore/internal/pgtest"
+	"github.com/cryptopay/cryptopay-go/webhook"
 )
 
 // logLines is a logger's output, safe for the workers' goroutines.
@@ -385,4 +387,44 @@ func TestTrackerRefusedKeyProbesOneAtATime(t *testing.T) {
 	trackWaitFor(t, "three probes", func() bool { return api.reads.Load() >= 4 })
 	assert.Equal(t, int64(1), api.most.Load(), "one read at a time while the key is refused")
 	assert.Equal(t, 1, logs.count("class=unauthorized"))
+}
+
+// Due work that nothing claims is named as such: with the queue's and
+// the tracker's work overdue by an hour (no worker runs), their health
+// says no worker has claimed work for that long, not only "2 overdue".
+func TestHealthNoWorkerClaims(t *testing.T) {
+	r := newQRig(t)
+	q := r.queue(t)
+	r.enqueue(t, q, payoutParams(1), payoutParams(2))
+	tr, err := pgstore.NewTracker(context.Background(), pgstore.TrackerConfig{Pool: r.pool, Client: r.fake.Client(),
+		Table: pgtest.Name("tracked"), CreateTable: true})
+	require.NoError(t, err)
+	r.pay(t, tr, "pay-1", "10", "")
+	_, err = r.pool.Exec(context.Background(), "UPDATE "+q.Table()+" SET next_at = now() - interval '1 hour';"+
+		"UPDATE "+tr.Table()+" SET next_at = now() - interval '1 hour'")
+	require.NoError(t, err)
+	for name, health := range map[string]func(context.Context) (pgstore.Health, error){"queue": q.Health, "tracker": tr.Health} {
+		h, err := health(context.Background())
+		require.NoError(t, err, name)
+		assert.Contains(t, h.String(), "no worker has claimed work for 1h0m", name)
+		assert.False(t, h.OK(), name)
+	}
+	h, err := q.Health(context.Background())
+	require.NoError(t, err)
+	assert.Contains(t, h.String(), "2 payouts overdue: are the workers running (Run)?")
+}
+
+// Every line of the summary is kept whatever else it shows: no worker
+// claiming overdue work, webhooks refused now and payments failing are
+// three lines, none written over by the next.
+func TestHealthStringKeepsEveryLine(t *testing.T) {
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	h := pgstore.Health{Noun: "payments", Open: 5, Due: 3, Overdue: 3, Failing: 2, CommonestCount: 2, Waiting: time.Hour,
+		Commonest:       pgstore.Failure{Class: pgstore.FailUnauthorized, Text: "401 unauthorized", Count: 2},
+		WebhookRefusals: webhook.RefusalStats{Count: 4, Since: at, Last: webhook.RefusedToken, LastStatus: http.StatusUnauthorized, LastAt: at},
+		WebhookRefusing: true}
+	assert.Equal(t, "no worker has claimed work for 1h0m0s: 3 payments overdue: are the workers running (Run)?\n"+
+		"webhooks refused: 4 since 2026-01-02T03:04:05Z, last reason token (401) at 2026-01-02T03:04:05Z\n"+
+		"2 payments failing: 401 unauthorized: no retry fixes this: check the API key (2 of them; latest: \"401 unauthorized\")\n"+
+		"5 payments open, 3 due, 3 overdue, 2 failing, 0 need action", h.String())
 }

@@ -225,7 +225,7 @@ func TestCreateTableConcurrently(t *testing.T) {
 		}, ""},
 		"books": {func(table string) func(context.Context) error {
 			return func(ctx context.Context) error { return pgstore.CreateBooksTable(ctx, pool, table) }
-		}, ""},
+		}, "opening"},
 	}
 	for name, b := range builders {
 		t.Run(name, func(t *testing.T) {

@@ -49,8 +49,10 @@ func TestStatementsTakeAtMostNinePositionalParameters(t *testing.T) {
 			"complete": store.sqlComplete, "release": store.sqlRelease, "cleanup": store.sqlCleanup,
 			"lock": store.sqlLock, "insertBusy": store.sqlInsertBusy, "markDone": store.sqlMarkDone}},
 		{"booksPayoutsSQL", map[string]string{"payouts": booksPayoutsSQL(`"q"`)}},
-		{"booksPaymentsSQL", map[string]string{"without a ledger": booksPaymentsSQL(`"t"`, `"t_history"`, ""),
-			"with a ledger": booksPaymentsSQL(`"t"`, `"t_history"`, `SELECT order_id, credited FROM ledger`)}},
+		{"booksPaymentsSQL", map[string]string{"without a ledger": booksPaymentsSQL(`"t"`, `"t_history"`, "", false),
+			"with a ledger": booksPaymentsSQL(`"t"`, `"t_history"`, `SELECT order_id, credited FROM ledger`, true)}},
+		{"booksDebitsSQL", map[string]string{"debits": booksDebitsSQL(`"q"`)}},
+		{"booksPayoutLedgerSQL", map[string]string{"payout ledger": booksPayoutLedgerSQL(`"q"`, `SELECT order_id, booked FROM ledger`)}},
 		{"healthSQL", map[string]string{"health": healthSQL(`"t"`, "true", "true")}},
 		{"the package's string literals", sourceLiterals(t)},
 	} {

@@ -32,7 +32,7 @@ func TrackerSchedule(t *Tracker, now, expiredAt time.Time, st cryptopay.PaymentS
 // BooksCredited is what the books check reads as credited to orderID's
 // payment: the sum of its history's ToPaid - FromPaid (nil: no history).
 func BooksCredited(ctx context.Context, t *Tracker, orderID string) (*string, error) {
-	r, err := scanPaymentRow(t.cfg.Pool.QueryRow(ctx, "SELECT * FROM ("+booksPaymentsSQL(t.Table(), t.history.Sanitize(), "")+") p WHERE order_id = $5",
+	r, err := scanPaymentRow(t.cfg.Pool.QueryRow(ctx, "SELECT * FROM ("+booksPaymentsSQL(t.Table(), t.history.Sanitize(), "", false)+") p WHERE order_id = $5",
 		nil, "", 1_000_000, nil, orderID))
 	return r.credited, err
 }

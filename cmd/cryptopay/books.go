@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/csv"
 	"encoding/json"
 	"errors"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"github.com/cryptopay/cryptopay-go"
 	"github.com/cryptopay/cryptopay-go/pgstore"
 )
 
@@ -32,6 +34,7 @@ type booksItemOut struct {
 	Theirs      string `json:"theirs,omitempty"`
 	Delta       string `json:"delta"`
 	Ledger      string `json:"ledger,omitempty"`
+	Adjusted    string `json:"adjusted,omitempty"`
 	OurStatus   string `json:"ourStatus,omitempty"`
 	TheirStatus string `json:"theirStatus,omitempty"`
 	Currency    string `json:"currency,omitempty"`
@@ -44,38 +47,104 @@ type booksItemOut struct {
 
 func newBooksItemOut(it *pgstore.BooksItem) booksItemOut {
 	return booksItemOut{Section: it.Section, OrderID: it.OrderID, Class: string(it.Class), Drift: it.Class.IsDrift(),
-		Ours: nullMoney(it.Ours), Theirs: nullMoney(it.Theirs), Delta: money(it.Delta), Ledger: nullMoney(it.Ledger),
+		Ours: nullMoney(it.Ours), Theirs: nullMoney(it.Theirs), Delta: money(it.Delta), Ledger: nullMoney(it.Ledger), Adjusted: nullMoney(it.Adjusted),
 		OurStatus: it.OurStatus, TheirStatus: it.TheirStatus, Currency: it.Currency, Network: it.Network,
 		OurWallet: it.OurWallet, TheirWallet: it.TheirWallet, Payouts: it.Payouts, Detail: it.Detail}
 }
 
 // booksCSVHeader names the CSV columns, in order.
 var booksCSVHeader = []string{"section", "order_id", "class", "drift", "ours", "theirs", "delta", "ledger",
-	"our_status", "their_status", "currency", "network", "our_wallet", "their_wallet", "payouts", "detail"}
+	"our_status", "their_status", "currency", "network", "our_wallet", "their_wallet", "payouts", "detail", "adjusted"}
 
 func (o booksItemOut) csvRecord() []string {
 	return []string{o.Section, o.OrderID, o.Class, strconv.FormatBool(o.Drift), o.Ours, o.Theirs, o.Delta, o.Ledger,
-		o.OurStatus, o.TheirStatus, o.Currency, o.Network, o.OurWallet, o.TheirWallet, strconv.Itoa(o.Payouts), o.Detail}
+		o.OurStatus, o.TheirStatus, o.Currency, o.Network, o.OurWallet, o.TheirWallet, strconv.Itoa(o.Payouts), o.Detail, o.Adjusted}
 }
 
 // booksSummaryOut is the summary as the CLI writes it.
 type booksSummaryOut struct {
-	Counts      map[string]map[pgstore.BooksClass]int `json:"counts"`
-	Drift       int                                   `json:"drift"`
-	InFlight    int                                   `json:"inFlight"`
-	Undecided   int                                   `json:"undecided"`
-	DriftAmount map[string]string                     `json:"driftAmount"`
-	Unfinished  map[string]string                     `json:"unfinished"`
-	Clean       bool                                  `json:"clean"`
+	Counts         map[string]map[pgstore.BooksClass]int `json:"counts"`
+	Drift          int                                   `json:"drift"`
+	InFlight       int                                   `json:"inFlight"`
+	Undecided      int                                   `json:"undecided"`
+	DriftBySection map[string]map[string]string          `json:"driftBySection"`
+	Totals         []booksTotalOut                       `json:"totals"`
+	FinishedAt     string                                `json:"finishedAt"`
+	NotRead        map[string]string                     `json:"notRead"`
+	Unfinished     map[string]string                     `json:"unfinished"`
+	Clean          bool                                  `json:"clean"`
 }
 
-func newBooksSummaryOut(s *pgstore.BooksSummary) booksSummaryOut {
-	out := booksSummaryOut{Counts: s.Counts, Drift: s.Drift, InFlight: s.InFlight, Undecided: s.Undecided,
-		DriftAmount: make(map[string]string, len(s.DriftAmount)), Unfinished: s.Unfinished, Clean: s.Clean()}
-	for k, v := range s.DriftAmount {
-		out.DriftAmount[k] = money(v)
+// booksTotalOut is one line of the summary's totals: the items of one
+// section, class, currency and network, and the sum of their deltas.
+type booksTotalOut struct {
+	Section  string `json:"section"`
+	Class    string `json:"class"`
+	Currency string `json:"currency"`
+	Network  string `json:"network"`
+	Items    int    `json:"items"`
+	Delta    string `json:"delta"`
+}
+
+func newBooksSummaryOut(s *pgstore.BooksSummary, finished time.Time) booksSummaryOut {
+	out := booksSummaryOut{FinishedAt: finished.UTC().Format(time.RFC3339Nano), Counts: s.Counts, Drift: s.Drift, InFlight: s.InFlight, Undecided: s.Undecided,
+		DriftBySection: make(map[string]map[string]string, len(s.DriftBySection)), Totals: make([]booksTotalOut, 0, len(s.Totals)),
+		NotRead: s.NotRead, Unfinished: s.Unfinished, Clean: s.Clean()}
+	for section, pairs := range s.DriftBySection {
+		out.DriftBySection[section] = make(map[string]string, len(pairs))
+		for k, v := range pairs {
+			out.DriftBySection[section][k] = money(v)
+		}
+	}
+	for _, t := range s.Totals {
+		out.Totals = append(out.Totals, booksTotalOut{Section: t.Section, Class: string(t.Class), Currency: t.Currency,
+			Network: t.Network, Items: t.Items, Delta: money(t.Delta)})
 	}
 	return out
+}
+
+// booksMoney names what a section's amounts are.
+var booksMoney = map[string]string{"payouts": "money out", "payments": "money in", "ledger": "your ledger against the credits",
+	"payout_ledger": "your payout ledger against the payouts paid",
+	"balances":      "the balance"}
+
+// booksReportOut is the head of a report, so a finance team can file it:
+// when it ran, as of when, the settings, the sections and the window.
+type booksReportOut struct {
+	Report       string   `json:"report"`
+	StartedAt    string   `json:"startedAt"`
+	AsOf         string   `json:"asOf"`
+	Sections     []string `json:"sections"`
+	Window       string   `json:"window"`
+	Settle       string   `json:"settle"`
+	PayoutDebit  string   `json:"payoutDebit"`
+	PayoutFees   string   `json:"payoutFees"`
+	Ledger       bool     `json:"ledger"`
+	PayoutLedger bool     `json:"payoutLedger"`
+	QueueTable   string   `json:"queueTable"`
+	TrackerTable string   `json:"trackerTable"`
+	BalanceTable string   `json:"balanceTable"`
+}
+
+// newBooksReport is the head of a check started at start with flags f.
+func newBooksReport(f *booksFlags, start time.Time) booksReportOut {
+	at := start.UTC().Format(time.RFC3339Nano)
+	window := "every tracked payment; every payout"
+	if f.since != "" {
+		window = "payments tracked or changed since " + f.since + " (and, with balances, every payment not closed); every payout"
+	}
+	return booksReportOut{Report: "cryptopay books", StartedAt: at, AsOf: at, Sections: strings.Split(f.sections, ","), Window: window,
+		Settle: f.settle.String(), PayoutDebit: cmp.Or(f.debit, "unset"), PayoutFees: cmp.Or(f.fees, "unset"), Ledger: f.ledgerSQL != "", PayoutLedger: f.payoutLedgerSQL != "",
+		QueueTable: f.db.table(queueStore), TrackerTable: f.db.table(trackerStore), BalanceTable: f.balanceTable}
+}
+
+// lines is the head as "key: value" lines, in the JSON's order.
+func (r booksReportOut) lines() []string {
+	return []string{"report: " + r.Report, "started_at: " + r.StartedAt, "as_of: " + r.AsOf,
+		"sections: " + strings.Join(r.Sections, ","), "window: " + r.Window, "settle: " + r.Settle,
+		"payout_debit: " + r.PayoutDebit, "payout_fees: " + r.PayoutFees, "ledger: " + strconv.FormatBool(r.Ledger),
+		"payout_ledger: " + strconv.FormatBool(r.PayoutLedger),
+		"queue_table: " + r.QueueTable, "tracker_table: " + r.TrackerTable, "balance_table: " + r.BalanceTable}
 }
 
 // booksWriter writes the items as they come and the summary at the end.
@@ -88,6 +157,7 @@ type booksWriter interface {
 // reads.
 type booksFlags struct {
 	sections, since, ledgerSQL string
+	payoutLedgerSQL            string
 	balanceTable, debit, fees  string
 	settle                     time.Duration
 	db                         *dbFlags
@@ -107,6 +177,8 @@ func (f *booksFlags) register(a *app, fs *cmdFlags) {
 	fs.StringVar(&f.since, "since", "", "check the payments tracked or changed at or after this `time` (RFC 3339; default all)")
 	fs.StringVar(&f.ledgerSQL, "ledger-sql", "", "your ledger: a `query` returning (order_id, credited) per orderId, compared\n"+
 		"with what the tracker credited")
+	fs.StringVar(&f.payoutLedgerSQL, "payout-ledger-sql", "", "your payout ledger: a `query` returning (order_id, booked) per\n"+
+		"orderId, compared with the queue's paid intents")
 	fs.DurationVar(&f.settle, "settle", pgstore.DefaultBooksSettleTime, "how long the two sides may disagree as things in progress do\n"+
 		"before it is drift")
 }
@@ -140,6 +212,9 @@ func (f *booksFlags) check() (since time.Time, err error) {
 	}
 	if f.ledgerSQL != "" && !slices.Contains(sections, "payments") {
 		return since, usageErr("books: --ledger-sql is compared with the payments: add payments to --sections")
+	}
+	if f.payoutLedgerSQL != "" && !slices.Contains(sections, "payouts") {
+		return since, usageErr("books: --payout-ledger-sql is compared with the payouts: add payouts to --sections")
 	}
 	if f.since != "" {
 		if since, err = time.Parse(time.RFC3339, f.since); err != nil {
@@ -180,8 +255,9 @@ func (a *app) books(args []string) error {
 	}
 	defer closeDB()
 	cfg.Client, cfg.Since, cfg.SettleTime, cfg.PageSize, cfg.LedgerSQL = c, since, f.settle, *f.pageSize, f.ledgerSQL
+	cfg.PayoutLedgerSQL = f.payoutLedgerSQL
 	cfg.BalanceTable, cfg.CreateTable, cfg.PayoutDebit, cfg.PayoutFees = f.balanceTable, true, payoutDebits[f.debit], payoutFees[f.fees]
-	return a.runBooks(cfg, a.booksWriter())
+	return a.runBooks(cfg, a.booksWriter(newBooksReport(&f, a.now())))
 }
 
 // booksConfig opens the database and names the sections' tables.
@@ -237,9 +313,9 @@ func (a *app) runBooks(cfg pgstore.BooksConfig, w booksWriter) error {
 		bar.done()
 	}
 	if err != nil {
-		return booksStopped(w, sum, err)
+		return booksStopped(w, sum, err, a.now())
 	}
-	if err := w.end(newBooksSummaryOut(sum)); err != nil {
+	if err := w.end(newBooksSummaryOut(sum, a.now())); err != nil {
 		return err
 	}
 	switch {
@@ -255,10 +331,10 @@ func (a *app) runBooks(cfg pgstore.BooksConfig, w booksWriter) error {
 // its output failed) with the summary so far, and exits 1 if drift was
 // found before the stop (a double payment outranks an unfinished check),
 // else 2.
-func booksStopped(w booksWriter, sum *pgstore.BooksSummary, err error) error {
+func booksStopped(w booksWriter, sum *pgstore.BooksSummary, err error, finished time.Time) error {
 	code := exitNotYet
 	if sum != nil {
-		_ = w.end(newBooksSummaryOut(sum)) // the output may be what failed
+		_ = w.end(newBooksSummaryOut(sum, finished)) // the output may be what failed
 		if sum.Drift > 0 {
 			code = exitNo
 			err = fmt.Errorf("%d drift found before it stopped: %w", sum.Drift, err)
@@ -267,35 +343,57 @@ func booksStopped(w booksWriter, sum *pgstore.BooksSummary, err error) error {
 	return &exitError{code, fmt.Errorf("books: the check could not finish: %w", err)}
 }
 
-// booksWriter is the writer of the settled --output format.
-func (a *app) booksWriter() booksWriter {
+// booksWriter is the writer of the settled --output format; JSON and CSV
+// carry the report's head.
+func (a *app) booksWriter(head booksReportOut) booksWriter {
 	switch a.format {
 	case outCSV:
 		w := csv.NewWriter(a.stdout)
-		return &booksCSV{a: a, w: w, safe: a.csvSafe, terminal: a.isTerminal(a.stdout)}
+		return &booksCSV{a: a, w: w, safe: a.csvSafe, terminal: a.isTerminal(a.stdout), head: head}
 	case outJSON:
 		bw := bufio.NewWriterSize(a.stdout, 64<<10)
 		jw := jsonWriter{w: bw}
 		if a.isTerminal(a.stdout) {
 			jw.secrets = a.secrets // a file or pipe gets the data exact
 		}
-		return &booksJSON{bw: bw, enc: json.NewEncoder(jw)}
+		return &booksJSON{bw: bw, enc: json.NewEncoder(jw), head: head}
 	}
 	return &booksTable{a: a}
 }
 
-// booksJSON writes {"items": [...], "summary": {...}}, the items one a
-// line as they come.
+// booksJSON writes {"report": {...}, "items": [...], "summary": {...}},
+// the items one a line as they come.
 type booksJSON struct {
-	bw  *bufio.Writer
-	enc *json.Encoder
-	n   int
+	bw      *bufio.Writer
+	enc     *json.Encoder
+	n       int
+	head    booksReportOut
+	started bool
+}
+
+// start writes the report's head and opens the items.
+func (j *booksJSON) start() error {
+	if j.started {
+		return nil
+	}
+	j.started = true
+	if _, err := j.bw.WriteString("{\"report\": "); err != nil {
+		return err
+	}
+	if err := j.enc.Encode(j.head); err != nil {
+		return err
+	}
+	_, err := j.bw.WriteString(",\n\"items\": [")
+	return err
 }
 
 func (j *booksJSON) item(o booksItemOut) error {
+	if err := j.start(); err != nil {
+		return err
+	}
 	sep := ",\n"
 	if j.n == 0 {
-		sep = "{\"items\": [\n"
+		sep = "\n"
 	}
 	j.n++
 	if _, err := j.bw.WriteString(sep); err != nil {
@@ -305,11 +403,10 @@ func (j *booksJSON) item(o booksItemOut) error {
 }
 
 func (j *booksJSON) end(s booksSummaryOut) error {
-	head := "],\n\"summary\": "
-	if j.n == 0 {
-		head = "{\"items\": [],\n\"summary\": "
+	if err := j.start(); err != nil {
+		return err
 	}
-	if _, err := j.bw.WriteString(head); err != nil {
+	if _, err := j.bw.WriteString("],\n\"summary\": "); err != nil {
 		return err
 	}
 	if err := j.enc.Encode(s); err != nil {
@@ -321,36 +418,56 @@ func (j *booksJSON) end(s booksSummaryOut) error {
 	return j.bw.Flush()
 }
 
-// booksCSV writes one row per item, the header first.
+// booksCSV writes the report's head as comment lines ("# key: value"),
+// then one row per item, the column names first.
 type booksCSV struct {
 	a              *app
 	w              *csv.Writer
 	safe, terminal bool
 	started        bool
+	head           booksReportOut
+}
+
+// start writes the head and the column names.
+func (c *booksCSV) start() error {
+	if c.started {
+		return nil
+	}
+	c.started = true
+	for _, l := range c.head.lines() {
+		if _, err := fmt.Fprintln(c.a.stdout, "# "+c.a.safeText(l)); err != nil {
+			return err
+		}
+	}
+	return c.w.Write(booksCSVHeader)
 }
 
 func (c *booksCSV) item(o booksItemOut) error {
-	if !c.started {
-		c.started = true
-		if err := c.w.Write(booksCSVHeader); err != nil {
-			return err
-		}
+	if err := c.start(); err != nil {
+		return err
 	}
 	return c.w.Write(csvCells(o.csvRecord(), c.safe, c.terminal, c.a.secrets))
 }
 
-func (c *booksCSV) end(booksSummaryOut) error {
-	if !c.started {
-		if err := c.w.Write(booksCSVHeader); err != nil {
-			return err
-		}
+// end writes the header if no item came, and names each section that
+// did not finish, and why, on stderr: a CSV has no place for it, and a
+// file with the header alone must not read as books that tie.
+func (c *booksCSV) end(s booksSummaryOut) error {
+	if err := c.start(); err != nil {
+		return err
 	}
 	c.w.Flush()
+	for _, k := range slices.Sorted(maps.Keys(s.Unfinished)) {
+		fmt.Fprintln(c.a.stderr, "cryptopay: books: "+c.a.safeText(k+" not finished: "+s.Unfinished[k]))
+	}
+	for _, k := range slices.Sorted(maps.Keys(s.NotRead)) {
+		fmt.Fprintln(c.a.stderr, "cryptopay: books: "+c.a.safeText(k+" not read: "+s.NotRead[k]))
+	}
 	return c.w.Error()
 }
 
-// booksTable lists the drift and the undecided items (up to
-// booksTableCap), then the summary table.
+// booksTable lists the drift, the undecided and the adjusted items (up
+// to booksTableCap), then the summary table.
 type booksTable struct {
 	a     *app
 	rows  [][]string
@@ -358,7 +475,7 @@ type booksTable struct {
 }
 
 func (t *booksTable) item(o booksItemOut) error {
-	if !o.Drift && o.Class != string(pgstore.BooksUndecided) {
+	if !o.Drift && o.Class != string(pgstore.BooksUndecided) && o.Class != string(pgstore.BooksAdjusted) {
 		return nil
 	}
 	if len(t.rows) >= booksTableCap {
@@ -399,12 +516,89 @@ func (t *booksTable) end(s booksSummaryOut) error {
 	if err := a.printTable([]string{"SECTION", "CLASS", "ITEMS"}, rows); err != nil {
 		return err
 	}
-	for _, k := range slices.Sorted(maps.Keys(s.DriftAmount)) {
-		a.printLine("drift %s: %s", k, signed(s.DriftAmount[k]))
+	for _, section := range slices.Sorted(maps.Keys(s.DriftBySection)) {
+		for _, k := range slices.Sorted(maps.Keys(s.DriftBySection[section])) {
+			a.printLine("drift in %s (%s) %s: %s", section, booksMoney[section], k, signed(s.DriftBySection[section][k]))
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(s.NotRead)) {
+		a.printLine("%s not read: %s", k, s.NotRead[k])
 	}
 	for _, k := range slices.Sorted(maps.Keys(s.Unfinished)) {
 		a.printLine("%s not finished: %s", k, s.Unfinished[k])
 	}
 	a.printLine("%d drift, %d in flight, %d undecided", s.Drift, s.InFlight, s.Undecided)
+	return nil
+}
+
+// booksAdjustmentOut is a booked adjustment as the CLI writes it.
+type booksAdjustmentOut struct {
+	ID       int64  `json:"id"`
+	At       string `json:"at"`
+	Section  string `json:"section"`
+	OrderID  string `json:"orderId,omitempty"`
+	Currency string `json:"currency,omitempty"`
+	Network  string `json:"network,omitempty"`
+	Amount   string `json:"amount"`
+	Actor    string `json:"actor"`
+	Note     string `json:"note"`
+}
+
+// booksAdjust books a drift (pgstore.Books.Adjust): the database alone.
+func (a *app) booksAdjust(args []string) error {
+	cmd := command{"books adjust", "", "Book a drift the books check found, so the next check ties with it: --amount\n" +
+		"(the drift's delta, exact) against one item: --section payouts or payments with\n" +
+		"--order-id, or --section balances with --currency and --network. Recorded with\n" +
+		"--actor and --note in the check's adjustments table (--balance-table with\n" +
+		"_adjustments appended), never edited or deleted: book another to correct one.\n" +
+		"See docs/books.md."}
+	fs, db := a.newDBFlagSet(cmd, queueStore)
+	var adj pgstore.BooksAdjustment
+	var amount, balanceTable string
+	fs.StringVar(&adj.Section, "section", "", "the `section` of the drift: payouts, payments or balances (required)")
+	fs.StringVar(&adj.OrderID, "order-id", "", "the payout's or payment's `orderId` (payouts, payments)")
+	fs.StringVar(&adj.Currency, "currency", "", "the balance's `currency` (balances); with payouts, the currency of a payout\n"+
+		"of the orderId listed in another currency or network than its intent's")
+	fs.StringVar(&adj.Network, "network", "", "the balance's `network` (balances); with payouts, as --currency")
+	fs.StringVar(&amount, "amount", "", "the `amount` to book: the drift's delta, a signed plain decimal (required)")
+	fs.StringVar(&balanceTable, "balance-table", pgstore.DefaultBooksBalanceTable, "the books check's own `table` of balance\n"+
+		"snapshots; its adjustments are in this name with _adjustments appended (created if missing)")
+	fs.StringVar(&adj.Note, "note", "", "why it is booked: what was found, a ticket (required)")
+	actor := a.actorFlag(fs.FlagSet)
+	_, asJSON, err := a.parseOutput(fs, args, 0, 0)
+	if err != nil {
+		return err
+	}
+	if adj.Amount, err = parseAmount(amount); err != nil {
+		return usageErr("books adjust: --amount %q: %v", amount, err)
+	}
+	adj.Actor = *actor
+	q, pool, err := a.openQueueReader(db)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	b, err := pgstore.NewBooks(pgstore.BooksConfig{Queue: q, BalanceTable: balanceTable, CreateTable: true})
+	if err != nil {
+		return &exitError{exitUsage, err}
+	}
+	got, err := b.Adjust(a.ctx, adj)
+	var ve *cryptopay.ValidationError
+	if errors.As(err, &ve) {
+		return usageErr("books adjust: %v", err)
+	}
+	if err != nil {
+		return err
+	}
+	out := booksAdjustmentOut{ID: got.ID, At: got.At.UTC().Format(time.RFC3339Nano), Section: got.Section, OrderID: got.OrderID,
+		Currency: got.Currency, Network: got.Network, Amount: money(got.Amount), Actor: got.Actor, Note: got.Note}
+	if asJSON {
+		return a.printJSON(out)
+	}
+	what := out.OrderID
+	if out.Section == "balances" {
+		what = out.Currency + "/" + out.Network
+	}
+	a.printLine("adjustment %d booked: %s %s %s by %s", out.ID, out.Section, what, signed(out.Amount), out.Actor)
 	return nil
 }

@@ -21,10 +21,52 @@ import (
 	"github.com/cryptopay/cryptopay-go/pgstore/pgstoretest"
 )
 
-// booksJSONOut is what 'books --json' writes.
+// booksJSONOut is what 'books --output json' writes.
 type booksJSONOut struct {
+	Report  booksReportOut  `json:"report"`
 	Items   []booksItemOut  `json:"items"`
 	Summary booksSummaryOut `json:"summary"`
+}
+
+// readBooksCSV reads what 'books --output csv' writes: the report's head as
+// comment lines, then the rows.
+func readBooksCSV(t *testing.T, out string) [][]string {
+	t.Helper()
+	r := csv.NewReader(strings.NewReader(out))
+	r.Comment = '#'
+	recs, err := r.ReadAll()
+	require.NoError(t, err, out)
+	return recs
+}
+
+// usdtBalance reads 'books --output json' output and returns its usdt/tron
+// balance item.
+func usdtBalance(t *testing.T, stdout string) (booksItemOut, booksJSONOut) {
+	t.Helper()
+	var out booksJSONOut
+	require.NoError(t, json.Unmarshal([]byte(stdout), &out), stdout)
+	for _, it := range out.Items {
+		if it.Section == "balances" && it.Currency == "usdt" && it.Network == "tron" {
+			return it, out
+		}
+	}
+	t.Fatalf("no usdt/tron balance in %s", stdout)
+	return booksItemOut{}, out
+}
+
+// trackedPayment creates a payment of 10 for orderID at the fake and
+// tracks it in a new tracker table, not run: the tracker, its table.
+func trackedPayment(t *testing.T, qf *queueFixture, orderID string) (*pgstore.Tracker, string, *cryptopay.Payment) {
+	t.Helper()
+	tracked := pgstoretest.Name("tracked")
+	tr, err := pgstore.NewTracker(context.Background(), pgstore.TrackerConfig{Pool: qf.pool, Table: tracked, CreateTable: true})
+	require.NoError(t, err)
+	p := qf.createPayment(orderID, "10", "")
+	require.NoError(t, pgx.BeginFunc(context.Background(), qf.pool, func(tx pgx.Tx) error {
+		_, err := tr.Track(context.Background(), tx, p)
+		return err
+	}))
+	return tr, tracked, p
 }
 
 // booksFixture is a queue with three payouts created at the fake, one of
@@ -55,7 +97,7 @@ func booksFixture(t *testing.T) *queueFixture {
 }
 
 // TestBooksCommand: the drift is found and exits 1; the double payment is
-// the first line of the table; --json and --csv list every orderId with
+// the first line of the table; JSON and CSV list every orderId with
 // its class and exact amounts.
 func TestBooksCommand(t *testing.T) {
 	qf := booksFixture(t)
@@ -83,12 +125,12 @@ func TestBooksCommand(t *testing.T) {
 		assert.Equal(t, "in_flight", it.Class, it.OrderID)
 	}
 	assert.Equal(t, 1, out.Summary.Drift)
-	assert.Equal(t, map[string]string{out.Items[0].Currency + "/" + out.Items[0].Network: amount}, out.Summary.DriftAmount)
+	assert.Equal(t, map[string]map[string]string{"payouts": {out.Items[0].Currency + "/" + out.Items[0].Network: amount}},
+		out.Summary.DriftBySection)
 
 	r = qf.run(append(args, "--output", "csv")...)
 	require.Equal(t, exitNo, r.code)
-	recs, err := csv.NewReader(strings.NewReader(r.stdout)).ReadAll()
-	require.NoError(t, err)
+	recs := readBooksCSV(t, r.stdout)
 	require.Len(t, recs, 4)
 	assert.Equal(t, booksCSVHeader, recs[0])
 	assert.Equal(t, []string{batchRecord("bk", 1)[0], "double_payment", amount}, []string{recs[1][1], recs[1][2], recs[1][6]})
@@ -106,6 +148,19 @@ func TestBooksCommandExitCodes(t *testing.T) {
 	r = qf.run("books", "--sections", "payouts", "--output", "table")
 	assert.Equal(t, exitNotYet, r.code, "stdout: %s stderr: %s", r.stdout, r.stderr)
 	assert.Contains(t, r.stdout, "payouts not finished: the payout list")
+	// Every format says what did not finish: the CSV on stderr (its file
+	// holds the header alone), the JSON in its summary.
+	qf.srv.InjectFault(cryptopaytest.RouteListPayouts, cryptopaytest.Fault{Status: 200, Body: `{}`})
+	r = qf.run("books", "--sections", "payouts", "--output", "csv")
+	assert.Equal(t, exitNotYet, r.code, "stdout: %s stderr: %s", r.stdout, r.stderr)
+	assert.Equal(t, [][]string{booksCSVHeader}, readBooksCSV(t, r.stdout), "the column names alone")
+	assert.Contains(t, r.stderr, "payouts not finished: the payout list")
+	qf.srv.InjectFault(cryptopaytest.RouteListPayouts, cryptopaytest.Fault{Status: 200, Body: `{}`})
+	r = qf.run("books", "--sections", "payouts", "--output", "json")
+	assert.Equal(t, exitNotYet, r.code, "stdout: %s stderr: %s", r.stdout, r.stderr)
+	var out booksJSONOut
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &out), r.stdout)
+	assert.Contains(t, out.Summary.Unfinished["payouts"], "the payout list")
 
 	// A payout made outside the queue, with an orderId that would clear
 	// the screen and reverse the text after it.
@@ -148,17 +203,9 @@ func TestBooksCommandBalances(t *testing.T) {
 	qf.srv.DebitBalance("usdt", "tron", decimal.RequireFromString("0.000000000000000001"))
 	r = qf.run(append(args, rules...)...)
 	require.Equal(t, exitNo, r.code, "%s %s", r.stdout, r.stderr)
-	var out booksJSONOut
-	require.NoError(t, json.Unmarshal([]byte(r.stdout), &out), r.stdout)
-	var found bool
-	for _, it := range out.Items {
-		if it.Section == "balances" && it.Currency == "usdt" && it.Network == "tron" {
-			found = true
-			assert.Equal(t, "balance_drift", it.Class)
-			assert.Equal(t, "-0.000000000000000001", it.Delta)
-		}
-	}
-	assert.True(t, found, r.stdout)
+	it, _ := usdtBalance(t, r.stdout)
+	assert.Equal(t, "balance_drift", it.Class)
+	assert.Equal(t, "-0.000000000000000001", it.Delta)
 
 	r = qf.run(args...)
 	assert.Equal(t, exitNotYet, r.code, "no debit rule: the balances are undecided, not compared")
@@ -181,18 +228,11 @@ func TestBooksCommandNoDatabase(t *testing.T) {
 
 // TestBooksCommandStoppedAfterDrift: a check stopped (SIGTERM, a cron
 // job's timeout) after it found a double payment still exits 1, not 2 as
-// if nothing were wrong but unfinished, and --json still ends with the
+// if nothing were wrong but unfinished, and JSON still ends with the
 // summary, the stopped section named unfinished.
 func TestBooksCommandStoppedAfterDrift(t *testing.T) {
 	qf := booksFixture(t)
-	tracked := pgstoretest.Name("tracked")
-	tr, err := pgstore.NewTracker(context.Background(), pgstore.TrackerConfig{Pool: qf.pool, Table: tracked, CreateTable: true})
-	require.NoError(t, err)
-	p := qf.createPayment("bk-pay", "10", "")
-	require.NoError(t, pgx.BeginFunc(context.Background(), qf.pool, func(tx pgx.Tx) error {
-		_, err := tr.Track(context.Background(), tx, p)
-		return err
-	}))
+	_, tracked, _ := trackedPayment(t, qf, "bk-pay")
 	qf.srv.InjectFault(cryptopaytest.RouteGetPayment, cryptopaytest.Fault{Delay: time.Hour}) // the payment read hangs
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
@@ -214,4 +254,143 @@ func TestBooksCommandStoppedAfterDrift(t *testing.T) {
 	assert.Equal(t, 1, out.Summary.Drift)
 	assert.Contains(t, out.Summary.Unfinished, "payments")
 	assert.False(t, out.Summary.Clean)
+	for _, it := range out.Items {
+		assert.NotEqual(t, "payments", it.Section, "%s: its read was stopped, not answered: no row (%s)", it.OrderID, it.Detail)
+	}
+}
+
+// TestBooksCommandSumsTie: the CSV's delta column, summed per section,
+// class, currency and network, is the JSON summary's totals to the digit;
+// the items that are not drift have a delta of 0; the drift is summed per
+// section (money out and money in apart), never netted across sections.
+func TestBooksCommandSumsTie(t *testing.T) {
+	qf := booksFixture(t) // a double payment, two payouts in flight
+	qf.createPayout("bk-outside", "1.5")
+	tr, tracked, p := trackedPayment(t, qf, "bk-pay")
+	require.NoError(t, qf.srv.Pay(p.ID, decimal.RequireFromString("10"))) // the tracker never reads it
+	_, err := qf.pool.Exec(context.Background(), "UPDATE "+tr.Table()+" SET next_at = now() - interval '1 hour'")
+	require.NoError(t, err)
+	time.Sleep(2 * time.Millisecond) // the settle time (1 ms) passes after the payment
+	args := []string{"books", "--sections", "payouts,payments", "--tracker-table", tracked, "--settle", "1ms"}
+
+	r := qf.run(append(args, "--output", "csv")...)
+	require.Equal(t, exitNo, r.code, "stderr: %s", r.stderr)
+	recs := readBooksCSV(t, r.stdout)
+	type key struct{ section, class, currency, network string }
+	sums, items := map[key]decimal.Decimal{}, map[key]int{}
+	for _, rec := range recs[1:] {
+		k := key{rec[0], rec[2], rec[10], rec[11]}
+		sums[k] = sums[k].Add(decimal.RequireFromString(rec[6]))
+		items[k]++
+		if rec[3] == "false" {
+			assert.Equal(t, "0", rec[6], "%s %s: not drift, nothing to book", rec[1], rec[2])
+		}
+	}
+
+	r = qf.run(append(args, "--output", "json")...)
+	require.Equal(t, exitNo, r.code, "stderr: %s", r.stderr)
+	var out booksJSONOut
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &out), r.stdout)
+	require.Len(t, out.Summary.Totals, len(sums))
+	for _, tot := range out.Summary.Totals {
+		k := key{tot.Section, tot.Class, tot.Currency, tot.Network}
+		assert.Equal(t, sums[k].String(), tot.Delta, "%+v", k)
+		assert.Equal(t, items[k], tot.Items, "%+v", k)
+	}
+	amount := decimal.RequireFromString(batchRecord("bk", 1)[2])
+	assert.Equal(t, map[string]map[string]string{
+		"payouts":  {"usdt/tron": amount.Add(decimal.RequireFromString("1.5")).String()}, // the second payout and the one outside
+		"payments": {"usdt/tron": "10"},
+	}, out.Summary.DriftBySection)
+}
+
+// TestBooksCommandAdjust: a balance drift booked with 'books adjust' (its
+// exact delta, an actor and a note) ties the next check (exit 0), the
+// balance listed apart as adjusted; bad input books nothing (exit 64).
+func TestBooksCommandAdjust(t *testing.T) {
+	qf := setupQueue(t)
+	tracked, books := pgstoretest.Name("tracked"), pgstoretest.Name("books")
+	_, err := pgstore.NewTracker(context.Background(), pgstore.TrackerConfig{Pool: qf.pool, Table: tracked, CreateTable: true})
+	require.NoError(t, err)
+	args := []string{"books", "--sections", "payouts,payments,balances", "--tracker-table", tracked,
+		"--balance-table", books, "--payout-debit", "created", "--payout-fees", "included", "--output", "json"}
+	r := qf.run(args...)
+	require.Equal(t, exitOK, r.code, "%s %s", r.stdout, r.stderr)
+	qf.srv.DebitBalance("usdt", "tron", decimal.RequireFromString("0.25"))
+	r = qf.run(args...)
+	require.Equal(t, exitNo, r.code, "%s %s", r.stdout, r.stderr)
+
+	adjust := []string{"books", "adjust", "--balance-table", books, "--section", "balances", "--currency", "usdt",
+		"--network", "tron", "--actor", "alice", "--note", "debited by hand: ticket 42"}
+	for _, bad := range [][]string{{"--amount", "-2.5e-1"}, {"--amount", "0"}, {"--amount", "-0.25", "--order-id", "o-1"}} {
+		r = qf.run(append(adjust, bad...)...)
+		assert.Equal(t, exitUsage, r.code, "%v: %s %s", bad, r.stdout, r.stderr)
+	}
+	r = qf.run(append(adjust, "--amount", "-0.25", "--output", "table")...)
+	require.Equal(t, exitOK, r.code, "%s %s", r.stdout, r.stderr)
+	assert.Equal(t, "adjustment 1 booked: balances usdt/tron -0.25 by alice\n", r.stdout)
+
+	r = qf.run(args...)
+	require.Equal(t, exitOK, r.code, "%s %s", r.stdout, r.stderr)
+	it, out := usdtBalance(t, r.stdout)
+	assert.Equal(t, "adjusted", it.Class, it.Detail)
+	assert.Equal(t, "0", it.Delta)
+	assert.Equal(t, "-0.25", it.Adjusted)
+	assert.Equal(t, 1, out.Summary.Counts["balances"]["adjusted"])
+}
+
+// TestBooksCommandReport: JSON and CSV carry the report's head, so a
+// finance team can file it: when it ran and as of when, the sections, the
+// window, the settings; the JSON summary says when it finished.
+func TestBooksCommandReport(t *testing.T) {
+	qf := setupQueue(t)
+	args := []string{"books", "--sections", "payouts", "--since", "2026-11-01T00:00:00Z", "--settle", "10m", "--payout-fees", "included"}
+	r := qf.run(append(args, "--output", "json")...)
+	require.Equal(t, exitOK, r.code, "%s %s", r.stdout, r.stderr)
+	var out booksJSONOut
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &out), r.stdout)
+	require.True(t, strings.HasPrefix(r.stdout, `{"report": {"report":"cryptopay books"`), "the head comes first: %s", r.stdout)
+	h := out.Report
+	assert.Equal(t, []string{"payouts"}, h.Sections)
+	assert.Contains(t, h.Window, "since 2026-11-01T00:00:00Z")
+	assert.Equal(t, "10m0s", h.Settle)
+	assert.Equal(t, "unset", h.PayoutDebit)
+	assert.Equal(t, "included", h.PayoutFees)
+	assert.Equal(t, qf.table, h.QueueTable)
+	for _, at := range []string{h.StartedAt, h.AsOf, out.Summary.FinishedAt} {
+		_, err := time.Parse(time.RFC3339Nano, at)
+		assert.NoError(t, err, at)
+	}
+
+	r = qf.run(append(args, "--output", "csv")...)
+	require.Equal(t, exitOK, r.code, "%s %s", r.stdout, r.stderr)
+	lines := strings.Split(r.stdout, "\n")
+	assert.Equal(t, "# report: cryptopay books", lines[0])
+	for _, want := range []string{"# started_at: ", "# as_of: ", "# sections: payouts", "# window: payments tracked or changed since 2026-11-01",
+		"# settle: 10m0s", "# payout_fees: included", "# queue_table: " + qf.table} {
+		assert.Contains(t, r.stdout, "\n"+want, want)
+	}
+	assert.Equal(t, [][]string{booksCSVHeader}, readBooksCSV(t, r.stdout))
+}
+
+// TestBooksCommandPayoutLedger: --payout-ledger-sql compares your payout
+// ledger with the queue's paid intents: rows under an orderId the queue
+// does not know are drift (exit 1); without the payouts section it is a
+// usage error.
+func TestBooksCommandPayoutLedger(t *testing.T) {
+	qf := setupQueue(t)
+	ledger := pgstoretest.Name("payout_ledger")
+	_, err := qf.pool.Exec(context.Background(), "CREATE TABLE "+ledger+" (order_id text, booked numeric); INSERT INTO "+ledger+" VALUES ('ghost', 5)")
+	require.NoError(t, err)
+	sql := "SELECT order_id, booked FROM " + ledger
+	r := qf.run("books", "--sections", "payouts", "--payout-ledger-sql", sql, "--output", "json")
+	require.Equal(t, exitNo, r.code, "%s %s", r.stdout, r.stderr)
+	var out booksJSONOut
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &out), r.stdout)
+	require.Len(t, out.Items, 1)
+	assert.Equal(t, booksItemOut{Section: "payout_ledger", OrderID: "ghost", Class: "ledger_only", Drift: true, Theirs: "5", Delta: "5",
+		Ledger: "5", Detail: "the merchant's ledger books an orderId the queue does not know"}, out.Items[0])
+	assert.True(t, out.Report.PayoutLedger)
+	r = qf.run("books", "--sections", "payments", "--payout-ledger-sql", sql)
+	assert.Equal(t, exitUsage, r.code)
 }

@@ -37,7 +37,8 @@ Commands:
   payout batch FILE     enqueue a CSV of payouts in the payout queue (--dry-run first)
   balances              show the balances
   books                 prove the books: the payout queue and the payment tracker against the
-                        provider, every difference with its exact amount
+                        provider, every difference with its exact amount;
+                        'books adjust' books a drift it found (--amount, --actor, --note)
   currencies            list the supported currency/network pairs
   webhook url           print the tokened webhook URL for --order-id
   webhook send          post a tokened test event for a payment or payout to a local receiver
@@ -150,7 +151,7 @@ func (a *app) dispatch(args []string) error {
 // sets (TestCommandFlagsComeFromSharedSets walks this table).
 func (a *app) commands() map[string]func([]string) error {
 	cmds := map[string]func([]string) error{
-		"balances": a.balances, "books": a.books, "currencies": a.currencies,
+		"balances": a.balances, "books": a.books, "books adjust": a.booksAdjust, "currencies": a.currencies,
 
 		"payment get": a.paymentGet, "payment wait": a.paymentWait, "payment create": a.paymentCreate,
 		"payment tracked": a.trackedList, "payment tracked list": a.trackedList, "payment tracked show": a.trackedShow,

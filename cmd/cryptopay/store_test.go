@@ -35,6 +35,7 @@ var dbCommands = []dbCommand{
 	{[]string{"payout", "queue", "reject", "o-1"}, "-queue-table", []string{"-reason", "-actor"}},
 	{[]string{"payout", "queue", "retry", "o-1"}, "-queue-table", []string{"-note", "-actor"}},
 	{[]string{"payout", "batch", "f.csv"}, "-queue-table", []string{"-dry-run", "-actor"}},
+	{[]string{"books", "adjust"}, "-queue-table", []string{"-section", "-order-id", "-currency", "-network", "-amount", "-balance-table", "-note", "-actor"}},
 }
 
 // Every command of both families that works on the database alone
