@@ -130,7 +130,7 @@ type Move struct {
 	// statement.
 	do      func(ctx context.Context, s Stores, in MoveInput) (Moved, error)
 	applies func(p *TrackedPayment) bool
-	many func(ctx context.Context, q *Queue, ids []string, by Operator, note string) (BulkResult, error)
+	many    func(ctx context.Context, q *Queue, ids []string, by Operator, note string) (BulkResult, error)
 }
 
 // note and reason: the two texts a move records.
