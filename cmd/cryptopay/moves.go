@@ -191,8 +191,6 @@ func operateExit(err error) error {
 		return &exitError{exitNo, err}
 	case errors.As(err, &ve):
 		return &exitError{exitUsage, err}
-	case errors.Is(err, pgstore.ErrNotTracked):
-		return &exitError{exitNo, err}
 	case errors.Is(err, pgstore.ErrIntentState), errors.Is(err, pgstore.ErrApprovalNotCounted), errors.Is(err, pgstore.ErrChanged):
 		return &exitError{exitNo, err}
 	}
