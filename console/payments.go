@@ -1,7 +1,6 @@
 package console
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -84,28 +83,13 @@ func (c *console) paymentList(w http.ResponseWriter, r *http.Request) {
 }
 
 // listPayments reads a page of the list (tf.Limit rows at most): with
-// unresolved, the payments Refunds.Unresolved names after tf.After (an
-// index scan of those needing action, each read by its key).
+// unresolved, Refunds.UnresolvedPayments after tf.After (one query, an
+// index scan of the payments needing action).
 func (c *console) listPayments(r *http.Request, unresolved bool, tf pgstore.TrackFilter) ([]pgstore.TrackedPayment, error) {
-	if !unresolved {
-		return c.cfg.Tracker.List(r.Context(), tf)
+	if unresolved {
+		return c.cfg.Refunds.UnresolvedPayments(r.Context(), tf.After, tf.Limit)
 	}
-	ids, err := c.cfg.Refunds.Unresolved(r.Context(), tf.After, tf.Limit)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]pgstore.TrackedPayment, 0, len(ids))
-	for _, id := range ids {
-		tp, err := c.cfg.Tracker.Get(r.Context(), id)
-		if errors.Is(err, pgstore.ErrNotTracked) {
-			continue // untracked since
-		}
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, *tp)
-	}
-	return out, nil
+	return c.cfg.Tracker.List(r.Context(), tf)
 }
 
 // applying are the moves of ms that apply to p now.

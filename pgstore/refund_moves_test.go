@@ -27,6 +27,15 @@ func TestMoveRefundAcceptWriteOff(t *testing.T) {
 	accept, _ := pgstore.MoveNamed(pgstore.ObjectPayment, "accept")
 	writeOff, _ := pgstore.MoveNamed(pgstore.ObjectPayment, "write-off")
 	alice := pgstore.Operator{ID: "Alice", Login: "alice"}
+	rows, err := r.refunds.UnresolvedPayments(ctx, "", 2)
+	require.NoError(t, err)
+	require.Len(t, rows, 2, "a page of two")
+	assert.Equal(t, []string{"over", "partial"}, []string{rows[0].OrderID, rows[1].OrderID})
+	assert.Equal(t, "100.500001", rows[0].PaidAmount.Decimal.String(), "each payment whole, in the one query")
+	rows, err = r.refunds.UnresolvedPayments(ctx, "partial", 0)
+	require.NoError(t, err)
+	require.Len(t, rows, 1)
+	assert.Equal(t, "short", rows[0].OrderID)
 
 	for _, m := range []pgstore.Move{refund, accept, writeOff} {
 		assert.False(t, m.Available(pgstore.Stores{Tracker: r.tracker}), "%s needs the refunds", m.Name)
@@ -41,7 +50,7 @@ func TestMoveRefundAcceptWriteOff(t *testing.T) {
 	}
 
 	in := pgstore.MoveInput{OrderID: "over", By: alice, Values: map[string]string{"rule": "most", "idempotency-key": "T-1", "customer-id": "c-1"}}
-	_, err := refund.Do(ctx, s, in)
+	_, err = refund.Do(ctx, s, in)
 	var ve *cryptopay.ValidationError
 	require.ErrorAs(t, err, &ve, "a rule not among the choices")
 	assert.Equal(t, "rule", ve.Field)
@@ -79,6 +88,9 @@ func TestMoveRefundAcceptWriteOff(t *testing.T) {
 	left, err := r.refunds.Unresolved(ctx, "", 0)
 	require.NoError(t, err)
 	assert.Empty(t, left, "every payment needing action is resolved")
+	rows, err = r.refunds.UnresolvedPayments(ctx, "", 0)
+	require.NoError(t, err)
+	assert.Empty(t, rows)
 	res, err := r.refunds.Resolutions(ctx, "over")
 	require.NoError(t, err)
 	assert.Len(t, res, 1, "one resolution for the refund and its retry")

@@ -7,8 +7,8 @@ import (
 
 // refundSQL holds the statements of Refunds, built once for its tables.
 type refundSQL struct {
-	lockTotal, payment, held, setTotal, insert, get, list, claim string
-	resolve, resolutions, unresolved, refundResolved             string
+	lockTotal, payment, held, setTotal, insert, get, list, claim     string
+	resolve, resolutions, unresolved, unresolvedRows, refundResolved string
 }
 
 // releasedStatesSQL are the payout states in which a refund holds
@@ -65,6 +65,8 @@ SELECT tracked, refund_ok, (SELECT at FROM i) FROM c`, res, t, f),
 WHERE order_id = $1 AND refund_id = $2 ORDER BY id LIMIT 1`, res),
 		unresolved: fmt.Sprintf(`SELECT t.order_id FROM %s t WHERE t.needs_action AND t.order_id > $1
     AND NOT EXISTS (SELECT 1 FROM %s x WHERE x.order_id = t.order_id) ORDER BY t.order_id LIMIT $2`, t, res),
+		unresolvedRows: fmt.Sprintf(`SELECT %s FROM %s t WHERE t.needs_action AND t.order_id > $1
+    AND NOT EXISTS (SELECT 1 FROM %s x WHERE x.order_id = t.order_id) ORDER BY t.order_id LIMIT $2`, trackedCols, t, res),
 		claim: fmt.Sprintf(`WITH r AS (UPDATE %s SET wallet_address = $2, customer_ip = $3, state = %s, claimed_at = now()
 WHERE id = $1 AND state = %s AND claim_until > clock_timestamp() RETURNING *)
 SELECT %s, NULL::text, NULL::text FROM r`, f, sqlLiteral(string(RefundEnqueued)), sqlLiteral(string(RefundAwaitingClaim)), cols),

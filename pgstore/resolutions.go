@@ -149,3 +149,12 @@ func (r *Refunds) Unresolved(ctx context.Context, after string, limit int) ([]st
 	}
 	return out, nil
 }
+
+// UnresolvedPayments is Unresolved with each payment as the tracker holds
+// it, in one query (a page of the console's unresolved list).
+func (r *Refunds) UnresolvedPayments(ctx context.Context, after string, limit int) ([]TrackedPayment, error) {
+	if err := r.CheckSchema(ctx); err != nil {
+		return nil, err
+	}
+	return listRows(ctx, r.cfg.Queue.cfg.Pool, "unresolved payments", r.sql.unresolvedRows, scanTracked, after, pageLimit(limit))
+}
