@@ -13,6 +13,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cryptopay/cryptopay-go"
+	"github.com/cryptopay/cryptopay-go/console"
 	"github.com/cryptopay/cryptopay-go/pgstore"
 	"github.com/cryptopay/cryptopay-go/pgstore/claim"
 	"github.com/cryptopay/cryptopay-go/pgstore/pgstoretest"
@@ -128,4 +130,50 @@ paid_amount, needs_action) VALUES ('order-9', 'pay-9', 40, 'usdt', 'tron', 'clos
 	claimPage(t, tab, u.String(), "#status")
 	assert.Equal(t, "Paid", text(t, tab, "#status"))
 	assert.Equal(t, 1, r.fake.PayoutsWithOrderID(f.ID), "one payout")
+}
+
+// TestConsoleRefundBrowser: an operator refunds an overpayment from the
+// needs-action list in the browser; the console shows the claim link,
+// and the customer's claim through it becomes the payout held for
+// approval.
+func TestConsoleRefundBrowser(t *testing.T) {
+	mux := http.NewServeMux()
+	shop := httptest.NewServer(mux)
+	t.Cleanup(shop.Close)
+	r := newRig(t, func(c *console.Config) { c.ClaimURL, c.ClaimKey = shop.URL+"/refund", claimKey })
+	h, err := claim.New(claim.Config{Refunds: r.rf, Key: claimKey})
+	require.NoError(t, err)
+	mux.Handle("/refund", h)
+	r.trackAs(t, "order-7", cryptopay.PaymentPaidOver, "40", "43.75")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	b := startBrowser(t, ctx)
+	ops, customer := b.tab(t, operator), b.tab(t, "customer")
+	require.NoError(t, chromedp.Do(ops,
+		chromedp.Navigate(r.base+"/payments?needs_action=1"),
+		chromedp.Click(chromedp.CSS("#row-refund-order-7")),
+		chromedp.WaitVisible(chromedp.CSS("#confirm")),
+		chromedp.SendKeys(chromedp.CSS("#idempotency-key"), "ticket-7"),
+		chromedp.SendKeys(chromedp.CSS("#customer-id"), "cust-7"),
+		chromedp.Click(chromedp.CSS("#confirm")),
+		chromedp.WaitVisible(chromedp.CSS("#claim-link")),
+	))
+	assert.Contains(t, text(t, ops, "#refund-amount"), "3.75 usdt on tron")
+	link, err := chromedp.Run(ops, chromedp.Evaluate[string]("document.querySelector('#claim-link').value"))
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(link, shop.URL+"/refund?"), link)
+	id := pgstore.RefundID("order-7", "ticket-7")
+	res, err := r.rf.Resolutions(context.Background(), "order-7")
+	require.NoError(t, err)
+	require.Len(t, res, 1)
+	assert.Equal(t, id, res[0].RefundID)
+
+	claimPage(t, customer, link, "#claim")
+	assert.Contains(t, submitAddress(t, customer, "TMGN4ZGYBvvqVAX3BXXHwrxtzreXVDLJ2G", "#status"), "Awaiting approval")
+	in, err := r.q.Get(context.Background(), id)
+	require.NoError(t, err)
+	assert.Equal(t, pgstore.StateNeedsApproval, in.State)
+	assert.Equal(t, "3.75", in.Params.Amount.String())
+	assert.Equal(t, "olga", in.EnqueuedBy, "enqueued in the asker's name: their approval never counts")
 }

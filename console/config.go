@@ -21,10 +21,12 @@ const (
 	// Authorize function admits can read.
 	RoleViewer Role = "viewer"
 	// RoleOperator retries and resolves parked payouts (one by one or in
-	// bulk) and clears payment anomalies.
+	// bulk), clears payment anomalies and refunds payments that need
+	// action (the refund's payout is then held for an approver).
 	RoleOperator Role = "operator"
 	// RoleApprover approves or rejects payouts held for approval (one by
-	// one or in bulk). Four eyes: an intent needs the approvals of
+	// one or in bulk), and accepts as paid or writes off a payment that
+	// needs action. Four eyes: an intent needs the approvals of
 	// pgstore.QueueConfig.Approvals distinct approvers.
 	RoleApprover Role = "approver"
 )
@@ -104,6 +106,17 @@ type Config struct {
 	// Tracker is the payment tracker the console shows (nil: no payments
 	// pages).
 	Tracker *pgstore.Tracker
+	// Refunds, on the same Queue and Tracker, gives a payment that needs
+	// action its refund, accept and write-off moves and the payments
+	// list its "unresolved" filter (nil: neither). It needs Tracker.
+	Refunds *pgstore.Refunds
+	// ClaimURL and ClaimKey, both or neither, make the claim link the
+	// console shows after a refund without a wallet (package
+	// pgstore/claim: the URL its handler is mounted at and its key).
+	// Without them the page says how to make the link with the CLI.
+	// The key is a secret: it is never shown, only the links it signs.
+	ClaimURL string
+	ClaimKey []byte
 	// Authorize maps a request to its actor, or refuses it with an error
 	// (403; the error's text is not shown). It runs for every request,
 	// after the merchant's own authentication middleware: read the user it

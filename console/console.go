@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"time"
+
+	"github.com/cryptopay/cryptopay-go/pgstore/claim"
 )
 
 // New checks cfg and returns the console's handler. Mount it under any
@@ -18,6 +21,15 @@ func New(cfg Config) (http.Handler, error) {
 		return nil, fmt.Errorf("%w: give a Queue, a Tracker or both", ErrInvalidConfig)
 	case cfg.PageSize < 0 || cfg.PageSize > 500 || cfg.BulkMax < 0:
 		return nil, fmt.Errorf("%w: PageSize must be 0 to 500, BulkMax not negative", ErrInvalidConfig)
+	case cfg.Refunds != nil && cfg.Tracker == nil:
+		return nil, fmt.Errorf("%w: Refunds needs the Tracker it refunds", ErrInvalidConfig)
+	case (cfg.ClaimURL == "") != (len(cfg.ClaimKey) == 0):
+		return nil, fmt.Errorf("%w: give ClaimURL and ClaimKey together, or neither", ErrInvalidConfig)
+	}
+	if cfg.ClaimURL != "" {
+		if _, err := claim.Link(cfg.ClaimURL, cfg.ClaimKey, "refund-check", time.Now()); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+		}
 	}
 	if why := prefixProblem(cfg.Prefix); why != "" {
 		return nil, &PrefixError{Prefix: cfg.Prefix, Reason: why}

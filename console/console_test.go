@@ -55,6 +55,8 @@ type rig struct {
 	fake *cryptopaytest.Server
 	q    *pgstore.Queue
 	tr   *pgstore.Tracker
+	rf   *pgstore.Refunds
+	rft  string // the refunds' table
 	srv  *httptest.Server
 	base string // srv.URL + "/ops"
 }
@@ -80,7 +82,10 @@ func newRig(t testing.TB, edit ...func(*console.Config)) *rig {
 	require.NoError(t, err)
 	r.tr, err = pgstore.NewTracker(ctx, pgstore.TrackerConfig{Pool: r.pool, Client: fake.Client(), Table: pgstoretest.Name("tracked"), CreateTable: true})
 	require.NoError(t, err)
-	cfg := console.Config{Queue: r.q, Tracker: r.tr, Authorize: testAuthorize}
+	r.rft = pgstoretest.Name("refunds")
+	r.rf, err = pgstore.NewRefunds(ctx, pgstore.RefundsConfig{Queue: r.q, Tracker: r.tr, Table: r.rft, CreateTable: true})
+	require.NoError(t, err)
+	cfg := console.Config{Queue: r.q, Tracker: r.tr, Refunds: r.rf, Authorize: testAuthorize}
 	for _, e := range edit {
 		e(&cfg)
 	}

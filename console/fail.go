@@ -29,10 +29,12 @@ func (c *console) failDB(w http.ResponseWriter, r *http.Request, what string, er
 func (c *console) refused(w http.ResponseWriter, r *http.Request, err error, what string) {
 	var ve *cryptopay.ValidationError
 	switch {
-	case errors.Is(err, pgstore.ErrIntentNotFound), errors.Is(err, pgstore.ErrNotTracked), errors.Is(err, pgstore.ErrUnknownMove):
+	case errors.Is(err, pgstore.ErrIntentNotFound), errors.Is(err, pgstore.ErrNotTracked), errors.Is(err, pgstore.ErrUnknownMove),
+		errors.Is(err, pgstore.ErrRefundNotFound):
 		c.fail(w, r, http.StatusNotFound, err.Error()+": nothing was done.")
 	case errors.Is(err, pgstore.ErrIntentState), errors.Is(err, pgstore.ErrApprovalNotCounted), errors.Is(err, pgstore.ErrInvalidOption),
-		errors.Is(err, pgstore.ErrChanged):
+		errors.Is(err, pgstore.ErrChanged), errors.Is(err, pgstore.ErrRefundExceedsPaid), errors.Is(err, pgstore.ErrNothingToRefund),
+		errors.Is(err, pgstore.ErrRefundRule), errors.Is(err, pgstore.ErrRefundConflict):
 		c.fail(w, r, http.StatusConflict, err.Error()+": nothing was done.")
 	case errors.As(err, &ve):
 		c.fail(w, r, http.StatusBadRequest, ve.Error()+": nothing was done.")

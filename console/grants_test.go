@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cryptopay/cryptopay-go"
 	"github.com/cryptopay/cryptopay-go/console"
 	"github.com/cryptopay/cryptopay-go/pgstore"
 	"github.com/cryptopay/cryptopay-go/pgstore/pgstoretest"
@@ -57,7 +58,7 @@ func (r *rig) restricted(t *testing.T, grants []string) *rig {
 		_, _ = r.pool.Exec(context.Background(), "DROP ROLE "+role)
 	})
 	names := strings.NewReplacer(pgstore.DefaultQueueTable, strings.Trim(r.q.Table(), `"`),
-		pgstore.DefaultTrackerTable, strings.Trim(r.tr.Table(), `"`), " TO console;", " TO "+role+";")
+		pgstore.DefaultTrackerTable, strings.Trim(r.tr.Table(), `"`), pgstore.DefaultRefundsTable, r.rft, " TO console;", " TO "+role+";")
 	for _, g := range grants {
 		_, err := r.pool.Exec(ctx, names.Replace(g))
 		require.NoError(t, err, names.Replace(g))
@@ -72,7 +73,9 @@ func (r *rig) restricted(t *testing.T, grants []string) *rig {
 	require.NoError(t, err)
 	tr, err := pgstore.NewTracker(ctx, pgstore.TrackerConfig{Pool: pool, Table: strings.Trim(r.tr.Table(), `"`)})
 	require.NoError(t, err)
-	h, err := console.New(console.Config{Queue: q, Tracker: tr, Authorize: testAuthorize})
+	rf, err := pgstore.NewRefunds(ctx, pgstore.RefundsConfig{Queue: q, Tracker: tr, Table: r.rft})
+	require.NoError(t, err)
+	h, err := console.New(console.Config{Queue: q, Tracker: tr, Refunds: rf, Authorize: testAuthorize, ClaimURL: claimBase, ClaimKey: claimKey})
 	require.NoError(t, err)
 	mux := http.NewServeMux()
 	mux.Handle("/ops/", http.StripPrefix("/ops", h))
@@ -110,6 +113,10 @@ func TestGrants(t *testing.T) {
 	}))
 	_, err = r.pool.Exec(ctx, "UPDATE "+r.tr.Table()+" SET anomaly = 'a second payment', needs_action = true")
 	require.NoError(t, err)
+	r.trackAs(t, "over", cryptopay.PaymentPaidOver, "100", "101")
+	r.trackAs(t, "partial", cryptopay.PaymentPaidPartial, "100", "40")
+	r.trackAs(t, "short", cryptopay.PaymentPaidPartial, "100", "99")
+	r.trackAs(t, "lost", cryptopay.PaymentPaidPartial, "100", "0.01")
 
 	t.Run("SELECT and UPDATE alone", func(t *testing.T) {
 		old := r.restricted(t, []string{
@@ -124,7 +131,8 @@ func TestGrants(t *testing.T) {
 	ops := r.restricted(t, docGrants(t))
 	for _, page := range []string{"/payouts", "/payouts?currency=usdt&since=2026-01-01", "/payout?id=" + held.OrderID,
 		"/payout/confirm?action=approve&id=" + held.OrderID, "/payouts/bulk?action=approve", "/payments?anomaly=1",
-		"/payout/confirm?action=cancel&id=" + cancelled.OrderID, "/payment?id=ord-1", "/payment/confirm?action=clear-anomaly&id=ord-1"} {
+		"/payout/confirm?action=cancel&id=" + cancelled.OrderID, "/payment?id=ord-1", "/payment/confirm?action=clear-anomaly&id=ord-1",
+		"/payments?unresolved=1", "/payment?id=over", "/payment/confirm?action=refund&id=over"} {
 		code, body := ops.do(t, "GET", page, "root:approver,operator", nil)
 		assert.Equal(t, http.StatusOK, code, "%s: %s", page, body)
 	}
@@ -143,6 +151,11 @@ func TestGrants(t *testing.T) {
 		{"bulk approve", "/payouts/bulk", alice, url.Values{"count": {"1"}}, "action=approve", http.StatusOK},
 		{"bulk retry", "/payouts/bulk", operator, url.Values{"count": {"1"}, "note": {"checked"}}, "action=retry", http.StatusOK},
 		{"clear an anomaly", "/payment/clear-anomaly", operator, url.Values{"id": {"ord-1"}, "note": {"refunded"}, "anomaly": {"a second payment"}}, "", http.StatusSeeOther},
+		{"refund to a claim", "/payment/refund", operator, url.Values{"id": {"over"}, "rule": {"excess"}, "idempotency-key": {"T-1"}, "customer-id": {"c-1"}}, "", http.StatusOK},
+		{"refund to a wallet", "/payment/refund", operator, url.Values{"id": {"partial"}, "rule": {"all_paid"}, "idempotency-key": {"T-2"},
+			"customer-id": {"c-2"}, "wallet": {"TMGN4ZGYBvvqVAX3BXXHwrxtzreXVDLJ2G"}, "customer-ip": {"203.0.113.7"}}, "", http.StatusOK},
+		{"accept", "/payment/accept", alice, url.Values{"id": {"short"}, "note": {"let go"}}, "", http.StatusSeeOther},
+		{"write off", "/payment/write-off", alice, url.Values{"id": {"lost"}, "note": {"too small to send"}}, "", http.StatusSeeOther},
 	} {
 		form := tc.form
 		if tc.bulk != "" {
@@ -163,4 +176,8 @@ func TestGrants(t *testing.T) {
 	tp, err := r.tr.Get(ctx, "ord-1")
 	require.NoError(t, err)
 	assert.Empty(t, tp.Anomaly, "cleared")
+	assert.Equal(t, pgstore.StateNeedsApproval, r.state(t, pgstore.RefundID("partial", "T-2")), "the refund's payout, enqueued held")
+	left, err := r.rf.Unresolved(ctx, "", 0)
+	require.NoError(t, err)
+	assert.Empty(t, left, "every refund, accept and write-off recorded its resolution (and ord-1 no longer needs action)")
 }

@@ -91,11 +91,11 @@ func (c *console) payoutDetail(w http.ResponseWriter, r *http.Request) {
 }
 
 // movesOn are the moves on what (pgstore.ObjectPayout, ObjectPayment)
-// the request's actor may make.
+// the request's actor may make with the console's stores.
 func (c *console) movesOn(r *http.Request, what string) []pgstore.Move {
 	var out []pgstore.Move
 	for _, m := range pgstore.Moves() {
-		if m.On == what && c.may(r, Role(m.Role)) {
+		if m.On == what && c.may(r, Role(m.Role)) && m.Available(c.stores()) {
 			out = append(out, m)
 		}
 	}
@@ -154,7 +154,7 @@ func (c *console) payoutAct(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := r.PostFormValue("id")
-	if !c.doMove(w, r, m, id) {
+	if _, ok := c.doMove(w, r, m, id); !ok {
 		return
 	}
 	http.Redirect(w, r, prefix(r)+"/payout?"+url.Values{"id": {id}, "done": {m.Done}}.Encode(), http.StatusSeeOther)
@@ -162,8 +162,8 @@ func (c *console) payoutAct(w http.ResponseWriter, r *http.Request) {
 
 // doMove makes m on the record id with the form's fields, as the
 // request's actor (their signed-in id is the login of the move's
-// principal), or answers why not; it reports whether it moved.
-func (c *console) doMove(w http.ResponseWriter, r *http.Request, m pgstore.Move, id string) bool {
+// principal), or answers why not; it returns what moved, and whether.
+func (c *console) doMove(w http.ResponseWriter, r *http.Request, m pgstore.Move, id string) (pgstore.Moved, bool) {
 	values := map[string]string{}
 	seen := true
 	for _, f := range m.Fields {
@@ -171,20 +171,20 @@ func (c *console) doMove(w http.ResponseWriter, r *http.Request, m pgstore.Move,
 		switch {
 		case f.Required && values[f.Name] == "":
 			c.fail(w, r, http.StatusBadRequest, fmt.Sprintf("The %s is required: nothing was done.", strings.ToLower(f.Label)))
-			return false
+			return pgstore.Moved{}, false
 		case f.Seen && values[f.Name] == "":
 			seen = false
 		}
 	}
 	if !seen {
 		c.fail(w, r, http.StatusConflict, "The form does not say what you were shown: nothing was done. Open the page again.")
-		return false
+		return pgstore.Moved{}, false
 	}
 	who := actorOf(r).ID
-	_, err := m.Do(r.Context(), c.stores(), pgstore.MoveInput{OrderID: id, By: pgstore.Operator{ID: who, Login: who}, Values: values})
+	moved, err := m.Do(r.Context(), c.stores(), pgstore.MoveInput{OrderID: id, By: pgstore.Operator{ID: who, Login: who}, Values: values})
 	if err != nil {
 		c.refused(w, r, err, "moving a "+m.On)
-		return false
+		return moved, false
 	}
-	return true
+	return moved, true
 }

@@ -34,7 +34,7 @@ var funcs = template.FuncMap{
 }
 
 // pages holds one template per page, each with the shared layout.
-var pages = parsePages("payouts", "payout", "confirm", "bulk", "payments", "payment", "error")
+var pages = parsePages("payouts", "payout", "confirm", "bulk", "payments", "payment", "refunded", "error")
 
 func parsePages(names ...string) map[string]*template.Template {
 	base := template.Must(template.New("").Funcs(funcs).ParseFS(templateFiles, "templates/layout.html"))

@@ -23,7 +23,7 @@ func (c *console) may(r *http.Request, role Role) bool {
 
 // stores are what the console's moves act on.
 func (c *console) stores() pgstore.Stores {
-	return pgstore.Stores{Queue: c.cfg.Queue, Tracker: c.cfg.Tracker}
+	return pgstore.Stores{Queue: c.cfg.Queue, Tracker: c.cfg.Tracker, Refunds: c.cfg.Refunds}
 }
 
 type prefixKey struct{}

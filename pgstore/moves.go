@@ -54,6 +54,9 @@ type MoveField struct {
 	// console carries it in the form; the CLI's flag is optional): the
 	// move changes nothing if the record no longer says it.
 	Seen bool
+	// Choices, if any, are the only values it takes (a select on a form);
+	// another is refused before anything changes.
+	Choices []string
 }
 
 // MoveInput is what one move is given.
@@ -73,12 +76,21 @@ type Moved struct {
 	Intent *Intent
 	// Cleared is the anomaly a payment's move cleared.
 	Cleared string
+	// Refund is the refund a refund move made (or found: RefundCreated
+	// false, a retry with its idempotency key).
+	Refund        *Refund
+	RefundCreated bool
+	// Resolution is the resolution a payment's move recorded (a refund
+	// records one naming its refund).
+	Resolution *Resolution
 }
 
 // Stores are what the moves act on: a nil one has no moves.
 type Stores struct {
 	Queue   *Queue
 	Tracker *Tracker
+	// Refunds makes the refund, accept and write-off moves of a payment.
+	Refunds *Refunds
 }
 
 // Move is one operator's move: what it needs, what it applies to, what to
@@ -107,12 +119,18 @@ type Move struct {
 	// NeedsAPI: the Queue needs a Client (the payout is read through the
 	// API).
 	NeedsAPI bool
+	// Payments says which payments a payment's move applies to and what
+	// it leads to (AppliesToPayment decides).
+	Payments string
+	// NeedsRefunds: the move needs Stores.Refunds.
+	NeedsRefunds bool
 
 	// do is its statement; nil: the operator's move from From[0] to To
 	// (Queue.operate), recording its one field's text. many is its bulk
 	// statement.
-	do   func(ctx context.Context, s Stores, in MoveInput) (Moved, error)
-	many func(ctx context.Context, q *Queue, ids []string, by Operator, note string) (BulkResult, error)
+	do      func(ctx context.Context, s Stores, in MoveInput) (Moved, error)
+	applies func(p *TrackedPayment) bool
+	many    func(ctx context.Context, q *Queue, ids []string, by Operator, note string) (BulkResult, error)
 }
 
 // note and reason: the two texts a move records.
@@ -159,13 +177,19 @@ var moves = []Move{
 		Fields: []MoveField{
 			{Name: "anomaly", Label: "Anomaly", Usage: "the anomaly `text` you looked into: nothing is cleared if the payment now says another", Seen: true},
 			{Name: "note", Label: "Note", Usage: "what is recorded with the payment: who looked, and what they found (required)", Required: true, Text: true}},
-		Done: "cleared",
+		Done: "cleared", Payments: "with an anomaly → anomaly cleared", applies: func(p *TrackedPayment) bool { return p.Anomaly != "" },
 		Confirm: "Clearing only stops flagging the payment: no status is recorded and nothing is credited. A webhook for another " +
 			"payment of this order means the customer may have paid that one: settle it first.",
 		do: func(ctx context.Context, s Stores, in MoveInput) (Moved, error) {
 			cleared, err := s.Tracker.clearAnomaly(ctx, in.OrderID, in.By, in.Values["note"], in.Values["anomaly"])
 			return Moved{Cleared: cleared}, err
 		}},
+	refundPaymentMove, resolveMove("accept", "Accept as paid", "accepted", ResolutionAccepted,
+		"Accepting records that the merchant keeps the payment as it was paid (an underpayment let go, an overpayment kept by "+
+			"agreement): nothing is sent, and the payment leaves the unresolved list."),
+	resolveMove("write-off", "Write off", "written off", ResolutionWrittenOff,
+		"Writing off records that the money is given up (a customer who never claimed, an amount too small to send): "+
+			"nothing is sent, and the payment leaves the unresolved list."),
 }
 
 // init puts the payout moves' transitions into the state machine
@@ -201,9 +225,12 @@ func MoveNamed(on, name string) (Move, bool) {
 	return moves[i].clone(), true
 }
 
-// clone is m with its own From and Fields.
+// clone is m with its own From and Fields (and their Choices).
 func (m Move) clone() Move {
 	m.From, m.Fields = slices.Clone(m.From), slices.Clone(m.Fields)
+	for i := range m.Fields {
+		m.Fields[i].Choices = slices.Clone(m.Fields[i].Choices)
+	}
 	return m
 }
 
@@ -258,15 +285,36 @@ func (m Move) ready(s Stores) (Move, error) {
 		return m, fmt.Errorf("%w: %q on %q", ErrUnknownMove, m.Name, m.On)
 	case m.On == ObjectPayout && s.Queue == nil, m.On == ObjectPayment && s.Tracker == nil:
 		return m, fmt.Errorf("%w: %s needs the %s store", ErrUnknownMove, m.Name, m.On)
+	case moves[i].NeedsRefunds && s.Refunds == nil:
+		return m, fmt.Errorf("%w: %s needs the refunds store", ErrUnknownMove, m.Name)
 	}
 	return moves[i], nil
 }
 
-// check refuses values without a required field.
+// Available reports whether s has every store the move needs (a page
+// offers only those).
+func (m Move) Available(s Stores) bool {
+	_, err := m.ready(s)
+	return err == nil
+}
+
+// AppliesToPayment reports whether a payment's move applies to p now
+// (Payments says when).
+func (m Move) AppliesToPayment(p *TrackedPayment) bool {
+	i := slices.IndexFunc(moves, func(t Move) bool { return t.On == ObjectPayment && t.Name == m.Name })
+	return i >= 0 && p != nil && moves[i].applies(p)
+}
+
+// check refuses values without a required field, or with a value not
+// among a field's Choices.
 func (m Move) check(values map[string]string) error {
 	for _, f := range m.Fields {
-		if f.Required && strings.TrimSpace(values[f.Name]) == "" {
+		v := strings.TrimSpace(values[f.Name])
+		switch {
+		case f.Required && v == "":
 			return &cryptopay.ValidationError{Field: f.Name, Reason: "is required: nothing was done"}
+		case v != "" && len(f.Choices) > 0 && !slices.Contains(f.Choices, v):
+			return &cryptopay.ValidationError{Field: f.Name, Reason: fmt.Sprintf("is one of %s: nothing was done", strings.Join(f.Choices, ", "))}
 		}
 	}
 	return nil
@@ -278,7 +326,7 @@ func movesMarkdown() string {
 	var b strings.Builder
 	b.WriteString("| Move | On | Role | From → to | Inputs | Bulk | Confirmation |\n|---|---|---|---|---|---|---|\n")
 	for _, m := range moves {
-		fromTo := "anomaly → none"
+		fromTo := m.Payments
 		if m.On == ObjectPayout {
 			fromTo = strings.Join(stateNames(m.From), ", ") + " → " + string(m.To)
 		}
@@ -287,6 +335,8 @@ func movesMarkdown() string {
 			switch {
 			case f.Seen:
 				in = append(in, "`"+f.Name+"` (what was shown)")
+			case len(f.Choices) > 0:
+				in = append(in, "`"+f.Name+"` (required: "+strings.Join(f.Choices, ", ")+")")
 			case f.Required:
 				in = append(in, "`"+f.Name+"` (required)")
 			default:

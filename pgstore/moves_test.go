@@ -36,7 +36,11 @@ func TestMovesTable(t *testing.T) {
 	for _, want := range []string{"approve", "reject", "retry", "resolve", "cancel"} {
 		assert.True(t, names["payout "+want], want)
 	}
-	assert.True(t, names["payment clear-anomaly"])
+	for _, want := range []string{"clear-anomaly", "refund", "accept", "write-off"} {
+		assert.True(t, names["payment "+want], want)
+		m, _ := pgstore.MoveNamed(pgstore.ObjectPayment, want)
+		assert.NotEmpty(t, m.Payments, "%s says which payments it applies to", want)
+	}
 	_, err := pgstore.Move{}.Do(context.Background(), pgstore.Stores{}, pgstore.MoveInput{})
 	assert.ErrorIs(t, err, pgstore.ErrUnknownMove)
 	_, err = pgstore.Move{Name: "wipe", On: pgstore.ObjectPayout}.Do(context.Background(), pgstore.Stores{}, pgstore.MoveInput{})

@@ -298,6 +298,12 @@ func RefundID(orderID, key string) string {
 // it from TrackerConfig.OnChange: it reads the payment under a lock that
 // OnChange's transaction holds.
 func (r *Refunds) Create(ctx context.Context, p RefundParams) (f *Refund, created bool, err error) {
+	return r.createThen(ctx, p, nil)
+}
+
+// createThen is Create, running then (if not nil) with the refund in its
+// transaction: an error of then undoes the refund.
+func (r *Refunds) createThen(ctx context.Context, p RefundParams, then func(tx pgx.Tx, f *Refund, created bool) error) (f *Refund, created bool, err error) {
 	if err := p.check(); err != nil {
 		return nil, false, err
 	}
@@ -305,8 +311,10 @@ func (r *Refunds) Create(ctx context.Context, p RefundParams) (f *Refund, create
 		return nil, false, err
 	}
 	err = pgx.BeginFunc(ctx, r.cfg.Queue.cfg.Pool, func(tx pgx.Tx) error {
-		f, created, err = r.create(ctx, tx, p)
-		return err
+		if f, created, err = r.create(ctx, tx, p); err != nil || then == nil {
+			return err
+		}
+		return then(tx, f, created)
 	})
 	if pe := (*pgconn.PgError)(nil); errors.As(err, &pe) && pe.Code == "23514" && pe.TableName == r.totals[len(r.totals)-1] {
 		// check_violation of the running total: the database's backstop

@@ -7,8 +7,8 @@ import (
 
 // refundSQL holds the statements of Refunds, built once for its tables.
 type refundSQL struct {
-	lockTotal, payment, held, setTotal, insert, get, list, claim string
-	resolve, resolutions, unresolved                             string
+	lockTotal, payment, held, setTotal, insert, get, list, claim     string
+	resolve, resolutions, unresolved, unresolvedRows, refundResolved string
 }
 
 // releasedStatesSQL are the payout states in which a refund holds
@@ -56,11 +56,17 @@ SELECT %s, NULL::text, NULL::text FROM r`, f, cols),
 		// failed.
 		resolve: fmt.Sprintf(`WITH c AS (SELECT EXISTS (SELECT 1 FROM %[2]s WHERE order_id = $1) AS tracked,
     ($3 = '' OR EXISTS (SELECT 1 FROM %[3]s WHERE id = $3 AND order_id = $1)) AS refund_ok),
-i AS (INSERT INTO %[1]s (order_id, kind, refund_id, actor_id, note) SELECT $1, $2, $3, $4, $5 FROM c WHERE tracked AND refund_ok)
-SELECT tracked, refund_ok FROM c`, res, t, f),
+i AS (INSERT INTO %[1]s (order_id, kind, refund_id, actor_id, note) SELECT $1, $2, $3, $4, $5 FROM c WHERE tracked AND refund_ok
+    RETURNING at)
+SELECT tracked, refund_ok, (SELECT at FROM i) FROM c`, res, t, f),
 		resolutions: fmt.Sprintf(`SELECT order_id, kind, refund_id, actor_id, note, at FROM %s WHERE order_id = $1 ORDER BY id`, res),
+		// The resolution that names a refund, if its move recorded one.
+		refundResolved: fmt.Sprintf(`SELECT order_id, kind, refund_id, actor_id, note, at FROM %s
+WHERE order_id = $1 AND refund_id = $2 ORDER BY id LIMIT 1`, res),
 		unresolved: fmt.Sprintf(`SELECT t.order_id FROM %s t WHERE t.needs_action AND t.order_id > $1
     AND NOT EXISTS (SELECT 1 FROM %s x WHERE x.order_id = t.order_id) ORDER BY t.order_id LIMIT $2`, t, res),
+		unresolvedRows: fmt.Sprintf(`SELECT %s FROM %s t WHERE t.needs_action AND t.order_id > $1
+    AND NOT EXISTS (SELECT 1 FROM %s x WHERE x.order_id = t.order_id) ORDER BY t.order_id LIMIT $2`, trackedCols, t, res),
 		claim: fmt.Sprintf(`WITH r AS (UPDATE %s SET wallet_address = $2, customer_ip = $3, state = %s, claimed_at = now()
 WHERE id = $1 AND state = %s AND claim_until > clock_timestamp() RETURNING *)
 SELECT %s, NULL::text, NULL::text FROM r`, f, sqlLiteral(string(RefundEnqueued)), sqlLiteral(string(RefundAwaitingClaim)), cols),

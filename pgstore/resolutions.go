@@ -62,36 +62,50 @@ const resolutionColumns = `    id         bigint      GENERATED ALWAYS AS IDENTI
 // ErrRefundNotFound (a refund of another payment, or none), a
 // *cryptopay.ValidationError for a bad kind, actor or note.
 func (r *Refunds) Resolve(ctx context.Context, orderID string, kind ResolutionKind, refundID, actor, note string) error {
-	actor, err := CanonicalActor(actor)
+	_, err := r.resolve(ctx, r.cfg.Queue.cfg.Pool, Resolution{OrderID: orderID, Kind: kind, RefundID: refundID, ActorID: actor, Note: note})
+	return err
+}
+
+// rowQuerier is a pool or a transaction.
+type rowQuerier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// resolve checks v and appends it through db; it returns it as recorded
+// (the actor canonical, the note scrubbed, At the database's).
+func (r *Refunds) resolve(ctx context.Context, db rowQuerier, v Resolution) (*Resolution, error) {
+	actor, err := CanonicalActor(v.ActorID)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if why := ids.Text(note, maxErrorText); why != "" || note == "" {
-		return &cryptopay.ValidationError{Field: "note", Reason: cmpOr(why, "is required: how the payment was resolved")}
+	if why := ids.Text(v.Note, maxErrorText); why != "" || v.Note == "" {
+		return nil, &cryptopay.ValidationError{Field: "note", Reason: cmpOr(why, "is required: how the payment was resolved")}
 	}
-	switch {
-	case kind == ResolutionRefunded && refundID == "":
-		return &cryptopay.ValidationError{Field: "refundID", Reason: "is required to resolve a payment as refunded"}
-	case kind != ResolutionRefunded && refundID != "":
-		return &cryptopay.ValidationError{Field: "refundID", Reason: "is given only with " + string(ResolutionRefunded)}
+	switch kind := v.Kind; {
+	case kind == ResolutionRefunded && v.RefundID == "":
+		return nil, &cryptopay.ValidationError{Field: "refundID", Reason: "is required to resolve a payment as refunded"}
+	case kind != ResolutionRefunded && v.RefundID != "":
+		return nil, &cryptopay.ValidationError{Field: "refundID", Reason: "is given only with " + string(ResolutionRefunded)}
 	case kind != ResolutionRefunded && kind != ResolutionAccepted && kind != ResolutionWrittenOff:
-		return &cryptopay.ValidationError{Field: "kind", Reason: fmt.Sprintf("%q is not a resolution", kind)}
+		return nil, &cryptopay.ValidationError{Field: "kind", Reason: fmt.Sprintf("%q is not a resolution", kind)}
 	}
 	if err := r.CheckSchema(ctx); err != nil {
-		return err
+		return nil, err
 	}
+	v.ActorID, v.Note = actor, scrubText(v.Note)
 	var tracked, refundOK bool
-	err = r.cfg.Queue.cfg.Pool.QueryRow(ctx, r.sql.resolve, orderID, string(kind), refundID, actor, scrubText(note)).
-		Scan(&tracked, &refundOK)
+	var at *time.Time
+	err = db.QueryRow(ctx, r.sql.resolve, v.OrderID, string(v.Kind), v.RefundID, v.ActorID, v.Note).Scan(&tracked, &refundOK, &at)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows), err == nil && !tracked:
-		return fmt.Errorf("%w: %q", ErrNotTracked, orderID)
+		return nil, fmt.Errorf("%w: %q", ErrNotTracked, v.OrderID)
 	case err != nil:
-		return fmt.Errorf("pgstore: resolving %q: %w", orderID, err)
-	case !refundOK:
-		return fmt.Errorf("%w: %q among the refunds of %q", ErrRefundNotFound, refundID, orderID)
+		return nil, fmt.Errorf("pgstore: resolving %q: %w", v.OrderID, err)
+	case !refundOK || at == nil:
+		return nil, fmt.Errorf("%w: %q among the refunds of %q", ErrRefundNotFound, v.RefundID, v.OrderID)
 	}
-	return nil
+	v.At = *at
+	return &v, nil
 }
 
 // Resolutions returns the resolutions of orderID's payment, oldest first
@@ -134,4 +148,13 @@ func (r *Refunds) Unresolved(ctx context.Context, after string, limit int) ([]st
 		return nil, fmt.Errorf("pgstore: listing unresolved payments: %w", err)
 	}
 	return out, nil
+}
+
+// UnresolvedPayments is Unresolved with each payment as the tracker holds
+// it, in one query (a page of the console's unresolved list).
+func (r *Refunds) UnresolvedPayments(ctx context.Context, after string, limit int) ([]TrackedPayment, error) {
+	if err := r.CheckSchema(ctx); err != nil {
+		return nil, err
+	}
+	return listRows(ctx, r.cfg.Queue.cfg.Pool, "unresolved payments", r.sql.unresolvedRows, scanTracked, after, pageLimit(limit))
 }

@@ -23,7 +23,9 @@ Commands:
   payment tracked       list the payment tracker's payments (--state late, --needs-action);
                         also 'payment tracked show ORDER_ID' with its history,
                         'payment tracked health' (due, overdue, failing, what to do),
-                        'payment tracked clear-anomaly ORDER_ID --note TEXT'
+                        'payment tracked clear-anomaly ORDER_ID --note TEXT',
+                        'payment tracked accept|write-off ORDER_ID --note TEXT' (a payment
+                        that needs action, resolved as accepted or written_off)
   payment refund ID     refund a tracked payment, held for approval, never above what it
                         paid (--rule excess|all_paid|amount); prints the customer's claim link
   payment resolve ID    resolve a payment that needed action: --as refunded|accepted|written_off
@@ -156,7 +158,7 @@ func (a *app) commands() map[string]func([]string) error {
 		"payment get": a.paymentGet, "payment wait": a.paymentWait, "payment create": a.paymentCreate,
 		"payment tracked": a.trackedList, "payment tracked list": a.trackedList, "payment tracked show": a.trackedShow,
 		"payment tracked health": a.trackedHealth,
-		"payment refund":         a.paymentRefund, "payment resolve": a.paymentResolve,
+		"payment resolve":        a.paymentResolve,
 
 		"payout get": a.payoutGet, "payout create": a.payoutCreate, "payout find": a.payoutFind,
 		"payout export": a.payoutExport, "payout batch": a.payoutBatch,
@@ -166,7 +168,11 @@ func (a *app) commands() map[string]func([]string) error {
 		"webhook url": a.webhookURL, "webhook send": a.webhookSend,
 	}
 	for _, m := range pgstore.Moves() { // the operators' moves: "payout queue NAME", "payment tracked NAME"
-		cmds[moveCommand(m).name] = func(args []string) error { return a.runMove(m, args) }
+		run := a.runMove
+		if isRefund(m) {
+			run = a.paymentRefund // it prints the refund and its claim link
+		}
+		cmds[moveCommand(m).name] = func(args []string) error { return run(m, args) }
 	}
 	return cmds
 }

@@ -19,11 +19,15 @@ import (
 // 'payment tracked NAME ORDER_ID' for every move of pgstore.Moves, with
 // a flag per field of the move, --actor, and the database flags.
 
-// moveCommand is the command of m: its name, argument and help.
+// moveCommand is the command of m: its name, argument and help. A
+// payment's refund is 'payment refund' (it prints the claim link).
 func moveCommand(m pgstore.Move) command {
 	name, help := "payout queue "+m.Name, m.Verb+" a payout intent"
-	if m.On == pgstore.ObjectPayment {
-		name, help = "payment tracked "+m.Name, m.Verb+" of a tracked payment"
+	switch {
+	case isRefund(m):
+		return refundCommand
+	case m.On == pgstore.ObjectPayment:
+		name, help = "payment tracked "+m.Name, m.Verb+": a tracked payment "+m.Payments
 	}
 	if len(m.From) > 0 {
 		help += " in " + strings.Join(names(m.From), " or ") + " (it moves to " + string(m.To) + ")"
@@ -64,29 +68,20 @@ func wrapText(s string, width int) string {
 // of --actor, as the operating system's user.
 func (a *app) runMove(m pgstore.Move, args []string) error {
 	cmd := moveCommand(m)
-	st := queueStore
-	if m.On == pgstore.ObjectPayment {
-		st = trackerStore
-	}
-	fs, db := a.newDBFlagSet(cmd, st)
+	fs, db := a.newDBFlagSet(cmd, moveStores(m)...)
 	if m.NeedsAPI {
-		fs, db = a.newDBAPIFlagSet(cmd, st)
+		fs, db = a.newDBAPIFlagSet(cmd, moveStores(m)...)
 	}
 	a.writes(fs, outTable, outJSON) // a move's line by default; --output json
-	values := map[string]*string{}
-	for _, f := range m.Fields {
-		values[f.Name] = fs.String(f.Name, "", f.Usage)
-	}
+	values := moveFlags(fs, m)
 	actor := a.actorFlag(fs.FlagSet)
 	pos, err := a.parse(fs, args, 1, 1)
 	if err != nil {
 		return err
 	}
-	in := pgstore.MoveInput{OrderID: pos[0], By: pgstore.Operator{ID: *actor, Login: a.login()}, Values: map[string]string{}}
-	for _, f := range m.Fields {
-		if in.Values[f.Name] = *values[f.Name]; f.Required && strings.TrimSpace(*values[f.Name]) == "" {
-			return usageErr("%s: --%s is required", cmd.name, f.Name)
-		}
+	in, err := a.moveInput(cmd, m, pos[0], *actor, values)
+	if err != nil {
+		return err
 	}
 	s, pool, err := a.openMoveStores(m, db)
 	if err != nil {
@@ -107,9 +102,44 @@ func (a *app) runMove(m pgstore.Move, args []string) error {
 	return nil
 }
 
+// moveStores are the tables m moves (their flags).
+func moveStores(m pgstore.Move) []store {
+	switch {
+	case m.NeedsRefunds:
+		return []store{refundsStore, queueStore, trackerStore}
+	case m.On == pgstore.ObjectPayment:
+		return []store{trackerStore}
+	}
+	return []store{queueStore}
+}
+
+// moveFlags registers a flag per field of m.
+func moveFlags(fs *cmdFlags, m pgstore.Move) map[string]*string {
+	values := map[string]*string{}
+	for _, f := range m.Fields {
+		values[f.Name] = fs.String(f.Name, "", f.Usage)
+	}
+	return values
+}
+
+// moveInput is m's input from its flags' values, as actor; a required
+// field not given is a usage error, before anything is opened.
+func (a *app) moveInput(cmd command, m pgstore.Move, orderID, actor string, values map[string]*string) (pgstore.MoveInput, error) {
+	in := pgstore.MoveInput{OrderID: orderID, By: pgstore.Operator{ID: actor, Login: a.login()}, Values: map[string]string{}}
+	for _, f := range m.Fields {
+		if in.Values[f.Name] = *values[f.Name]; f.Required && strings.TrimSpace(*values[f.Name]) == "" {
+			return in, usageErr("%s: --%s is required", cmd.name, f.Name)
+		}
+	}
+	return in, nil
+}
+
 // openMoveStores opens the store m moves (with an API client when it
 // reads the API) and returns its pool, for the caller to close.
 func (a *app) openMoveStores(m pgstore.Move, db *dbFlags) (pgstore.Stores, *pgxpool.Pool, error) {
+	if m.NeedsRefunds {
+		return a.openRefunds(db)
+	}
 	if m.On == pgstore.ObjectPayment {
 		tr, pool, err := a.openTracker(db)
 		return pgstore.Stores{Tracker: tr}, pool, err
@@ -131,6 +161,8 @@ func (a *app) openMoveStores(m pgstore.Move, db *dbFlags) (pgstore.Stores, *pgxp
 func movedLine(m pgstore.Move, moved pgstore.Moved) (string, int) {
 	in := moved.Intent
 	switch {
+	case moved.Resolution != nil:
+		return "resolved as " + string(moved.Resolution.Kind), exitOK
 	case m.On == pgstore.ObjectPayment && moved.Cleared == "":
 		return "no anomaly to clear", exitNo
 	case m.On == pgstore.ObjectPayment:

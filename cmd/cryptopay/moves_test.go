@@ -16,22 +16,19 @@ func TestEveryMoveIsACommand(t *testing.T) {
 	f := setup(t)
 	delete(f.env, envDatabaseURL)
 	for _, m := range pgstore.Moves() {
-		family := []string{"payout", "queue"}
-		if m.On == pgstore.ObjectPayment {
-			family = []string{"payment", "tracked"}
-		}
+		cmd := strings.Fields(moveCommand(m).name)
 		t.Run(m.Name, func(t *testing.T) {
 			assert.Contains(t, helpText, m.Name, "the top-level help names it")
-			r := f.run(append(family, m.Name, "--help")...)
+			r := f.run(append(cmd, "--help")...)
 			assert.Equal(t, exitOK, r.code, r.stderr)
-			assert.Contains(t, r.stdout, "cryptopay "+strings.Join(family, " ")+" "+m.Name+" ")
+			assert.Contains(t, r.stdout, "cryptopay "+strings.Join(cmd, " ")+" ")
 			assert.Contains(t, r.stdout, "-actor")
 			for _, fl := range m.Fields {
 				assert.Contains(t, r.stdout, "-"+fl.Name, "its field %s is a flag", fl.Name)
 			}
 			for _, fl := range m.Fields {
 				if fl.Required {
-					r = f.run(append(family, m.Name, "o-1")...)
+					r = f.run(append(cmd, "o-1")...)
 					assert.Equal(t, exitUsage, r.code)
 					assert.Contains(t, r.stderr, "--"+fl.Name+" is required")
 					break

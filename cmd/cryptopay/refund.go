@@ -19,10 +19,11 @@ const envClaimKey = "CRYPTOPAY_CLAIM_KEY"
 var refundsStore = store{"the refunds", "refunds", "refunds-table", pgstore.DefaultRefundsTable, "pgstore.RefundsConfig.Table", 4}
 
 // openRefunds opens the refunds on the queue and the tracker of one
-// database (db's tables), every table checked; it returns the pool, for
-// the caller to close.
-func (a *app) openRefunds(db *dbFlags) (*pgstore.Refunds, *pgxpool.Pool, error) {
-	return openStore(a, db, refundsStore, func(pool *pgxpool.Pool, table string) (*pgstore.Refunds, error) {
+// database (db's tables), every table checked, as a move's stores; it
+// returns the pool, for the caller to close.
+func (a *app) openRefunds(db *dbFlags) (pgstore.Stores, *pgxpool.Pool, error) {
+	var s pgstore.Stores
+	rf, pool, err := openStore(a, db, refundsStore, func(pool *pgxpool.Pool, table string) (*pgstore.Refunds, error) {
 		q, err := pgstore.NewQueue(a.ctx, pgstore.QueueConfig{Pool: pool, Table: db.table(queueStore)})
 		if err != nil {
 			return nil, err
@@ -34,8 +35,11 @@ func (a *app) openRefunds(db *dbFlags) (*pgstore.Refunds, *pgxpool.Pool, error) 
 		if err := errors.Join(q.CheckSchema(a.ctx), tr.CheckSchema(a.ctx)); err != nil {
 			return nil, err
 		}
+		s.Queue, s.Tracker = q, tr
 		return pgstore.NewRefunds(a.ctx, pgstore.RefundsConfig{Queue: q, Tracker: tr, Table: table})
 	})
+	s.Refunds = rf
+	return s, pool, err
 }
 
 // refundOut is a refund as the CLI writes it.
@@ -54,24 +58,23 @@ type refundOut struct {
 	Created       bool   `json:"created"`
 }
 
-func (a *app) paymentRefund(args []string) error {
-	fs, db := a.newDBFlagSet(command{"payment refund", "ORDER_ID", "Refund a tracked payment (pgstore.Refunds): a payout intent in its currency and\n" +
-		"network, held for approval (four eyes: your approval does not count), never above what it\n" +
-		"paid. --rule excess refunds an overpayment's excess, all_paid everything paid (paid_partial,\n" +
-		"expired or late), amount the --amount given. With --wallet it is enqueued at once; without,\n" +
-		"it prints the claim link for the customer (--claim-url, the key in $" + envClaimKey + " or\n" +
-		"--claim-key-file). The same --idempotency-key again prints the same refund and creates nothing."},
-		refundsStore, queueStore, trackerStore)
-	var p pgstore.RefundParams
-	var rule, keyFile, claimURL string
-	fs.StringVar(&rule, "rule", "", "`rule` of the amount: excess, all_paid or amount (required)")
-	fs.Var(&decimalValue{d: &p.Amount}, "amount", "the `amount`, with --rule amount")
-	fs.StringVar(&p.Key, "idempotency-key", "", "idempotency `key` (a ticket number): the same key again makes nothing new (required)")
-	fs.StringVar(&p.CustomerID, "customer-id", "", "the customer's `id`, the payout's customerId (required)")
-	fs.StringVar(&p.WalletAddress, "wallet", "", "the customer's wallet `address`, if known (else the customer claims it)")
-	fs.StringVar(&p.CustomerIP, "customer-ip", "", "the payout's customerIp, with --wallet")
-	fs.DurationVar(&p.ClaimFor, "claim-for", pgstore.DefaultClaimFor, "how long the claim stays open")
-	fs.StringVar(&p.Note, "note", "", "why, recorded with the refund")
+// refundCommand is the refund move's command: its flags are the move's
+// fields (pgstore.Moves), with --claim-url and --claim-key-file.
+var refundCommand = command{"payment refund", "ORDER_ID", "Refund a tracked payment (the moves table's refund, pgstore.Refunds): a payout intent in its\n" +
+	"currency and network, held for approval (four eyes: your approval does not count), never above\n" +
+	"what it paid, and the payment resolved as refunded, naming it. --rule excess refunds an\n" +
+	"overpayment's excess, all_paid everything paid (paid_partial, expired or late), amount the\n" +
+	"--amount given. With --wallet it is enqueued at once; without, it prints the claim link for the\n" +
+	"customer (--claim-url, the key in $" + envClaimKey + " or --claim-key-file). The same\n" +
+	"--idempotency-key again prints the same refund and its link, and creates nothing."}
+
+// isRefund reports whether m is the payment's refund move.
+func isRefund(m pgstore.Move) bool { return m.On == pgstore.ObjectPayment && m.Name == "refund" }
+
+func (a *app) paymentRefund(m pgstore.Move, args []string) error {
+	fs, db := a.newDBFlagSet(refundCommand, moveStores(m)...)
+	values := moveFlags(fs, m)
+	var keyFile, claimURL string
 	fs.StringVar(&claimURL, "claim-url", "", "the `URL` the claim page is mounted at, for the link")
 	fs.StringVar(&keyFile, "claim-key-file", "", "`file` holding the claim links' key (default $"+envClaimKey+")")
 	actor := a.actorFlag(fs.FlagSet)
@@ -79,23 +82,27 @@ func (a *app) paymentRefund(args []string) error {
 	if err != nil {
 		return err
 	}
-	p.OrderID, p.Rule, p.Actor = pos[0], pgstore.RefundRule(rule), *actor
-	key, err := a.claimKey(p.WalletAddress, claimURL, keyFile)
+	in, err := a.moveInput(refundCommand, m, pos[0], *actor, values)
 	if err != nil {
 		return err
 	}
-	rf, pool, err := a.openRefunds(db)
+	key, err := a.claimKey(in.Values["wallet"], claimURL, keyFile)
+	if err != nil {
+		return err
+	}
+	s, pool, err := a.openRefunds(db)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
-	f, created, err := rf.Create(a.ctx, p)
+	moved, err := m.Do(a.ctx, s, in)
 	if err != nil {
 		return refundErr(err)
 	}
+	f := moved.Refund
 	o := refundOut{ID: f.ID, OrderID: f.OrderID, Rule: string(f.Rule), Amount: money(f.Amount), Currency: f.Currency,
 		Network: f.Network, WalletAddress: f.WalletAddress, State: string(f.State), PayoutState: string(f.PayoutState),
-		ClaimUntil: when(f.ClaimUntil), Created: created}
+		ClaimUntil: when(f.ClaimUntil), Created: moved.RefundCreated}
 	if f.State == pgstore.RefundAwaitingClaim && key != nil {
 		if o.ClaimLink, err = claim.Link(claimURL, key, f.ID, f.ClaimUntil); err != nil {
 			return err
@@ -140,7 +147,7 @@ func (a *app) printRefund(o refundOut, asJSON bool) error {
 // is usage; a refund the payment cannot take is a negative answer.
 func refundErr(err error) error {
 	switch {
-	case errors.Is(err, cryptopay.ErrInvalidParams):
+	case errors.Is(err, cryptopay.ErrInvalidParams), errors.Is(err, pgstore.ErrUnknownMove):
 		return &exitError{exitUsage, err}
 	case errors.Is(err, pgstore.ErrRefundExceedsPaid), errors.Is(err, pgstore.ErrNothingToRefund),
 		errors.Is(err, pgstore.ErrRefundRule), errors.Is(err, pgstore.ErrRefundConflict), errors.Is(err, pgstore.ErrNotTracked),
@@ -170,12 +177,12 @@ func (a *app) paymentResolve(args []string) error {
 	if err != nil {
 		return err
 	}
-	rf, pool, err := a.openRefunds(db)
+	s, pool, err := a.openRefunds(db)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
-	if err := rf.Resolve(a.ctx, pos[0], pgstore.ResolutionKind(*as), *refund, *actor, *note); err != nil {
+	if err := s.Refunds.Resolve(a.ctx, pos[0], pgstore.ResolutionKind(*as), *refund, *actor, *note); err != nil {
 		return refundErr(err)
 	}
 	return a.printDone(pos[0], "resolved as "+*as)

@@ -57,6 +57,7 @@ func TestPaymentRefund(t *testing.T) {
 	assert.True(t, strings.HasPrefix(o.ClaimLink, "https://shop.example/refund?t="), o.ClaimLink)
 	assert.NotContains(t, r.stdout, f.env[envClaimKey])
 
+	first := o.ID
 	again, r := refund("--rule", "excess", "--idempotency-key", "ticket-1")
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.False(t, again.Created)
@@ -70,7 +71,7 @@ func TestPaymentRefund(t *testing.T) {
 	}{
 		{"above what is left", []string{"--rule", "amount", "--amount", "10.000001", "--idempotency-key", "t2"}, exitNo, "would exceed"},
 		{"nothing left of the excess", []string{"--rule", "excess", "--idempotency-key", "t3"}, exitNo, "nothing left"},
-		{"not a rule", []string{"--rule", "most", "--idempotency-key", "t4"}, exitUsage, "not a refund rule"},
+		{"not a rule", []string{"--rule", "most", "--idempotency-key", "t4"}, exitUsage, "is one of excess, all_paid, amount"},
 		{"an address of another network", []string{"--rule", "amount", "--amount", "1", "--idempotency-key", "t5", "--wallet",
 			"bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq", "--customer-ip", "203.0.113.9"}, exitUsage, "--wallet"},
 	}
@@ -97,4 +98,16 @@ func TestPaymentRefund(t *testing.T) {
 	assert.Contains(t, r.stdout, "resolved as refunded")
 	r = cli("payment", "resolve", "o-rf-over", "--as", "accepted")
 	assert.Equal(t, exitUsage, r.code, "no note")
+	r = cli("payment", "tracked", "write-off", "o-rf-over", "--note", "the claim was never made")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "resolved as written_off")
+	kinds := func() (out []string) {
+		rows, err := pool.Query(ctx, "SELECT kind || ' ' || refund_id || ' ' || actor_id FROM "+refundsTable+"_resolutions ORDER BY id")
+		require.NoError(t, err)
+		out, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		require.NoError(t, err)
+		return out
+	}
+	assert.Equal(t, []string{"refunded " + first + " alice", "refunded " + o.ID + " alice", "refunded " + o.ID + " alice", "written_off  alice"}, kinds(),
+		"each refund resolved the payment naming it (once, however often retried), then the resolutions given")
 }
