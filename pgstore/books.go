@@ -135,39 +135,7 @@ func (b *Books) Check(ctx context.Context, emit func(BooksItem) error) (*BooksSu
 	}
 	sum := newBooksSummary()
 	defer sum.sortTotals()
-	// The check's own tables: a role that may not create them still
-	// checks the payouts and payments (no adjustment can have been booked
-	// in a table that does not exist); the balances need them.
-	var createErr error
-	if b.cfg.CreateTable {
-		createErr = b.createTables(ctx)
-	}
-	adj, err := b.readAdjustments(ctx)
-	if err != nil {
-		adj = map[adjKey]adjSum{}
-		sum.Unfinished["adjustments"] = scrubText("the adjustments could not be read, so none is subtracted: " + err.Error())
-	}
-	out := func(it BooksItem) error {
-		if it.Section != "balances" {
-			adjustItem(adj, &it)
-		}
-		if !it.Class.IsDrift() {
-			it.Delta = decimal.Zero // matched, in flight, undecided: nothing to book
-		}
-		sum.add(&it)
-		return emit(it)
-	}
-	var bal *balanceRun
-	if b.cfg.Balances {
-		err := createErr
-		if err == nil {
-			bal, err = b.balanceStart(ctx, adj)
-		}
-		if err != nil {
-			sum.Unfinished["balances"] = scrubText(err.Error())
-			bal = nil
-		}
-	}
+	out, bal := b.start(ctx, sum, emit)
 	sections := []struct {
 		name string
 		run  func(context.Context, func(BooksItem) error) (string, error)
@@ -203,4 +171,44 @@ func (b *Books) Check(ctx context.Context, emit func(BooksItem) error) (*BooksSu
 		}
 	}
 	return sum, ctx.Err()
+}
+
+// start readies a check: its own tables, the adjustments to subtract,
+// and the balances' run (nil when off or not possible, the reason in
+// sum). out is emit behind the adjustments, the rule that only drift has
+// a delta, and the summary.
+func (b *Books) start(ctx context.Context, sum *BooksSummary, emit func(BooksItem) error) (out func(BooksItem) error, bal *balanceRun) {
+	// The check's own tables: a role that may not create them still
+	// checks the payouts and payments (no adjustment can have been booked
+	// in a table that does not exist); the balances need them.
+	var createErr error
+	if b.cfg.CreateTable {
+		createErr = b.createTables(ctx)
+	}
+	adj, err := b.readAdjustments(ctx)
+	if err != nil {
+		adj = map[adjKey]adjSum{}
+		sum.Unfinished["adjustments"] = scrubText("the adjustments could not be read, so none is subtracted: " + err.Error())
+	}
+	out = func(it BooksItem) error {
+		if it.Section != "balances" {
+			adjustItem(adj, &it)
+		}
+		if !it.Class.IsDrift() {
+			it.Delta = decimal.Zero // matched, in flight, undecided: nothing to book
+		}
+		sum.add(&it)
+		return emit(it)
+	}
+	if b.cfg.Balances {
+		err := createErr
+		if err == nil {
+			bal, err = b.balanceStart(ctx, adj)
+		}
+		if err != nil {
+			sum.Unfinished["balances"] = scrubText(err.Error())
+			bal = nil
+		}
+	}
+	return out, bal
 }
