@@ -19,8 +19,8 @@ import (
 // the payments money in, the balances what the provider holds, and a
 // delta of one section means nothing to another.
 type BooksSummary struct {
-	// Counts holds, per section ("payouts", "payout_ledger", "payments",
-	// "ledger", "balances"), how many items fell in each class.
+	// Counts holds, per section ("payouts", "payout_ledger", "refunds",
+	// "payments", "ledger", "balances"), how many items fell in each class.
 	Counts map[string]map[BooksClass]int
 	// Drift is how many items are drift; InFlight and Undecided count the
 	// others that are not matched.
@@ -111,7 +111,7 @@ func (s *BooksSummary) sortTotals() {
 
 // Check compares the books and hands every item to emit as it is found,
 // the payouts first (the double payments first among them), then the
-// payout ledger's items (with PayoutLedgerSQL or PayoutLedgerFunc), the
+// refunds' (with BooksConfig.Refunds), then the payout ledger's items (with PayoutLedgerSQL or PayoutLedgerFunc), the
 // payments (each followed by its ledger item, with a ledger; then the
 // ledger's orderIds the tracker does not know), then the balances (with
 // BooksConfig.Balances; their snapshot
@@ -157,6 +157,12 @@ func (b *Books) Check(ctx context.Context, emit func(BooksItem) error) (*BooksSu
 		sum.add(&it)
 		return emit(it)
 	}
+	// The refunds are tied in the payouts section's transaction, on the
+	// list it read; it says here why they could not be.
+	refundsWhy := ""
+	if b.cfg.Refunds != nil {
+		refundsWhy = "the payouts section did not finish: the payout list was not read whole"
+	}
 	var bal *balanceRun
 	if b.cfg.Balances {
 		err := createErr
@@ -173,8 +179,9 @@ func (b *Books) Check(ctx context.Context, emit func(BooksItem) error) (*BooksSu
 		run  func(context.Context, func(BooksItem) error) (string, error)
 	}{
 		{"payouts", func(ctx context.Context, out func(BooksItem) error) (string, error) {
-			return b.checkPayouts(ctx, out, bal)
+			return b.checkPayouts(ctx, out, bal, &refundsWhy)
 		}},
+		{"refunds", func(context.Context, func(BooksItem) error) (string, error) { return refundsWhy, nil }},
 		{"payout_ledger", b.checkPayoutLedger},
 		{"payments", func(ctx context.Context, out func(BooksItem) error) (string, error) {
 			return b.checkPayments(ctx, out, bal, sum)
