@@ -75,20 +75,7 @@ func TestBooksRefunds(t *testing.T) {
 		payout(wallet, "2", "usdt", "tron", otherTron, cryptopay.PayoutPaid),
 		payout(other, "0.00003", "btc", "bitcoin", btcAddr, cryptopay.PayoutPaid),
 	}
-	fake := cryptopaytest.NewServer()
-	t.Cleanup(fake.Close)
-	res := runBooks(t, pgstore.BooksConfig{Client: fake.Client(), Queue: r.queue, Refunds: r.refunds, SettleTime: time.Millisecond},
-		func(b *pgstore.Books) {
-			pgstore.SetBooksScan(b, func(context.Context, cryptopay.ScanPayoutsParams) iter.Seq2[cryptopay.PayoutListItem, error] {
-				return func(yield func(cryptopay.PayoutListItem, error) bool) {
-					for _, it := range list {
-						if !yield(it, nil) {
-							return
-						}
-					}
-				}
-			})
-		})
+	res := r.booksOn(t, list, nil)
 
 	res.assertClasses(t, "refunds", []booksWant{
 		{"o-ok", pgstore.BooksMatched, "0"},
@@ -121,6 +108,34 @@ func TestBooksRefunds(t *testing.T) {
 		tot.Items, tot.Delta = 0, decimal.Zero
 		assert.Equal(t, sums[tot].String(), d.String(), "%+v", tot)
 	}
+
+	// A list not proven whole: the refunds section concludes nothing.
+	res = r.booksOn(t, list, &cryptopay.ListProofError{Listed: 9, Proven: 8})
+	assert.Zero(t, countSection(res.items, "refunds"))
+	assert.Contains(t, res.sum.Unfinished["refunds"], "proven whole")
+}
+
+// booksOn runs the books check on the rig's queue and refunds over the
+// payout list given, ended by end (nil: proven whole).
+func (r *frig) booksOn(t *testing.T, list []cryptopay.PayoutListItem, end error) booksRun {
+	t.Helper()
+	fake := cryptopaytest.NewServer()
+	t.Cleanup(fake.Close)
+	return runBooks(t, pgstore.BooksConfig{Client: fake.Client(), Queue: r.queue, Refunds: r.refunds, SettleTime: time.Millisecond},
+		func(b *pgstore.Books) {
+			pgstore.SetBooksScan(b, func(context.Context, cryptopay.ScanPayoutsParams) iter.Seq2[cryptopay.PayoutListItem, error] {
+				return func(yield func(cryptopay.PayoutListItem, error) bool) {
+					for _, it := range list {
+						if !yield(it, nil) {
+							return
+						}
+					}
+					if end != nil {
+						yield(cryptopay.PayoutListItem{}, end)
+					}
+				}
+			})
+		})
 }
 
 // TestBooksRefundsNeedTheirQueue: the refunds section reads the refunds'
