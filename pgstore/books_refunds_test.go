@@ -2,7 +2,6 @@ package pgstore_test
 
 import (
 	"context"
-	"iter"
 	"testing"
 	"time"
 
@@ -116,26 +115,14 @@ func TestBooksRefunds(t *testing.T) {
 }
 
 // booksOn runs the books check on the rig's queue and refunds over the
-// payout list given, ended by end (nil: proven whole).
+// payout list given (the fake's own holds none), ended by end (nil:
+// proven whole).
 func (r *frig) booksOn(t *testing.T, list []cryptopay.PayoutListItem, end error) booksRun {
 	t.Helper()
 	fake := cryptopaytest.NewServer()
 	t.Cleanup(fake.Close)
 	return runBooks(t, pgstore.BooksConfig{Client: fake.Client(), Queue: r.queue, Refunds: r.refunds, SettleTime: time.Millisecond},
-		func(b *pgstore.Books) {
-			pgstore.SetBooksScan(b, func(context.Context, cryptopay.ScanPayoutsParams) iter.Seq2[cryptopay.PayoutListItem, error] {
-				return func(yield func(cryptopay.PayoutListItem, error) bool) {
-					for _, it := range list {
-						if !yield(it, nil) {
-							return
-						}
-					}
-					if end != nil {
-						yield(cryptopay.PayoutListItem{}, end)
-					}
-				}
-			})
-		})
+		listAs(fake.Client(), func([]cryptopay.PayoutListItem) []cryptopay.PayoutListItem { return list }, end))
 }
 
 // TestBooksRefundsNeedTheirQueue: the refunds section reads the refunds'
