@@ -23,7 +23,7 @@ import (
 // together. f is the refunds' table, t the tracker's, q the queue's.
 func booksRefundsSQL(f, t, q string) string {
 	return fmt.Sprintf(`SELECT r.order_id, r.id, r.amount::text, r.currency, r.network, r.wallet_address,
-    r.state = %[5]s AND r.claim_until > now() AS claim_open, COALESCE(q.state, ''), t.paid_amount::text,
+    COALESCE(r.state = %[5]s AND r.claim_until > now(), false) AS claim_open, COALESCE(q.state, ''), t.paid_amount::text,
     l.amount, l.currency, l.network, l.wallet, l.paid_address, l.status
 FROM %[1]s r LEFT JOIN %[2]s t ON t.order_id = r.order_id LEFT JOIN %[3]s q ON q.order_id = r.id
     LEFT JOIN %[4]s l ON l.order_id = r.id AND l.status NOT IN (%[6]s)

@@ -49,7 +49,7 @@ func payout(orderID, amount, currency, network, wallet string, st cryptopay.Payo
 // unlike its refund (amount, wallet, another currency) and refunds above
 // what the payment paid, each with its exact delta; a refund paid once as
 // recorded is matched in the payouts section too (an ordinary intent),
-// and one not sent yet leaves its payment in flight. The summary's
+// and one not sent yet, or not claimed yet, leaves its payment in flight. The summary's
 // totals are the sums of the items' deltas.
 func TestBooksRefunds(t *testing.T) {
 	r := freshFRig(t)
@@ -60,6 +60,8 @@ func TestBooksRefunds(t *testing.T) {
 	wallet := r.refundPaid(t, r.refundOf(t, "o-wallet"))
 	other := r.refundOf(t, "o-other").ID
 	r.refundOf(t, "o-flight")
+	r.track(t, "o-claim", cryptopay.PaymentPaidOver, "10", "12", false)
+	r.claimable(t, "o-claim", "k") // awaiting its customer's claim
 	// The tracker's paid amount of o-above corrected down to 1.5 after its
 	// refund of 2 was paid.
 	_, err := r.pool.Exec(context.Background(), "UPDATE "+r.tables[1]+" SET paid_amount = 1.5 WHERE order_id = 'o-above'")
@@ -88,13 +90,14 @@ func TestBooksRefunds(t *testing.T) {
 		{"o-other", pgstore.BooksInFlight, "0"},
 		{other, pgstore.BooksRefundDiffers, "0.00003"},
 		{"o-flight", pgstore.BooksInFlight, "0"},
+		{"o-claim", pgstore.BooksInFlight, "0"},
 	})
 	assert.Equal(t, "btc", res.by["refunds:"+other].Currency)
 	assert.Equal(t, "2", res.by["refunds:o-twice"].Theirs.Decimal.String(), "the refund counted once, at its amount")
 	assert.Equal(t, "4", res.by["refunds:"+twice].Theirs.Decimal.String())
 	res.assertClasses(t, "payouts", []booksWant{{ok, pgstore.BooksMatched, "0"}})
 	assert.Empty(t, res.sum.Unfinished)
-	assert.Len(t, res.items, countSection(res.items, "payouts")+11, "one item per payment and per refund drift")
+	assert.Len(t, res.items, countSection(res.items, "payouts")+12, "one item per payment and per refund drift")
 	assert.Equal(t, "2.500001", res.sum.DriftBySection["refunds"]["usdt/tron"].String(), "2 + 0.5 + 0.000001 + 0")
 	assert.Equal(t, "0.00003", res.sum.DriftBySection["refunds"]["btc/bitcoin"].String())
 	sums := map[pgstore.BooksTotal]decimal.Decimal{}
