@@ -19,8 +19,8 @@ import (
 // the payments money in, the balances what the provider holds, and a
 // delta of one section means nothing to another.
 type BooksSummary struct {
-	// Counts holds, per section ("payouts", "payout_ledger", "payments",
-	// "ledger", "balances"), how many items fell in each class.
+	// Counts holds, per section ("payouts", "payout_ledger", "refunds",
+	// "payments", "ledger", "balances"), how many items fell in each class.
 	Counts map[string]map[BooksClass]int
 	// Drift is how many items are drift; InFlight and Undecided count the
 	// others that are not matched.
@@ -97,6 +97,44 @@ func (s *BooksSummary) add(it *BooksItem) {
 	}
 }
 
+// booksSection is one section of the check: run emits its items and says
+// why it could not finish ("": it did).
+type booksSection struct {
+	name string
+	run  func(context.Context, func(BooksItem) error) (why string, err error)
+}
+
+// sections are the check's sections, in the report's order.
+func (b *Books) sections(bal *balanceRun, sum *BooksSummary) []booksSection {
+	// The refunds are tied in the payouts section's transaction, on the
+	// list it read; it says here why they could not be.
+	refundsWhy := ""
+	if b.cfg.Refunds != nil {
+		refundsWhy = "the payout list was not read to its end and proven whole (see the payouts section)"
+	}
+	return []booksSection{
+		{"payouts", func(ctx context.Context, out func(BooksItem) error) (string, error) {
+			return b.checkPayouts(ctx, out, bal, &refundsWhy)
+		}},
+		{"refunds", func(context.Context, func(BooksItem) error) (string, error) { return refundsWhy, nil }},
+		{"payout_ledger", b.checkPayoutLedger},
+		{"payments", func(ctx context.Context, out func(BooksItem) error) (string, error) {
+			return b.checkPayments(ctx, out, bal, sum)
+		}},
+		{"balances", func(ctx context.Context, out func(BooksItem) error) (string, error) {
+			switch {
+			case bal == nil:
+				return "", nil
+			case sum.Unfinished["payments"] != "":
+				// What the payments bring in flight is not all known: no
+				// pair is decided on part of it.
+				return "the payments section did not finish: what is in flight is not known", nil
+			}
+			return b.balanceFinish(ctx, bal, out)
+		}},
+	}
+}
+
 // sortTotals fills Totals from what add counted.
 func (s *BooksSummary) sortTotals() {
 	s.Totals = s.Totals[:0]
@@ -111,7 +149,7 @@ func (s *BooksSummary) sortTotals() {
 
 // Check compares the books and hands every item to emit as it is found,
 // the payouts first (the double payments first among them), then the
-// payout ledger's items (with PayoutLedgerSQL or PayoutLedgerFunc), the
+// refunds' (with BooksConfig.Refunds), then the payout ledger's items (with PayoutLedgerSQL or PayoutLedgerFunc), the
 // payments (each followed by its ledger item, with a ledger; then the
 // ledger's orderIds the tracker does not know), then the balances (with
 // BooksConfig.Balances; their snapshot
@@ -136,30 +174,7 @@ func (b *Books) Check(ctx context.Context, emit func(BooksItem) error) (*BooksSu
 	sum := newBooksSummary()
 	defer sum.sortTotals()
 	out, bal := b.start(ctx, sum, emit)
-	sections := []struct {
-		name string
-		run  func(context.Context, func(BooksItem) error) (string, error)
-	}{
-		{"payouts", func(ctx context.Context, out func(BooksItem) error) (string, error) {
-			return b.checkPayouts(ctx, out, bal)
-		}},
-		{"payout_ledger", b.checkPayoutLedger},
-		{"payments", func(ctx context.Context, out func(BooksItem) error) (string, error) {
-			return b.checkPayments(ctx, out, bal, sum)
-		}},
-		{"balances", func(ctx context.Context, out func(BooksItem) error) (string, error) {
-			switch {
-			case bal == nil:
-				return "", nil
-			case sum.Unfinished["payments"] != "":
-				// What the payments bring in flight is not all known: no
-				// pair is decided on part of it.
-				return "the payments section did not finish: what is in flight is not known", nil
-			}
-			return b.balanceFinish(ctx, bal, out)
-		}},
-	}
-	for _, s := range sections {
+	for _, s := range b.sections(bal, sum) {
 		why, err := s.run(ctx, out)
 		if err != nil {
 			// Stopped: the summary so far, this section unfinished.

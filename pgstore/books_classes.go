@@ -63,6 +63,18 @@ const (
 	// ledger (PayoutLedgerSQL) books one the queue does not know (section
 	// "payout_ledger").
 	BooksLedgerOnly BooksClass = "ledger_only"
+	// BooksRefundAbovePaid: a refunded payment's refunds paid out (each
+	// refund paid counted once, at its recorded amount) more than the
+	// tracker says it paid in. Section "refunds"; the payment's item.
+	BooksRefundAbovePaid BooksClass = "refund_above_paid"
+	// BooksRefundPaidTwice: the provider lists more than one paid payout
+	// for one refund (its id is their orderId). Section "refunds"; the
+	// refund's item, its delta the payouts beyond the first.
+	BooksRefundPaidTwice BooksClass = "refund_paid_twice"
+	// BooksRefundDiffers: a refund's payout has another amount, wallet or
+	// paid address than the refund's row, or is in another currency or
+	// network (an item of its own). Section "refunds"; the refund's item.
+	BooksRefundDiffers BooksClass = "refund_payout_differs"
 	// BooksBalanceDrift: the provider's balance of a currency and network
 	// is not the last check's snapshot + what payments brought in (their
 	// merchantAmount) - what payouts took out, beyond what is in flight.
@@ -101,7 +113,9 @@ func (c BooksClass) IsDrift() bool {
 type BooksItem struct {
 	// Section is "payouts", "payout_ledger" (the merchant's payout ledger
 	// against the queue's paid intents), "payments", "ledger" (the
-	// merchant's ledger against the tracker's credits) or "balances".
+	// merchant's ledger against the tracker's credits), "refunds" (a
+	// refunded payment's paid amount against its refunds' payouts, and
+	// each refund's drifts, OrderID the refund's id) or "balances".
 	Section string
 	// OrderID is the merchant's orderId ("" for a provider payout
 	// without one, and for a balance: see Currency and Network).
@@ -122,7 +136,8 @@ type BooksItem struct {
 	// the one side that paid (plus the provider's, minus ours; 0 if
 	// neither or both did); for BooksUnsentButListed and
 	// BooksProviderOnly, the payout's amount; for a payout in another
-	// currency or network, its amount if it can move money, else 0. Zero
+	// currency or network, its amount if it can move money, else 0; for
+	// BooksRefundPaidTwice, the paid payouts beyond the first. Zero
 	// for an item that is not drift (matched, in flight, undecided, an
 	// opening balance, adjusted): Ours and Theirs still show both sides.
 	// docs/books.md says what it means for each class.

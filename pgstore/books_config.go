@@ -108,6 +108,11 @@ type BooksConfig struct {
 	// for orderID (ok false: no entry), read through tx, the check's
 	// read-only snapshot.
 	PayoutLedgerFunc func(ctx context.Context, tx pgx.Tx, orderID string) (booked decimal.Decimal, ok bool, err error)
+	// Refunds, if set, adds the refunds section: each refunded payment's
+	// paid amount (its tracker's) against what its refunds' payouts paid
+	// out, from the payout list the payouts section reads. Needs Queue,
+	// the Refunds' own queue (its table).
+	Refunds *Refunds
 	// PageSize is the payout list's page size (0: 100).
 	PageSize int
 	// Concurrency is how many payments are read at once (0:
@@ -155,6 +160,8 @@ func NewBooks(cfg BooksConfig) (*Books, error) {
 		return nil, fmt.Errorf("%w: BooksConfig takes PayoutLedgerSQL or PayoutLedgerFunc, not both", ErrInvalidOption)
 	case (cfg.PayoutLedgerSQL != "" || cfg.PayoutLedgerFunc != nil) && cfg.Queue == nil:
 		return nil, fmt.Errorf("%w: a payout ledger is compared with the queue's intents: set BooksConfig.Queue", ErrInvalidOption)
+	case cfg.Refunds != nil && (cfg.Queue == nil || cfg.Queue.Table() != cfg.Refunds.cfg.Queue.Table()):
+		return nil, fmt.Errorf("%w: the refunds section reads the refunds' payouts through their queue: set BooksConfig.Queue to it", ErrInvalidOption)
 	case cfg.Balances && (cfg.Queue == nil || cfg.Tracker == nil):
 		return nil, fmt.Errorf("%w: the balance section needs both BooksConfig.Queue and Tracker", ErrInvalidOption)
 	case cfg.SettleTime < 0 || cfg.PageSize < 0 || cfg.Concurrency < 0:

@@ -92,7 +92,9 @@ func sqlList[S ~string](words ...S) string {
 // unfinished with nothing emitted. With the balance section (bal), the
 // payouts' debits are read with a list proven whole (balancePayouts);
 // without one the balances decide nothing.
-func (b *Books) checkPayouts(ctx context.Context, out func(BooksItem) error, bal *balanceRun) (why string, err error) {
+// With the refunds section, the refunds are tied on a list proven whole
+// (checkRefunds), and refundsWhy set to why not ("" once they are).
+func (b *Books) checkPayouts(ctx context.Context, out func(BooksItem) error, bal *balanceRun, refundsWhy *string) (why string, err error) {
 	q := b.cfg.Queue
 	if q == nil {
 		return "", nil
@@ -141,8 +143,14 @@ func (b *Books) checkPayouts(ctx context.Context, out func(BooksItem) error, bal
 	if err := rows.Err(); err != nil {
 		return "the database: " + err.Error(), ctx.Err()
 	}
+	rows.Close()
 	if listErr != nil {
 		return "the payout list: " + listErr.Error(), nil
+	}
+	if b.cfg.Refunds != nil {
+		if *refundsWhy, err = b.checkRefunds(ctx, tx, out); err != nil {
+			return "", err
+		}
 	}
 	return "", nil
 }

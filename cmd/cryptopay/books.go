@@ -106,6 +106,7 @@ func newBooksSummaryOut(s *pgstore.BooksSummary, finished time.Time) booksSummar
 // booksMoney names what a section's amounts are.
 var booksMoney = map[string]string{"payouts": "money out", "payments": "money in", "ledger": "your ledger against the credits",
 	"payout_ledger": "your payout ledger against the payouts paid",
+	"refunds":       "money refunded against money paid in",
 	"balances":      "the balance"}
 
 // booksReportOut is the head of a report, so a finance team can file it:
@@ -167,7 +168,8 @@ type booksFlags struct {
 func (f *booksFlags) register(a *app, fs *cmdFlags) {
 	f.pageSize = a.pageSize(fs)
 	fs.StringVar(&f.sections, "sections", "payouts,payments", "the `sections` to check (comma-separated): payouts, payments,\n"+
-		"balances (which needs the other two and stores a snapshot in --balance-table)")
+		"balances (which needs the other two and stores a snapshot in --balance-table), refunds\n"+
+		"(each refunded payment's paid amount against its refunds' payouts; needs payouts)")
 	fs.StringVar(&f.balanceTable, "balance-table", pgstore.DefaultBooksBalanceTable, "the books check's own `table` of balance snapshots\n"+
 		"(created if missing)")
 	fs.StringVar(&f.debit, "payout-debit", "", "`when` the provider takes a payout from the balance: created or paid\n"+
@@ -197,9 +199,12 @@ func (f *booksFlags) check() (since time.Time, err error) {
 	}
 	sections := strings.Split(f.sections, ",")
 	for _, s := range sections {
-		if s != "payouts" && s != "payments" && s != "balances" {
-			return since, usageErr("books: --sections %q: want payouts, payments, balances", s)
+		if s != "payouts" && s != "payments" && s != "balances" && s != "refunds" {
+			return since, usageErr("books: --sections %q: want payouts, payments, balances, refunds", s)
 		}
+	}
+	if slices.Contains(sections, "refunds") && !slices.Contains(sections, "payouts") {
+		return since, usageErr("books: --sections refunds reads the payout list: add payouts too")
 	}
 	if slices.Contains(sections, "balances") && (!slices.Contains(sections, "payouts") || !slices.Contains(sections, "payments")) {
 		return since, usageErr("books: --sections balances needs payouts and payments too")
@@ -230,7 +235,7 @@ func (a *app) books(args []string) error {
 		"...,balances the balances rolled forward) and name every difference with its exact\n" +
 		"amount; double payments first. See docs/books.md.\n" +
 		"Exit 0: the books tie; 1: drift found; 2: no drift, but something undecided or\n" +
-		"the check could not finish."}, queueStore, trackerStore)
+		"the check could not finish."}, queueStore, trackerStore, refundsStore)
 	a.writes(fs, outJSON, outTable, outCSV)
 	f := booksFlags{db: db}
 	f.register(a, fs)
@@ -283,6 +288,20 @@ func (a *app) booksConfig(f *booksFlags) (pgstore.BooksConfig, func(), error) {
 			}
 		case "balances":
 			cfg.Balances = true
+		}
+		if err != nil {
+			return fail(err)
+		}
+	}
+	if slices.Contains(strings.Split(f.sections, ","), "refunds") {
+		// The refunds' tracker is the payments' table, read only for its
+		// paid amounts: the payments section stays as --sections says.
+		tr, err := pgstore.NewTracker(a.ctx, pgstore.TrackerConfig{Pool: pool, Table: f.db.table(trackerStore)})
+		if err == nil {
+			cfg.Refunds, err = pgstore.NewRefunds(a.ctx, pgstore.RefundsConfig{Queue: cfg.Queue, Tracker: tr, Table: f.db.table(refundsStore)})
+		}
+		if err == nil {
+			err = errors.Join(tr.CheckSchema(a.ctx), cfg.Refunds.CheckSchema(a.ctx))
 		}
 		if err != nil {
 			return fail(err)

@@ -394,3 +394,60 @@ func TestBooksCommandPayoutLedger(t *testing.T) {
 	r = qf.run("books", "--sections", "payments", "--payout-ledger-sql", sql)
 	assert.Equal(t, exitUsage, r.code)
 }
+
+// TestBooksCommandRefunds: a refund of an overpayment, approved and sent
+// through the queue to the fake, then paid twice there (a duplicate
+// payout, paid too) and reported with a changed amount: --sections
+// payouts,refunds reports the refund paid twice (delta: the extra
+// payout) and its payout unlike the refund (delta: the payout's amount
+// minus the refund's), the payment itself matched (its refund counted
+// once, at its amount), and exits 1.
+func TestBooksCommandRefunds(t *testing.T) {
+	qf := setupQueue(t)
+	ctx := context.Background()
+	q := qf.queue(t, qf.srv.Client(), pgstore.Guardrails{})
+	tracked, refunds := pgstoretest.Name("tracked"), pgstoretest.Name("refunds")
+	tr, err := pgstore.NewTracker(ctx, pgstore.TrackerConfig{Pool: qf.pool, Table: tracked, CreateTable: true})
+	require.NoError(t, err)
+	rf, err := pgstore.NewRefunds(ctx, pgstore.RefundsConfig{Queue: q, Tracker: tr, Table: refunds, CreateTable: true})
+	require.NoError(t, err)
+	_, err = qf.pool.Exec(ctx, "INSERT INTO "+tracked+` (order_id, payment_id, pay_amount, currency, network, state, status,
+paid_amount, needs_action, changes) VALUES ('o-bk-over', 'pay-1', 10, 'usdt', 'tron', 'closed', 'paid_over', 10.75, true, 1)`)
+	require.NoError(t, err)
+	f, _, err := rf.Create(ctx, pgstore.RefundParams{OrderID: "o-bk-over", Key: "ticket-1", Rule: pgstore.RefundExcess,
+		WalletAddress: "TMGN4ZGYBvvqVAX3BXXHwrxtzreXVDLJ2G", CustomerID: "c-1", CustomerIP: "203.0.113.9", Actor: "alice"})
+	require.NoError(t, err)
+	require.NoError(t, q.Approve(ctx, f.ID, "bob", ""))
+	require.NoError(t, q.Approve(ctx, f.ID, "carol", ""))
+	stop := runWorker(t, q)
+	qf.waitState(t, f.ID, pgstore.StateCreated)
+	stop()
+	first := qf.srv.PayoutIDsWithOrderID(f.ID)[0]
+	second, err := qf.srv.DuplicatePayout(first)
+	require.NoError(t, err)
+	for _, id := range []string{first, second} {
+		for _, st := range []cryptopay.PayoutStatus{cryptopay.PayoutProcessing, cryptopay.PayoutPaid} {
+			require.NoError(t, qf.srv.SetPayoutStatus(id, st))
+		}
+	}
+	require.NoError(t, qf.srv.SetPayoutAmount(first, decimal.RequireFromString("0.8")))
+
+	r := qf.run("books", "--sections", "payouts,refunds", "--tracker-table", tracked, "--refunds-table", refunds, "--settle", "1ms",
+		"--output", "json")
+	require.Equal(t, exitNo, r.code, "stderr: %s", r.stderr)
+	var out booksJSONOut
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &out), r.stdout)
+	got := map[string]string{}
+	for _, it := range out.Items {
+		if it.Section == "refunds" {
+			got[it.OrderID+" "+it.Class] = it.Delta
+		}
+	}
+	assert.Equal(t, map[string]string{f.ID + " refund_paid_twice": "0.75", f.ID + " refund_payout_differs": "0.05",
+		"o-bk-over matched": "0"}, got, r.stdout)
+	assert.Equal(t, map[string]string{"usdt/tron": "0.8"}, out.Summary.DriftBySection["refunds"])
+
+	r = qf.run("books", "--sections", "refunds")
+	assert.Equal(t, exitUsage, r.code)
+	assert.Contains(t, r.stderr, "add payouts too")
+}
