@@ -882,10 +882,12 @@ func pickAt(choice []int, i int) int {
 //     counted one payout as two, which let a hidden one go unseen.
 //   - Pages that are not the window asked for, with and without a count:
 //     the offset ignored (on every request, on one, with a count that
-//     stays small), more items than the limit, the window one place early.
+//     stays small), more items than the limit, the window one place early,
+//     a short page that is not the end.
 //     The count proof does not rest on positions.
-//   - The cutoff skip: a payout created backdated (older than every
-//     other) or with a createdAt in the future during the search, and a
+//   - The cutoff skip: the payout looked for without createdAt, a payout
+//     created backdated (older than every other) or with a createdAt in
+//     the future during the search, and a
 //     list sorted by createdAt's second whose createdAt has a fraction,
 //     with the cutoff inside the second of the payout looked for (its
 //     payouts in any order within a second): the skip used to stop at a
@@ -954,6 +956,23 @@ func TestListProofAttacks(t *testing.T) {
 					return offset - 1, offset + limit - 1
 				}
 				return offset, offset + limit
+			}
+		}, 0, nil},
+		{"a short page, not empty, on the second request", func(_ *proofScenario, l *proofList) {
+			l.window = func(req, offset, limit, _ int) (int, int) {
+				if req == 2 {
+					return offset, offset + max(limit-1, 1)
+				}
+				return offset, offset + limit
+			}
+		}, 0, nil},
+		{"no createdAt on the payout looked for", func(_ *proofScenario, l *proofList) {
+			hide := l.hide
+			l.render = func(_ int, p proofPayout) string {
+				if p.orderID != hide {
+					return ""
+				}
+				return `"createdAt":null`
 			}
 		}, 0, nil},
 		{"a payout created backdated", func(sc *proofScenario, l *proofList) {
@@ -1061,4 +1080,99 @@ func TestListProofRegionPageOutOfOrder(t *testing.T) {
 	var pe *ListProofError
 	require.ErrorAs(t, err, &pe, "the search answered not created for z (requests %d)", s.requests)
 	assert.Equal(t, proofBase.Add(10*time.Second), pe.Since)
+}
+
+// TestListProofHashCollisions: a payout's key is a 64-bit hash, and two
+// keys that collide are merged: in L (keys), in L_R (keysR) and in the
+// page fingerprints. Merging only undercounts, so the proof is harder to
+// close, never wrong: with every key colliding, or keys that collide by
+// pairs, no scenario of proofScenarios (lists of up to 2 payouts, 1 under
+// the race detector) gives a wrong answer (see runProof). The payout
+// looked for is matched by its orderId, never by its hash.
+func TestListProofHashCollisions(t *testing.T) {
+	defer func(run int, h func(*PayoutListItem) uint64) { minSortedRun, keyHash = run, h }(minSortedRun, keyHash)
+	minSortedRun = 1
+	tests := []struct {
+		name string
+		hash func(*PayoutListItem) uint64
+	}{
+		{"every key collides", func(*PayoutListItem) uint64 { return 7 }},
+		{"keys collide by pairs", func(it *PayoutListItem) uint64 { return identity(it) >> 1 << 1 }},
+		{"keys collide by the last digit of the orderId", func(it *PayoutListItem) uint64 {
+			return uint64(it.OrderID[len(it.OrderID)-1] % 2)
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			keyHash = tt.hash
+			var runs, unknown, wrong int
+			proofScenarios(map[bool]int{false: 2, true: 1}[raceDetector], func(sc proofScenario) bool {
+				out := runProof(sc)
+				runs++
+				if out.unknown {
+					unknown++
+				}
+				if out.wrong != "" {
+					if wrong++; wrong <= 5 {
+						t.Errorf("%v: %s", sc, out.wrong)
+					}
+				}
+				return true
+			})
+			t.Logf("%d scenarios, %d unknown, %d wrong", runs, unknown, wrong)
+		})
+	}
+}
+
+// TestScanPayoutsTwinsOnTwoPages: two payouts that share a key (orderId
+// t, one amount, one second), a paid and a failed one, read on different
+// pages: the scan proves there are two when a re-read page shows both,
+// and must yield each once. It used to yield the one read first again
+// (the second copy on the page), and the other never. If the one yielded
+// changed between the reads, the pages cannot tell which is which: the
+// scan ends unknown.
+func TestScanPayoutsTwinsOnTwoPages(t *testing.T) {
+	x := proofPayout{orderID: "x", at: 9, amount: "1.5", status: "paid"}
+	a := proofPayout{orderID: "t", at: 5, amount: "1.5", status: "paid"}
+	b := proofPayout{orderID: "t", at: 5, amount: "1.5", status: "failed"}
+	changed := a
+	changed.status = "failed"
+	tests := []struct {
+		name     string
+		reread   []proofPayout // the list from the first re-read on (request 3)
+		statuses []string      // yielded for orderId t; nil: the scan ends unknown
+	}{
+		{"the twins swap places", []proofPayout{x, b, a}, []string{"failed", "paid"}},
+		{"the twins keep their places", []proofPayout{x, a, b}, []string{"failed", "paid"}},
+		{"the one yielded changed", []proofPayout{x, b, changed}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			// Pages of 2, newest first: [x a] and [b] (3 listed, 2 keys
+			// proven), then the re-read [x], [b a] or [a b].
+			l := &scriptedList{maxPage: 2, lists: [][]proofPayout{{x, a, b}, {x, a, b}, tt.reread}}
+			c, err := handlerClient(l)
+			require.NoError(t, err)
+			var statuses []string
+			var scanErr error
+			for it, err := range c.ScanPayouts(context.Background(), ScanPayoutsParams{}) {
+				if err != nil {
+					scanErr = err
+					break
+				}
+				if it.OrderID == "t" {
+					statuses = append(statuses, string(it.Status))
+				}
+			}
+			if tt.statuses == nil {
+				var pe *ListProofError
+				require.ErrorAs(t, scanErr, &pe, "yielded %v", statuses)
+				assert.Contains(t, pe.Ambiguous, "t")
+				return
+			}
+			require.NoError(t, scanErr)
+			slices.Sort(statuses)
+			assert.Equal(t, tt.statuses, statuses)
+		})
+	}
 }

@@ -220,9 +220,13 @@ type payoutSearch struct {
 	// visit, in a scan (ScanPayouts), gets each distinct payout once
 	// instead of the orderId being looked for; false stops the scan.
 	visit    func(*PayoutListItem) bool
-	pageSize int // the page size asked for (defaultPageSize)
-	listed   int // the count of the latest page read
-	maxReqs  int // the pages one look may read (maxSearchRequests)
+	rose     map[uint64]int      // in a scan: the keys whose copies rose on the page being read, with their copies before it
+	yielded  map[uint64]uint64   // in a scan: each key's first item yielded, by every field (see allFields)
+	twinsY   map[uint64][]uint64 // the same for the further items of a key with twins
+	unsure   int                 // keys whose twins the pages could not tell apart from items yielded (the scan's proof cannot close)
+	pageSize int                 // the page size asked for (defaultPageSize)
+	listed   int                 // the count of the latest page read
+	maxReqs  int                 // the pages one look may read (maxSearchRequests)
 }
 
 // sortRecord is what the proof of the order needs of one payout read: its
@@ -299,10 +303,10 @@ func (s *payoutSearch) run() error {
 // was seen; a proof still open is a *ListProofError. See the file's header.
 func (s *payoutSearch) prove() error {
 	for pass := 0; ; pass++ {
-		if done, err := s.closed(); done || err != nil {
+		if done, err := s.closed(); done && s.unsure == 0 || err != nil {
 			return err
 		}
-		if pass == maxRereads {
+		if pass == maxRereads || s.unsure > 0 {
 			return s.proofError()
 		}
 		if !s.rereading {
@@ -461,11 +465,10 @@ func (s *payoutSearch) count(offset int, p searchPage) {
 	}
 }
 
-// see counts one item of the page being read; it reports whether the item
-// is proven distinct by this page (its key shows more copies here than in
-// any page before).
-func (s *payoutSearch) see(it *PayoutListItem) bool {
-	id := identity(it)
+// see counts one item of the page being read; in a scan, it notes the
+// keys whose copies rise (this page shows more of them than any before).
+func (s *payoutSearch) see(it *PayoutListItem) {
+	id := keyHash(it)
 	n := s.inPage[id] + 1
 	s.inPage[id] = n
 	k := s.keys[id]
@@ -478,6 +481,9 @@ func (s *payoutSearch) see(it *PayoutListItem) bool {
 	k.page = int32(s.pageNo)
 	more := n > int(k.copies)
 	if more {
+		if _, rose := s.rose[id]; !rose && s.visit != nil {
+			s.rose[id] = int(k.copies)
+		}
 		k.copies = int32(n)
 		s.proven++
 	}
@@ -493,7 +499,6 @@ func (s *payoutSearch) see(it *PayoutListItem) bool {
 			s.provenR++
 		}
 	}
-	return more
 }
 
 // proofError is the unknown answer of a proof that did not close.
@@ -769,15 +774,17 @@ func (s *payoutSearch) read(offset, limit int) (searchPage, error) {
 	clear(s.inPage)
 	clear(s.inPageR)
 	before := s.proven
-	for i := range p.items {
-		it := &p.items[i]
-		more := s.see(it)
-		if s.visit != nil {
-			if more && !s.visit(it) {
-				return p, errScanStopped
-			}
-			continue
+	if s.visit != nil {
+		if err := s.yield(p.items); err != nil {
+			return p, err
 		}
+	}
+	for i := range p.items {
+		if s.visit != nil {
+			break // yield counted the page
+		}
+		it := &p.items[i]
+		s.see(it)
 		if it.OrderID == s.orderID {
 			s.found = it
 			break
@@ -795,6 +802,88 @@ func (s *payoutSearch) read(offset, limit int) (searchPage, error) {
 		}
 	}
 	return p, nil
+}
+
+// yield counts a page of a scan and yields the items it proves distinct:
+// for each key whose copies rose from m to n, n-m of its items on the
+// page. With m = 0 they are all new. With m > 0 (twins, seen on an
+// earlier page too) they are the items that match, by every field, none
+// of the m yielded before; if more than n-m match none (a twin changed
+// between the reads), the pages cannot tell which payouts were yielded,
+// and the scan's proof cannot close (unsure).
+func (s *payoutSearch) yield(items []PayoutListItem) error {
+	if s.rose == nil {
+		s.rose, s.yielded, s.twinsY = make(map[uint64]int), make(map[uint64]uint64), make(map[uint64][]uint64)
+	}
+	clear(s.rose)
+	for i := range items {
+		s.see(&items[i])
+	}
+	for i := range items {
+		it := &items[i]
+		id := keyHash(it)
+		m, ok := s.rose[id]
+		if !ok {
+			continue
+		}
+		out := []*PayoutListItem{it}
+		if m > 0 {
+			out = s.newTwins(id, items, m)
+		} else if int(s.keys[id].copies) > 1 {
+			out = nil // several of one key never yielded: all of them
+			for j := i; j < len(items); j++ {
+				if keyHash(&items[j]) == id {
+					out = append(out, &items[j])
+				}
+			}
+		}
+		delete(s.rose, id) // each key once a page
+		for _, x := range out {
+			f := allFields(x)
+			if _, seen := s.yielded[id]; seen {
+				s.twinsY[id] = append(s.twinsY[id], f)
+			} else {
+				s.yielded[id] = f
+			}
+			if !s.visit(x) {
+				return errScanStopped
+			}
+		}
+	}
+	return nil
+}
+
+// newTwins picks the items of key id on the page that were not yielded
+// before, when its copies rose from m (see yield).
+func (s *payoutSearch) newTwins(id uint64, items []PayoutListItem, m int) []*PayoutListItem {
+	before := append([]uint64{s.yielded[id]}, s.twinsY[id]...)
+	var out []*PayoutListItem
+	for j := range items {
+		if keyHash(&items[j]) != id {
+			continue
+		}
+		f := allFields(&items[j])
+		if k := slices.Index(before, f); k >= 0 {
+			before = slices.Delete(before, k, k+1)
+			continue
+		}
+		out = append(out, &items[j])
+	}
+	if need := int(s.keys[id].copies) - m; len(out) > need {
+		s.unsure++
+		out = out[:need]
+	}
+	return out
+}
+
+// allFields hashes every field of an item (FNV-1a): two items of one key
+// with equal hashes show the same payout, or twins no field tells apart.
+func allFields(it *PayoutListItem) uint64 {
+	h := identity(it)
+	for _, f := range [...]string{it.ID, string(it.Status), it.PaidAddress, it.MerchantAmount.Decimal.String(), strconv.FormatBool(it.MerchantAmount.Valid), it.WalletLabel, it.WalletAddress, it.OrderID, it.Currency, it.Network} {
+		h = fnvAdd(h, f)
+	}
+	return h
 }
 
 // record keeps what sortProven needs of the payout read at pos, while a
@@ -1008,7 +1097,7 @@ func orderOf(pages ...[]PayoutListItem) listOrder {
 func fingerprint(items []PayoutListItem) uint64 {
 	h := uint64(14695981039346656037)
 	for i := range items {
-		h = fnvAdd(fnvUint(h, identity(&items[i])), string(items[i].Status))
+		h = fnvAdd(fnvUint(h, keyHash(&items[i])), string(items[i].Status))
 	}
 	return h
 }
@@ -1024,6 +1113,10 @@ func fingerprint(items []PayoutListItem) uint64 {
 // format may differ). Two payouts may share it; so may two keys by a hash
 // collision or a case fold, which only merges them: the proof is then
 // harder to close, never easier.
+// keyHash is identity, a variable only so that a test can make keys
+// collide (TestListProofHashCollisions).
+var keyHash = identity
+
 func identity(it *PayoutListItem) uint64 {
 	h := uint64(14695981039346656037)
 	for _, s := range [...]string{it.OrderID, it.CustomerID, it.Currency, it.Network, it.Amount.String()} {
@@ -1111,9 +1204,10 @@ type ScanPayoutsParams struct {
 //     them: a later page showing more copies yields the extra ones then.
 //     An item is yielded as first read: its status and paid address may
 //     have changed since. Where twins (payouts sharing a key) were read on
-//     different pages, the pages cannot tell them apart: the m items are
-//     m payouts by count, but one of them may be yielded twice with the
-//     other's status never shown.
+//     different pages, the extra ones yielded are the page's items that
+//     match, by every field, none yielded before; if a twin changed
+//     between the reads so that the pages cannot tell which were yielded,
+//     the scan ends with a *ListProofError.
 //   - The scan ends without error only when the pages prove that every
 //     payout the list held at the last request was yielded (the sum of
 //     the keys' copies reaches the list's count, or, without a count, the
@@ -1138,8 +1232,9 @@ type ScanPayoutsParams struct {
 //     model").
 //
 // An error is yielded once and ends the iteration; breaking out of the
-// loop stops reading. Memory grows by about 30 bytes a payout (its key's
-// hash and copies in a map), never by the payouts themselves.
+// loop stops reading. Memory grows by about 50 bytes a payout (its key's
+// hash and copies, and the hash of every field of the item yielded, in
+// two maps), never by the payouts themselves.
 // GET /v1/payout/list, which the API marks as under development.
 func (c *Client) ScanPayouts(ctx context.Context, params ScanPayoutsParams, opts ...Option) iter.Seq2[PayoutListItem, error] {
 	return func(yield func(PayoutListItem, error) bool) {
