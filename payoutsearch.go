@@ -1274,7 +1274,9 @@ type ListProofError struct {
 	// showed it (a list without a count whose last page was not empty).
 	Listed int
 	// Proven is L: how many distinct payouts the pages read prove (for
-	// each key, the most copies seen in one page). Proven < Listed.
+	// each key, the most copies seen in one page). Proven < Listed, unless
+	// a scan proved the count but could not tell apart twins read on two
+	// pages (see ScanPayouts).
 	Proven int
 	// Since, when not zero, says that Listed and Proven count only the
 	// payouts created at or after it: ReconcilePayout read the newest part
