@@ -1004,26 +1004,14 @@ func TestListProofAttacks(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var runs, unknown, wrong int
-			proofScenarios(cmp.Or(tt.maxN, map[bool]int{false: 2, true: 1}[raceDetector]), func(sc proofScenario) bool {
+			neverWrong(t, cmp.Or(tt.maxN, map[bool]int{false: 2, true: 1}[raceDetector]), func(sc proofScenario) (proofOutcome, bool) {
 				if tt.only != nil && !tt.only(sc) {
-					return true
+					return proofOutcome{}, false
 				}
 				l := sc.list()
 				tt.bend(&sc, l)
-				out := runProofOn(sc, l)
-				runs++
-				if out.unknown {
-					unknown++
-				}
-				if out.wrong != "" {
-					if wrong++; wrong <= 5 {
-						t.Errorf("%v: %s", sc, out.wrong)
-					}
-				}
-				return true
+				return runProofOn(sc, l), true
 			})
-			t.Logf("%d scenarios, %d unknown, %d wrong", runs, unknown, wrong)
 		})
 	}
 }
@@ -1105,23 +1093,36 @@ func TestListProofHashCollisions(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			keyHash = tt.hash
-			var runs, unknown, wrong int
-			proofScenarios(map[bool]int{false: 2, true: 1}[raceDetector], func(sc proofScenario) bool {
-				out := runProof(sc)
-				runs++
-				if out.unknown {
-					unknown++
-				}
-				if out.wrong != "" {
-					if wrong++; wrong <= 5 {
-						t.Errorf("%v: %s", sc, out.wrong)
-					}
-				}
-				return true
+			neverWrong(t, map[bool]int{false: 2, true: 1}[raceDetector], func(sc proofScenario) (proofOutcome, bool) {
+				return runProof(sc), true
 			})
-			t.Logf("%d scenarios, %d unknown, %d wrong", runs, unknown, wrong)
 		})
 	}
+}
+
+// neverWrong runs the scenarios of proofScenarios up to maxN payouts
+// through run (false: the scenario is skipped) and fails the test on each
+// wrong answer (the first 5 named).
+func neverWrong(t *testing.T, maxN int, run func(proofScenario) (proofOutcome, bool)) {
+	t.Helper()
+	var runs, unknown, wrong int
+	proofScenarios(maxN, func(sc proofScenario) bool {
+		out, ran := run(sc)
+		if !ran {
+			return true
+		}
+		runs++
+		if out.unknown {
+			unknown++
+		}
+		if out.wrong != "" {
+			if wrong++; wrong <= 5 {
+				t.Errorf("%v: %s", sc, out.wrong)
+			}
+		}
+		return true
+	})
+	t.Logf("%d scenarios, %d unknown, %d wrong", runs, unknown, wrong)
 }
 
 // TestScanPayoutsTwinsOnTwoPages: two payouts that share a key (orderId
