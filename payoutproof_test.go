@@ -1,6 +1,7 @@
 package cryptopay
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -38,10 +39,11 @@ const (
 	evCreate                // a payout created, newer than every other
 	evCreateTied            // a payout created in the newest payout's second (a tie)
 	evUpdate                // the hidden payout's status changes
+	evCreateOld             // a payout created with a createdAt older than every other (backdated; not in proofScenarios)
 )
 
 func (e proofEvent) String() string {
-	return [...]string{"quiet", "create", "create tied", "update"}[e]
+	return [...]string{"quiet", "create", "create tied", "update", "create backdated"}[e]
 }
 
 // Adversary modes: how a proofList orders the payouts that share a
@@ -72,6 +74,15 @@ type proofList struct {
 	event       proofEvent
 	eventAt     int
 	requests    int
+	// A server that bends the model (the attacks of TestListProofAttacks):
+	// render adds JSON fields to an item as served at a request (a key
+	// given twice: the decoder keeps the last), countAt gives the count
+	// served instead of the list's size, and window the positions served
+	// instead of [offset, offset+limit).
+	render  func(request int, p proofPayout) string
+	countAt func(request, size int) int
+	window  func(request, offset, limit, size int) (lo, hi int)
+	reorder func(request int, list []proofPayout) []proofPayout // the list as served at a request, from its sorted arrangement
 }
 
 func (l *proofList) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -82,7 +93,29 @@ func (l *proofList) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if l.requests == l.eventAt {
 		l.happen()
 	}
-	writeProofPage(w, l.arrange(offset, limit), offset, limit, l.counted)
+	list := l.arrange(offset, limit)
+	if l.reorder != nil {
+		list = l.reorder(l.requests, list)
+	}
+	if l.render == nil && l.countAt == nil && l.window == nil && l.reorder == nil {
+		writeProofPage(w, list, offset, limit, l.counted)
+		return
+	}
+	lo, hi := offset, offset+limit
+	if l.window != nil {
+		lo, hi = l.window(l.requests, offset, limit, len(list))
+	}
+	count := len(list)
+	if l.countAt != nil {
+		count = l.countAt(l.requests, count)
+	}
+	req := l.requests
+	writeProofItems(w, list, lo, hi, count, l.counted, func(p proofPayout) string {
+		if l.render == nil {
+			return ""
+		}
+		return l.render(req, p)
+	})
 }
 
 // listQuery reads a list request's offset and limit (1 to maxPage: the
@@ -97,18 +130,30 @@ func listQuery(r *http.Request, maxPage int) (offset, limit int) {
 // writeProofPage answers with the payouts at [offset, offset+limit) of
 // list, and its size as the count if counted.
 func writeProofPage(w http.ResponseWriter, list []proofPayout, offset, limit int, counted bool) {
+	writeProofItems(w, list, offset, offset+limit, len(list), counted, nil)
+}
+
+// writeProofItems answers with the payouts at [lo, hi) of list (within
+// it), each with the fields extra adds (nil: none), and count if counted.
+func writeProofItems(w http.ResponseWriter, list []proofPayout, lo, hi, count int, counted bool, extra func(proofPayout) string) {
 	b := []byte(`{"payout":[`)
-	for pos := offset; pos < len(list) && pos < offset+limit; pos++ {
-		if pos > offset {
+	for pos := max(lo, 0); pos < len(list) && pos < hi; pos++ {
+		if pos > max(lo, 0) {
 			b = append(b, ',')
 		}
 		it := list[pos]
-		b = fmt.Appendf(b, `{"status":%q,"amount":%s,"orderId":%q,"customerId":"c","payCurrency":{"name":"usdt"},"payNetwork":{"name":"tron"},"createdAt":%q}`,
+		b = fmt.Appendf(b, `{"status":%q,"amount":%s,"orderId":%q,"customerId":"c","payCurrency":{"name":"usdt"},"payNetwork":{"name":"tron"},"createdAt":%q`,
 			it.status, it.amount, it.orderID, proofBase.Add(time.Duration(it.at)*time.Second).Format(time.RFC3339))
+		if extra != nil {
+			if x := extra(it); x != "" {
+				b = append(append(b, ','), x...)
+			}
+		}
+		b = append(b, '}')
 	}
 	b = append(b, ']')
 	if counted {
-		b = fmt.Appendf(b, `,"count":%d`, len(list))
+		b = fmt.Appendf(b, `,"count":%d`, count)
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write(append(b, '}'))
@@ -129,6 +174,8 @@ func (l *proofList) happen() {
 		l.items = append(l.items, proofPayout{orderID: "new", at: newest + 1, amount: "1.5", status: "created"})
 	case evCreateTied:
 		l.items = append(l.items, proofPayout{orderID: "new", at: newest, amount: "1.5", status: "created"})
+	case evCreateOld:
+		l.items = append(l.items, proofPayout{orderID: "new", at: -1, amount: "1.5", status: "created"})
 	case evUpdate:
 		for i := range l.items {
 			if l.items[i].orderID == l.hide {
@@ -240,6 +287,7 @@ type proofScenario struct {
 	mode            int
 	hide            int // the payout hidden (and looked for)
 	reconcileOrScan string
+	cutoffShift     time.Duration // added to the cutoff (the hidden payout's second)
 }
 
 func (sc proofScenario) String() string {
@@ -287,7 +335,7 @@ func runProofOn(sc proofScenario, h http.Handler) proofOutcome {
 			target = "o" + strconv.Itoa(sc.hide)
 			attempted = proofBase.Add(time.Duration(sc.at[sc.hide])*time.Second + time.Second)
 		}
-		s := newPayoutSearch(context.Background(), c, target, attempted.Add(-time.Second), nil)
+		s := newPayoutSearch(context.Background(), c, target, attempted.Add(sc.cutoffShift-time.Second), nil)
 		err := s.run()
 		out.requests, out.reread, out.unknown = s.requests, s.rereading, err != nil
 		switch {
@@ -745,7 +793,7 @@ func TestListProofEveryOrder(t *testing.T) {
 	defer func(run int) { minSortedRun = run }(minSortedRun)
 	minSortedRun = 1
 	var leaves, unknown int
-	maxN := 2
+	maxN := 3
 	if *proofEvery {
 		maxN = 3
 	}
@@ -820,4 +868,312 @@ func pickAt(choice []int, i int) int {
 		return choice[i]
 	}
 	return 0
+}
+
+// TestListProofAttacks runs the scenarios of proofScenarios (lists of up
+// to 2 payouts, 1 under the race detector; for the last attack, lists of
+// 4 whose middle payouts share a second) against servers that bend what
+// the spec leaves open, and asserts that none gives a wrong answer (see
+// runProof): the count proof holds, or the answer is unknown.
+//   - A payout read twice must give one key (docs/reconcile.md, "Key"): a
+//     wallet renamed or shown in another case or not at all, an id sent on
+//     some reads only, a currency in another case, a createdAt in another
+//     zone or format, an amount written another way. The first four
+//     counted one payout as two, which let a hidden one go unseen.
+//   - Pages that are not the window asked for, with and without a count:
+//     the offset ignored (on every request, on one, with a count that
+//     stays small), more items than the limit, the window one place early,
+//     a short page that is not the end.
+//     The count proof does not rest on positions.
+//   - The cutoff skip: the payout looked for without createdAt, a payout
+//     created backdated (older than every other) or with a createdAt in
+//     the future during the search, and a
+//     list sorted by createdAt's second whose createdAt has a fraction,
+//     with the cutoff inside the second of the payout looked for (its
+//     payouts in any order within a second): the skip used to stop at a
+//     payout of that second created before the cutoff, with one created
+//     after it listed behind.
+func TestListProofAttacks(t *testing.T) {
+	defer func(run int) { minSortedRun = run }(minSortedRun)
+	minSortedRun = 1
+	at := func(p proofPayout) time.Time { return proofBase.Add(time.Duration(p.at) * time.Second) }
+	every := func(req int, xs ...string) string { return xs[req%len(xs)] }
+	tests := []struct {
+		name string
+		bend func(sc *proofScenario, l *proofList)
+		maxN int                      // 0: 2
+		only func(proofScenario) bool // nil: every scenario
+	}{
+		{"wallet label renamed", func(_ *proofScenario, l *proofList) {
+			l.render = func(req int, _ proofPayout) string {
+				return `"payoutWallet":{"label":"` + every(req, "main", "Main wallet") + `","address":"TQ1"}`
+			}
+		}, 0, nil},
+		{"wallet address in another case, or absent", func(_ *proofScenario, l *proofList) {
+			l.render = func(req int, _ proofPayout) string {
+				return every(req, `"payoutWallet":{"address":"0xAbC1"}`, `"payoutWallet":{"address":"0xabc1"}`, ``)
+			}
+		}, 0, nil},
+		{"id on some reads only", func(_ *proofScenario, l *proofList) {
+			l.render = func(req int, p proofPayout) string { return every(req, `"payoutId":"p-`+p.orderID+`"`, ``) }
+		}, 0, nil},
+		{"currency and network in another case", func(_ *proofScenario, l *proofList) {
+			l.render = func(req int, _ proofPayout) string {
+				return every(req, `"payCurrency":{"name":"USDT"},"payNetwork":{"name":"TRON"}`, ``)
+			}
+		}, 0, nil},
+		{"createdAt in another zone and format", func(_ *proofScenario, l *proofList) {
+			l.render = func(req int, p proofPayout) string {
+				return `"createdAt":"` + every(req, at(p).In(time.FixedZone("", 5*3600+1800)).Format("2006-01-02T15:04:05.000-07:00"), at(p).Format(time.RFC3339)) + `"`
+			}
+		}, 0, nil},
+		{"amount written another way", func(_ *proofScenario, l *proofList) {
+			l.render = func(req int, _ proofPayout) string {
+				return `"amount":` + every(req, `"1.50"`, `1.5e0`, `"1.5"`, `15e-1`)
+			}
+		}, 0, nil},
+		{"offset ignored", func(_ *proofScenario, l *proofList) {
+			l.window = func(_, _, limit, _ int) (int, int) { return 0, limit }
+		}, 0, nil},
+		{"offset ignored, count at most 1", func(_ *proofScenario, l *proofList) {
+			l.window = func(_, _, limit, _ int) (int, int) { return 0, limit }
+			l.countAt = func(_, size int) int { return min(size, 1) }
+		}, 0, nil},
+		{"offset ignored on the second request", func(_ *proofScenario, l *proofList) {
+			l.window = func(req, offset, limit, _ int) (int, int) {
+				if req == 2 {
+					return 0, limit
+				}
+				return offset, offset + limit
+			}
+		}, 0, nil},
+		{"one item more than the limit", func(_ *proofScenario, l *proofList) {
+			l.window = func(_, offset, limit, _ int) (int, int) { return offset, offset + limit + 1 }
+		}, 0, nil},
+		{"the window one place early on the second request", func(_ *proofScenario, l *proofList) {
+			l.window = func(req, offset, limit, _ int) (int, int) {
+				if req == 2 {
+					return offset - 1, offset + limit - 1
+				}
+				return offset, offset + limit
+			}
+		}, 0, nil},
+		{"a short page, not empty, on the second request", func(_ *proofScenario, l *proofList) {
+			l.window = func(req, offset, limit, _ int) (int, int) {
+				if req == 2 {
+					return offset, offset + max(limit-1, 1)
+				}
+				return offset, offset + limit
+			}
+		}, 0, nil},
+		{"no createdAt on the payout looked for", func(_ *proofScenario, l *proofList) {
+			hide := l.hide
+			l.render = func(_ int, p proofPayout) string {
+				if p.orderID != hide {
+					return ""
+				}
+				return `"createdAt":null`
+			}
+		}, 0, nil},
+		{"a payout created backdated", func(sc *proofScenario, l *proofList) {
+			if sc.event == evCreate {
+				sc.event, l.event = evCreateOld, evCreateOld
+			}
+		}, 0, nil},
+		{"a payout created in the future", func(_ *proofScenario, l *proofList) {
+			l.render = func(_ int, p proofPayout) string {
+				if p.orderID != "new" {
+					return ""
+				}
+				return `"createdAt":"` + at(p).Add(24*time.Hour).Format(time.RFC3339) + `"`
+			}
+		}, 0, nil},
+		{"sorted by the second, cutoff within it", func(sc *proofScenario, l *proofList) {
+			sc.cutoffShift = 250 * time.Millisecond
+			hide := l.hide
+			l.render = func(_ int, p proofPayout) string {
+				var frac time.Duration // the payout looked for, and the new one, after the cutoff; the others of its second before
+				if p.orderID == hide || p.orderID == "new" {
+					frac = 500 * time.Millisecond
+				}
+				return `"createdAt":"` + at(p).Add(frac).Format(time.RFC3339Nano) + `"`
+			}
+		}, 4, func(sc proofScenario) bool {
+			return sc.reconcileOrScan == "reconcile" && sc.counted && sc.ties == "middle tied"
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			neverWrong(t, cmp.Or(tt.maxN, map[bool]int{false: 2, true: 1}[raceDetector]), func(sc proofScenario) (proofOutcome, bool) {
+				if tt.only != nil && !tt.only(sc) {
+					return proofOutcome{}, false
+				}
+				l := sc.list()
+				tt.bend(&sc, l)
+				return runProofOn(sc, l), true
+			})
+		})
+	}
+}
+
+// scriptedList serves, at request i, the list lists[i-1] (the last one
+// after them), with its count, in pages of at most maxPage.
+type scriptedList struct {
+	mu       sync.Mutex
+	lists    [][]proofPayout
+	maxPage  int
+	requests int
+}
+
+func (l *scriptedList) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	offset, limit := listQuery(r, l.maxPage)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.requests++
+	writeProofPage(w, l.lists[min(l.requests, len(l.lists))-1], offset, limit, true)
+}
+
+// TestListProofRegionPageOutOfOrder: a page read again that shows a
+// payout created after the cutoff behind one created before it proves the
+// list is not sorted as the cutoff skip's bound needs: the region's count
+// is then unknown. Here the server lists c behind e on the re-read page
+// that closes the region's count (3 = a, b, c), while z, created after
+// the cutoff, sits unseen before e: the search used to answer not
+// created for z.
+func TestListProofRegionPageOutOfOrder(t *testing.T) {
+	defer func(run int) { minSortedRun = run }(minSortedRun)
+	minSortedRun = 1
+	p := func(id string, at int) proofPayout {
+		return proofPayout{orderID: id, at: at, amount: "1.5", status: "paid"}
+	}
+	a, b, c, z := p("a", 13), p("b", 13), p("c", 13), p("z", 13) // one second, after the cutoff (10)
+	e, f, g, h, i := p("e", 9), p("f", 8), p("g", 7), p("h", 6), p("i", 5)
+	sorted := []proofPayout{a, b, c, z, e, f, g, h, i}
+	l := &scriptedList{maxPage: 2, lists: [][]proofPayout{
+		sorted,                      // 1: [a b] at 0
+		sorted,                      // 2: the far end, [i] at 8
+		{z, a, b, c, e, f, g, h, i}, // 3: [b c] at 2 (the tie reordered)
+		sorted,                      // 4: [e f] at 4: the cutoff, sorted at both ends; 3 of 4 after it seen
+		sorted,                      // 5: the re-read, [a] at 0
+		sorted,                      // 6: [b c] at 1
+		{a, b, z, e, c, f, g, h, i}, // 7: [e c] at 3: c behind e
+		sorted,                      // 8: the second re-read, [a b] at 0
+		{z, a, b, c, e, f, g, h, i}, // 9 on: [b c] at 2, [e f] at 4
+	}}
+	c0, err := handlerClient(l)
+	require.NoError(t, err)
+	s := newPayoutSearch(context.Background(), c0, "z", proofBase.Add(10*time.Second), nil)
+	err = s.run()
+	require.Nil(t, s.found)
+	var pe *ListProofError
+	require.ErrorAs(t, err, &pe, "the search answered not created for z (requests %d)", s.requests)
+	assert.Equal(t, proofBase.Add(10*time.Second), pe.Since)
+}
+
+// TestListProofHashCollisions: a payout's key is a 64-bit hash, and two
+// keys that collide are merged: in L (keys), in L_R (keysR) and in the
+// page fingerprints. Merging only undercounts, so the proof is harder to
+// close, never wrong: with every key colliding, or keys that collide by
+// pairs, no scenario of proofScenarios (lists of up to 2 payouts, 1 under
+// the race detector) gives a wrong answer (see runProof). The payout
+// looked for is matched by its orderId, never by its hash.
+func TestListProofHashCollisions(t *testing.T) {
+	defer func(run int, h func(*PayoutListItem) uint64) { minSortedRun, keyHash = run, h }(minSortedRun, keyHash)
+	minSortedRun = 1
+	tests := []struct {
+		name string
+		hash func(*PayoutListItem) uint64
+	}{
+		{"every key collides", func(*PayoutListItem) uint64 { return 7 }},
+		{"keys collide by pairs", func(it *PayoutListItem) uint64 { return identity(it) >> 1 << 1 }},
+		{"keys collide by the last digit of the orderId", func(it *PayoutListItem) uint64 {
+			return uint64(it.OrderID[len(it.OrderID)-1] % 2)
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			keyHash = tt.hash
+			neverWrong(t, map[bool]int{false: 2, true: 1}[raceDetector], func(sc proofScenario) (proofOutcome, bool) {
+				return runProof(sc), true
+			})
+		})
+	}
+}
+
+// neverWrong runs the scenarios of proofScenarios up to maxN payouts
+// through run (false: the scenario is skipped) and fails the test on each
+// wrong answer (the first 5 named).
+func neverWrong(t *testing.T, maxN int, run func(proofScenario) (proofOutcome, bool)) {
+	t.Helper()
+	var runs, unknown, wrong int
+	proofScenarios(maxN, func(sc proofScenario) bool {
+		out, ran := run(sc)
+		if !ran {
+			return true
+		}
+		runs++
+		if out.unknown {
+			unknown++
+		}
+		if out.wrong != "" {
+			if wrong++; wrong <= 5 {
+				t.Errorf("%v: %s", sc, out.wrong)
+			}
+		}
+		return true
+	})
+	t.Logf("%d scenarios, %d unknown, %d wrong", runs, unknown, wrong)
+}
+
+// TestScanPayoutsTwinsOnTwoPages: two payouts that share a key (orderId
+// t, one amount, one second), a paid and a failed one, read on different
+// pages: the scan proves there are two when a re-read page shows both,
+// and must yield each once. It used to yield the one read first again
+// (the second copy on the page), and the other never. If the one yielded
+// changed between the reads, the pages cannot tell which is which: the
+// scan ends unknown.
+func TestScanPayoutsTwinsOnTwoPages(t *testing.T) {
+	x := proofPayout{orderID: "x", at: 9, amount: "1.5", status: "paid"}
+	a := proofPayout{orderID: "t", at: 5, amount: "1.5", status: "paid"}
+	b := proofPayout{orderID: "t", at: 5, amount: "1.5", status: "failed"}
+	changed := a
+	changed.status = "failed"
+	tests := []struct {
+		name     string
+		reread   []proofPayout // the list from the first re-read on (request 3)
+		statuses []string      // yielded for orderId t; nil: the scan ends unknown
+	}{
+		{"the twins swap places", []proofPayout{x, b, a}, []string{"failed", "paid"}},
+		{"the twins keep their places", []proofPayout{x, a, b}, []string{"failed", "paid"}},
+		{"the one yielded changed", []proofPayout{x, b, changed}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			// Pages of 2, newest first: [x a] and [b] (3 listed, 2 keys
+			// proven), then the re-read [x], [b a] or [a b].
+			l := &scriptedList{maxPage: 2, lists: [][]proofPayout{{x, a, b}, {x, a, b}, tt.reread}}
+			c, err := handlerClient(l)
+			require.NoError(t, err)
+			var statuses []string
+			var scanErr error
+			for it, err := range c.ScanPayouts(context.Background(), ScanPayoutsParams{}) {
+				if err != nil {
+					scanErr = err
+					break
+				}
+				if it.OrderID == "t" {
+					statuses = append(statuses, string(it.Status))
+				}
+			}
+			if tt.statuses == nil {
+				var pe *ListProofError
+				require.ErrorAs(t, scanErr, &pe, "yielded %v", statuses)
+				assert.Contains(t, pe.Ambiguous, "t")
+				return
+			}
+			require.NoError(t, scanErr)
+			slices.Sort(statuses)
+			assert.Equal(t, tt.statuses, statuses)
+		})
+	}
 }

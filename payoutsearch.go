@@ -55,18 +55,22 @@ import (
 // deleted; at any instant the list is a sequence of all the payouts that
 // exist then, each once; a page read at time t holds positions
 // [offset, offset+len) of the list at t, and its count is the list's size
-// at t. Between two requests the order may change in any way (payouts
+// at t (not a cached or lagging number); each payout shows the same values
+// of its key's fields on every read. The count proof of the whole list
+// needs no place (it counts what the pages show); a list without a count
+// needs an empty page to mean its end; the cutoff skip needs the places.
+// Between two requests the order may change in any way (payouts
 // sharing a createdAt swap places, a list ordered by updatedAt moves one),
 // and payouts may be created or updated. So a page cannot tell where a
 // payout not on it is: one may move from a page not yet read to one
 // already read, and one created meanwhile may fill the place it left. The
 // proof counts instead of placing:
 //
-//   - A payout's key is its fields that never change (id, orderId,
-//     customer, wallet address and label, currency, network, amount,
-//     createdAt; see identity), never status, paidAddress or
-//     merchantAmount: a key that changed between two reads would count one
-//     payout seen twice as two. Two payouts may share a key (twins).
+//   - A payout's key is the fields it was created with that the list
+//     shows (orderId, customer, currency, network, amount, createdAt; see
+//     identity), never status, paidAddress, merchantAmount, the wallet or
+//     an id: a key that changed between two reads would count one payout
+//     seen twice as two. Two payouts may share a key (twins).
 //   - L, proven: for each key k, m_k is the most items with key k seen in
 //     one page (a page lists each payout once, so m_k payouts with key k
 //     exist); L is the sum of m_k. Every payout counted exists at the last
@@ -98,15 +102,21 @@ import (
 //     to the last request; L_R is L over the keys with createdAt at or
 //     after the cutoff. L_R >= U_R proves every payout of R was seen; the
 //     re-reads then cover R only, from the newest end to the first
-//     payout older than the cutoff. A list whose order is not proven, or
-//     a skip whose proof does not close within the re-reads, is unknown,
-//     never "not listed".
+//     payout older than the cutoff. The cutoff is taken down to its whole
+//     second, so that a list sorted by createdAt's second (any order
+//     within one) is sorted enough; a page that shows a payout of R, or
+//     one without createdAt, on the far side of an older one leaves U_R
+//     unknown. A list whose order is not proven, or a skip whose proof
+//     does not close within the re-reads, is unknown, never "not listed".
 //
 // What the proof cannot see: a list made of parts each sorted by createdAt
 // and joined by a key the item does not show (two shards, a merchant
 // sub-account), or by customer or wallet, looks sorted on every page the
-// fast path reads. The skip trusts that the server's order is led by
-// createdAt once nothing it shows contradicts it.
+// fast path reads; so does one led by a field that is the same on every
+// payout read (the status, when all are paid) until it changes during the
+// search. The skip trusts that the server's order is led by createdAt
+// once nothing it shows contradicts it, and that pages are the windows
+// asked for.
 
 // Bounds of one look at the list.
 const (
@@ -199,6 +209,8 @@ type payoutSearch struct {
 	provenR    int      // L_R: the same over the keys created at or after the cutoff
 	boundNF    int      // least (p - count) over the pages read: U_R - count, newest first
 	boundOF    int      // least (-p - 1) over the pages read: U_R - count, oldest first
+	mixedNF    bool     // a page showed, newest first, a payout of the region (or without createdAt) after an older one: no U_R
+	mixedOF    bool     // the same, oldest first
 	lastEmpty  int      // the offset of the last page read if it was empty, else -1
 	rereading  bool     // the first pass is over
 	passReqs   int      // the requests of the first pass (a re-read pass reads at most twice as many)
@@ -208,9 +220,13 @@ type payoutSearch struct {
 	// visit, in a scan (ScanPayouts), gets each distinct payout once
 	// instead of the orderId being looked for; false stops the scan.
 	visit    func(*PayoutListItem) bool
-	pageSize int // the page size asked for (defaultPageSize)
-	listed   int // the count of the latest page read
-	maxReqs  int // the pages one look may read (maxSearchRequests)
+	rose     map[uint64]int      // in a scan: the keys whose copies rose on the page being read, with their copies before it
+	yielded  map[uint64]uint64   // in a scan: each key's first item yielded, by every field (see allFields)
+	twinsY   map[uint64][]uint64 // the same for the further items of a key with twins
+	unsure   int                 // keys whose twins the pages could not tell apart from items yielded (the scan's proof cannot close)
+	pageSize int                 // the page size asked for (defaultPageSize)
+	listed   int                 // the count of the latest page read
+	maxReqs  int                 // the pages one look may read (maxSearchRequests)
 }
 
 // sortRecord is what the proof of the order needs of one payout read: its
@@ -233,7 +249,11 @@ type keySeen struct {
 type pageSeen struct{ offset, count int }
 
 func newPayoutSearch(ctx context.Context, c *Client, orderID string, cutoff time.Time, opts []Option) *payoutSearch {
-	s := &payoutSearch{c: c, ctx: ctx, opts: opts, orderID: orderID, cutoff: cutoff, pages: make(map[uint64]pageSeen),
+	// The cutoff is taken down to its whole second: a list sorted by
+	// createdAt's second, in any order within one, then still lists every
+	// payout created at or after it before (newest first) every payout
+	// created before it (see the cutoff skip in the file's header).
+	s := &payoutSearch{c: c, ctx: ctx, opts: opts, orderID: orderID, cutoff: cutoff.Truncate(time.Second), pages: make(map[uint64]pageSeen),
 		keys: make(map[uint64]keySeen), inPage: make(map[uint64]int), keysR: make(map[uint64]int32), inPageR: make(map[uint64]int), pageSize: defaultPageSize, maxReqs: maxSearchRequests,
 		boundNF: math.MaxInt, boundOF: math.MaxInt, lastEmpty: -1}
 	s.keep = !cutoff.IsZero()
@@ -283,10 +303,10 @@ func (s *payoutSearch) run() error {
 // was seen; a proof still open is a *ListProofError. See the file's header.
 func (s *payoutSearch) prove() error {
 	for pass := 0; ; pass++ {
-		if done, err := s.closed(); done || err != nil {
+		if done, err := s.closed(); done && s.unsure == 0 || err != nil {
 			return err
 		}
-		if pass == maxRereads {
+		if pass == maxRereads || s.unsure > 0 {
 			return s.proofError()
 		}
 		if !s.rereading {
@@ -305,11 +325,11 @@ func (s *payoutSearch) prove() error {
 func (s *payoutSearch) proof() (proven, listed int, known bool) {
 	switch {
 	case s.stopped:
-		b := s.boundNF
+		b, mixed := s.boundNF, s.mixedNF
 		if s.order == oldestFirst {
-			b = s.boundOF
+			b, mixed = s.boundOF, s.mixedOF
 		}
-		return s.provenR, s.listed + b, b != math.MaxInt
+		return s.provenR, s.listed + b, b != math.MaxInt && !mixed
 	case s.counted:
 		return s.proven, s.listed, true
 	}
@@ -420,25 +440,35 @@ func (s *payoutSearch) count(offset int, p searchPage) {
 	if s.cutoff.IsZero() || !p.counted {
 		return
 	}
+	first, last := -1, -1 // the first and the last payout created before the cutoff
 	for i := range p.items {
 		if t := p.items[i].CreatedAt; !t.IsZero() && t.Before(s.cutoff) {
-			s.boundNF = min(s.boundNF, offset+i-p.count)
-			break
+			last = i
+			if first < 0 {
+				first = i
+			}
 		}
 	}
-	for i := len(p.items) - 1; i >= 0; i-- {
-		if t := p.items[i].CreatedAt; !t.IsZero() && t.Before(s.cutoff) {
-			s.boundOF = min(s.boundOF, -(offset+i)-1)
-			break
+	if first < 0 {
+		return
+	}
+	s.boundNF = min(s.boundNF, offset+first-p.count)
+	s.boundOF = min(s.boundOF, -(offset+last)-1)
+	// A payout of the region, or one whose createdAt is unknown, on the
+	// far side of an older one shows the list not sorted as the bound
+	// needs: in that order, the region has no bound (U_R unknown).
+	for i := range p.items {
+		if t := p.items[i].CreatedAt; t.IsZero() || !t.Before(s.cutoff) {
+			s.mixedNF = s.mixedNF || i > first
+			s.mixedOF = s.mixedOF || i < last
 		}
 	}
 }
 
-// see counts one item of the page being read; it reports whether the item
-// is proven distinct by this page (its key shows more copies here than in
-// any page before).
-func (s *payoutSearch) see(it *PayoutListItem) bool {
-	id := identity(it)
+// see counts one item of the page being read; in a scan, it notes the
+// keys whose copies rise (this page shows more of them than any before).
+func (s *payoutSearch) see(it *PayoutListItem) {
+	id := keyHash(it)
 	n := s.inPage[id] + 1
 	s.inPage[id] = n
 	k := s.keys[id]
@@ -451,6 +481,9 @@ func (s *payoutSearch) see(it *PayoutListItem) bool {
 	k.page = int32(s.pageNo)
 	more := n > int(k.copies)
 	if more {
+		if _, rose := s.rose[id]; !rose && s.visit != nil {
+			s.rose[id] = int(k.copies)
+		}
 		k.copies = int32(n)
 		s.proven++
 	}
@@ -466,7 +499,6 @@ func (s *payoutSearch) see(it *PayoutListItem) bool {
 			s.provenR++
 		}
 	}
-	return more
 }
 
 // proofError is the unknown answer of a proof that did not close.
@@ -742,15 +774,17 @@ func (s *payoutSearch) read(offset, limit int) (searchPage, error) {
 	clear(s.inPage)
 	clear(s.inPageR)
 	before := s.proven
-	for i := range p.items {
-		it := &p.items[i]
-		more := s.see(it)
-		if s.visit != nil {
-			if more && !s.visit(it) {
-				return p, errScanStopped
-			}
-			continue
+	if s.visit != nil {
+		if err := s.yield(p.items); err != nil {
+			return p, err
 		}
+	}
+	for i := range p.items {
+		if s.visit != nil {
+			break // yield counted the page
+		}
+		it := &p.items[i]
+		s.see(it)
 		if it.OrderID == s.orderID {
 			s.found = it
 			break
@@ -768,6 +802,88 @@ func (s *payoutSearch) read(offset, limit int) (searchPage, error) {
 		}
 	}
 	return p, nil
+}
+
+// yield counts a page of a scan and yields the items it proves distinct:
+// for each key whose copies rose from m to n, n-m of its items on the
+// page. With m = 0 they are all new. With m > 0 (twins, seen on an
+// earlier page too) they are the items that match, by every field, none
+// of the m yielded before; if more than n-m match none (a twin changed
+// between the reads), the pages cannot tell which payouts were yielded,
+// and the scan's proof cannot close (unsure).
+func (s *payoutSearch) yield(items []PayoutListItem) error {
+	if s.rose == nil {
+		s.rose, s.yielded, s.twinsY = make(map[uint64]int), make(map[uint64]uint64), make(map[uint64][]uint64)
+	}
+	clear(s.rose)
+	for i := range items {
+		s.see(&items[i])
+	}
+	for i := range items {
+		it := &items[i]
+		id := keyHash(it)
+		m, ok := s.rose[id]
+		if !ok {
+			continue
+		}
+		out := []*PayoutListItem{it}
+		if m > 0 {
+			out = s.newTwins(id, items, m)
+		} else if int(s.keys[id].copies) > 1 {
+			out = nil // several of one key never yielded: all of them
+			for j := i; j < len(items); j++ {
+				if keyHash(&items[j]) == id {
+					out = append(out, &items[j])
+				}
+			}
+		}
+		delete(s.rose, id) // each key once a page
+		for _, x := range out {
+			f := allFields(x)
+			if _, seen := s.yielded[id]; seen {
+				s.twinsY[id] = append(s.twinsY[id], f)
+			} else {
+				s.yielded[id] = f
+			}
+			if !s.visit(x) {
+				return errScanStopped
+			}
+		}
+	}
+	return nil
+}
+
+// newTwins picks the items of key id on the page that were not yielded
+// before, when its copies rose from m (see yield).
+func (s *payoutSearch) newTwins(id uint64, items []PayoutListItem, m int) []*PayoutListItem {
+	before := append([]uint64{s.yielded[id]}, s.twinsY[id]...)
+	var out []*PayoutListItem
+	for j := range items {
+		if keyHash(&items[j]) != id {
+			continue
+		}
+		f := allFields(&items[j])
+		if k := slices.Index(before, f); k >= 0 {
+			before = slices.Delete(before, k, k+1)
+			continue
+		}
+		out = append(out, &items[j])
+	}
+	if need := int(s.keys[id].copies) - m; len(out) > need {
+		s.unsure++
+		out = out[:need]
+	}
+	return out
+}
+
+// allFields hashes every field of an item (FNV-1a): two items of one key
+// with equal hashes show the same payout, or twins no field tells apart.
+func allFields(it *PayoutListItem) uint64 {
+	h := identity(it)
+	for _, f := range [...]string{it.ID, string(it.Status), it.PaidAddress, it.MerchantAmount.Decimal.String(), strconv.FormatBool(it.MerchantAmount.Valid), it.WalletLabel, it.WalletAddress, it.OrderID, it.Currency, it.Network} {
+		h = fnvAdd(h, f)
+	}
+	return h
 }
 
 // record keeps what sortProven needs of the payout read at pos, while a
@@ -981,29 +1097,42 @@ func orderOf(pages ...[]PayoutListItem) listOrder {
 func fingerprint(items []PayoutListItem) uint64 {
 	h := uint64(14695981039346656037)
 	for i := range items {
-		h = fnvAdd(fnvUint(h, identity(&items[i])), string(items[i].Status))
+		h = fnvAdd(fnvUint(h, keyHash(&items[i])), string(items[i].Status))
 	}
 	return h
 }
 
-// identity is a payout's key for the count proof: the fields that cannot
-// change as it proceeds (id, orderId, customer, wallet address and label,
-// currency, network, amount, createdAt), never its status, paid address
-// or merchant amount (a field that changed between two reads would count
-// one payout seen twice as two, and could fake a proof). Two payouts may
-// share it; a hash collision only merges two keys, which makes the proof
+// identity is a payout's key for the count proof: the fields it was
+// created with, which the server shows the same on every read (orderId,
+// customer, currency, network, amount, createdAt), never its status, paid
+// address or merchant amount, nor the wallet's label and address or an id
+// (a wallet may be renamed or edited, and the documented item has no id):
+// a field that read differently twice would count one payout seen twice
+// as two, and could fake a proof. Text is taken in ASCII lower case, the
+// amount as a number (1.50 is 1.5), createdAt as an instant (its zone and
+// format may differ). Two payouts may share it; so may two keys by a hash
+// collision or a case fold, which only merges them: the proof is then
 // harder to close, never easier.
+// keyHash is identity, a variable only so that a test can make keys
+// collide (TestListProofHashCollisions).
+var keyHash = identity
+
 func identity(it *PayoutListItem) uint64 {
 	h := uint64(14695981039346656037)
-	for _, s := range [...]string{it.ID, it.OrderID, it.CustomerID, it.WalletAddress, it.WalletLabel, it.Currency, it.Network, it.Amount.String()} {
+	for _, s := range [...]string{it.OrderID, it.CustomerID, it.Currency, it.Network, it.Amount.String()} {
 		h = fnvAdd(h, s)
 	}
 	return fnvUint(h, uint64(it.CreatedAt.UnixNano()))
 }
 
+// fnvAdd adds s, in ASCII lower case, and a separator to the FNV-1a hash h.
 func fnvAdd(h uint64, s string) uint64 {
 	for i := 0; i < len(s); i++ {
-		h ^= uint64(s[i])
+		c := s[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		h ^= uint64(c)
 		h *= 1099511628211
 	}
 	h ^= 0xff // field separator: no byte of UTF-8 text is 0xff
@@ -1066,14 +1195,19 @@ type ScanPayoutsParams struct {
 // payout search behind ReconcilePayout (the count proof of
 // docs/reconcile.md):
 //
-//   - A payout's key is its fields that never change: id, orderId,
-//     customer, wallet address and label, currency, network, amount and
-//     createdAt (never status, paidAddress or merchantAmount). For a key
-//     seen with m copies in one page, m items are yielded (m payouts with
-//     that key exist: a page lists each payout once), as soon as a page
-//     proves them: a later page showing more copies yields the extra ones
-//     then. An item is yielded as first read: its status and paid address
-//     may have changed since.
+//   - A payout's key is the fields it was created with that the list
+//     shows: orderId, customer, currency, network, amount and createdAt
+//     (text in any ASCII case; never status, paidAddress, merchantAmount,
+//     the wallet or an id, which may read differently). For a key seen
+//     with m copies in one page, m items are yielded (m payouts with that
+//     key exist: a page lists each payout once), as soon as a page proves
+//     them: a later page showing more copies yields the extra ones then.
+//     An item is yielded as first read: its status and paid address may
+//     have changed since. Where twins (payouts sharing a key) were read on
+//     different pages, the extra ones yielded are the page's items that
+//     match, by every field, none yielded before; if a twin changed
+//     between the reads so that the pages cannot tell which were yielded,
+//     the scan ends with a *ListProofError.
 //   - The scan ends without error only when the pages prove that every
 //     payout the list held at the last request was yielded (the sum of
 //     the keys' copies reaches the list's count, or, without a count, the
@@ -1092,10 +1226,15 @@ type ScanPayoutsParams struct {
 //     its count, holds more than its count, shrinks, or shows more
 //     distinct payouts than it holds ends the scan with a *ResponseError
 //     (ErrUnexpectedResponse); an API or transport failure with that error.
+//   - The proof assumes the count is the list's size when the page is
+//     served (not a cached or lagging number), and, for a list without a
+//     count, that an empty page means its end (docs/reconcile.md, "The
+//     model").
 //
 // An error is yielded once and ends the iteration; breaking out of the
-// loop stops reading. Memory grows by about 30 bytes a payout (its key's
-// hash and copies in a map), never by the payouts themselves.
+// loop stops reading. Memory grows by about 50 bytes a payout (its key's
+// hash and copies, and the hash of every field of the item yielded, in
+// two maps), never by the payouts themselves.
 // GET /v1/payout/list, which the API marks as under development.
 func (c *Client) ScanPayouts(ctx context.Context, params ScanPayoutsParams, opts ...Option) iter.Seq2[PayoutListItem, error] {
 	return func(yield func(PayoutListItem, error) bool) {
@@ -1135,7 +1274,9 @@ type ListProofError struct {
 	// showed it (a list without a count whose last page was not empty).
 	Listed int
 	// Proven is L: how many distinct payouts the pages read prove (for
-	// each key, the most copies seen in one page). Proven < Listed.
+	// each key, the most copies seen in one page). Proven < Listed, unless
+	// a scan proved the count but could not tell apart twins read on two
+	// pages (see ScanPayouts).
 	Proven int
 	// Since, when not zero, says that Listed and Proven count only the
 	// payouts created at or after it: ReconcilePayout read the newest part

@@ -148,10 +148,16 @@ type ReconcileResult struct {
 // a look that reaches the 1000 pages; an API or transport failure returns
 // that error. Each of them matches ErrUnexpectedResponse, and the result
 // is still returned, with Verdict PayoutStillUnknown and the requests
-// made: do not resend, look again later. The proof cannot see a list joined from parts each sorted
-// by createdAt under a key the item does not show (such as two shards
-// listed one after the other), nor one sorted first by customer or
-// wallet: on such a server, pass a zero AttemptedAt to read the whole list.
+// made: do not resend, look again later. The proof cannot see a list
+// joined from parts each sorted by createdAt under a key the item does not
+// show (such as two shards listed one after the other), nor one sorted
+// first by customer or wallet, or by a field that is the same on every
+// payout read (the status, when all are paid) and changes during the
+// search: on such a server, pass a zero AttemptedAt to read the whole
+// list. The cutoff is taken down to its whole second (a list sorted by
+// createdAt's second is sorted enough). The proof also assumes the count
+// is the list's size when the page is served, not a cached number
+// (docs/reconcile.md, "The model").
 // Invalid params return a *ValidationError, a nil result, and nothing is
 // sent. If several payouts share the orderId, the first one read is
 // returned. GET /v1/payout/list, which the API marks as under development.
