@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"io"
 	"time"
 
@@ -42,4 +43,23 @@ type globalFlags struct {
 	apiKeyFile     string
 	output         string
 	requestTimeout time.Duration
+}
+
+// command describes one command for its --help.
+type command struct {
+	name    string // "payout create"
+	args    string // "ID", or ""
+	summary string
+}
+
+// cmdFlags is a command's FlagSet and what its --help prints.
+type cmdFlags struct {
+	*flag.FlagSet
+	cmd    command
+	dbOnly bool // works on the database alone: no API flags (newDBFlagSet)
+	// formats are the --output values the command writes; the first is
+	// the default off a terminal, table (when listed) the default on one.
+	formats []string
+	// sets names, for each flag a shared set registered, that set.
+	sets map[string]string
 }

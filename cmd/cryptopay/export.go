@@ -5,8 +5,6 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
-	"regexp"
-	"strings"
 
 	cryptopay "github.com/cryptopay/cryptopay-go"
 )
@@ -53,29 +51,6 @@ func (it listItem) csvRecord() []string {
 	return []string{it.PayoutID, it.Status, it.Amount, merchant, it.Currency, it.Network, it.OrderID,
 		it.CustomerID, it.PaidAddress, it.WalletLabel, it.WalletAddress, it.CreatedAt}
 }
-
-// csvCells makes a CSV record safe where it goes, in place: with
-// spreadsheetSafe, a ' before each cell a spreadsheet would run as a
-// formula (= + - @ tab CR first), except a signed exact decimal, which
-// stays a number (a negative delta summed to the digit); on a terminal,
-// each cell through termSafe with the secrets cut (a file or pipe gets
-// the data exact).
-func csvCells(rec []string, spreadsheetSafe, terminal bool, secrets []string) []string {
-	for i, v := range rec {
-		if spreadsheetSafe && v != "" && strings.ContainsRune("=+-@\t\r", rune(v[0])) && !signedDecimalRe.MatchString(v) {
-			v = "'" + v
-		}
-		if terminal {
-			v = termSafe(redactSecrets(v, secrets...))
-		}
-		rec[i] = v
-	}
-	return rec
-}
-
-// signedDecimalRe matches a signed plain decimal, which a spreadsheet
-// reads as a number and never runs.
-var signedDecimalRe = regexp.MustCompile(`^[+-][0-9]+(\.[0-9]+)?$`)
 
 // exportWriter writes items in one format.
 type exportWriter interface {

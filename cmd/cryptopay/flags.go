@@ -77,25 +77,6 @@ var removedFlags = map[string]string{
 	"format": "--output csv or --output jsonl",
 }
 
-// command describes one command for its --help.
-type command struct {
-	name    string // "payout create"
-	args    string // "ID", or ""
-	summary string
-}
-
-// cmdFlags is a command's FlagSet and what its --help prints.
-type cmdFlags struct {
-	*flag.FlagSet
-	cmd    command
-	dbOnly bool // works on the database alone: no API flags (newDBFlagSet)
-	// formats are the --output values the command writes; the first is
-	// the default off a terminal, table (when listed) the default on one.
-	formats []string
-	// sets names, for each flag a shared set registered, that set.
-	sets map[string]string
-}
-
 // shared registers the flags of a shared set with register, and records
 // them as that set's.
 func (fs *cmdFlags) shared(set string, register func(*flag.FlagSet)) {

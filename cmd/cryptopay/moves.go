@@ -212,3 +212,19 @@ func osLogin() string {
 	}
 	return "uid-" + strconv.Itoa(os.Getuid())
 }
+
+// envClaimKey holds the claim links' signing key (pgstore/claim).
+const envClaimKey = "CRYPTOPAY_CLAIM_KEY"
+
+// refundCommand is the refund move's command: its flags are the move's
+// fields (pgstore.Moves), with --claim-url and --claim-key-file.
+var refundCommand = command{"payment refund", "ORDER_ID", "Refund a tracked payment (the moves table's refund, pgstore.Refunds): a payout intent in its\n" +
+	"currency and network, held for approval (four eyes: your approval does not count), never above\n" +
+	"what it paid, and the payment resolved as refunded, naming it. --rule excess refunds an\n" +
+	"overpayment's excess, all_paid everything paid (paid_partial, expired or late), amount the\n" +
+	"--amount given. With --wallet it is enqueued at once; without, it prints the claim link for the\n" +
+	"customer (--claim-url, the key in $" + envClaimKey + " or --claim-key-file). The same\n" +
+	"--idempotency-key again prints the same refund and its link, and creates nothing."}
+
+// isRefund reports whether m is the payment's refund move.
+func isRefund(m pgstore.Move) bool { return m.On == pgstore.ObjectPayment && m.Name == "refund" }

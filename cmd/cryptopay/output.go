@@ -4,6 +4,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -202,3 +203,26 @@ func shellQuote(s string) string {
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
+
+// csvCells makes a CSV record safe where it goes, in place: with
+// spreadsheetSafe, a ' before each cell a spreadsheet would run as a
+// formula (= + - @ tab CR first), except a signed exact decimal, which
+// stays a number (a negative delta summed to the digit); on a terminal,
+// each cell through termSafe with the secrets cut (a file or pipe gets
+// the data exact).
+func csvCells(rec []string, spreadsheetSafe, terminal bool, secrets []string) []string {
+	for i, v := range rec {
+		if spreadsheetSafe && v != "" && strings.ContainsRune("=+-@\t\r", rune(v[0])) && !signedDecimalRe.MatchString(v) {
+			v = "'" + v
+		}
+		if terminal {
+			v = termSafe(redactSecrets(v, secrets...))
+		}
+		rec[i] = v
+	}
+	return rec
+}
+
+// signedDecimalRe matches a signed plain decimal, which a spreadsheet
+// reads as a number and never runs.
+var signedDecimalRe = regexp.MustCompile(`^[+-][0-9]+(\.[0-9]+)?$`)

@@ -4,43 +4,10 @@ import (
 	"errors"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	cryptopay "github.com/cryptopay/cryptopay-go"
 	"github.com/cryptopay/cryptopay-go/pgstore"
 	"github.com/cryptopay/cryptopay-go/pgstore/claim"
 )
-
-// envClaimKey holds the claim links' signing key (pgstore/claim).
-const envClaimKey = "CRYPTOPAY_CLAIM_KEY"
-
-// refundsStore is the refunds' tables; a refund command opens the queue's
-// and the tracker's on the same database too.
-var refundsStore = store{"the refunds", "refunds", "refunds-table", pgstore.DefaultRefundsTable, "pgstore.RefundsConfig.Table", 4}
-
-// openRefunds opens the refunds on the queue and the tracker of one
-// database (db's tables), every table checked, as a move's stores; it
-// returns the pool, for the caller to close.
-func (a *app) openRefunds(db *dbFlags) (pgstore.Stores, *pgxpool.Pool, error) {
-	var s pgstore.Stores
-	rf, pool, err := openStore(a, db, refundsStore, func(pool *pgxpool.Pool, table string) (*pgstore.Refunds, error) {
-		q, err := pgstore.NewQueue(a.ctx, pgstore.QueueConfig{Pool: pool, Table: db.table(queueStore)})
-		if err != nil {
-			return nil, err
-		}
-		tr, err := pgstore.NewTracker(a.ctx, pgstore.TrackerConfig{Pool: pool, Table: db.table(trackerStore)})
-		if err != nil {
-			return nil, err
-		}
-		if err := errors.Join(q.CheckSchema(a.ctx), tr.CheckSchema(a.ctx)); err != nil {
-			return nil, err
-		}
-		s.Queue, s.Tracker = q, tr
-		return pgstore.NewRefunds(a.ctx, pgstore.RefundsConfig{Queue: q, Tracker: tr, Table: table})
-	})
-	s.Refunds = rf
-	return s, pool, err
-}
 
 // refundOut is a refund as the CLI writes it.
 type refundOut struct {
@@ -57,19 +24,6 @@ type refundOut struct {
 	ClaimLink     string `json:"claimLink,omitempty"`
 	Created       bool   `json:"created"`
 }
-
-// refundCommand is the refund move's command: its flags are the move's
-// fields (pgstore.Moves), with --claim-url and --claim-key-file.
-var refundCommand = command{"payment refund", "ORDER_ID", "Refund a tracked payment (the moves table's refund, pgstore.Refunds): a payout intent in its\n" +
-	"currency and network, held for approval (four eyes: your approval does not count), never above\n" +
-	"what it paid, and the payment resolved as refunded, naming it. --rule excess refunds an\n" +
-	"overpayment's excess, all_paid everything paid (paid_partial, expired or late), amount the\n" +
-	"--amount given. With --wallet it is enqueued at once; without, it prints the claim link for the\n" +
-	"customer (--claim-url, the key in $" + envClaimKey + " or --claim-key-file). The same\n" +
-	"--idempotency-key again prints the same refund and its link, and creates nothing."}
-
-// isRefund reports whether m is the payment's refund move.
-func isRefund(m pgstore.Move) bool { return m.On == pgstore.ObjectPayment && m.Name == "refund" }
 
 func (a *app) paymentRefund(m pgstore.Move, args []string) error {
 	fs, db := a.newDBFlagSet(refundCommand, moveStores(m)...)

@@ -237,3 +237,31 @@ func (a *app) openTracker(f *dbFlags) (*pgstore.Tracker, *pgxpool.Pool, error) {
 		return pgstore.NewTracker(a.ctx, pgstore.TrackerConfig{Pool: pool, Table: table})
 	})
 }
+
+// refundsStore is the refunds' tables; a refund command opens the queue's
+// and the tracker's on the same database too.
+var refundsStore = store{"the refunds", "refunds", "refunds-table", pgstore.DefaultRefundsTable, "pgstore.RefundsConfig.Table", 4}
+
+// openRefunds opens the refunds on the queue and the tracker of one
+// database (db's tables), every table checked, as a move's stores; it
+// returns the pool, for the caller to close.
+func (a *app) openRefunds(db *dbFlags) (pgstore.Stores, *pgxpool.Pool, error) {
+	var s pgstore.Stores
+	rf, pool, err := openStore(a, db, refundsStore, func(pool *pgxpool.Pool, table string) (*pgstore.Refunds, error) {
+		q, err := pgstore.NewQueue(a.ctx, pgstore.QueueConfig{Pool: pool, Table: db.table(queueStore)})
+		if err != nil {
+			return nil, err
+		}
+		tr, err := pgstore.NewTracker(a.ctx, pgstore.TrackerConfig{Pool: pool, Table: db.table(trackerStore)})
+		if err != nil {
+			return nil, err
+		}
+		if err := errors.Join(q.CheckSchema(a.ctx), tr.CheckSchema(a.ctx)); err != nil {
+			return nil, err
+		}
+		s.Queue, s.Tracker = q, tr
+		return pgstore.NewRefunds(a.ctx, pgstore.RefundsConfig{Queue: q, Tracker: tr, Table: table})
+	})
+	s.Refunds = rf
+	return s, pool, err
+}
