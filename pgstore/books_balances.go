@@ -84,21 +84,6 @@ func (r *balanceRun) acc(p balancePair) *balanceAcc {
 	return a
 }
 
-// balanceTableDDL creates the check's snapshot table.
-func balanceTableDDL(table string) string {
-	return fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %[1]s (
-    run_at   timestamptz NOT NULL,
-    currency text        NOT NULL,
-    network  text        NOT NULL,
-    balance  numeric     NOT NULL,
-    credited numeric     NOT NULL,
-    debited  numeric     NOT NULL,
-    opening  text,
-    PRIMARY KEY (currency, network, run_at)
-);
-ALTER TABLE %[1]s ADD COLUMN IF NOT EXISTS opening text`, table)
-}
-
 // debitClass is what an intent's state says of its payout's debit under
 // rule d: taken (the provider has taken it), flight (it may have), or
 // none (it cannot have: never sent, refused, failed or, under
@@ -284,25 +269,6 @@ FROM `+table+` b ORDER BY currency, network, run_at`)
 func (s *balanceSnap) origin() string {
 	how := cmpOr(s.opening, "how is not recorded (taken by an older version)")
 	return "opening of " + s.openedAt.UTC().Format(time.RFC3339) + ": " + how
-}
-
-// DDL returns the statements that create the check's own tables: its
-// balance snapshots (BooksConfig.BalanceTable), its adjustments (that
-// name with "_adjustments" appended: append-only, a trigger refuses an
-// UPDATE, DELETE or TRUNCATE) and when it first saw a payment's
-// difference that only the provider's clock holds in flight ("_seen").
-// Amounts are numeric (exact).
-func (b *Books) DDL() string {
-	return balanceTableDDL(b.balanceTable()) + ";\n" + adjustmentTableDDL(b.adjustmentIdent()) + ";\n" + seenTableDDL(b.seenIdent())
-}
-
-// balanceTable is the snapshot table's quoted name.
-func (b *Books) balanceTable() string { return b.balanceIdent().Sanitize() }
-
-// balanceIdent is the snapshot table's name.
-func (b *Books) balanceIdent() pgx.Identifier {
-	t, _ := parseTable(cmpOr(b.cfg.BalanceTable, DefaultBooksBalanceTable)) // checked by NewBooks
-	return t
 }
 
 // booksClockMargin is how far before the start of a check a change may

@@ -163,3 +163,7 @@ func (b *Books) checkPayoutLedger(ctx context.Context, out func(BooksItem) error
 		after = page[len(page)-1].orderID
 	}
 }
+
+// booksPageSize is how many tracked payments the check reads from the
+// database at once (then from the API, Concurrency at a time).
+const booksPageSize = 100

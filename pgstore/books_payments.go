@@ -12,10 +12,6 @@ import (
 	"github.com/cryptopay/cryptopay-go"
 )
 
-// booksPageSize is how many tracked payments the check reads from the
-// database at once (then from the API, Concurrency at a time).
-const booksPageSize = 100
-
 // booksWindow selects the tracked payments in the window: $1 the Since
 // time (NULL: all); with open, every payment the tracker has not closed
 // too (it may still bring money in: the balance section needs it read).

@@ -14,10 +14,6 @@ import (
 	"github.com/cryptopay/cryptopay-go/address"
 )
 
-// booksListed is the temporary table the payout list streams into, one
-// row per payout, dropped with the check's transaction.
-const booksListed = "cryptopay_books_listed"
-
 // booksPayoutsSQL matches the listed payouts to the queue's intents by
 // orderId. Every listed row is one payout (ScanPayouts yields each payout
 // the pages prove distinct, even two identical items of one page), never
@@ -68,16 +64,6 @@ FROM (SELECT r.*, CASE WHEN m > 1 THEN 0 WHEN m = 1 AND NOT apart AND unsent THE
 WHERE $2 OR rank < 2 OR order_id = ANY($3)
 ORDER BY rank, order_id, grp`,
 		intents, booksListed, sqlList(cryptopay.PayoutFailed, cryptopay.PayoutCancelled), ours)
-}
-
-// sqlList is a list of SQL string literals of constant words (never
-// data).
-func sqlList[S ~string](words ...S) string {
-	q := make([]string, len(words))
-	for i, w := range words {
-		q[i] = "'" + string(w) + "'"
-	}
-	return strings.Join(q, ", ")
 }
 
 // checkPayouts streams the payout list into a temporary table, matches

@@ -43,20 +43,6 @@ const (
 	RefundAmount RefundRule = "amount"
 )
 
-// RefundState is where a refund stands before its payout intent.
-type RefundState string
-
-// Refund states.
-const (
-	// RefundAwaitingClaim: no address yet; the customer's claim (Claim)
-	// gives it until ClaimUntil. Its amount is held against the payment
-	// until then; an unclaimed refund past ClaimUntil holds nothing.
-	RefundAwaitingClaim RefundState = "awaiting_claim"
-	// RefundEnqueued: its payout intent (orderId Refund.ID) is in the
-	// queue, held for approval when it was enqueued.
-	RefundEnqueued RefundState = "enqueued"
-)
-
 // Errors of the refunds; match them with errors.Is.
 var (
 	// ErrRefundExceedsPaid: the refund would take the payment's refunds
@@ -192,6 +178,16 @@ const refundTotalColumns = `    order_id   text        PRIMARY KEY,
     refunded   numeric     NOT NULL DEFAULT 0,
     updated_at timestamptz NOT NULL DEFAULT now(),
     CHECK (refunded >= 0 AND refunded <= paid)`
+
+// resolutionColumns are the resolutions table's columns. Only INSERT
+// writes it: nothing updates or deletes a resolution.
+const resolutionColumns = `    id         bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    order_id   text        NOT NULL,
+    kind       text        NOT NULL CHECK (kind IN ('refunded', 'accepted', 'written_off')),
+    refund_id  text        NOT NULL DEFAULT '',
+    actor_id   text        NOT NULL,
+    note       text        NOT NULL,
+    at         timestamptz NOT NULL DEFAULT clock_timestamp()`
 
 // CreateTable creates the refunds' tables and indexes if they do not
 // exist.

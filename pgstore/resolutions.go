@@ -44,16 +44,6 @@ type Resolution struct {
 	At time.Time
 }
 
-// resolutionColumns are the resolutions table's columns. Only INSERT
-// writes it: nothing updates or deletes a resolution.
-const resolutionColumns = `    id         bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-    order_id   text        NOT NULL,
-    kind       text        NOT NULL CHECK (kind IN ('refunded', 'accepted', 'written_off')),
-    refund_id  text        NOT NULL DEFAULT '',
-    actor_id   text        NOT NULL,
-    note       text        NOT NULL,
-    at         timestamptz NOT NULL DEFAULT clock_timestamp()`
-
 // Resolve appends a resolution of orderID's tracked payment by actor,
 // with note (required: one line of at most 1024 bytes). For
 // ResolutionRefunded, refundID must name a refund of this payment (any

@@ -108,3 +108,13 @@ func createTables(ctx context.Context, pool *pgxpool.Pool, table pgx.Identifier,
 
 // sqlLiteral quotes s as an SQL string literal.
 func sqlLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+// sqlList is a list of SQL string literals of constant words (never
+// data).
+func sqlList[S ~string](words ...S) string {
+	q := make([]string, len(words))
+	for i, w := range words {
+		q[i] = "'" + string(w) + "'"
+	}
+	return strings.Join(q, ", ")
+}

@@ -204,9 +204,6 @@ const (
 	claimed  = "This refund was claimed already. Follow it with the link you were sent to after claiming it."
 )
 
-// status is a refund's progress as the customer reads it.
-type status struct{ Word, Text string }
-
 var (
 	waiting   = status{"Waiting for your address", "This refund has not been claimed yet."}
 	approving = status{"Awaiting approval", "The merchant approves every refund before it is sent."}

@@ -35,6 +35,9 @@ func setHeaders(h http.Header) {
 	h.Set("Cross-Origin-Opener-Policy", "same-origin")
 }
 
+// status is a refund's progress as the customer reads it.
+type status struct{ Word, Text string }
+
 // page is what a page shows.
 type page struct {
 	Title   string
