@@ -15,7 +15,8 @@
 // queue's worker sends the payout; the fake pays it; the claim page says
 // Paid; the payment is resolved as refunded. The underpayment: 4 of 10
 // usdt, paid_partial; the operator has the customer's address, refunds
-// all that was paid, two people approve, it is paid and resolved.
+// all that was paid, two people approve, it is paid and resolved. Last,
+// the books check ties each payment's money in with its refunds out.
 package main
 
 import (
@@ -31,6 +32,7 @@ import (
 	"os"
 	"os/signal"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -93,6 +95,36 @@ func run(ctx context.Context, dsn string, out io.Writer) error {
 	if err := s.underpayment(ctx); err != nil {
 		return fmt.Errorf("underpayment: %w", err)
 	}
+	if err := s.books(ctx); err != nil {
+		return fmt.Errorf("books: %w", err)
+	}
+	return nil
+}
+
+// books runs the books check with the refunds section and prints this
+// run's refunded payments: each one's paid amount (ours) against its
+// refunds' payouts on the provider's list (theirs).
+func (s *shop) books(ctx context.Context) error {
+	b, err := pgstore.NewBooks(pgstore.BooksConfig{Client: s.client, Queue: s.queue, Tracker: s.tracker, Refunds: s.refunds,
+		SettleTime: time.Millisecond})
+	if err != nil {
+		return err
+	}
+	var lines []string
+	sum, err := b.Check(ctx, func(it pgstore.BooksItem) error {
+		if it.Section == "refunds" && strings.HasSuffix(it.OrderID, s.run) {
+			lines = append(lines, fmt.Sprintf("  %s: %s, paid in %s, refunded out %s\n", it.OrderID, it.Class, it.Ours.Decimal, it.Theirs.Decimal))
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if why := sum.Unfinished["refunds"]; why != "" {
+		return errors.New("the refunds section did not finish: " + why)
+	}
+	slices.Sort(lines)
+	fmt.Fprintf(s.out, "books, refunds section:\n%s", strings.Join(lines, ""))
 	return nil
 }
 

@@ -35,6 +35,9 @@ underpayment order-under-RUN: 4 paid of 10 usdt
   approved by bob and carol (four eyes)
   paid
   resolved as refunded; refunds of order-under-RUN: 1, 4 usdt
+books, refunds section:
+  order-over-RUN: matched, paid in 10.5, refunded out 0.5
+  order-under-RUN: matched, paid in 4, refunded out 4
 `, got)
 }
 
