@@ -793,7 +793,7 @@ func TestListProofEveryOrder(t *testing.T) {
 	defer func(run int) { minSortedRun = run }(minSortedRun)
 	minSortedRun = 1
 	var leaves, unknown int
-	maxN := 3
+	maxN := 2
 	if *proofEvery {
 		maxN = 3
 	}
