@@ -1,6 +1,6 @@
 module github.com/cryptopay/cryptopay-go
 
-go 1.26
+go 1.26.0
 
 require (
 	github.com/btcsuite/btcd/btcutil v1.2.0
@@ -14,6 +14,6 @@ require (
 
 require (
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
-	golang.org/x/sys v0.47.0 // indirect
+	golang.org/x/sys v0.48.0 // indirect
 	golang.org/x/text v0.41.0 // indirect
 )
