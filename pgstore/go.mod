@@ -1,6 +1,6 @@
 module github.com/cryptopay/cryptopay-go/pgstore
 
-go 1.26
+go 1.26.0
 
 require (
 	github.com/google/uuid v1.6.0
@@ -14,7 +14,7 @@ require github.com/shopspring/decimal v1.6.0
 require (
 	github.com/btcsuite/btcd/btcutil v1.2.0 // indirect
 	golang.org/x/crypto v0.55.0 // indirect
-	golang.org/x/sys v0.47.0 // indirect
+	golang.org/x/sys v0.48.0 // indirect
 )
 
 require (
