@@ -389,9 +389,8 @@ func (r *Refunds) create(ctx context.Context, tx pgx.Tx, p RefundParams) (*Refun
 	if err != nil {
 		return nil, false, err
 	}
-	params := cryptopay.CreatePayoutParams{WalletAddress: p.WalletAddress, NetworkFeeByUser: r.cfg.NetworkFeeByUser,
-		Amount: amount, Currency: pay.currency, Network: pay.network, CustomerID: p.CustomerID, CustomerIP: p.CustomerIP,
-		OrderID: id, AdditionalData: "refund of order " + p.OrderID, WebhookURL: r.cfg.WebhookURL}
+	params := r.payoutParams(Refund{ID: id, OrderID: p.OrderID, Amount: amount, Currency: pay.currency, Network: pay.network,
+		CustomerID: p.CustomerID}, p.WalletAddress, p.CustomerIP)
 	if err := r.checkPayout(params, pay.network); err != nil {
 		return nil, false, err
 	}
@@ -437,6 +436,15 @@ func (r *Refunds) amountFor(ctx context.Context, tx pgx.Tx, p RefundParams) (*pa
 	}
 	amount, err := refundAmount(p, pay, held)
 	return pay, amount, err
+}
+
+// payoutParams is the payout of refund f to wallet: its orderId is the
+// refund's id, in the payment's currency and network, the network fee
+// borne as RefundsConfig says.
+func (r *Refunds) payoutParams(f Refund, wallet, customerIP string) cryptopay.CreatePayoutParams {
+	return cryptopay.CreatePayoutParams{WalletAddress: wallet, NetworkFeeByUser: r.cfg.NetworkFeeByUser,
+		Amount: f.Amount, Currency: f.Currency, Network: f.Network, CustomerID: f.CustomerID, CustomerIP: customerIP,
+		OrderID: f.ID, AdditionalData: "refund of order " + f.OrderID, WebhookURL: r.cfg.WebhookURL}
 }
 
 // checkPayout checks the refund's payout before anything is recorded.
@@ -556,10 +564,8 @@ func (r *Refunds) Claim(ctx context.Context, id, walletAddress, customerIP strin
 	if f.State != RefundAwaitingClaim {
 		return nil, fmt.Errorf("%w: %q was claimed already", ErrClaimClosed, id)
 	}
-	params := cryptopay.CreatePayoutParams{WalletAddress: walletAddress, NetworkFeeByUser: r.cfg.NetworkFeeByUser,
-		Amount: f.Amount, Currency: f.Currency, Network: f.Network, CustomerID: f.CustomerID, CustomerIP: customerIP,
-		OrderID: f.ID, AdditionalData: "refund of order " + f.OrderID, WebhookURL: r.cfg.WebhookURL}
-	if err := params.ValidateWith(r.cfg.Queue.cfg.Addresses); err != nil {
+	params := r.payoutParams(*f, walletAddress, customerIP)
+	if err := params.ValidateWith(r.cfg.Queue.cfg.Addresses); err != nil { // an empty address too
 		return nil, err
 	}
 	err = pgx.BeginFunc(ctx, r.cfg.Queue.cfg.Pool, func(tx pgx.Tx) error {
