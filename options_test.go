@@ -74,6 +74,7 @@ func TestWithHeaderRefused(t *testing.T) {
 // first attempt hangs is retried and succeeds; a POST whose attempt hangs
 // after the server read it is not resent.
 func TestWithTimeout(t *testing.T) {
+	t.Parallel()
 	// Long enough for an attempt that is answered (the GET's second) to
 	// fit in it on a loaded machine under -race; each hanging attempt
 	// costs this much.
@@ -94,12 +95,18 @@ func TestWithTimeout(t *testing.T) {
 		hang(r)
 	})
 	ctx := context.Background()
+	// The two calls wait out their hanging attempts side by side.
+	postErr := make(chan error, 1)
+	go func() {
+		_, err := c.CreatePayout(ctx, validPayoutParams(), WithTimeout(attemptBound))
+		postErr <- err
+	}()
 	var resp Response
 	_, err := c.GetBalances(ctx, WithTimeout(attemptBound), WithResponseInto(&resp))
 	require.NoError(t, err)
 	assert.Equal(t, 2, resp.Attempts)
 
-	_, err = c.CreatePayout(ctx, validPayoutParams(), WithTimeout(attemptBound))
+	err = <-postErr
 	require.ErrorIs(t, err, ErrOutcomeUnknown)
 	var ne net.Error
 	require.ErrorAs(t, err, &ne)

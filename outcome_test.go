@@ -145,6 +145,7 @@ func TestCreateAnswerForAnotherOrder(t *testing.T) {
 // an unexpected response, never that object's status reported as the one
 // asked for; a payment id differing only in letter case is the same UUID.
 func TestReadAnswerForAnotherID(t *testing.T) {
+	t.Parallel()
 	const other = "0b7c9f2e-1d3a-4c5b-8e6f-7a8b9c0d1e2f"
 	tests := []struct {
 		name, payment, payout string
@@ -159,6 +160,7 @@ func TestReadAnswerForAnotherID(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			c, mux := setup(t)
 			mux.HandleFunc("GET /v1/payment/{id}/status", serveJSON(200, tt.payment, nil, nil))
 			mux.HandleFunc("GET /v1/payout/{id}/status", serveJSON(200, tt.payout, nil, nil))

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"net/http"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -288,6 +290,9 @@ type proofScenario struct {
 	hide            int // the payout hidden (and looked for)
 	reconcileOrScan string
 	cutoffShift     time.Duration // added to the cutoff (the hidden payout's second)
+	// keyOf replaces the count proof's key (nil: identity), for
+	// TestListProofHashCollisions.
+	keyOf func(*PayoutListItem) uint64
 }
 
 func (sc proofScenario) String() string {
@@ -322,6 +327,18 @@ type proofOutcome struct {
 // that ends without error missing one, or yields one twice.
 func runProof(sc proofScenario) proofOutcome { return runProofOn(sc, sc.list()) }
 
+// proofSearch is a search of the scenario's kind on c: its cutoff skip,
+// and the skip's proof, run on lists of a few payouts (a run of 1 at each
+// end, not minSortedRun), with the scenario's key.
+func proofSearch(sc proofScenario, c *Client, orderID string, cutoff time.Time) *payoutSearch {
+	s := newPayoutSearch(context.Background(), c, orderID, cutoff, nil)
+	s.minRun = 1
+	if sc.keyOf != nil {
+		s.keyOf = sc.keyOf
+	}
+	return s
+}
+
 // runProofOn is runProof on the list server h.
 func runProofOn(sc proofScenario, h http.Handler) proofOutcome {
 	c, err := handlerClient(h)
@@ -335,7 +352,7 @@ func runProofOn(sc proofScenario, h http.Handler) proofOutcome {
 			target = "o" + strconv.Itoa(sc.hide)
 			attempted = proofBase.Add(time.Duration(sc.at[sc.hide])*time.Second + time.Second)
 		}
-		s := newPayoutSearch(context.Background(), c, target, attempted.Add(sc.cutoffShift-time.Second), nil)
+		s := proofSearch(sc, c, target, attempted.Add(sc.cutoffShift-time.Second))
 		err := s.run()
 		out.requests, out.reread, out.unknown = s.requests, s.rereading, err != nil
 		switch {
@@ -348,7 +365,7 @@ func runProofOn(sc proofScenario, h http.Handler) proofOutcome {
 		}
 		return out
 	}
-	s := newPayoutSearch(context.Background(), c, "", time.Time{}, nil)
+	s := proofSearch(sc, c, "", time.Time{})
 	s.maxReqs = math32
 	seen := map[string]int{}
 	s.visit = func(it *PayoutListItem) bool { seen[it.OrderID]++; return true }
@@ -375,53 +392,75 @@ func runProofOn(sc proofScenario, h http.Handler) proofOutcome {
 // math32 bounds a scan in the test (the real one has no bound).
 const math32 = 1 << 12
 
-// proofScenarios lists every scenario up to n payouts: each tie layout,
-// page size 1 to 4, both orders, with and without a count, every
-// adversary and every payout hidden, quiet or with one creation (newer,
-// or tied with the newest) or one update at every request boundary the
-// quiet run reaches (and one past it), through ReconcilePayout and
-// ScanPayouts.
-func proofScenarios(maxN int, yield func(proofScenario) bool) {
-	for n := 0; n <= maxN; n++ {
-		ties := proofTies(n)
-		names := slices.Sorted(func(y func(string) bool) {
-			for k := range ties {
-				if !y(k) {
-					return
-				}
+// proofScenarios runs fn on every scenario up to maxN payouts whose base
+// keep admits (nil: every one): each tie layout, page size 1 to 4, both
+// orders, with and without a count, through ReconcilePayout and
+// ScanPayouts, each payout hidden, every adversary, quiet or with one
+// creation (newer, or tied with the newest) or one update at every
+// request boundary the quiet run reaches (and one past it). The quiet run
+// uses keyOf (nil: identity). The bases are shared among GOMAXPROCS
+// goroutines, so fn must be safe for concurrent use.
+func proofScenarios(maxN int, keyOf func(*PayoutListItem) uint64, keep func(proofScenario) bool, fn func(proofScenario)) {
+	bases := make(chan proofScenario)
+	var wg sync.WaitGroup
+	for range runtime.GOMAXPROCS(0) {
+		wg.Go(func() {
+			for base := range bases {
+				proofEvents(base, runProof(base).requests, fn)
 			}
 		})
-		for _, tie := range names {
+	}
+	for _, base := range proofBases(maxN) {
+		if base.keyOf = keyOf; keep == nil || keep(base) {
+			bases <- base
+		}
+	}
+	close(bases)
+	wg.Wait()
+}
+
+// proofBases lists the quiet scenarios of proofScenarios, adversary
+// advFixed and no event, in a fixed order.
+func proofBases(maxN int) []proofScenario {
+	var out []proofScenario
+	for n := 0; n <= maxN; n++ {
+		ties := proofTies(n)
+		for _, tie := range slices.Sorted(maps.Keys(ties)) {
 			for pageSize := 1; pageSize <= min(4, n+1); pageSize++ { // larger pages read these lists as n+1 does
 				for _, newestFirst := range []bool{true, false} {
 					for _, counted := range []bool{true, false} {
 						for _, how := range []string{"reconcile", "scan"} {
 							for hide := range max(n, 1) {
-								base := proofScenario{n: n, pageSize: pageSize, ties: tie, at: ties[tie], newestFirst: newestFirst,
-									counted: counted, hide: hide, reconcileOrScan: how}
-								quiet := runProof(base)
-								for mode := range advModes {
-									for ev := evNone; ev <= evUpdate; ev++ {
-										last := quiet.requests + 1
-										if ev == evNone {
-											last = 1
-										}
-										if how == "scan" && hide > 0 && mode <= advRotate && ev != evUpdate {
-											continue // hides nothing: run once, with hide 0
-										}
-										for at := 1; at <= last; at++ {
-											sc := base
-											sc.mode, sc.event, sc.eventAt = mode, ev, at
-											if !yield(sc) {
-												return
-											}
-										}
-									}
-								}
+								out = append(out, proofScenario{n: n, pageSize: pageSize, ties: tie, at: ties[tie], newestFirst: newestFirst,
+									counted: counted, hide: hide, reconcileOrScan: how})
 							}
 						}
 					}
 				}
+			}
+		}
+	}
+	return out
+}
+
+// proofEvents runs fn on base's scenarios: every adversary, quiet or with
+// one event before every request up to quiet+1 (the quiet run's requests,
+// and one past them). A scan's adversary that hides nothing runs once,
+// with hide 0.
+func proofEvents(base proofScenario, quiet int, fn func(proofScenario)) {
+	for mode := range advModes {
+		for ev := evNone; ev <= evUpdate; ev++ {
+			last := quiet + 1
+			if ev == evNone {
+				last = 1
+			}
+			if base.reconcileOrScan == "scan" && base.hide > 0 && mode <= advRotate && ev != evUpdate {
+				continue
+			}
+			for at := 1; at <= last; at++ {
+				sc := base
+				sc.mode, sc.event, sc.eventAt = mode, ev, at
+				fn(sc)
 			}
 		}
 	}
@@ -434,36 +473,47 @@ func proofScenarios(maxN int, yield func(proofScenario) bool) {
 // quiet list (no tie reordered, nothing created or updated) is proven in
 // its first pass, with the requests it always took.
 func TestListProofSmallLists(t *testing.T) {
-	defer func(run int) { minSortedRun = run }(minSortedRun)
-	minSortedRun = 1 // let the cutoff skip, and its proof, run on lists this small
+	t.Parallel()
 	maxN := *proofMaxN
 	if maxN == 0 {
 		maxN = map[bool]int{false: 5, true: 3}[raceDetector]
 	}
-	var scenarios, unknown, reread, wrong int
-	proofScenarios(maxN, func(sc proofScenario) bool {
-		scenarios++
+	var tally proofTally
+	proofScenarios(maxN, nil, nil, func(sc proofScenario) {
 		out := runProof(sc)
-		if out.wrong != "" {
-			wrong++
-			if wrong <= 20 {
-				t.Errorf("%v: %s", sc, out.wrong)
-			}
-		}
-		if out.unknown {
-			unknown++
-		}
-		if out.reread {
-			reread++
-		}
+		tally.add(t, sc, out, 20)
 		if sc.event == evNone && sc.mode == advFixed {
 			assert.False(t, out.reread, "%v: a quiet list read again", sc)
 			assert.False(t, out.unknown, "%v: a quiet list unknown", sc)
 		}
-		return true
 	})
-	t.Logf("%d scenarios: %d wrong, %d read again, %d unknown", scenarios, wrong, reread, unknown)
-	require.Zero(t, wrong)
+	t.Logf("%d scenarios: %d wrong, %d read again, %d unknown", tally.runs, tally.wrong, tally.reread, tally.unknown)
+	require.Zero(t, tally.wrong)
+}
+
+// proofTally counts the outcomes of scenarios run concurrently.
+type proofTally struct {
+	mu                           sync.Mutex
+	runs, reread, unknown, wrong int
+}
+
+// add counts out, and fails t on a wrong answer (the first limit named).
+func (ta *proofTally) add(t *testing.T, sc proofScenario, out proofOutcome, limit int) {
+	t.Helper()
+	ta.mu.Lock()
+	defer ta.mu.Unlock()
+	ta.runs++
+	if out.reread {
+		ta.reread++
+	}
+	if out.unknown {
+		ta.unknown++
+	}
+	if out.wrong != "" {
+		if ta.wrong++; ta.wrong <= limit {
+			t.Errorf("%v: %s", sc, out.wrong)
+		}
+	}
 }
 
 // TestReconcileTiesReorderedAndOneCreation is the reported case, through
@@ -474,6 +524,7 @@ func TestListProofSmallLists(t *testing.T) {
 // used to see a payout twice, skip the one looked for, count the new one
 // in its place, and answer not_created.
 func TestReconcileTiesReorderedAndOneCreation(t *testing.T) {
+	t.Parallel()
 	var runs, unknown int
 	for n := 3; n <= 8; n++ {
 		for tie, at := range proofTies(n) {
@@ -549,6 +600,7 @@ func (l *updatedList) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // count and a creation: the scan yields every payout, or ends with an
 // error.
 func TestScanPayoutsListByUpdatedAt(t *testing.T) {
+	t.Parallel()
 	var runs, unknown int
 	for n := 2; n <= 6; n++ {
 		for pageSize := 1; pageSize <= 4; pageSize++ {
@@ -636,6 +688,7 @@ func TestScanPayoutsTwinsOfOneOrderID(t *testing.T) {
 // payout is created before the second request. The counts are exact (BENCHMARKS.md):
 // the quiet ones are those of the search before the count proof.
 func TestListProofRequests(t *testing.T) {
+	t.Parallel()
 	const n = 1000
 	tests := []struct {
 		name        string
@@ -790,8 +843,7 @@ var proofEvery = flag.Bool("proof.every", false, "TestListProofEveryOrder walks 
 // a server can answer, not one adversary. Never a wrong answer (see
 // runProof).
 func TestListProofEveryOrder(t *testing.T) {
-	defer func(run int) { minSortedRun = run }(minSortedRun)
-	minSortedRun = 1
+	t.Parallel()
 	var leaves, unknown int
 	maxN := 2
 	if *proofEvery {
@@ -894,8 +946,6 @@ func pickAt(choice []int, i int) int {
 //     payout of that second created before the cutoff, with one created
 //     after it listed behind.
 func TestListProofAttacks(t *testing.T) {
-	defer func(run int) { minSortedRun = run }(minSortedRun)
-	minSortedRun = 1
 	at := func(p proofPayout) time.Time { return proofBase.Add(time.Duration(p.at) * time.Second) }
 	every := func(req int, xs ...string) string { return xs[req%len(xs)] }
 	tests := []struct {
@@ -1004,13 +1054,11 @@ func TestListProofAttacks(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			neverWrong(t, cmp.Or(tt.maxN, map[bool]int{false: 2, true: 1}[raceDetector]), func(sc proofScenario) (proofOutcome, bool) {
-				if tt.only != nil && !tt.only(sc) {
-					return proofOutcome{}, false
-				}
+			t.Parallel()
+			neverWrong(t, cmp.Or(tt.maxN, map[bool]int{false: 2, true: 1}[raceDetector]), nil, tt.only, func(sc proofScenario) proofOutcome {
 				l := sc.list()
 				tt.bend(&sc, l)
-				return runProofOn(sc, l), true
+				return runProofOn(sc, l)
 			})
 		})
 	}
@@ -1041,8 +1089,7 @@ func (l *scriptedList) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // the cutoff, sits unseen before e: the search used to answer not
 // created for z.
 func TestListProofRegionPageOutOfOrder(t *testing.T) {
-	defer func(run int) { minSortedRun = run }(minSortedRun)
-	minSortedRun = 1
+	t.Parallel()
 	p := func(id string, at int) proofPayout {
 		return proofPayout{orderID: id, at: at, amount: "1.5", status: "paid"}
 	}
@@ -1062,7 +1109,7 @@ func TestListProofRegionPageOutOfOrder(t *testing.T) {
 	}}
 	c0, err := handlerClient(l)
 	require.NoError(t, err)
-	s := newPayoutSearch(context.Background(), c0, "z", proofBase.Add(10*time.Second), nil)
+	s := proofSearch(proofScenario{}, c0, "z", proofBase.Add(10*time.Second))
 	err = s.run()
 	require.Nil(t, s.found)
 	var pe *ListProofError
@@ -1078,8 +1125,6 @@ func TestListProofRegionPageOutOfOrder(t *testing.T) {
 // the race detector) gives a wrong answer (see runProof). The payout
 // looked for is matched by its orderId, never by its hash.
 func TestListProofHashCollisions(t *testing.T) {
-	defer func(run int, h func(*PayoutListItem) uint64) { minSortedRun, keyHash = run, h }(minSortedRun, keyHash)
-	minSortedRun = 1
 	tests := []struct {
 		name string
 		hash func(*PayoutListItem) uint64
@@ -1092,37 +1137,21 @@ func TestListProofHashCollisions(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			keyHash = tt.hash
-			neverWrong(t, map[bool]int{false: 2, true: 1}[raceDetector], func(sc proofScenario) (proofOutcome, bool) {
-				return runProof(sc), true
-			})
+			t.Parallel()
+			neverWrong(t, map[bool]int{false: 2, true: 1}[raceDetector], tt.hash, nil, runProof)
 		})
 	}
 }
 
-// neverWrong runs the scenarios of proofScenarios up to maxN payouts
-// through run (false: the scenario is skipped) and fails the test on each
-// wrong answer (the first 5 named).
-func neverWrong(t *testing.T, maxN int, run func(proofScenario) (proofOutcome, bool)) {
+// neverWrong runs the scenarios of proofScenarios up to maxN payouts,
+// with the count proof's key keyOf (nil: identity) and the bases keep
+// admits (nil: all), through run, and fails the test on each wrong
+// answer (the first 5 named).
+func neverWrong(t *testing.T, maxN int, keyOf func(*PayoutListItem) uint64, keep func(proofScenario) bool, run func(proofScenario) proofOutcome) {
 	t.Helper()
-	var runs, unknown, wrong int
-	proofScenarios(maxN, func(sc proofScenario) bool {
-		out, ran := run(sc)
-		if !ran {
-			return true
-		}
-		runs++
-		if out.unknown {
-			unknown++
-		}
-		if out.wrong != "" {
-			if wrong++; wrong <= 5 {
-				t.Errorf("%v: %s", sc, out.wrong)
-			}
-		}
-		return true
-	})
-	t.Logf("%d scenarios, %d unknown, %d wrong", runs, unknown, wrong)
+	var tally proofTally
+	proofScenarios(maxN, keyOf, keep, func(sc proofScenario) { tally.add(t, sc, run(sc), 5) })
+	t.Logf("%d scenarios, %d unknown, %d wrong", tally.runs, tally.unknown, tally.wrong)
 }
 
 // TestScanPayoutsTwinsOnTwoPages: two payouts that share a key (orderId

@@ -140,9 +140,10 @@ const (
 
 // minSortedRun is how many payouts a skip needs read in a row at each end
 // of the list, in createdAt order: a random order passes one such run by
-// chance about 2 times in 16! (10^13). A variable only so that a test can
-// run the skip, and its count proof, on lists of a few payouts.
-var minSortedRun = 16
+// chance about 2 times in 16! (10^13). A search keeps its own (minRun), so
+// that a test can run the skip, and its count proof, on lists of a few
+// payouts while other tests run beside it.
+const minSortedRun = 16
 
 // listOrder is the order the payout list was seen to be in.
 type listOrder int
@@ -178,6 +179,8 @@ func (w *wireSearchPage) to(p *searchPage) {
 // and [tail, end) have been searched; end is the latest count.
 type payoutSearch struct {
 	c        *Client
+	minRun   int                          // minSortedRun, but in tests of small lists
+	keyOf    func(*PayoutListItem) uint64 // identity, but in the test of key collisions
 	ctx      context.Context
 	opts     []Option
 	orderID  string
@@ -254,7 +257,7 @@ func newPayoutSearch(ctx context.Context, c *Client, orderID string, cutoff time
 	// payout created at or after it before (newest first) every payout
 	// created before it (see the cutoff skip in the file's header).
 	s := &payoutSearch{c: c, ctx: ctx, opts: opts, orderID: orderID, cutoff: cutoff.Truncate(time.Second), pages: make(map[uint64]pageSeen),
-		keys: make(map[uint64]keySeen), inPage: make(map[uint64]int), keysR: make(map[uint64]int32), inPageR: make(map[uint64]int), pageSize: defaultPageSize, maxReqs: maxSearchRequests,
+		keys: make(map[uint64]keySeen), inPage: make(map[uint64]int), keysR: make(map[uint64]int32), inPageR: make(map[uint64]int), pageSize: defaultPageSize, maxReqs: maxSearchRequests, minRun: minSortedRun, keyOf: identity,
 		boundNF: math.MaxInt, boundOF: math.MaxInt, lastEmpty: -1}
 	s.keep = !cutoff.IsZero()
 	return s
@@ -468,7 +471,7 @@ func (s *payoutSearch) count(offset int, p searchPage) {
 // see counts one item of the page being read; in a scan, it notes the
 // keys whose copies rise (this page shows more of them than any before).
 func (s *payoutSearch) see(it *PayoutListItem) {
-	id := keyHash(it)
+	id := s.keyOf(it)
 	n := s.inPage[id] + 1
 	s.inPage[id] = n
 	k := s.keys[id]
@@ -531,10 +534,10 @@ func (s *payoutSearch) decide() error {
 		}
 	}
 	newest, oldest := s.runs()
-	if newest < minSortedRun {
+	if newest < s.minRun {
 		return nil // the walk reads on, and decide looks again
 	}
-	for oldest < minSortedRun && s.head < s.tail && s.keep {
+	for oldest < s.minRun && s.head < s.tail && s.keep {
 		if err := s.widen(); err != nil || s.found != nil {
 			return err
 		}
@@ -599,7 +602,7 @@ func (s *payoutSearch) widen() error {
 func (s *payoutSearch) sortProven() bool {
 	newest, oldest := s.runs()
 	r := s.records
-	if !s.keep || len(r) < 2 || newest < minSortedRun || oldest < minSortedRun || !s.farRead {
+	if !s.keep || len(r) < 2 || newest < s.minRun || oldest < s.minRun || !s.farRead {
 		return false
 	}
 	slices.SortStableFunc(r, func(a, b sortRecord) int { return cmp.Compare(a.pos, b.pos) })
@@ -695,7 +698,7 @@ func (s *payoutSearch) gapProven(r []sortRecord) bool {
 	for i1 < len(r)-1 && keeps(&r[i1+1]) {
 		i1++
 	}
-	if li-i0+1 < minSortedRun || i1-ri+1 < minSortedRun || r[i0].at == r[i1].at {
+	if li-i0+1 < s.minRun || i1-ri+1 < s.minRun || r[i0].at == r[i1].at {
 		return false
 	}
 	return noFieldLeads(r[i0:i1+1], &pinned)
@@ -821,7 +824,7 @@ func (s *payoutSearch) yield(items []PayoutListItem) error {
 	}
 	for i := range items {
 		it := &items[i]
-		id := keyHash(it)
+		id := s.keyOf(it)
 		m, ok := s.rose[id]
 		if !ok {
 			continue
@@ -832,7 +835,7 @@ func (s *payoutSearch) yield(items []PayoutListItem) error {
 		} else if int(s.keys[id].copies) > 1 {
 			out = nil // several of one key never yielded: all of them
 			for j := i; j < len(items); j++ {
-				if keyHash(&items[j]) == id {
+				if s.keyOf(&items[j]) == id {
 					out = append(out, &items[j])
 				}
 			}
@@ -859,7 +862,7 @@ func (s *payoutSearch) newTwins(id uint64, items []PayoutListItem, m int) []*Pay
 	before := append([]uint64{s.yielded[id]}, s.twinsY[id]...)
 	var out []*PayoutListItem
 	for j := range items {
-		if keyHash(&items[j]) != id {
+		if s.keyOf(&items[j]) != id {
 			continue
 		}
 		f := allFields(&items[j])
@@ -914,7 +917,7 @@ func (s *payoutSearch) consistent(offset int, p searchPage) error {
 	// two offsets) and, without a count, to the stale pages (see read);
 	// the re-reads, whose pages shift, are left to the proof too.
 	if len(p.items) > 1 && !s.rereading {
-		fp := fingerprint(p.items)
+		fp := fingerprint(p.items, s.keyOf)
 		if at, seen := s.pages[fp]; seen && at.offset != offset && at.count == p.count {
 			return s.inconsistent(fmt.Sprintf("the page at offset %d repeats the page at offset %d (is the offset ignored?)", offset, at.offset))
 		}
@@ -1094,10 +1097,10 @@ func orderOf(pages ...[]PayoutListItem) listOrder {
 }
 
 // fingerprint identifies a page by its items' keys and statuses (FNV-1a).
-func fingerprint(items []PayoutListItem) uint64 {
+func fingerprint(items []PayoutListItem, keyOf func(*PayoutListItem) uint64) uint64 {
 	h := uint64(14695981039346656037)
 	for i := range items {
-		h = fnvAdd(fnvUint(h, keyHash(&items[i])), string(items[i].Status))
+		h = fnvAdd(fnvUint(h, keyOf(&items[i])), string(items[i].Status))
 	}
 	return h
 }
@@ -1113,10 +1116,6 @@ func fingerprint(items []PayoutListItem) uint64 {
 // format may differ). Two payouts may share it; so may two keys by a hash
 // collision or a case fold, which only merges them: the proof is then
 // harder to close, never easier.
-// keyHash is identity, a variable only so that a test can make keys
-// collide (TestListProofHashCollisions).
-var keyHash = identity
-
 func identity(it *PayoutListItem) uint64 {
 	h := uint64(14695981039346656037)
 	for _, s := range [...]string{it.OrderID, it.CustomerID, it.Currency, it.Network, it.Amount.String()} {

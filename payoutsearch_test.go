@@ -300,6 +300,7 @@ func TestListSearchTiedCreatedAtAcrossPages(t *testing.T) {
 // shift it (newest first) or lengthen it (oldest first); every payout the
 // first count promised is still read, so "not listed" stays the answer.
 func TestListSearchGrowthIsNotAMove(t *testing.T) {
+	t.Parallel()
 	for name, newestFirst := range orders() {
 		for _, every := range []int{1, 2, 3} {
 			t.Run(name+"/every "+strconv.Itoa(every), func(t *testing.T) {
@@ -611,14 +612,15 @@ var matrixPageSizes = func() []int {
 // proves: "not created" after reading the whole list or an order it proved
 // (fast), "still unknown" for a list that contradicts itself.
 func TestListSearchOrderMatrix(t *testing.T) {
+	t.Parallel()
 	attempt := time.Now().Add(-time.Minute).UTC() // the settle time has passed
 	base := matrixPayouts(attempt, matrixN)
 	for _, oc := range listOrderCases() {
 		for _, ps := range matrixPageSizes {
 			t.Run(oc.name+"/page "+strconv.Itoa(ps), func(t *testing.T) {
-				c, mux := setup(t)
 				l := &orderedList{maxPage: ps}
-				mux.Handle("GET /v1/payout/list", l)
+				c, err := handlerClient(l) // in process: the list is all it reads
+				require.NoError(t, err)
 				serve := func(items []orderedPayout) {
 					l.mu.Lock()
 					defer l.mu.Unlock()
@@ -718,6 +720,7 @@ func TestListSearchRequestsPerSearch(t *testing.T) {
 // them the answer is "still unknown", whether or not the payout lies in
 // the part left unread.
 func TestListSearchBounded(t *testing.T) {
+	t.Parallel()
 	attempt := time.Now().Add(-time.Minute).UTC()
 	base := matrixPayouts(attempt, maxSearchRequests+100)
 	byCurrency := func(a, b orderedPayout) int {
@@ -857,6 +860,7 @@ func scanAll(c *Client, params ScanPayoutsParams) (map[string]int, error) {
 // list's size needs (plus the far end's read); a list that cannot be
 // evidence ends the scan with ErrUnexpectedResponse.
 func TestScanPayoutsYieldsEachOnce(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		total    int

@@ -229,8 +229,10 @@ const reconcileTestSettle = time.Second
 // the clock: with an hour to go no second look comes before ctx ends ("ctx
 // ends while waiting"), and with the settle time past there is one look.
 func TestReconcileLooksAgainAfterSettleTime(t *testing.T) {
+	t.Parallel()
 	for name, newestFirst := range orders() {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			l := newSynthList(500, newestFirst)
 			l.lagFor = 2 // the first look (2 requests oldest first, 1 newest first) misses it
 			if newestFirst {
@@ -246,6 +248,7 @@ func TestReconcileLooksAgainAfterSettleTime(t *testing.T) {
 		})
 	}
 	t.Run("still not listed after the settle time", func(t *testing.T) {
+		t.Parallel()
 		l := newSynthList(500, false)
 		c := listClient(t, l)
 		res, err := c.ReconcilePayout(context.Background(), ReconcileParams{OrderID: "never-sent", AttemptedAt: time.Now(), SettleTime: reconcileTestSettle})
@@ -254,6 +257,7 @@ func TestReconcileLooksAgainAfterSettleTime(t *testing.T) {
 		assert.Equal(t, 4, res.Requests, "two looks of two requests")
 	})
 	t.Run("settle time already past: one look", func(t *testing.T) {
+		t.Parallel()
 		l := newSynthList(500, false)
 		c := listClient(t, l)
 		res, err := c.ReconcilePayout(context.Background(), ReconcileParams{OrderID: "never-sent", AttemptedAt: time.Now().Add(-time.Second), SettleTime: 20 * time.Millisecond})
@@ -262,6 +266,7 @@ func TestReconcileLooksAgainAfterSettleTime(t *testing.T) {
 		assert.Equal(t, 2, res.Requests)
 	})
 	t.Run("ctx ends while waiting", func(t *testing.T) {
+		t.Parallel()
 		l := newSynthList(500, false)
 		c := listClient(t, l)
 		ctx, cancel := context.WithCancel(context.Background())

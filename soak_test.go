@@ -130,6 +130,7 @@ const soakNumKinds = 11 // len(soakFaultKinds)
 // operations that succeeded (or were found by reconciliation) imply under
 // the fake's money rules.
 func TestSoak(t *testing.T) {
+	t.Parallel()
 	require.Len(t, soakFaultKinds, soakNumKinds)
 	ops := soakOps()
 	var opts []cryptopaytest.ServerOption
