@@ -176,6 +176,7 @@ func TestSpecHasNoExternalRefs(t *testing.T) {
 // every status of both lifecycles through the SDK pointed at Prism, and
 // fails on any violation Prism reports, in a request or a response.
 func TestFakeIsSchemaValidBehindPrism(t *testing.T) {
+	t.Parallel()
 	srv := newServer(t)
 	base := startPrism(t, srv.URL)
 	rec := &violationRecorder{next: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 4}}
