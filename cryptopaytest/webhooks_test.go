@@ -253,7 +253,7 @@ func burstPayments(t *testing.T, s *cryptopaytest.Server, n int, url string) []s
 }
 
 // TestWebhooksConcurrencyBounded sends a burst of events, four times the
-// bound or more (under -race fewer: 256, 100 and 25, where every event
+// bound or more (under -race fewer: 256, 40 and 10, where every event
 // costs more than the figures need), to one loopback receiver and counts
 // the attempts and connections open at once. The receiver holds the first
 // attempts until the bound is reached (or a second has passed), so the
@@ -268,8 +268,8 @@ func TestWebhooksConcurrencyBounded(t *testing.T) {
 		events, raceEvents int
 	}{
 		{"default bound", nil, cryptopaytest.DefaultWebhookConcurrency, 2000, 4 * cryptopaytest.DefaultWebhookConcurrency},
-		{"bound of 4", []cryptopaytest.ServerOption{cryptopaytest.WithWebhookConcurrency(4)}, 4, 300, 100},
-		{"bound of 1", []cryptopaytest.ServerOption{cryptopaytest.WithWebhookConcurrency(1)}, 1, 50, 25},
+		{"bound of 4", []cryptopaytest.ServerOption{cryptopaytest.WithWebhookConcurrency(4)}, 4, 300, 40},
+		{"bound of 1", []cryptopaytest.ServerOption{cryptopaytest.WithWebhookConcurrency(1)}, 1, 50, 10},
 	}
 	for _, tt := range tests {
 		if cryptopaytest.RaceDetector {
