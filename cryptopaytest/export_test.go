@@ -19,3 +19,7 @@ func RecordRetryWaits(s *Server) (waits func() []time.Duration) {
 		return append([]time.Duration(nil), recorded...)
 	}
 }
+
+// RaceDetector reports whether the tests run under the race detector (see
+// raceDetector), for the external tests that run smaller under it.
+const RaceDetector = raceDetector

@@ -74,6 +74,7 @@ func TestCreatePayoutAmbiguousFaults(t *testing.T) {
 }
 
 func TestDelayWithoutProcessingCreatesNothing(t *testing.T) {
+	t.Parallel()
 	s := newServer(t)
 	c := s.Client(cryptopay.WithTimeout(50 * time.Millisecond))
 	s.InjectFault(cryptopaytest.RouteCreatePayout, cryptopaytest.Fault{Delay: time.Hour})

@@ -163,6 +163,7 @@ func TestListPayoutsWire(t *testing.T) {
 }
 
 func TestListPayoutsCap(t *testing.T) {
+	t.Parallel()
 	s := newServer(t, cryptopaytest.WithBalance("usdt", "tron", dec("100000")))
 	for i := range cryptopaytest.MaxListLimit + 5 {
 		createPayout(t, s, strings.Replace(payoutBody, `"po-1"`, fmt.Sprintf(`"po-%d"`, i), 1))

@@ -82,10 +82,13 @@ func offlineEnv() []string {
 	return append(env, "NO_PROXY=*", "no_proxy=*")
 }
 
-// startPrism runs Prism's validating proxy for the spec in front of
-// upstream on a free loopback port, and returns its base URL. It is stopped
-// when the test ends; its output is logged if the test failed.
-func startPrism(t *testing.T, upstream string) string {
+// startPrism starts Prism's validating proxy for the spec in front of
+// upstream on a free loopback port, and returns a func that waits until it
+// listens and returns its base URL. Node takes about 2 s of CPU to start
+// it: a test that starts it before t.Parallel and waits after has it start
+// while the tests before it run. It is stopped when the test ends; its
+// output is logged if the test failed.
+func startPrism(t *testing.T, upstream string) (listening func() string) {
 	t.Helper()
 	bin := needBinary(t, "prism", "npm install -g @stoplight/prism-cli@5")
 	spec, err := filepath.Abs(openAPIPath)
@@ -112,19 +115,21 @@ func startPrism(t *testing.T, upstream string) string {
 			t.Logf("prism output:\n%s", out.String())
 		}
 	})
-	base := fmt.Sprintf("http://127.0.0.1:%d", port)
-	deadline := time.Now().Add(25 * time.Second)
-	for !strings.Contains(out.String(), "Prism is listening") {
-		select {
-		case <-exited:
-			t.Fatalf("prism exited before listening:\n%s", out.String())
-		case <-time.After(50 * time.Millisecond):
+	return func() string {
+		t.Helper()
+		deadline := time.Now().Add(25 * time.Second)
+		for !strings.Contains(out.String(), "Prism is listening") {
+			select {
+			case <-exited:
+				t.Fatalf("prism exited before listening:\n%s", out.String())
+			case <-time.After(50 * time.Millisecond):
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("prism did not start within 25 s:\n%s", out.String())
+			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("prism did not start within 25 s:\n%s", out.String())
-		}
+		return fmt.Sprintf("http://127.0.0.1:%d", port)
 	}
-	return base
 }
 
 // violationRecorder is a transport that notes every response through Prism
@@ -177,7 +182,9 @@ func TestSpecHasNoExternalRefs(t *testing.T) {
 // fails on any violation Prism reports, in a request or a response.
 func TestFakeIsSchemaValidBehindPrism(t *testing.T) {
 	srv := newServer(t)
-	base := startPrism(t, srv.URL)
+	listening := startPrism(t, srv.URL) // starts now, in the sequential run
+	t.Parallel()
+	base := listening()
 	rec := &violationRecorder{next: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 4}}
 	c, err := cryptopay.NewClient(base, srv.APIKey,
 		cryptopay.WithHTTPClient(&http.Client{Transport: rec}),

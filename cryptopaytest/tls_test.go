@@ -20,6 +20,7 @@ import (
 // TestTLSServerSpeaksHTTP2: the TLS server's Client and HTTPClient trust
 // its certificate and negotiate HTTP/2, as clients of a real HTTPS API do.
 func TestTLSServerSpeaksHTTP2(t *testing.T) {
+	t.Parallel()
 	s := cryptopaytest.NewTLSServer()
 	t.Cleanup(s.Close)
 	require.True(t, strings.HasPrefix(s.URL, "https://127.0.0.1:"), s.URL)
@@ -47,6 +48,7 @@ func TestTLSServerSpeaksHTTP2(t *testing.T) {
 }
 
 func TestTLSServerCertificate(t *testing.T) {
+	t.Parallel()
 	plain := newServer(t)
 	assert.Nil(t, plain.Certificate(), "no certificate without TLS")
 
@@ -73,6 +75,7 @@ func TestTLSServerCertificate(t *testing.T) {
 // TestTLSServerHTTP1: a client that does not offer h2 gets HTTP/1.1 over
 // TLS.
 func TestTLSServerHTTP1(t *testing.T) {
+	t.Parallel()
 	s := newServer(t, cryptopaytest.WithTLS())
 	tr := s.HTTPClient().Transport.(*http.Transport)
 	tr.ForceAttemptHTTP2 = false
@@ -89,6 +92,7 @@ func TestTLSServerHTTP1(t *testing.T) {
 // outcome; a GET recovers from one and reports the cut when every attempt
 // is cut.
 func TestTLSServerFaults(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, f := range []cryptopaytest.Fault{{Process: true, Drop: true}, {Process: true, Truncate: true}} {
 		s := newServer(t, cryptopaytest.WithTLS())

@@ -252,26 +252,47 @@ func burstPayments(t *testing.T, s *cryptopaytest.Server, n int, url string) []s
 	return ids
 }
 
+// TestWebhooksConcurrencyBounded sends a burst of events, four times the
+// bound or more (under -race fewer: 256, 40 and 10, where every event
+// costs more than the figures need), to one loopback receiver and counts
+// the attempts and connections open at once. The receiver holds the first
+// attempts until the bound is reached (or a second has passed), so the
+// burst presses on the bound: a sender that ignored it would have every
+// event in flight.
 func TestWebhooksConcurrencyBounded(t *testing.T) {
+	t.Parallel() // its own fake and receiver; it counts, measures no heap
 	tests := []struct {
-		name   string
-		opts   []cryptopaytest.ServerOption
-		limit  int
-		events int
+		name               string
+		opts               []cryptopaytest.ServerOption
+		limit              int
+		events, raceEvents int
 	}{
-		{"default bound", nil, cryptopaytest.DefaultWebhookConcurrency, 2000},
-		{"bound of 4", []cryptopaytest.ServerOption{cryptopaytest.WithWebhookConcurrency(4)}, 4, 300},
-		{"bound of 1", []cryptopaytest.ServerOption{cryptopaytest.WithWebhookConcurrency(1)}, 1, 50},
+		{"default bound", nil, cryptopaytest.DefaultWebhookConcurrency, 2000, 4 * cryptopaytest.DefaultWebhookConcurrency},
+		{"bound of 4", []cryptopaytest.ServerOption{cryptopaytest.WithWebhookConcurrency(4)}, 4, 300, 40},
+		{"bound of 1", []cryptopaytest.ServerOption{cryptopaytest.WithWebhookConcurrency(1)}, 1, 50, 10},
 	}
 	for _, tt := range tests {
+		if cryptopaytest.RaceDetector {
+			tt.events = tt.raceEvents
+		}
 		t.Run(tt.name, func(t *testing.T) {
 			var inflight, peak, conns, open, peakOpen atomic.Int64
 			seen := make(map[string]int)
 			var mu sync.Mutex
+			full := make(chan struct{}) // closed once the bound was reached
+			var fullOnce sync.Once
 			rcv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				n := inflight.Add(1)
 				defer inflight.Add(-1)
 				for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+				}
+				if n >= int64(tt.limit) {
+					fullOnce.Do(func() { close(full) })
+				}
+				select { // well within the sender's 5 s timeout
+				case <-full:
+				case <-time.After(time.Second):
+					fullOnce.Do(func() { close(full) })
 				}
 				var m map[string]any
 				if json.NewDecoder(r.Body).Decode(&m) == nil {

@@ -163,6 +163,7 @@ func heapAfterGC() uint64 {
 // under the handler's own body deadline, though the server has only
 // ReadHeaderTimeout set. Before, none was ever closed.
 func TestWebhookSlowBodiesClosedByTheDeadline(t *testing.T) {
+	t.Parallel()
 	n := slowBodyConns()
 	s := startSlowServer(t, slowHandler(t, 300*time.Millisecond))
 	conns := openSlow(t, s.addr, n)
@@ -266,6 +267,7 @@ func TestWebhookBodyLimitsValidation(t *testing.T) {
 // connection were held for as long as the sender kept it open, and the
 // answer never left.
 func TestWebhookRefusedBeforeTheBodyIsNotWaitedOn(t *testing.T) {
+	t.Parallel()
 	forged := base64.RawURLEncoding.EncodeToString(make([]byte, 32))
 	cases := []struct {
 		name, head string
@@ -279,6 +281,7 @@ func TestWebhookRefusedBeforeTheBodyIsNotWaitedOn(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			const n = 50
 			s := startSlowServer(t, slowHandler(t, time.Minute))
 			conns := make([]net.Conn, 0, n)
@@ -318,6 +321,7 @@ func TestWebhookRefusedBeforeTheBodyIsNotWaitedOn(t *testing.T) {
 // next request on the same keep-alive connection is served on it, not
 // closed.
 func TestWebhookBodyDeadlineEndsWithTheBody(t *testing.T) {
+	t.Parallel()
 	const timeout = 50 * time.Millisecond
 	var calls, cancelled atomic.Int64
 	h, err := NewHandler(Config{Secret: whSecret, BodyReadTimeout: timeout, MinBodyRate: 1 << 30, // a body earns no time
@@ -360,6 +364,7 @@ func TestWebhookBodyDeadlineEndsWithTheBody(t *testing.T) {
 // and the handler returns (a check between reads alone would wait on the
 // stalled read for ever).
 func TestWebhookSlowBodyOverHTTP2(t *testing.T) {
+	t.Parallel()
 	var returned atomic.Int64
 	h := slowHandler(t, 200*time.Millisecond)
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -65,7 +65,12 @@ type graph struct {
 // of a struct type declared there (through the embedded fields a promoted
 // one is reached by, too).
 func load(dir string) (*graph, error) {
-	bp, fset, pkg, info, err := typeCheck(dir)
+	return loadWith(dir, exportLookup(dir))
+}
+
+// loadWith is load with the export data of dir's imports found by lookup.
+func loadWith(dir string, lookup importer.Lookup) (*graph, error) {
+	bp, fset, pkg, info, err := typeCheck(dir, lookup)
 	if err != nil {
 		return nil, err
 	}
@@ -113,7 +118,7 @@ func load(dir string) (*graph, error) {
 
 // typeCheck parses and type-checks the non-test Go files of the package in
 // dir, recording every use of a declared object and every selection.
-func typeCheck(dir string) (*build.Package, *token.FileSet, *types.Package, *types.Info, error) {
+func typeCheck(dir string, lookup importer.Lookup) (*build.Package, *token.FileSet, *types.Package, *types.Info, error) {
 	bp, err := build.ImportDir(dir, 0)
 	if err != nil {
 		return nil, nil, nil, nil, err
@@ -128,7 +133,7 @@ func typeCheck(dir string) (*build.Package, *token.FileSet, *types.Package, *typ
 		files = append(files, f)
 	}
 	info := &types.Info{Uses: map[*ast.Ident]types.Object{}, Selections: map[*ast.SelectorExpr]*types.Selection{}}
-	conf := types.Config{Importer: importer.ForCompiler(fset, "gc", exportLookup(dir))}
+	conf := types.Config{Importer: importer.ForCompiler(fset, "gc", lookup)}
 	pkg, err := conf.Check(bp.ImportPath, fset, files, info)
 	return bp, fset, pkg, info, err
 }
@@ -160,11 +165,18 @@ func exportLookup(dir string) importer.Lookup {
 	var listErr error
 	return func(path string) (io.ReadCloser, error) {
 		if exports == nil && listErr == nil {
-			exports, listErr = listExports(dir)
+			exports, listErr = listExports(dir, false, ".")
 		}
 		if listErr != nil {
 			return nil, listErr
 		}
+		return lookupIn(exports)(path)
+	}
+}
+
+// lookupIn opens the export data listed for an import path in exports.
+func lookupIn(exports map[string]string) importer.Lookup {
+	return func(path string) (io.ReadCloser, error) {
 		file, ok := exports[path]
 		if !ok {
 			return nil, errors.New("no export data for " + path)
@@ -173,8 +185,16 @@ func exportLookup(dir string) importer.Lookup {
 	}
 }
 
-func listExports(dir string) (map[string]string, error) {
-	cmd := exec.Command("go", "list", "-export", "-deps", "-json=ImportPath,Export", ".")
+// listExports maps the import path of every package the packages matched
+// by patterns (from dir) depend on, themselves included, to its export
+// data file, as the race detector's build has it when race is set: one
+// go list for all of them.
+func listExports(dir string, race bool, patterns ...string) (map[string]string, error) {
+	args := []string{"list", "-export", "-deps", "-json=ImportPath,Export"}
+	if race {
+		args = append(args, "-race")
+	}
+	cmd := exec.Command("go", append(args, patterns...)...)
 	cmd.Dir = dir
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()

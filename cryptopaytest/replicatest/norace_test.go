@@ -1,0 +1,5 @@
+//go:build !race
+
+package replicatest_test
+
+const raceDetector = false
