@@ -145,7 +145,8 @@ func (c *console) payoutConfirm(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	c.render(w, r, http.StatusOK, "confirm", c.newView(r, m.Verb+" "+in.Params.OrderID, confirmPage{In: in, Move: m}))
+	c.render(w, r, http.StatusOK, "confirm", c.newView(r, m.Verb+" "+in.Params.OrderID, confirmPage{In: in, Move: m,
+		Seen: map[string]string{"listed": in.LastError}})) // what the books check said of the payout listed for it
 }
 
 func (c *console) payoutAct(w http.ResponseWriter, r *http.Request) {

@@ -47,6 +47,25 @@ var moves = []Move{
 		Done:   "cancelled",
 		Confirm: "Cancelling a queued payout is final: it is rejected before any attempt is sent. A payout a worker has begun " +
 			"sending is no longer queued and cannot be cancelled."},
+	{Name: "release", Verb: "Release", On: ObjectPayout, Role: MoveOperator, From: []IntentState{StateParked}, To: StateQueued,
+		Fields: []MoveField{listedField, needNote}, Done: "released",
+		Confirm: "Only for a payout the books check parked (hold unsent_but_listed), once you have checked at the processor that the payout " +
+			"listed under this orderId is NOT this one (another system's, another order's): releasing sends it (it goes back to " +
+			"needs_approval if it was held for approval), and if the listed payout is this one it is paid twice.",
+		do: func(ctx context.Context, s Stores, in MoveInput) (Moved, error) {
+			got, err := s.Queue.moveListed(ctx, in.OrderID, in.By, in.Values["note"], in.Values["listed"], StateQueued)
+			return Moved{Intent: got}, err
+		}},
+	{Name: "reject-listed", Verb: "Reject", On: ObjectPayout, Role: MoveOperator, From: []IntentState{StateParked}, To: StateRejected,
+		Fields: []MoveField{listedField, {Name: "reason", Label: "Reason", Usage: "why it is rejected, recorded with the intent (required)", Required: true, Text: true}},
+		Done:   "rejected",
+		Confirm: "Only for a payout the books check parked (hold unsent_but_listed): rejecting is final, nothing will be sent, and " +
+			"OnFinal runs with rejected. If the listed payout is exactly this intent's, resolve it with its id instead, so OnFinal " +
+			"sees it paid.",
+		do: func(ctx context.Context, s Stores, in MoveInput) (Moved, error) {
+			got, err := s.Queue.moveListed(ctx, in.OrderID, in.By, in.Values["reason"], in.Values["listed"], StateRejected)
+			return Moved{Intent: got}, err
+		}},
 	{Name: "clear-anomaly", Verb: "Clear the anomaly", On: ObjectPayment, Role: MoveOperator,
 		Fields: []MoveField{
 			{Name: "anomaly", Label: "Anomaly", Usage: "the anomaly `text` you looked into: nothing is cleared if the payment now says another", Seen: true},

@@ -122,8 +122,11 @@ type Move struct {
 	many    func(ctx context.Context, q *Queue, ids []string, by Operator, note string) (BulkResult, error)
 }
 
-// note and reason: the two texts a move records.
+// note and reason: the two texts a move records; listed: what the books
+// check said of the payout listed for an intent it parked.
 var (
+	listedField = MoveField{Name: "listed", Label: "Listed payout", Seen: true,
+		Usage: "the intent's last error as you read it (it names the payout listed at the processor): nothing is done if the intent now says another"}
 	noteField = MoveField{Name: "note", Label: "Note", Usage: "what is recorded with the move: who, and why", Text: true}
 	needNote  = MoveField{Name: "note", Label: "Note", Usage: "what is recorded with the move: who checked, and how (required)", Required: true, Text: true}
 )

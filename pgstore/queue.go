@@ -64,6 +64,9 @@ const (
 	HoldMaxAttempts = "max_attempts"
 )
 
+// HoldUnsentListed, the books check's hold, is with the state machine
+// (queue_states.go): the workers never claim an intent it holds.
+
 // Errors of the queue; match them with errors.Is.
 var (
 	// ErrIntentConflict: an intent with this orderId exists with other
@@ -78,6 +81,14 @@ var (
 	// count (they enqueued the intent, or approved it already). Nothing
 	// changed.
 	ErrApprovalNotCounted = errors.New("pgstore: this actor's approval does not count for this intent")
+	// ErrUnsentButListed: the books check found a payout listed at the
+	// provider under the intent's orderId, which the queue never sent, and
+	// parked it (HoldUnsentListed): Approve, Retry and the other moves
+	// refuse it, since sending it could pay twice, until an operator
+	// releases or rejects it (the release and reject-listed moves) or
+	// resolves it. Every such error matches ErrIntentState too. Nothing
+	// changed.
+	ErrUnsentButListed = errors.New("pgstore: the books check found a payout listed at the provider for this unsent intent")
 )
 
 // IntentConflictError is Enqueue's answer to an orderId already queued with
