@@ -111,6 +111,25 @@ func (b *Books) checkPayouts(ctx context.Context, out func(BooksItem) error, bal
 	if err != nil {
 		return "the database: " + err.Error(), ctx.Err()
 	}
+	if why, err := b.payoutItems(ctx, rows, listErr != nil, out); why != "" || err != nil {
+		return why, err
+	}
+	if listErr != nil {
+		return "the payout list: " + listErr.Error(), nil
+	}
+	if b.cfg.Refunds != nil {
+		if *refundsWhy, err = b.checkRefunds(ctx, tx, out); err != nil {
+			return "", err
+		}
+	}
+	return "", nil
+}
+
+// payoutItems emits an item per row of booksPayoutsSQL (on a list not
+// proven whole, partial, only what it proves), parking each intent the
+// queue never sent that has a payout listed that can move money (park).
+// why is set when the database failed.
+func (b *Books) payoutItems(ctx context.Context, rows pgx.Rows, partial bool, out func(BooksItem) error) (why string, err error) {
 	defer rows.Close()
 	for rows.Next() {
 		var r payoutRow
@@ -120,7 +139,7 @@ func (b *Books) checkPayouts(ctx context.Context, out func(BooksItem) error, bal
 			return "the database: " + err.Error(), ctx.Err()
 		}
 		it := r.item()
-		if listErr != nil && !partialProves(&it, r.apart) {
+		if partial && !partialProves(&it, r.apart) {
 			continue
 		}
 		if r.unsent && r.m > 0 && !r.apart && !IntentState(r.state).IsFinal() {
@@ -132,15 +151,6 @@ func (b *Books) checkPayouts(ctx context.Context, out func(BooksItem) error, bal
 	}
 	if err := rows.Err(); err != nil {
 		return "the database: " + err.Error(), ctx.Err()
-	}
-	rows.Close()
-	if listErr != nil {
-		return "the payout list: " + listErr.Error(), nil
-	}
-	if b.cfg.Refunds != nil {
-		if *refundsWhy, err = b.checkRefunds(ctx, tx, out); err != nil {
-			return "", err
-		}
 	}
 	return "", nil
 }
@@ -243,7 +253,7 @@ type payoutRow struct {
 	moved, amount                           *string
 	currency, network, wallet, paid, status string
 	created                                 *time.Time // the standing payout's createdAt (nil: not given)
-	listed                                  string // every status listed, those that can move money first
+	listed                                  string     // every status listed, those that can move money first
 	queued, unsent                          bool
 	ours                                    *string
 	qCurrency, qNetwork, qWallet, state     string
