@@ -49,7 +49,8 @@ const (
 // Holds: why the workers will not send an intent again by themselves
 // (Intent.Hold). Only an operator's Retry, after checking with the
 // processor, sends it again; a payout the list finds by its orderId is
-// still followed.
+// still followed. (HoldUnsentListed, the books check's, is another kind:
+// see its doc.)
 const (
 	// HoldServerActed: a create request was answered 2xx, but the answer
 	// could not be matched to the request (unreadable, or naming another
@@ -140,8 +141,9 @@ type Intent struct {
 	// Note is the operator's note from Approve, Reject or Retry.
 	Note string
 	// Hold says why the workers will not send the intent again by
-	// themselves (HoldServerActed, HoldMaxAttempts; "" if nothing holds
-	// it). Retry clears it.
+	// themselves (HoldServerActed, HoldMaxAttempts, HoldUnsentListed; "" if nothing holds
+	// it). Retry clears it; HoldUnsentListed only the release and
+	// reject-listed moves or Resolve do.
 	Hold string
 	// CallbackDue: the intent is final but QueueConfig.OnFinal has not run
 	// for it (the state was recorded by a process without OnFinal, an
