@@ -83,7 +83,7 @@ func (c *console) payoutDetail(w http.ResponseWriter, r *http.Request) {
 		p.NoApproval = "You approved it already: it waits for another person's approval."
 	}
 	for _, m := range c.movesOn(r, pgstore.ObjectPayout) {
-		if m.AppliesTo(in.State) && (m.Name != "approve" || p.NoApproval == "") {
+		if m.AppliesToIntent(in) && (m.Name != "approve" || p.NoApproval == "") {
 			p.Actions = append(p.Actions, m)
 		}
 	}

@@ -109,7 +109,12 @@ func (r *qrig) resolveListed(t *testing.T, q *pgstore.Queue, held, queued, ended
 		require.NoError(t, err)
 		return in.LastError
 	}
-	_, err := retry.Do(ctx, s, pgstore.MoveInput{OrderID: queued.OrderID, By: dave, Values: map[string]string{"note": "checked"}})
+	in, err := q.Get(ctx, queued.OrderID)
+	require.NoError(t, err)
+	assert.False(t, retry.AppliesToIntent(in), "no retry is offered")
+	assert.True(t, release.AppliesToIntent(in) && reject.AppliesToIntent(in), "release and reject-listed are")
+	assert.False(t, release.AppliesToIntent(&pgstore.Intent{State: pgstore.StateParked}), "only for an intent the books parked")
+	_, err = retry.Do(ctx, s, pgstore.MoveInput{OrderID: queued.OrderID, By: dave, Values: map[string]string{"note": "checked"}})
 	require.ErrorIs(t, err, pgstore.ErrUnsentButListed, "the retry move refuses it")
 	_, err = release.Do(ctx, s, pgstore.MoveInput{OrderID: queued.OrderID, By: dave,
 		Values: map[string]string{"note": "another order's", "listed": "another text"}})
@@ -191,6 +196,8 @@ func TestBooksParkRacesTheWorkers(t *testing.T) {
 	q := r.queue(t)
 	stop := run(t, q)
 	defer stop()
+	var parked int
+	defer func() { t.Logf("parked %d of 8; the workers sent the others first", parked) }()
 	for i := range 8 {
 		p := smallPayout(200 + i)
 		r.listedOutside(t, p)
@@ -207,6 +214,7 @@ func TestBooksParkRacesTheWorkers(t *testing.T) {
 			assert.Equal(t, 1, r.payoutsAt(p.OrderID), "run %d: parked, never sent", i)
 			assert.Equal(t, 0, in.Attempts, i)
 			assert.Contains(t, it.Detail, "parked by this check", i)
+			parked++
 			continue
 		}
 		assert.Equal(t, 2, r.payoutsAt(p.OrderID), "run %d: a worker sent it before the check could park it", i)
