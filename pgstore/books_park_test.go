@@ -45,9 +45,9 @@ func TestBooksParksUnsentButListed(t *testing.T) {
 	r := newQRig(t)
 	ctx := context.Background()
 	q := r.heldQueue(t)
-	held, queued, ended, sentinel := payoutParams(0), smallPayout(1), smallPayout(2), smallPayout(3)
-	r.enqueueBy(t, q, "carol", held, queued, ended) // needs_approval, queued, queued: never sent
-	r.listedOutside(t, held, queued, ended)
+	held, queued, ended, sentinel, bound := payoutParams(0), smallPayout(1), smallPayout(2), smallPayout(3), smallPayout(4)
+	r.enqueueBy(t, q, "carol", held, queued, ended, bound) // needs_approval, queued, queued, queued: never sent
+	r.listedOutside(t, held, queued, ended, bound)
 
 	cfg := pgstore.BooksConfig{Client: r.fake.Client(), Queue: q, SettleTime: time.Hour}
 	res := runBooks(t, pgstore.BooksConfig{Client: cfg.Client, Queue: q, SettleTime: time.Hour, ReportOnly: true})
@@ -90,6 +90,13 @@ func TestBooksParksUnsentButListed(t *testing.T) {
 	assert.Equal(t, []string{queued.OrderID}, bulk.Skipped, "a bulk retry skips it")
 
 	r.resolveListed(t, q, held, queued, ended)
+
+	// The listed payout is exactly this intent's: resolved with its id,
+	// followed, never sent; the next check compares it as a sent intent.
+	require.NoError(t, q.Resolve(ctx, bound.OrderID, r.fake.PayoutIDsWithOrderID(bound.OrderID)[0], "dave", "it is ours, ticket 7"))
+	waitFor(t, q, "the resolved intent followed", func(c map[pgstore.IntentState]int) bool { return c[pgstore.StateCreated] == 3 })
+	assert.Equal(t, 1, r.payoutsAt(bound.OrderID), "resolved: nothing sent")
+	assert.Equal(t, pgstore.BooksInFlight, runBooks(t, cfg).by["payouts:"+bound.OrderID].Class, "no longer unsent_but_listed")
 	stop()
 }
 

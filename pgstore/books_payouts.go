@@ -33,12 +33,13 @@ import (
 func booksPayoutsSQL(intents string) string {
 	const before = `now() - $1 * interval '1 microsecond'`
 	// The intent's side of a row, q the intent (NULL: none).
-	ours := fmt.Sprintf(`q.order_id IS NOT NULL AS queued, COALESCE(q.state IN (%[2]s) OR q.attempts = 0, false) AS unsent,
+	ours := fmt.Sprintf(`q.order_id IS NOT NULL AS queued,
+        COALESCE(q.state IN (%[2]s) OR q.attempts = 0 AND q.state NOT IN (%[3]s), false) AS unsent,
         q.amount::text AS ours, COALESCE(q.currency, '') AS q_currency, COALESCE(q.network, '') AS q_network,
         COALESCE(q.wallet_address, '') AS q_wallet, COALESCE(q.state, '') AS state,
         COALESCE(q.updated_at < %[1]s AND q.next_at < %[1]s, false) AS idle, COALESCE(q.updated_at < %[1]s, false) AS settled,
         COALESCE(COALESCE(q.attempted_at, q.created_at) < %[1]s, false) AS attempted_long_ago`,
-		before, sqlList(StateQueued, StateNeedsApproval))
+		before, sqlList(StateQueued, StateNeedsApproval), sqlList(StateCreated, StatePaid, StateFailed))
 	return fmt.Sprintf(`WITH l AS (
     SELECT l.pos, l.order_id, l.amount, l.currency, l.network, l.wallet, l.paid_address, l.status, l.created_at,
         l.status NOT IN (%[3]s) AS moves,
