@@ -231,3 +231,22 @@ func TestBooksParkRacesTheWorkers(t *testing.T) {
 		}
 	}
 }
+
+// A double payment whose intent the queue has not sent yet is parked
+// too: sending it would make a third payout.
+func TestBooksParksUnsentDoublePayment(t *testing.T) {
+	r := newQRig(t)
+	q := r.queue(t)
+	p := smallPayout(1)
+	r.enqueue(t, q, p)
+	r.listedOutside(t, p)
+	_, err := r.fake.DuplicatePayout(r.fake.PayoutIDsWithOrderID(p.OrderID)[0])
+	require.NoError(t, err)
+	it := runBooks(t, pgstore.BooksConfig{Client: r.fake.Client(), Queue: q, SettleTime: time.Hour}).by["payouts:"+p.OrderID]
+	assert.Equal(t, pgstore.BooksDoublePayment, it.Class)
+	assert.Contains(t, it.Detail, "parked by this check")
+	in, err := q.Get(context.Background(), p.OrderID)
+	require.NoError(t, err)
+	assert.Equal(t, pgstore.StateParked, in.State)
+	assert.Contains(t, in.LastError, "(one of 2 listed that can move money)")
+}
