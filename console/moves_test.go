@@ -31,16 +31,24 @@ func TestEveryMoveReachable(t *testing.T) {
 		require.NoError(t, err)
 		records[state] = p.OrderID
 	}
+	listed := payout(99, "40") // parked by the books check: only the moves that settle it apply
+	r.enqueue(t, listed)
+	_, err := r.pool.Exec(ctx, "UPDATE "+r.q.Table()+" SET state = 'parked', hold = $2, last_error = 'listed' WHERE order_id = $1",
+		listed.OrderID, pgstore.HoldUnsentListed)
+	require.NoError(t, err)
 	require.NoError(t, pgx.BeginFunc(ctx, r.pool, func(tx pgx.Tx) error {
 		_, err := r.tr.TrackOrder(ctx, tx, "ord-m")
 		return err
 	}))
-	_, err := r.pool.Exec(ctx, "UPDATE "+r.tr.Table()+" SET anomaly = 'A', needs_action = true WHERE order_id = 'ord-m'")
+	_, err = r.pool.Exec(ctx, "UPDATE "+r.tr.Table()+" SET anomaly = 'A', needs_action = true WHERE order_id = 'ord-m'")
 	require.NoError(t, err)
 	for _, m := range pgstore.Moves() {
 		id := "ord-m"
 		if m.On == pgstore.ObjectPayout {
 			id = records[m.From[0]]
+			if !m.AppliesToIntent(&pgstore.Intent{State: m.From[0]}) {
+				id = listed.OrderID
+			}
 		}
 		_, page := r.do(t, "GET", "/"+m.On+"?id="+url.QueryEscape(id), everyone, nil)
 		assert.Contains(t, page, `id="act-`+m.Name+`"`, "%s: the button", m.Name)
@@ -55,4 +63,8 @@ func TestEveryMoveReachable(t *testing.T) {
 			assert.Contains(t, page, `id="bulk-`+m.Name+`"`, "%s: the bulk link", m.Name)
 		}
 	}
+	_, page := r.do(t, "GET", "/payout?id="+url.QueryEscape(listed.OrderID), everyone, nil)
+	assert.NotContains(t, page, `id="act-retry"`, "an intent the books check parked offers no retry")
+	_, page = r.do(t, "GET", "/payout?id="+url.QueryEscape(records[pgstore.StateParked]), everyone, nil)
+	assert.NotContains(t, page, `id="act-release"`, "nor is another parked intent released")
 }

@@ -83,7 +83,7 @@ func (c *console) payoutDetail(w http.ResponseWriter, r *http.Request) {
 		p.NoApproval = "You approved it already: it waits for another person's approval."
 	}
 	for _, m := range c.movesOn(r, pgstore.ObjectPayout) {
-		if m.AppliesTo(in.State) && (m.Name != "approve" || p.NoApproval == "") {
+		if m.AppliesToIntent(in) && (m.Name != "approve" || p.NoApproval == "") {
 			p.Actions = append(p.Actions, m)
 		}
 	}
@@ -145,7 +145,8 @@ func (c *console) payoutConfirm(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	c.render(w, r, http.StatusOK, "confirm", c.newView(r, m.Verb+" "+in.Params.OrderID, confirmPage{In: in, Move: m}))
+	c.render(w, r, http.StatusOK, "confirm", c.newView(r, m.Verb+" "+in.Params.OrderID, confirmPage{In: in, Move: m,
+		Seen: map[string]string{"listed": in.LastError}})) // what the books check said of the payout listed for it
 }
 
 func (c *console) payoutAct(w http.ResponseWriter, r *http.Request) {

@@ -19,10 +19,12 @@ const (
 	BooksDoublePayment BooksClass = "double_payment"
 	// BooksUnsentButListed: the provider lists a payout that can move
 	// money (any status but failed and cancelled) for an intent the queue
-	// has not sent: queued or needs_approval, or never attempted. Always
-	// drift; the first lines after the double payments. The queue does
-	// not refuse such an intent by itself: do not approve, retry or let
-	// its workers send it until someone has looked, or it is paid twice.
+	// has not sent: queued or needs_approval, or never attempted (and not
+	// tied by an operator's Resolve to a payout). Always drift; the first
+	// lines after the double payments. Unless BooksConfig.ReportOnly, the
+	// check parks a queued or needs_approval one (HoldUnsentListed): the
+	// workers never send it and Approve and Retry refuse it until an
+	// operator releases, rejects or resolves it.
 	BooksUnsentButListed BooksClass = "unsent_but_listed"
 	// BooksPayoutDiffers: the provider's payout has another amount, wallet
 	// or paid address than the queue's intent; or a payout for the orderId

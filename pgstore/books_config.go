@@ -108,6 +108,15 @@ type BooksConfig struct {
 	// for orderID (ok false: no entry), read through tx, the check's
 	// read-only snapshot.
 	PayoutLedgerFunc func(ctx context.Context, tx pgx.Tx, orderID string) (booked decimal.Decimal, ok bool, err error)
+	// ReportOnly: the check changes nothing in the queue. By default it
+	// parks every intent it finds BooksUnsentButListed (or a double
+	// payment the queue has not sent yet) with HoldUnsentListed, so that
+	// no worker sends it and no one approves or retries it until an
+	// operator has looked (docs/books.md); that needs UPDATE on the
+	// queue's table and INSERT on its history. With ReportOnly (or a role
+	// that may not write) it is only reported: then nothing stops the
+	// workers from sending it, and paying it twice.
+	ReportOnly bool
 	// Refunds, if set, adds the refunds section: each refunded payment's
 	// paid amount (its tracker's) against what its refunds' payouts paid
 	// out, from the payout list the payouts section reads. Needs Queue,

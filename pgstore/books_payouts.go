@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"iter"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/shopspring/decimal"
@@ -32,14 +33,15 @@ import (
 func booksPayoutsSQL(intents string) string {
 	const before = `now() - $1 * interval '1 microsecond'`
 	// The intent's side of a row, q the intent (NULL: none).
-	ours := fmt.Sprintf(`q.order_id IS NOT NULL AS queued, COALESCE(q.state IN (%[2]s) OR q.attempts = 0, false) AS unsent,
+	ours := fmt.Sprintf(`q.order_id IS NOT NULL AS queued,
+        COALESCE(q.state IN (%[2]s) OR q.attempts = 0 AND q.state NOT IN (%[3]s), false) AS unsent,
         q.amount::text AS ours, COALESCE(q.currency, '') AS q_currency, COALESCE(q.network, '') AS q_network,
         COALESCE(q.wallet_address, '') AS q_wallet, COALESCE(q.state, '') AS state,
         COALESCE(q.updated_at < %[1]s AND q.next_at < %[1]s, false) AS idle, COALESCE(q.updated_at < %[1]s, false) AS settled,
         COALESCE(COALESCE(q.attempted_at, q.created_at) < %[1]s, false) AS attempted_long_ago`,
-		before, sqlList(StateQueued, StateNeedsApproval))
+		before, sqlList(StateQueued, StateNeedsApproval), sqlList(StateCreated, StatePaid, StateFailed))
 	return fmt.Sprintf(`WITH l AS (
-    SELECT l.pos, l.order_id, l.amount, l.currency, l.network, l.wallet, l.paid_address, l.status,
+    SELECT l.pos, l.order_id, l.amount, l.currency, l.network, l.wallet, l.paid_address, l.status, l.created_at,
         l.status NOT IN (%[3]s) AS moves,
         CASE WHEN l.order_id = '' THEN l.pos::text
             WHEN q.order_id IS NULL THEN lower(l.currency) || '/' || lower(l.network)
@@ -52,13 +54,13 @@ g AS (
     FROM l WINDOW w AS (PARTITION BY order_id, grp ORDER BY moves DESC, pos ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)),
 r AS (
     SELECT order_id, grp, grp <> '' AND queued AS apart, n, m, moved, amount, currency, network, wallet, paid_address, status,
-        statuses, queued, unsent, ours, q_currency, q_network, q_wallet, state, idle, settled, attempted_long_ago
+        created_at, statuses, queued, unsent, ours, q_currency, q_network, q_wallet, state, idle, settled, attempted_long_ago
     FROM g WHERE rn = 1
     UNION ALL
-    SELECT q.order_id, '', false, 0, 0, NULL, NULL, '', '', '', '', '', '', %[4]s
+    SELECT q.order_id, '', false, 0, 0, NULL, NULL, '', '', '', '', '', NULL, '', %[4]s
     FROM %[1]s q WHERE NOT EXISTS (SELECT 1 FROM %[2]s l WHERE l.order_id = q.order_id
         AND lower(l.currency) = lower(q.currency) AND lower(l.network) = lower(q.network)))
-SELECT order_id, apart, n, m, moved, amount, currency, network, wallet, paid_address, status, statuses, queued, unsent, ours,
+SELECT order_id, apart, n, m, moved, amount, currency, network, wallet, paid_address, status, created_at, statuses, queued, unsent, ours,
     q_currency, q_network, q_wallet, state, idle, settled, attempted_long_ago
 FROM (SELECT r.*, CASE WHEN m > 1 THEN 0 WHEN m = 1 AND NOT apart AND unsent THEN 1 ELSE 2 END AS rank FROM r) r
 WHERE $2 OR rank < 2 OR order_id = ANY($3)
@@ -110,26 +112,9 @@ func (b *Books) checkPayouts(ctx context.Context, out func(BooksItem) error, bal
 	if err != nil {
 		return "the database: " + err.Error(), ctx.Err()
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var r payoutRow
-		if err := rows.Scan(&r.orderID, &r.apart, &r.n, &r.m, &r.moved, &r.amount, &r.currency, &r.network, &r.wallet,
-			&r.paid, &r.status, &r.listed, &r.queued, &r.unsent, &r.ours, &r.qCurrency, &r.qNetwork, &r.qWallet, &r.state,
-			&r.idle, &r.settled, &r.attemptedLongAgo); err != nil {
-			return "the database: " + err.Error(), ctx.Err()
-		}
-		it := r.item()
-		if listErr != nil && !partialProves(&it, r.apart) {
-			continue
-		}
-		if err := out(it); err != nil {
-			return "", err
-		}
+	if why, err := b.payoutItems(ctx, rows, listErr != nil, out); why != "" || err != nil {
+		return why, err
 	}
-	if err := rows.Err(); err != nil {
-		return "the database: " + err.Error(), ctx.Err()
-	}
-	rows.Close()
 	if listErr != nil {
 		return "the payout list: " + listErr.Error(), nil
 	}
@@ -137,6 +122,36 @@ func (b *Books) checkPayouts(ctx context.Context, out func(BooksItem) error, bal
 		if *refundsWhy, err = b.checkRefunds(ctx, tx, out); err != nil {
 			return "", err
 		}
+	}
+	return "", nil
+}
+
+// payoutItems emits an item per row of booksPayoutsSQL (on a list not
+// proven whole, partial, only what it proves), parking each intent the
+// queue never sent that has a payout listed that can move money (park).
+// why is set when the database failed.
+func (b *Books) payoutItems(ctx context.Context, rows pgx.Rows, partial bool, out func(BooksItem) error) (why string, err error) {
+	defer rows.Close()
+	for rows.Next() {
+		var r payoutRow
+		if err := rows.Scan(&r.orderID, &r.apart, &r.n, &r.m, &r.moved, &r.amount, &r.currency, &r.network, &r.wallet,
+			&r.paid, &r.status, &r.created, &r.listed, &r.queued, &r.unsent, &r.ours, &r.qCurrency, &r.qNetwork, &r.qWallet, &r.state,
+			&r.idle, &r.settled, &r.attemptedLongAgo); err != nil {
+			return "the database: " + err.Error(), ctx.Err()
+		}
+		it := r.item()
+		if partial && !partialProves(&it, r.apart) {
+			continue
+		}
+		if r.unsent && r.m > 0 && !r.apart && !IntentState(r.state).IsFinal() {
+			b.park(ctx, &it, listedPayout{r.amount, r.currency, r.network, r.status, r.created, r.m})
+		}
+		if err := out(it); err != nil {
+			return "", err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return "the database: " + err.Error(), ctx.Err()
 	}
 	return "", nil
 }
@@ -180,7 +195,7 @@ func listAmbiguous(err error) []string {
 func (b *Books) copyList(ctx context.Context, tx pgx.Tx) (listErr, err error) {
 	if _, err := tx.Exec(ctx, `CREATE TEMPORARY TABLE `+booksListed+` (pos bigint NOT NULL, order_id text NOT NULL,
     amount text NOT NULL, currency text NOT NULL, network text NOT NULL, wallet text NOT NULL, paid_address text NOT NULL,
-    status text NOT NULL, merchant_amount text) ON COMMIT DROP`); err != nil {
+    status text NOT NULL, merchant_amount text, created_at timestamptz) ON COMMIT DROP`); err != nil {
 		return nil, err
 	}
 	scan := b.scan
@@ -194,7 +209,7 @@ func (b *Books) copyList(ctx context.Context, tx pgx.Tx) (listErr, err error) {
 	defer stop()
 	src := &listSource{next: next}
 	_, err = tx.CopyFrom(ctx, pgx.Identifier{booksListed},
-		[]string{"pos", "order_id", "amount", "currency", "network", "wallet", "paid_address", "status", "merchant_amount"}, src)
+		[]string{"pos", "order_id", "amount", "currency", "network", "wallet", "paid_address", "status", "merchant_amount", "created_at"}, src)
 	return src.err, err
 }
 
@@ -220,7 +235,7 @@ func (s *listSource) Next() bool {
 	// A NUL (which a PostgreSQL text cannot hold) in one payout's text
 	// would fail the COPY, and with it the whole section: shown as U+FFFD.
 	s.row = []any{s.pos, noNUL(it.OrderID), it.Amount.String(), noNUL(it.Currency), noNUL(it.Network),
-		noNUL(it.WalletAddress), noNUL(it.PaidAddress), noNUL(string(it.Status)), nullText(it.MerchantAmount)}
+		noNUL(it.WalletAddress), noNUL(it.PaidAddress), noNUL(string(it.Status)), nullText(it.MerchantAmount), nullTime(it.CreatedAt)}
 	return true
 }
 
@@ -238,7 +253,8 @@ type payoutRow struct {
 	n, m                                    int
 	moved, amount                           *string
 	currency, network, wallet, paid, status string
-	listed                                  string // every status listed, those that can move money first
+	created                                 *time.Time // the standing payout's createdAt (nil: not given)
+	listed                                  string     // every status listed, those that can move money first
 	queued, unsent                          bool
 	ours                                    *string
 	qCurrency, qNetwork, qWallet, state     string

@@ -1025,4 +1025,17 @@ func TestBooksReadOnlyRole(t *testing.T) {
 	var created bool
 	require.NoError(t, r.pool.QueryRow(context.Background(), "SELECT to_regclass($1) IS NOT NULL", books+"_adjustments").Scan(&created))
 	assert.False(t, created, "the role may not create it")
+
+	p := smallPayout(1) // listed though never sent: the role may not park it, and the item says so
+	r.enqueue(t, q, p)
+	r.listedOutside(t, p)
+	res = runBooks(t, pgstore.BooksConfig{Client: r.fake.Client(), Queue: reader})
+	it := res.by["payouts:"+p.OrderID]
+	assert.Equal(t, pgstore.BooksUnsentButListed, it.Class)
+	assert.Contains(t, it.Detail, "not parked: ")
+	assert.Contains(t, it.Detail, "permission denied")
+	assert.Empty(t, res.sum.Unfinished, "a role that may only read still checks")
+	in, err := q.Get(context.Background(), p.OrderID)
+	require.NoError(t, err)
+	assert.Equal(t, pgstore.StateQueued, in.State)
 }

@@ -36,7 +36,7 @@ var moves = []Move{
 		}},
 	{Name: "resolve", Verb: "Resolve", On: ObjectPayout, Role: MoveOperator, From: []IntentState{StateParked}, To: StateCreated,
 		Fields: []MoveField{{Name: "payout-id", Label: "Payout id at the processor", Usage: "the payout's `id` in the processor's dashboard (required)", Required: true}, needNote},
-		Done:   "resolved", NeedsAPI: true,
+		Done:   "resolved", NeedsAPI: true, hold: holdAny,
 		Confirm: "Give the id of the payout you found at the processor for this orderId; it is read through the API and must match this intent.",
 		do: func(ctx context.Context, s Stores, in MoveInput) (Moved, error) {
 			got, err := s.Queue.resolve(ctx, in.OrderID, in.Values["payout-id"], in.By, in.Values["note"])
@@ -47,6 +47,25 @@ var moves = []Move{
 		Done:   "cancelled",
 		Confirm: "Cancelling a queued payout is final: it is rejected before any attempt is sent. A payout a worker has begun " +
 			"sending is no longer queued and cannot be cancelled."},
+	{Name: "release", Verb: "Release", On: ObjectPayout, Role: MoveOperator, From: []IntentState{StateParked}, To: StateQueued,
+		Fields: []MoveField{listedField, needNote}, Done: "released", hold: holdListed,
+		Confirm: "Only for a payout the books check parked (hold unsent_but_listed), once you have checked at the processor that the payout " +
+			"listed under this orderId is NOT this one (another system's, another order's): releasing sends it (it goes back to " +
+			"needs_approval if it was held for approval), and if the listed payout is this one it is paid twice.",
+		do: func(ctx context.Context, s Stores, in MoveInput) (Moved, error) {
+			got, err := s.Queue.moveListed(ctx, in.OrderID, in.By, in.Values["note"], in.Values["listed"], StateQueued)
+			return Moved{Intent: got}, err
+		}},
+	{Name: "reject-listed", Verb: "Reject", On: ObjectPayout, Role: MoveOperator, From: []IntentState{StateParked}, To: StateRejected,
+		Fields: []MoveField{listedField, {Name: "reason", Label: "Reason", Usage: "why it is rejected, recorded with the intent (required)", Required: true, Text: true}},
+		Done:   "rejected", hold: holdListed,
+		Confirm: "Only for a payout the books check parked (hold unsent_but_listed): rejecting is final, nothing will be sent, and " +
+			"OnFinal runs with rejected. If the listed payout is exactly this intent's, resolve it with its id instead, so OnFinal " +
+			"sees it paid.",
+		do: func(ctx context.Context, s Stores, in MoveInput) (Moved, error) {
+			got, err := s.Queue.moveListed(ctx, in.OrderID, in.By, in.Values["reason"], in.Values["listed"], StateRejected)
+			return Moved{Intent: got}, err
+		}},
 	{Name: "clear-anomaly", Verb: "Clear the anomaly", On: ObjectPayment, Role: MoveOperator,
 		Fields: []MoveField{
 			{Name: "anomaly", Label: "Anomaly", Usage: "the anomaly `text` you looked into: nothing is cleared if the payment now says another", Seen: true},
@@ -111,6 +130,25 @@ func (m Move) clone() Move {
 // AppliesTo reports whether the move applies to an intent in state (a
 // payout's move).
 func (m Move) AppliesTo(state IntentState) bool { return slices.Contains(m.From, state) }
+
+// AppliesToIntent reports whether the move applies to in now: to its
+// state (AppliesTo), and to its hold: an intent the books check parked
+// (HoldUnsentListed) takes only the moves that settle it (release,
+// reject-listed, resolve), and release and reject-listed take no other.
+// A page offers only these; the statements check it again.
+func (m Move) AppliesToIntent(in *Intent) bool {
+	i := slices.IndexFunc(moves, func(t Move) bool { return t.On == ObjectPayout && t.Name == m.Name })
+	if i < 0 || in == nil || !moves[i].AppliesTo(in.State) {
+		return false
+	}
+	switch moves[i].hold {
+	case holdAny:
+		return true
+	case holdListed:
+		return in.Hold == HoldUnsentListed
+	}
+	return in.Hold != HoldUnsentListed
+}
 
 // Do makes the move once, in one transaction, and returns what it
 // changed. The move is the table's entry of m's name (Moves). Its required fields must be set (else a

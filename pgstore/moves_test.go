@@ -33,7 +33,7 @@ func TestMovesTable(t *testing.T) {
 		assert.True(t, ok, key)
 		assert.Equal(t, m.Name, got.Name)
 	}
-	for _, want := range []string{"approve", "reject", "retry", "resolve", "cancel"} {
+	for _, want := range []string{"approve", "reject", "retry", "resolve", "cancel", "release", "reject-listed"} {
 		assert.True(t, names["payout "+want], want)
 	}
 	for _, want := range []string{"clear-anomaly", "refund", "accept", "write-off"} {

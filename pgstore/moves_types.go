@@ -114,6 +114,10 @@ type Move struct {
 	// NeedsRefunds: the move needs Stores.Refunds.
 	NeedsRefunds bool
 
+	// hold says which intents it applies to by their hold (see
+	// AppliesToIntent).
+	hold moveHold
+
 	// do is its statement; nil: the operator's move from From[0] to To
 	// (Queue.operate), recording its one field's text. many is its bulk
 	// statement.
@@ -122,8 +126,22 @@ type Move struct {
 	many    func(ctx context.Context, q *Queue, ids []string, by Operator, note string) (BulkResult, error)
 }
 
-// note and reason: the two texts a move records.
+// moveHold says which intents a payout's move applies to by their hold:
+// those the books check did not park (the zero value), only those it
+// parked (HoldUnsentListed), or both.
+type moveHold int
+
+const (
+	holdNotListed moveHold = iota
+	holdListed
+	holdAny
+)
+
+// note and reason: the two texts a move records; listed: what the books
+// check said of the payout listed for an intent it parked.
 var (
+	listedField = MoveField{Name: "listed", Label: "Listed payout", Seen: true,
+		Usage: "the intent's last error as you read it (it names the payout listed at the processor): nothing is done if the intent now says another"}
 	noteField = MoveField{Name: "note", Label: "Note", Usage: "what is recorded with the move: who, and why", Text: true}
 	needNote  = MoveField{Name: "note", Label: "Note", Usage: "what is recorded with the move: who checked, and how (required)", Required: true, Text: true}
 )

@@ -49,7 +49,8 @@ const (
 // Holds: why the workers will not send an intent again by themselves
 // (Intent.Hold). Only an operator's Retry, after checking with the
 // processor, sends it again; a payout the list finds by its orderId is
-// still followed.
+// still followed. (HoldUnsentListed, the books check's, is another kind:
+// see its doc.)
 const (
 	// HoldServerActed: a create request was answered 2xx, but the answer
 	// could not be matched to the request (unreadable, or naming another
@@ -63,6 +64,9 @@ const (
 	// lists orderIds differently would otherwise be paid without bound.
 	HoldMaxAttempts = "max_attempts"
 )
+
+// HoldUnsentListed, the books check's hold, is with the state machine
+// (queue_states.go): the workers never claim an intent it holds.
 
 // Errors of the queue; match them with errors.Is.
 var (
@@ -78,6 +82,14 @@ var (
 	// count (they enqueued the intent, or approved it already). Nothing
 	// changed.
 	ErrApprovalNotCounted = errors.New("pgstore: this actor's approval does not count for this intent")
+	// ErrUnsentButListed: the books check found a payout listed at the
+	// provider under the intent's orderId, which the queue never sent, and
+	// parked it (HoldUnsentListed): Approve, Retry and the other moves
+	// refuse it, since sending it could pay twice, until an operator
+	// releases or rejects it (the release and reject-listed moves) or
+	// resolves it. Every such error matches ErrIntentState too. Nothing
+	// changed.
+	ErrUnsentButListed = errors.New("pgstore: the books check found a payout listed at the provider for this unsent intent")
 )
 
 // IntentConflictError is Enqueue's answer to an orderId already queued with
@@ -129,8 +141,9 @@ type Intent struct {
 	// Note is the operator's note from Approve, Reject or Retry.
 	Note string
 	// Hold says why the workers will not send the intent again by
-	// themselves (HoldServerActed, HoldMaxAttempts; "" if nothing holds
-	// it). Retry clears it.
+	// themselves (HoldServerActed, HoldMaxAttempts, HoldUnsentListed; "" if nothing holds
+	// it). Retry clears it; HoldUnsentListed only the release and
+	// reject-listed moves or Resolve do.
 	Hold string
 	// CallbackDue: the intent is final but QueueConfig.OnFinal has not run
 	// for it (the state was recorded by a process without OnFinal, an

@@ -73,7 +73,7 @@ func (q *Queue) retryMany(ctx context.Context, orderIDs []string, by Operator, n
 		return BulkResult{}, err
 	}
 	return q.bulk(ctx, orderIDs, StateParked, func(id string) (string, []any) {
-		return q.sql.operate, []any{id, string(StateParked), string(StateQueued), scrubNote(note), false, who.ID}
+		return q.sql.operate, []any{id, string(StateParked), string(StateQueued), scrubNote(note), false, who.ID, false}
 	}, nil)
 }
 

@@ -67,6 +67,7 @@ type approvalRow struct {
 	orderID    string
 	state      IntentState
 	enqueuedBy string
+	hold       string
 	approvedBy []string
 	principals []string // the principals of the approvals (none for approvals recorded before principals were)
 	role       string   // the database's session_user
@@ -82,7 +83,7 @@ func (q *Queue) lockApprovals(ctx context.Context, tx pgx.Tx, orderIDs []string)
 	var out []approvalRow
 	var r approvalRow
 	var state string
-	_, err = pgx.ForEachRow(rows, []any{&r.orderID, &state, &r.enqueuedBy, &r.approvedBy, &r.principals, &r.role}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&r.orderID, &state, &r.hold, &r.enqueuedBy, &r.approvedBy, &r.principals, &r.role}, func() error {
 		r.state = IntentState(state)
 		out = append(out, r)
 		return nil
@@ -97,6 +98,8 @@ func (q *Queue) lockApprovals(ctx context.Context, tx pgx.Tx, orderIDs []string)
 // nil: it counts.
 func (r approvalRow) whyNot(who Operator) error {
 	switch {
+	case r.hold == HoldUnsentListed:
+		return listedErr(r.orderID)
 	case r.state != StateNeedsApproval:
 		return fmt.Errorf("%w: %q is not %s", ErrIntentState, r.orderID, StateNeedsApproval)
 	case actorKey(r.enqueuedBy) == who.ID:
@@ -251,6 +254,14 @@ func (q *Queue) resolve(ctx context.Context, orderID, payoutID string, by Operat
 	})
 }
 
+// listedErr is the refusal of a move on an intent the books check parked
+// (HoldUnsentListed): it matches ErrUnsentButListed and ErrIntentState.
+func listedErr(orderID string) error {
+	return fmt.Errorf("%w: %w: %q is parked until an operator has looked at the payout listed for it (its last error names it): "+
+		"release it (the listed payout is another one), reject it, or resolve it with the listed payout's id", ErrIntentState,
+		ErrUnsentButListed, orderID)
+}
+
 // payoutMismatch says how the payout the API returned differs from the
 // intent's parameters ("" if it is the intent's).
 func payoutMismatch(got *cryptopay.Payout, id string, p cryptopay.CreatePayoutParams) string {
@@ -272,7 +283,8 @@ func payoutMismatch(got *cryptopay.Payout, id string, p cryptopay.CreatePayoutPa
 // operate is an operator's move from one state to another: under the row
 // lock, in one transaction with OnFinal when the new state is final. It
 // clears the lease, so a worker that holds the intent cannot record
-// anything over it.
+// anything over it. It never moves an intent the books check parked
+// (HoldUnsentListed: see moveListed).
 func (q *Queue) operate(ctx context.Context, orderID string, by Operator, note string, from, to IntentState) (*Intent, error) {
 	if !canMove(from, to, byOperator) {
 		return nil, fmt.Errorf("pgstore: no operator's transition %s -> %s", from, to)
@@ -281,21 +293,35 @@ func (q *Queue) operate(ctx context.Context, orderID string, by Operator, note s
 	if err != nil {
 		return nil, err
 	}
-	due := to.IsFinal() && q.cfg.OnFinal == nil
+	return q.apply(ctx, orderID, q.operateMove(ctx, orderID, who, note, from, &to, false))
+}
+
+// operateMove is the operate statement's move from one state to *to
+// (read when the move runs: a check may set it), of an intent the books
+// check parked (listed) or of one it did not.
+func (q *Queue) operateMove(ctx context.Context, orderID string, who Operator, note string, from IntentState, to *IntentState, listed bool) move {
+	final := to.IsFinal()
 	m := move{
-		from: from, what: fmt.Sprintf("%s -> %s for", from, to), sql: q.sql.operate,
-		args: func(string) []any { return []any{orderID, string(from), string(to), scrubNote(note), due, who.ID} },
+		from: from, what: fmt.Sprintf("%s -> %s for", from, *to), sql: q.sql.operate,
+		args: func(string) []any {
+			due := to.IsFinal() && q.cfg.OnFinal == nil
+			return []any{orderID, string(from), string(*to), scrubNote(note), due, who.ID, listed}
+		},
 		whyNot: func(tx pgx.Tx) error {
-			if _, gerr := scanIntent(tx.QueryRow(ctx, q.sql.get, orderID)); errors.Is(gerr, pgx.ErrNoRows) {
+			in, gerr := scanIntent(tx.QueryRow(ctx, q.sql.get, orderID))
+			switch {
+			case errors.Is(gerr, pgx.ErrNoRows):
 				return fmt.Errorf("%w: %q", ErrIntentNotFound, orderID)
+			case gerr == nil && in.Hold == HoldUnsentListed && !listed:
+				return listedErr(orderID)
 			}
 			return fmt.Errorf("%w: %q is not %s", ErrIntentState, orderID, from)
 		},
 	}
-	if to.IsFinal() && q.cfg.OnFinal != nil {
+	if final && q.cfg.OnFinal != nil {
 		m.inTx = func(tx pgx.Tx, in *Intent) error {
 			return guard("OnFinal", func() error { return q.cfg.OnFinal(ctx, tx, in) })
 		}
 	}
-	return q.apply(ctx, orderID, m)
+	return m
 }

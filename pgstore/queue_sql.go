@@ -19,7 +19,7 @@ type queueReadSQL struct {
 
 // queueMoveSQL holds the operator's moves and the webhook's wake-up.
 type queueMoveSQL struct {
-	operate, approve, lockApprovals, resolve, payoutHolder, wakeOne, learnID string
+	operate, approve, lockApprovals, resolve, payoutHolder, wakeOne, learnID, lockListed, park string
 }
 
 // queueClaimSQL holds the worker's claim, its attempts and the velocity
@@ -100,14 +100,16 @@ FROM %s WHERE order_id = $1 ORDER BY id`, h),
     AND (@search = '' OR order_id = @search OR payout_id = @search OR wallet_address = @search)
 ORDER BY order_id LIMIT @limit`, intentCols, t),
 		counts: fmt.Sprintf(`SELECT state, count(*)::int FROM %s GROUP BY state`, t),
-		health: healthSQL(t, "state IN ("+openStatesSQL()+")", "state IN ('parked', 'needs_approval')"),
+		health: healthSQL(t, claimableSQL(), "state IN ('parked', 'needs_approval')"),
 	}
 }
 
 // buildQueueMoveSQL builds the operator's moves and the webhook's wake-up.
 func buildQueueMoveSQL(t, h string) queueMoveSQL {
 	s := queueMoveSQL{
-		// An operator's move (Reject, Retry); $5 leaves the final callback
+		// An operator's move (Reject, Retry); $7 says whether it moves
+		// only an intent the books check parked (HoldUnsentListed: release,
+		// reject-listed) or only one it did not (every other move); $5 leaves the final callback
 		// due (a final state recorded by a process without OnFinal); $6 is
 		// the actor. A move clears the hold (Retry is the operator's answer
 		// to it). fresh: the row had not changed since its enqueue (read in
@@ -115,7 +117,7 @@ func buildQueueMoveSQL(t, h string) queueMoveSQL {
 		operate: fmt.Sprintf(`WITH u AS (UPDATE %[1]s SET state = $3, note = $4, next_at = now(), lease_token = NULL, tries = 0, updated_at = now(),
     hold = '', callback_due = $5
 FROM `+durable+`
-WHERE order_id = $1 AND state = $2 RETURNING %[2]s,
+WHERE order_id = $1 AND state = $2 AND (hold = '`+HoldUnsentListed+`') = $7 RETURNING %[2]s,
     (SELECT o.updated_at = o.created_at FROM %[1]s o WHERE o.order_id = $1) AS fresh),
 h AS (INSERT INTO %[3]s %[4]s SELECT order_id, 'operator', $2, $3, attempts, '', '', $4, payout_id, '', $6 FROM u)
 SELECT * FROM u`, t, intentCols, h, opHistCols),
@@ -142,7 +144,7 @@ h AS (INSERT INTO %[3]s %[4]s SELECT order_id, 'operator', 'needs_approval', sta
 SELECT * FROM u`, t, intentCols, h, opHistCols),
 		// The rows an approval checks, locked until its transaction ends,
 		// in orderId order.
-		lockApprovals: fmt.Sprintf(`SELECT order_id, state, enqueued_by, approved_by, approved_principals, session_user::text FROM %s WHERE order_id = ANY($1)
+		lockApprovals: fmt.Sprintf(`SELECT order_id, state, hold, enqueued_by, approved_by, approved_principals, session_user::text FROM %s WHERE order_id = ANY($1)
 ORDER BY order_id FOR UPDATE`, t),
 		// An operator's Resolve: a parked intent bound to the payout the
 		// API confirmed, unless another intent holds that payout id; then
@@ -157,7 +159,30 @@ h AS (INSERT INTO %[2]s %[3]s SELECT order_id, 'operator', 'parked', 'created', 
 SELECT * FROM u`, t, h, opHistCols, intentCols),
 	}
 	addFollowSQL(&s, t, h)
+	addListedSQL(&s, t, h)
 	return s
+}
+
+// addListedSQL adds the statements of an intent the books check found
+// listed at the provider though the queue never sent it.
+func addListedSQL(s *queueMoveSQL, t, h string) {
+	// The intent's state, locked until the transaction ends (the park
+	// and the release decide under it), with the state the books check
+	// last parked it from.
+	s.lockListed = fmt.Sprintf(`SELECT state, hold, last_error, COALESCE((SELECT from_state FROM %s
+    WHERE order_id = $1 AND actor = 'books' AND to_state = 'parked' ORDER BY id DESC LIMIT 1), '')
+FROM %s WHERE order_id = $1 FOR UPDATE`, h, t)
+	// The park: $2 the state lockListed read (still the row's: it is
+	// locked), $3 the listed payout in words. It clears the lease, so a
+	// worker that claimed the intent records nothing over it and commits
+	// no attempt.
+	s.park = fmt.Sprintf(`WITH u AS (UPDATE %[1]s SET state = 'parked', hold = '`+HoldUnsentListed+`', last_error = $3,
+    next_at = now(), lease_token = NULL, tries = 0, updated_at = now()
+FROM `+durable+`
+WHERE order_id = $1 AND state = $2 RETURNING %[2]s,
+    (SELECT o.updated_at = o.created_at FROM %[1]s o WHERE o.order_id = $1) AS fresh),
+h AS (INSERT INTO %[3]s %[4]s SELECT order_id, 'books', $2, 'parked', attempts, '', $3, '', payout_id, '', '' FROM u)
+SELECT * FROM u`, t, intentCols, h, opHistCols)
 }
 
 // addFollowSQL adds the statements that bind and wake a followed intent.
@@ -179,13 +204,14 @@ INSERT INTO %s %s SELECT order_id, 'webhook', state, state, attempts, '', '', 'p
 func buildQueueClaimSQL(t, h string) queueClaimSQL {
 	return queueClaimSQL{
 		// The claim: due intents in open states (the due index's
-		// predicate, written out so the planner uses it) and, for a
+		// predicate, written out so the planner uses it), never one the
+		// books check parked (HoldUnsentListed), and, for a
 		// process with OnFinal ($4), final intents whose callback is due;
 		// locked without waiting for rows another worker is claiming (SKIP
 		// LOCKED), leased to this worker by its token until now() + lease.
 		claim: fmt.Sprintf(`WITH work AS (
     SELECT order_id FROM %[1]s
-    WHERE state IN (%[3]s) AND next_at <= now()
+    WHERE %[3]s AND next_at <= now()
     ORDER BY next_at LIMIT $1 FOR UPDATE SKIP LOCKED),
 calls AS (
     SELECT order_id FROM %[1]s
@@ -194,7 +220,7 @@ calls AS (
 due AS (SELECT order_id AS due_id FROM work UNION ALL SELECT order_id FROM calls LIMIT $1)
 UPDATE %[1]s SET next_at = now() + $2 * interval '1 microsecond', lease_token = $3
 FROM due WHERE order_id = due.due_id
-RETURNING %[2]s, tries`, t, intentCols, openStatesSQL()),
+RETURNING %[2]s, tries`, t, intentCols, claimableSQL()),
 		// The attempt: committed before the request is sent; only by the
 		// lease holder, only from the state the holder saw.
 		attempt: fmt.Sprintf(`WITH u AS (UPDATE %s SET state = 'sending', attempts = attempts + 1, attempted_at = $3,

@@ -102,7 +102,25 @@ const (
 	byEnqueue  = "enqueue"
 	byWorker   = "worker"
 	byOperator = "operator"
+	byBooks    = "books"
 )
+
+// HoldUnsentListed (Intent.Hold): the books check (Books) found a payout
+// that can move money listed at the provider under the orderId of this
+// intent, which the queue had not sent (queued or needs_approval), and
+// parked it; LastError names the listed payout. Sending it could pay
+// twice, so no worker claims it (not even to reconcile it), and Approve
+// and Retry refuse it (ErrUnsentButListed) until an operator resolves it:
+// the release move (the listed payout is another one: back to the state
+// it was parked from), reject-listed (nothing will be sent), or Resolve
+// (the listed payout is this intent's: followed, never sent).
+const HoldUnsentListed = "unsent_but_listed"
+
+// claimableSQL is the SQL predicate of the intents the workers claim: in
+// an open state, and not parked by the books check (HoldUnsentListed).
+func claimableSQL() string {
+	return "state IN (" + openStatesSQL() + ") AND hold <> '" + HoldUnsentListed + "'"
+}
 
 // moveDef is one named transition: from any of from to to, made by by.
 type moveDef struct {
@@ -126,6 +144,8 @@ var moveDefs = []moveDef{
 	{"enqueue", byEnqueue, nil, StateQueued},
 	{"enqueue above the approval threshold", byEnqueue, nil, StateNeedsApproval},
 	{"enqueue stopped by a guardrail", byEnqueue, nil, StateBlocked},
+	{"listed at the provider, never sent", byBooks, []IntentState{StateQueued, StateNeedsApproval}, StateParked},
+	{"release (it was held for approval)", byOperator, []IntentState{StateParked}, StateNeedsApproval},
 	{"hold for approval", byWorker, beforeSend, StateNeedsApproval},
 	{"block", byWorker, beforeSend, StateBlocked},
 	{"hold by velocity", byWorker, beforeSend[1:], StateQueued},
@@ -145,8 +165,8 @@ var moveDefs = []moveDef{
 }
 
 // operatorMovesAt is where the operators' transitions go in moveDefs:
-// after the enqueue's.
-const operatorMovesAt = 3
+// after the enqueue's and the books check's.
+const operatorMovesAt = 5
 
 func stateOf(s IntentState) (stateDef, bool) {
 	for _, d := range stateDefs {

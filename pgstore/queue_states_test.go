@@ -31,7 +31,7 @@ func TestStateTable(t *testing.T) {
 	leaves := map[IntentState]bool{}
 	for _, m := range moveDefs {
 		assert.Contains(t, known, m.to, m.name)
-		assert.Contains(t, []string{byEnqueue, byWorker, byOperator}, m.by, m.name)
+		assert.Contains(t, []string{byEnqueue, byWorker, byOperator, byBooks}, m.by, m.name)
 		assert.Equal(t, m.by == byEnqueue, m.from == nil, "%s: only the enqueue starts from nothing", m.name)
 		for _, f := range m.from {
 			assert.Contains(t, known, f, m.name)
@@ -51,6 +51,8 @@ func TestStateTable(t *testing.T) {
 	assert.True(t, canMove(StateCreated, StateCreated, byWorker), "a poll keeps the state")
 	assert.False(t, canMove(StatePaid, StateQueued, byOperator))
 	assert.False(t, canMove(StateNeedsApproval, StateQueued, byWorker), "only a person approves")
+	assert.True(t, canMove(StateQueued, StateParked, byBooks), "the books park an unsent intent")
+	assert.False(t, canMove(StateSending, StateParked, byBooks), "never one a worker is sending")
 	assert.False(t, slices.ContainsFunc(moveDefs, func(m moveDef) bool { return m.by == byOperator && m.to == StateSending }),
 		"no operator sends")
 }

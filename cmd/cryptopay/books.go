@@ -161,6 +161,7 @@ type booksFlags struct {
 	payoutLedgerSQL            string
 	balanceTable, debit, fees  string
 	settle                     time.Duration
+	reportOnly                 bool
 	db                         *dbFlags
 	pageSize                   *int
 }
@@ -181,6 +182,8 @@ func (f *booksFlags) register(a *app, fs *cmdFlags) {
 		"with what the tracker credited")
 	fs.StringVar(&f.payoutLedgerSQL, "payout-ledger-sql", "", "your payout ledger: a `query` returning (order_id, booked) per\n"+
 		"orderId, compared with the queue's paid intents")
+	fs.BoolVar(&f.reportOnly, "report-only", false, "change nothing in the queue: an intent found unsent_but_listed is reported,\n"+
+		"not parked (by default it is parked, so the workers never send it: docs/books.md)")
 	fs.DurationVar(&f.settle, "settle", pgstore.DefaultBooksSettleTime, "how long the two sides may disagree as things in progress do\n"+
 		"before it is drift")
 }
@@ -260,7 +263,7 @@ func (a *app) books(args []string) error {
 	}
 	defer closeDB()
 	cfg.Client, cfg.Since, cfg.SettleTime, cfg.PageSize, cfg.LedgerSQL = c, since, f.settle, *f.pageSize, f.ledgerSQL
-	cfg.PayoutLedgerSQL = f.payoutLedgerSQL
+	cfg.PayoutLedgerSQL, cfg.ReportOnly = f.payoutLedgerSQL, f.reportOnly
 	cfg.BalanceTable, cfg.CreateTable, cfg.PayoutDebit, cfg.PayoutFees = f.balanceTable, true, payoutDebits[f.debit], payoutFees[f.fees]
 	return a.runBooks(cfg, a.booksWriter(newBooksReport(&f, a.now())))
 }

@@ -451,3 +451,40 @@ paid_amount, needs_action, changes) VALUES ('o-bk-over', 'pay-1', 10, 'usdt', 't
 	assert.Equal(t, exitUsage, r.code)
 	assert.Contains(t, r.stderr, "add payouts too")
 }
+
+// TestBooksCommandParksUnsentButListed: a queued intent whose orderId the
+// provider lists is reported by `books --report-only` and left queued; the
+// default run parks it (hold unsent_but_listed), `payout queue retry`
+// refuses it, and `payout queue release` with the text shown queues it again.
+func TestBooksCommandParksUnsentButListed(t *testing.T) {
+	qf := setupQueue(t)
+	rec := batchRecord("ul", 1)
+	p := cryptopay.CreatePayoutParams{OrderID: rec[0], WalletAddress: rec[1], Amount: decimal.RequireFromString(rec[2]),
+		Currency: rec[3], Network: rec[4], CustomerID: rec[5], CustomerIP: rec[6]}
+	require.NoError(t, pgx.BeginFunc(context.Background(), qf.pool, func(tx pgx.Tx) error {
+		_, err := qf.q.Enqueue(context.Background(), tx, p)
+		return err
+	}))
+	_, err := qf.srv.Client().CreatePayout(context.Background(), p) // outside the queue
+	require.NoError(t, err)
+
+	r := qf.run("books", "--sections", "payouts", "--output", "json", "--report-only")
+	require.Equal(t, exitNo, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "not parked (a report-only check)")
+	assert.Equal(t, pgstore.StateQueued, qf.state(t, p.OrderID).State)
+
+	r = qf.run("books", "--sections", "payouts", "--output", "json")
+	require.Equal(t, exitNo, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "parked by this check")
+	in := qf.state(t, p.OrderID)
+	assert.Equal(t, pgstore.StateParked, in.State)
+	assert.Equal(t, pgstore.HoldUnsentListed, in.Hold)
+
+	r = qf.run("payout", "queue", "retry", p.OrderID, "--note", "no payout", "--actor", "carol")
+	assert.Equal(t, exitNo, r.code, "retry refuses it: %s", r.stderr)
+	assert.Contains(t, r.stderr, "books check")
+	r = qf.run("payout", "queue", "release", p.OrderID, "--listed", in.LastError, "--note", "another order's payout", "--actor", "carol")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	assert.Equal(t, pgstore.StateQueued, qf.state(t, p.OrderID).State)
+	assert.Equal(t, 1, len(qf.srv.PayoutIDsWithOrderID(p.OrderID)), "nothing sent by the CLI")
+}

@@ -35,6 +35,7 @@ Commands:
   payout export         write every payout to stdout (--output csv|jsonl)
   payout queue          list the payout queue's intents (--state parked,...); also
                         'payout queue show|approve|reject|retry|resolve|cancel ORDER_ID',
+                        'payout queue release|reject-listed ORDER_ID' (one the books parked),
                         'payout queue health'
   payout batch FILE     enqueue a CSV of payouts in the payout queue (--dry-run first)
   balances              show the balances

@@ -1,0 +1,60 @@
+package pgstore
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// listedPayout is the payout the provider lists for an intent the queue
+// never sent: the one standing for the orderId (the first that can move
+// money), and how many of the orderId's can.
+type listedPayout struct {
+	amount                    *string
+	currency, network, status string
+	created                   *time.Time
+	moving                    int
+}
+
+// words names the listed payout, as the park records it (Intent.LastError)
+// and the release's confirmation shows it.
+func (p listedPayout) words() string {
+	amount, created := "an unknown amount", "not given"
+	if p.amount != nil {
+		amount = *p.amount
+	}
+	if p.created != nil {
+		created = p.created.UTC().Format(time.RFC3339)
+	}
+	s := fmt.Sprintf("the books check found a payout listed at the provider under this orderId, which the queue never sent: "+
+		"%s %s/%s, status %s, createdAt %s", amount, p.currency, p.network, p.status, created)
+	if p.moving > 1 {
+		s += fmt.Sprintf(" (one of %d listed that can move money)", p.moving)
+	}
+	return scrubText(s) + ": not sent until an operator releases it (the listed payout is another one), rejects it or resolves it"
+}
+
+// park parks the intent of it (an intent the queue never sent, with a
+// payout listed for it) with HoldUnsentListed, unless the check only
+// reports (ReportOnly), and says in it.Detail what became of it.
+func (b *Books) park(ctx context.Context, it *BooksItem, p listedPayout) {
+	switch {
+	case b.cfg.ReportOnly:
+		it.Detail += "; not parked (a report-only check): nothing stops the workers from sending it"
+		return
+	case b.cfg.Queue.cfg.Pool.Config().MaxConns < 2: // the check's transaction holds its one connection
+		it.Detail += "; not parked: the queue's pool has one connection, which the check holds: nothing stops the workers from sending it"
+		return
+	}
+	was, held, err := b.cfg.Queue.parkListed(ctx, it.OrderID, p.words())
+	switch {
+	case err != nil:
+		it.Detail += "; not parked: " + scrubText(err.Error()) + ": nothing stops the workers from sending it"
+	case held && was == StateParked:
+		it.Detail += "; parked by an earlier check: not sent until an operator releases, rejects or resolves it"
+	case held:
+		it.Detail += "; parked by this check (hold " + HoldUnsentListed + "): not sent until an operator releases, rejects or resolves it"
+	default:
+		it.Detail += "; not parked: it is " + string(was) + " now (a worker began sending it while the check ran): look now, it may be paid twice"
+	}
+}
