@@ -608,6 +608,14 @@ func TestProjectMapListsEverySourceFile(t *testing.T) {
 	assert.Empty(t, missing, "source files docs/project.md's map of the code does not list")
 }
 
+// TestReadmeIsShort: the README is the first page a newcomer reads, and
+// at most 500 lines; the guides belong in docs/.
+func TestReadmeIsShort(t *testing.T) {
+	data, err := os.ReadFile("README.md")
+	require.NoError(t, err)
+	assert.LessOrEqual(t, strings.Count(string(data), "\n"), 500, "README.md: move a section to docs/")
+}
+
 // TestReadmeSnippetsLiveInGoFiles: every Go snippet of README.md but a whole
 // program (compiled as it stands by TestDocSnippetsCompile) appears
 // verbatim, indentation aside, in a Go file of the repository, an Example
