@@ -17,8 +17,10 @@ type listedPayout struct {
 }
 
 // words names the listed payout, as the park records it (Intent.LastError)
-// and the release's confirmation shows it.
-func (p listedPayout) words() string {
+// and the release's confirmation shows it. It begins with what the
+// payout was created with (same): its status comes after, so that a park
+// an operator released is not made again when only that status moved.
+func (p listedPayout) words() (words, same string) {
 	amount, created := "an unknown amount", "not given"
 	if p.amount != nil {
 		amount = *p.amount
@@ -26,12 +28,13 @@ func (p listedPayout) words() string {
 	if p.created != nil {
 		created = p.created.UTC().Format(time.RFC3339)
 	}
-	s := fmt.Sprintf("the books check found a payout listed at the provider under this orderId, which the queue never sent: "+
-		"%s %s/%s, status %s, createdAt %s", amount, p.currency, p.network, p.status, created)
+	same = fmt.Sprintf("the books check found a payout listed at the provider under this orderId, which the queue never sent: "+
+		"%s %s/%s, createdAt %s", amount, p.currency, p.network, created)
 	if p.moving > 1 {
-		s += fmt.Sprintf(" (one of %d listed that can move money)", p.moving)
+		same += fmt.Sprintf(" (one of %d listed that can move money)", p.moving)
 	}
-	return scrubText(s) + ": not sent until an operator releases it (the listed payout is another one), rejects it or resolves it"
+	same = scrubText(same)
+	return same + scrubText(", status "+p.status) + ": not sent until an operator releases it (the listed payout is another one), rejects it or resolves it", same
 }
 
 // park parks the intent of it (an intent the queue never sent, with a
@@ -46,10 +49,13 @@ func (b *Books) park(ctx context.Context, it *BooksItem, p listedPayout) {
 		it.Detail += "; not parked: the queue's pool has one connection, which the check holds: nothing stops the workers from sending it"
 		return
 	}
-	was, held, err := b.cfg.Queue.parkListed(ctx, it.OrderID, p.words())
+	words, same := p.words()
+	was, held, released, err := b.cfg.Queue.parkListed(ctx, it.OrderID, words, same)
 	switch {
 	case err != nil:
 		it.Detail += "; not parked: " + scrubText(err.Error()) + ": nothing stops the workers from sending it"
+	case released:
+		it.Detail += "; not parked again: an operator released it after a park that named this payout (see its history)"
 	case held && was == StateParked:
 		it.Detail += "; parked by an earlier check: not sent until an operator releases, rejects or resolves it"
 	case held:

@@ -65,7 +65,8 @@ func TestBooksParksUnsentButListed(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, pgstore.StateParked, in.State, p.OrderID)
 		assert.Equal(t, pgstore.HoldUnsentListed, in.Hold, p.OrderID)
-		assert.Contains(t, in.LastError, p.Amount.String()+" usdt/tron, status created, createdAt 20", p.OrderID)
+		assert.Contains(t, in.LastError, p.Amount.String()+" usdt/tron, createdAt 20", p.OrderID)
+		assert.Contains(t, in.LastError, ", status created: not sent until", p.OrderID)
 	}
 	assert.Contains(t, runBooks(t, cfg).by["payouts:"+queued.OrderID].Detail, "parked by an earlier check")
 
@@ -98,6 +99,32 @@ func TestBooksParksUnsentButListed(t *testing.T) {
 	assert.Equal(t, 1, r.payoutsAt(bound.OrderID), "resolved: nothing sent")
 	assert.Equal(t, pgstore.BooksInFlight, runBooks(t, cfg).by["payouts:"+bound.OrderID].Class, "no longer unsent_but_listed")
 	stop()
+	r.releasedStaysReleased(t, cfg, held)
+}
+
+// releasedStaysReleased: an intent an operator released from a park (held:
+// back to needs_approval) is not parked again by the next checks while the
+// listed payout is the one the park named, even once that payout's status
+// moved; a second payout listed under its orderId parks it again.
+func (r *qrig) releasedStaysReleased(t *testing.T, cfg pgstore.BooksConfig, held cryptopay.CreatePayoutParams) {
+	t.Helper()
+	ctx := context.Background()
+	state := func() pgstore.IntentState {
+		in, err := cfg.Queue.Get(ctx, held.OrderID)
+		require.NoError(t, err)
+		return in.State
+	}
+	require.Equal(t, pgstore.StateNeedsApproval, state())
+	it := runBooks(t, cfg).by["payouts:"+held.OrderID]
+	assert.Equal(t, pgstore.BooksUnsentButListed, it.Class, "still reported")
+	assert.Contains(t, it.Detail, "not parked again: an operator released it")
+	require.NoError(t, r.fake.SetPayoutStatus(r.fake.PayoutIDsWithOrderID(held.OrderID)[0], cryptopay.PayoutProcessing))
+	assert.Contains(t, runBooks(t, cfg).by["payouts:"+held.OrderID].Detail, "not parked again", "only its status moved")
+	assert.Equal(t, pgstore.StateNeedsApproval, state())
+
+	r.listedOutside(t, held) // a second payout under the orderId: new evidence
+	assert.Contains(t, runBooks(t, cfg).by["payouts:"+held.OrderID].Detail, "parked by this check")
+	assert.Equal(t, pgstore.StateParked, state())
 }
 
 // resolveListed makes the operators' moves on the intents the books

@@ -32,10 +32,13 @@ import (
 // needs_approval. It returns the state it found the intent in, and
 // whether the intent is parked with HoldUnsentListed now (by this call, or
 // by an earlier one: was is then StateParked). held false: a worker began
-// sending it, or it changed, meanwhile.
-func (q *Queue) parkListed(ctx context.Context, orderID, why string) (was IntentState, held bool, err error) {
+// sending it, or it changed, meanwhile; or released: an operator released
+// it from the books check's last park, whose words began with same (the
+// listed payout as created, without its status), and it stays as they
+// left it.
+func (q *Queue) parkListed(ctx context.Context, orderID, why, same string) (was IntentState, held, released bool, err error) {
 	if err := q.CheckSchema(ctx); err != nil {
-		return "", false, err
+		return "", false, false, err
 	}
 	var in *Intent
 	var fresh bool
@@ -49,21 +52,24 @@ func (q *Queue) parkListed(ctx context.Context, orderID, why string) (was Intent
 			held = was == StateParked && hold == HoldUnsentListed
 			return nil
 		}
+		if err := tx.QueryRow(ctx, q.sql.releasedFor, orderID, scrubNote(same)).Scan(&released); err != nil || released {
+			return err
+		}
 		var err error
 		in, err = scanIntent(tx.QueryRow(ctx, q.sql.park, orderID, state, why), &fresh)
 		return err
 	})
 	if err != nil {
-		return was, false, fmt.Errorf("pgstore: parking %q: %w", orderID, err)
+		return was, false, false, fmt.Errorf("pgstore: parking %q: %w", orderID, err)
 	}
 	if in == nil {
-		return was, held, nil
+		return was, held, released, nil
 	}
 	if fresh { // its first change: the enqueue is reported here (see enqueued)
 		q.observe(Transition{OrderID: orderID, To: was})
 	}
 	q.observe(Transition{OrderID: orderID, From: was, To: StateParked, Attempts: in.Attempts, PayoutID: in.PayoutID})
-	return was, true, nil
+	return was, true, false, nil
 }
 
 // moveListed is an operator's move of an intent the books check parked

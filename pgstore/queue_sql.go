@@ -19,7 +19,7 @@ type queueReadSQL struct {
 
 // queueMoveSQL holds the operator's moves and the webhook's wake-up.
 type queueMoveSQL struct {
-	operate, approve, lockApprovals, resolve, payoutHolder, wakeOne, learnID, lockListed, park string
+	operate, approve, lockApprovals, resolve, payoutHolder, wakeOne, learnID, lockListed, park, releasedFor string
 }
 
 // queueClaimSQL holds the worker's claim, its attempts and the velocity
@@ -172,6 +172,16 @@ func addListedSQL(s *queueMoveSQL, t, h string) {
 	s.lockListed = fmt.Sprintf(`SELECT state, hold, last_error, COALESCE((SELECT from_state FROM %s
     WHERE order_id = $1 AND actor = 'books' AND to_state = 'parked' ORDER BY id DESC LIMIT 1), '')
 FROM %s WHERE order_id = $1 FOR UPDATE`, h, t)
+	// Whether an operator released the intent from the books check's
+	// last park, and that park's words began with $2 (the listed payout
+	// as it was created, without its status): the check then
+	// leaves it (a person looked at that payout and said it is another
+	// one). Out of a books park only release, reject-listed and resolve
+	// lead, so the first row out of parked after it is the release.
+	s.releasedFor = fmt.Sprintf(`WITH p AS (SELECT id, error FROM %[1]s WHERE order_id = $1 AND actor = 'books' AND to_state = 'parked' ORDER BY id DESC LIMIT 1),
+r AS (SELECT min(id) AS id FROM %[1]s WHERE order_id = $1 AND from_state = 'parked' AND to_state IN ('queued', 'needs_approval')
+    AND id > (SELECT id FROM p))
+SELECT EXISTS (SELECT 1 FROM p, r WHERE r.id IS NOT NULL AND starts_with(p.error, $2))`, h)
 	// The park: $2 the state lockListed read (still the row's: it is
 	// locked), $3 the listed payout in words. It clears the lease, so a
 	// worker that claimed the intent records nothing over it and commits
