@@ -398,7 +398,10 @@ func TestWebhookForgedEventDoesNotWakeWithPostedStatus(t *testing.T) {
 		p, _ := c.WaitForPayment(ctx, cryptopay.WaitForPaymentParams{ID: waitPaymentID, PollInterval: time.Hour, OnStatusChange: func(*cryptopay.Payment) { changes.Add(1) }})
 		done <- p
 	}()
-	waitUntil(t, func() bool { return s.calls.Load() == 1 })
+	// The wait has read and taken its first status (the server's count
+	// alone comes before the answer reaches the wait: cancelled then, the
+	// wait had no status to return).
+	waitUntil(t, func() bool { return changes.Load() == 1 })
 	serve(h, whRequest(t, whURL(t, whOrder), waitPaymentJSON(waitPaymentID, "paid", whOrder, time.Now())))
 	waitUntil(t, func() bool { return s.calls.Load() == 2 })
 	cancel()
