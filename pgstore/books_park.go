@@ -18,8 +18,9 @@ type listedPayout struct {
 
 // words names the listed payout, as the park records it (Intent.LastError)
 // and the release's confirmation shows it. It begins with what the
-// payout was created with (same): its status comes after, so that a park
-// an operator released is not made again when only that status moved.
+// payout was created with and how many are listed (same, up to the
+// status), so that a park an operator released is not made again when
+// only that status moved.
 func (p listedPayout) words() (words, same string) {
 	amount, created := "an unknown amount", "not given"
 	if p.amount != nil {
@@ -33,8 +34,8 @@ func (p listedPayout) words() (words, same string) {
 	if p.moving > 1 {
 		same += fmt.Sprintf(" (one of %d listed that can move money)", p.moving)
 	}
-	same = scrubText(same)
-	return same + scrubText(", status "+p.status) + ": not sent until an operator releases it (the listed payout is another one), rejects it or resolves it", same
+	same = scrubText(same) + ", status " // the delimiter: a park that named more payouts is not the same
+	return same + scrubText(p.status) + ": not sent until an operator releases it (the listed payout is another one), rejects it or resolves it", same
 }
 
 // park parks the intent of it (an intent the queue never sent, with a
