@@ -2,7 +2,11 @@ package pgstore
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -14,6 +18,17 @@ type listedPayout struct {
 	currency, network, status string
 	created                   *time.Time
 	moving                    int
+	movers                    string // each that can move money: amount, createdAt, id (US-separated, any order)
+}
+
+// set fingerprints the payouts listed that can move money (each one's
+// amount, createdAt to the microsecond and id, in a fixed order): two
+// checks that list other payouts give other fingerprints.
+func (p listedPayout) set() string {
+	movers := strings.Split(p.movers, "\x1f")
+	slices.Sort(movers)
+	sum := sha256.Sum256([]byte(strings.Join(movers, "\n")))
+	return hex.EncodeToString(sum[:4])
 }
 
 // words names the listed payout, as the park records it (Intent.LastError)
@@ -34,6 +49,7 @@ func (p listedPayout) words() (words, same string) {
 	if p.moving > 1 {
 		same += fmt.Sprintf(" (one of %d listed that can move money)", p.moving)
 	}
+	same += " [listed set " + p.set() + "]"
 	same = scrubText(same) + ", status " // the delimiter: a park that named more payouts is not the same
 	return same + scrubText(p.status) + ": not sent until an operator releases it (the listed payout is another one), rejects it or resolves it", same
 }
@@ -51,17 +67,21 @@ func (b *Books) park(ctx context.Context, it *BooksItem, p listedPayout) {
 		return
 	}
 	words, same := p.words()
-	was, held, released, err := b.cfg.Queue.parkListed(ctx, it.OrderID, words, same)
+	got, err := b.cfg.Queue.parkListed(ctx, it.OrderID, words, same)
 	switch {
 	case err != nil:
 		it.Detail += "; not parked: " + scrubText(err.Error()) + ": nothing stops the workers from sending it"
-	case released:
-		it.Detail += "; not parked again: an operator released it after a park that named this payout (see its history)"
-	case held && was == StateParked:
+	case got.released:
+		it.Detail += "; not parked again: an operator released it after a park that named these payouts (see its history)"
+	case got.reworded:
+		it.Detail += "; parked by an earlier check, and what is listed changed since: its last error now names it, and a release confirmed against the words shown before changes nothing"
+	case got.held && got.was == StateParked:
 		it.Detail += "; parked by an earlier check: not sent until an operator releases, rejects or resolves it"
-	case held:
+	case got.held:
 		it.Detail += "; parked by this check (hold " + HoldUnsentListed + "): not sent until an operator releases, rejects or resolves it"
+	case got.was == StateSending || got.was == StateReconciling || got.was == StateCreated:
+		it.Detail += "; not parked: it is " + string(got.was) + " now (a worker began sending it while the check ran): look now, it may be paid twice"
 	default:
-		it.Detail += "; not parked: it is " + string(was) + " now (a worker began sending it while the check ran): look now, it may be paid twice"
+		it.Detail += "; not parked: it is " + string(got.was) + " now"
 	}
 }

@@ -169,8 +169,11 @@ func (r *qrig) resolveListed(t *testing.T, q *pgstore.Queue, held, queued, ended
 		assert.Equal(t, c.to, got.Intent.State, c.p.OrderID)
 		assert.Empty(t, got.Intent.Hold, c.p.OrderID)
 	}
-	_, err = release.Do(ctx, s, pgstore.MoveInput{OrderID: queued.OrderID, By: dave, Values: map[string]string{"note": "again"}})
+	_, err = release.Do(ctx, s, pgstore.MoveInput{OrderID: queued.OrderID, By: dave, Values: map[string]string{"note": "again", "listed": "x"}})
 	require.ErrorIs(t, err, pgstore.ErrIntentState, "released once")
+	_, err = release.Do(ctx, s, pgstore.MoveInput{OrderID: held.OrderID, By: dave, Values: map[string]string{"note": "no words shown"}})
+	var ve *cryptopay.ValidationError
+	require.ErrorAs(t, err, &ve, "a release needs the words shown")
 
 	waitFor(t, q, "the released intent sent", func(c map[pgstore.IntentState]int) bool { return c[pgstore.StateCreated] == 2 })
 	assert.Equal(t, 2, r.payoutsAt(queued.OrderID), "released: the operator said the listed payout is another one")
@@ -276,4 +279,70 @@ func TestBooksParksUnsentDoublePayment(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, pgstore.StateParked, in.State)
 	assert.Contains(t, in.LastError, "(one of 2 listed that can move money)")
+}
+
+// The park follows what is listed (the review's cases):
+//   - new evidence while parked (a second payout listed) rewrites the
+//     intent's last error, so a release confirmed against the words shown
+//     before changes nothing;
+//   - a released intent is parked again when the listed set changes, even
+//     with the count, the standing payout and the second unchanged (one
+//     payout cancelled, another created);
+//   - a payout listed in another network parks the intent too.
+func TestBooksParkFollowsTheListedSet(t *testing.T) {
+	r := newQRig(t)
+	ctx := context.Background()
+	q := r.queue(t)
+	cfg := pgstore.BooksConfig{Client: r.fake.Client(), Queue: q, SettleTime: time.Hour}
+	release, _ := pgstore.MoveNamed(pgstore.ObjectPayout, "release")
+	dave := pgstore.Operator{ID: "dave", Login: "dave"}
+	lastError := func(p cryptopay.CreatePayoutParams) (pgstore.IntentState, string) {
+		in, err := q.Get(ctx, p.OrderID)
+		require.NoError(t, err)
+		return in.State, in.LastError
+	}
+	releaseAs := func(p cryptopay.CreatePayoutParams, shown string) error {
+		_, err := release.Do(ctx, pgstore.Stores{Queue: q}, pgstore.MoveInput{OrderID: p.OrderID, By: dave,
+			Values: map[string]string{"note": "the listed payouts are another order's", "listed": shown}})
+		return err
+	}
+	reworded, swapped, apart := smallPayout(201), smallPayout(202), smallPayout(203)
+	r.enqueue(t, q, reworded, swapped, apart)
+	r.listedOutside(t, reworded, swapped)
+	a := r.fake.PayoutIDsWithOrderID(swapped.OrderID)[0]
+	b, err := r.fake.DuplicatePayout(a)
+	require.NoError(t, err)
+	other := apart
+	other.Network, other.WalletAddress = "eth", "0x52908400098527886E0F7030069857D2E4169EE7"
+	r.listedOutside(t, other)
+
+	res := runBooks(t, cfg)
+	assert.Contains(t, res.by["payouts:"+reworded.OrderID].Detail, "parked by this check")
+	_, shown := lastError(reworded)
+	r.listedOutside(t, reworded) // new evidence while parked
+	assert.Contains(t, runBooks(t, cfg).by["payouts:"+reworded.OrderID].Detail, "what is listed changed")
+	_, now := lastError(reworded)
+	assert.NotEqual(t, shown, now, "the last error names what is listed now")
+	require.ErrorIs(t, releaseAs(reworded, shown), pgstore.ErrChanged, "a release against the words shown before")
+	state, _ := lastError(reworded)
+	assert.Equal(t, pgstore.StateParked, state)
+
+	_, shown = lastError(swapped)
+	require.NoError(t, releaseAs(swapped, shown))
+	require.NoError(t, r.fake.SetPayoutStatus(b, cryptopay.PayoutCancelled))
+	_, err = r.fake.DuplicatePayout(a) // another payout where b was: two listed that can move money, as before
+	require.NoError(t, err)
+	assert.Contains(t, runBooks(t, cfg).by["payouts:"+swapped.OrderID].Detail, "parked by this check", "the listed set changed")
+	state, _ = lastError(swapped)
+	assert.Equal(t, pgstore.StateParked, state)
+
+	state, _ = lastError(apart)
+	assert.Equal(t, pgstore.StateParked, state, "a payout listed in another network parks it too")
+	stop := run(t, q)
+	r.enqueue(t, q, smallPayout(204))
+	waitFor(t, q, "the sentinel sent", func(c map[pgstore.IntentState]int) bool { return c[pgstore.StateCreated] == 1 })
+	stop()
+	for p, want := range map[string]int{reworded.OrderID: 2, swapped.OrderID: 3, apart.OrderID: 1} {
+		assert.Equal(t, want, r.payoutsAt(p), "%s: the workers sent nothing", p)
+	}
 }

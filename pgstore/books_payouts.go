@@ -42,7 +42,7 @@ func booksPayoutsSQL(intents string) string {
 		before, sqlList(StateQueued, StateNeedsApproval), sqlList(StateCreated, StatePaid, StateFailed))
 	return fmt.Sprintf(`WITH l AS (
     SELECT l.pos, l.order_id, l.amount, l.currency, l.network, l.wallet, l.paid_address, l.status, l.created_at,
-        l.status NOT IN (%[3]s) AS moves,
+        l.status NOT IN (%[3]s) AS moves, l.amount || ' ' || COALESCE(extract(epoch FROM l.created_at)::text, '-') || ' ' || l.payout_id AS mover,
         CASE WHEN l.order_id = '' THEN l.pos::text
             WHEN q.order_id IS NULL THEN lower(l.currency) || '/' || lower(l.network)
             WHEN lower(l.currency) = lower(q.currency) AND lower(l.network) = lower(q.network) THEN ''
@@ -50,17 +50,18 @@ func booksPayoutsSQL(intents string) string {
     FROM %[2]s l LEFT JOIN %[1]s q ON q.order_id = l.order_id),
 g AS (
     SELECT l.*, row_number() OVER w AS rn, (count(*) OVER w)::int AS n, (count(*) FILTER (WHERE moves) OVER w)::int AS m,
-        (sum(amount::numeric) FILTER (WHERE moves) OVER w)::text AS moved, string_agg(status, ',') OVER w AS statuses
+        (sum(amount::numeric) FILTER (WHERE moves) OVER w)::text AS moved, string_agg(status, ',') OVER w AS statuses,
+        COALESCE(string_agg(CASE WHEN moves THEN mover END, chr(31)) OVER w, '') AS movers
     FROM l WINDOW w AS (PARTITION BY order_id, grp ORDER BY moves DESC, pos ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)),
 r AS (
     SELECT order_id, grp, grp <> '' AND queued AS apart, n, m, moved, amount, currency, network, wallet, paid_address, status,
-        created_at, statuses, queued, unsent, ours, q_currency, q_network, q_wallet, state, idle, settled, attempted_long_ago
+        created_at, statuses, movers, queued, unsent, ours, q_currency, q_network, q_wallet, state, idle, settled, attempted_long_ago
     FROM g WHERE rn = 1
     UNION ALL
-    SELECT q.order_id, '', false, 0, 0, NULL, NULL, '', '', '', '', '', NULL, '', %[4]s
+    SELECT q.order_id, '', false, 0, 0, NULL, NULL, '', '', '', '', '', NULL, '', '', %[4]s
     FROM %[1]s q WHERE NOT EXISTS (SELECT 1 FROM %[2]s l WHERE l.order_id = q.order_id
         AND lower(l.currency) = lower(q.currency) AND lower(l.network) = lower(q.network)))
-SELECT order_id, apart, n, m, moved, amount, currency, network, wallet, paid_address, status, created_at, statuses, queued, unsent, ours,
+SELECT order_id, apart, n, m, moved, amount, currency, network, wallet, paid_address, status, created_at, statuses, movers, queued, unsent, ours,
     q_currency, q_network, q_wallet, state, idle, settled, attempted_long_ago
 FROM (SELECT r.*, CASE WHEN m > 1 THEN 0 WHEN m = 1 AND NOT apart AND unsent THEN 1 ELSE 2 END AS rank FROM r) r
 WHERE $2 OR rank < 2 OR order_id = ANY($3)
@@ -132,10 +133,11 @@ func (b *Books) checkPayouts(ctx context.Context, out func(BooksItem) error, bal
 // why is set when the database failed.
 func (b *Books) payoutItems(ctx context.Context, rows pgx.Rows, partial bool, out func(BooksItem) error) (why string, err error) {
 	defer rows.Close()
+	parkedHere := map[string]bool{} // orderIds this check has parked (or tried to)
 	for rows.Next() {
 		var r payoutRow
 		if err := rows.Scan(&r.orderID, &r.apart, &r.n, &r.m, &r.moved, &r.amount, &r.currency, &r.network, &r.wallet,
-			&r.paid, &r.status, &r.created, &r.listed, &r.queued, &r.unsent, &r.ours, &r.qCurrency, &r.qNetwork, &r.qWallet, &r.state,
+			&r.paid, &r.status, &r.created, &r.listed, &r.movers, &r.queued, &r.unsent, &r.ours, &r.qCurrency, &r.qNetwork, &r.qWallet, &r.state,
 			&r.idle, &r.settled, &r.attemptedLongAgo); err != nil {
 			return "the database: " + err.Error(), ctx.Err()
 		}
@@ -143,8 +145,16 @@ func (b *Books) payoutItems(ctx context.Context, rows pgx.Rows, partial bool, ou
 		if partial && !partialProves(&it, r.apart) {
 			continue
 		}
-		if r.unsent && r.m > 0 && !r.apart && !IntentState(r.state).IsFinal() {
-			b.park(ctx, &it, listedPayout{r.amount, r.currency, r.network, r.status, r.created, r.m})
+		// A payout in another currency or network (apart) parks the
+		// intent too, unless a line of its own currency did (they come
+		// first): one park, its words not rewritten line by line.
+		if r.unsent && r.m > 0 && !IntentState(r.state).IsFinal() {
+			if r.apart && parkedHere[r.orderID] {
+				it.Detail += "; its intent is parked on the line of its own currency and network"
+			} else {
+				b.park(ctx, &it, listedPayout{r.amount, r.currency, r.network, r.status, r.created, r.m, r.movers})
+				parkedHere[r.orderID] = true
+			}
 		}
 		if err := out(it); err != nil {
 			return "", err
@@ -195,7 +205,7 @@ func listAmbiguous(err error) []string {
 func (b *Books) copyList(ctx context.Context, tx pgx.Tx) (listErr, err error) {
 	if _, err := tx.Exec(ctx, `CREATE TEMPORARY TABLE `+booksListed+` (pos bigint NOT NULL, order_id text NOT NULL,
     amount text NOT NULL, currency text NOT NULL, network text NOT NULL, wallet text NOT NULL, paid_address text NOT NULL,
-    status text NOT NULL, merchant_amount text, created_at timestamptz) ON COMMIT DROP`); err != nil {
+    status text NOT NULL, merchant_amount text, created_at timestamptz, payout_id text NOT NULL) ON COMMIT DROP`); err != nil {
 		return nil, err
 	}
 	scan := b.scan
@@ -209,7 +219,7 @@ func (b *Books) copyList(ctx context.Context, tx pgx.Tx) (listErr, err error) {
 	defer stop()
 	src := &listSource{next: next}
 	_, err = tx.CopyFrom(ctx, pgx.Identifier{booksListed},
-		[]string{"pos", "order_id", "amount", "currency", "network", "wallet", "paid_address", "status", "merchant_amount", "created_at"}, src)
+		[]string{"pos", "order_id", "amount", "currency", "network", "wallet", "paid_address", "status", "merchant_amount", "created_at", "payout_id"}, src)
 	return src.err, err
 }
 
@@ -235,7 +245,7 @@ func (s *listSource) Next() bool {
 	// A NUL (which a PostgreSQL text cannot hold) in one payout's text
 	// would fail the COPY, and with it the whole section: shown as U+FFFD.
 	s.row = []any{s.pos, noNUL(it.OrderID), it.Amount.String(), noNUL(it.Currency), noNUL(it.Network),
-		noNUL(it.WalletAddress), noNUL(it.PaidAddress), noNUL(string(it.Status)), nullText(it.MerchantAmount), nullTime(it.CreatedAt)}
+		noNUL(it.WalletAddress), noNUL(it.PaidAddress), noNUL(string(it.Status)), nullText(it.MerchantAmount), nullTime(it.CreatedAt), noNUL(it.ID)}
 	return true
 }
 
@@ -255,6 +265,7 @@ type payoutRow struct {
 	currency, network, wallet, paid, status string
 	created                                 *time.Time // the standing payout's createdAt (nil: not given)
 	listed                                  string     // every status listed, those that can move money first
+	movers                                  string     // each payout that can move money: amount, createdAt, id (US-separated, list order)
 	queued, unsent                          bool
 	ours                                    *string
 	qCurrency, qNetwork, qWallet, state     string

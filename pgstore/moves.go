@@ -48,7 +48,7 @@ var moves = []Move{
 		Confirm: "Cancelling a queued payout is final: it is rejected before any attempt is sent. A payout a worker has begun " +
 			"sending is no longer queued and cannot be cancelled."},
 	{Name: "release", Verb: "Release", On: ObjectPayout, Role: MoveOperator, From: []IntentState{StateParked}, To: StateQueued,
-		Fields: []MoveField{listedField, needNote}, Done: "released", hold: holdListed,
+		Fields: []MoveField{listedNeeded, needNote}, Done: "released", hold: holdListed,
 		Confirm: "Only for a payout the books check parked (hold unsent_but_listed), once you have checked at the processor that the payout " +
 			"listed under this orderId is NOT this one (another system's, another order's): releasing sends it (it goes back to " +
 			"needs_approval if it was held for approval), and if the listed payout is this one it is paid twice.",

@@ -142,6 +142,10 @@ const (
 var (
 	listedField = MoveField{Name: "listed", Label: "Listed payout", Seen: true,
 		Usage: "the intent's last error as you read it (it names the payout listed at the processor): nothing is done if the intent now says another"}
+	// listedNeeded is listedField for a move that sends (release): the
+	// words shown must come with it.
+	listedNeeded = MoveField{Name: "listed", Label: "Listed payout", Seen: true, Required: true,
+		Usage: "the intent's last error as you read it (required: it names the payout listed at the processor): nothing is done if the intent now says another"}
 	noteField = MoveField{Name: "note", Label: "Note", Usage: "what is recorded with the move: who, and why", Text: true}
 	needNote  = MoveField{Name: "note", Label: "Note", Usage: "what is recorded with the move: who checked, and how (required)", Required: true, Text: true}
 )

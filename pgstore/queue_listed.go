@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -27,32 +28,45 @@ import (
 // sending, and nothing is parked (parkListed says so). The workers' other
 // records need the lease too, and the claim skips the hold.
 
+// parked is what parkListed found and did: the state the intent was in;
+// held, whether it is parked with HoldUnsentListed now (by this call, or
+// by an earlier one: was is then StateParked); reworded, an earlier park
+// whose words (what is listed) this call brought up to date; released, an
+// operator released it from the books check's last park, whose words
+// began with same, and it stays as they left it. Neither held nor
+// released: a worker began sending it, or it changed, meanwhile.
+type parked struct {
+	was                      IntentState
+	held, reworded, released bool
+}
+
 // parkListed parks the intent orderID with HoldUnsentListed and why (the
-// listed payout, in words) if it is still unsent: queued or
-// needs_approval. It returns the state it found the intent in, and
-// whether the intent is parked with HoldUnsentListed now (by this call, or
-// by an earlier one: was is then StateParked). held false: a worker began
-// sending it, or it changed, meanwhile; or released: an operator released
-// it from the books check's last park, whose words began with same (the
-// listed payout as created, without its status), and it stays as they
-// left it.
-func (q *Queue) parkListed(ctx context.Context, orderID, why, same string) (was IntentState, held, released bool, err error) {
+// listed payouts, in words, beginning with same: what they were created
+// with, up to the standing one's status) if it is still unsent: queued or
+// needs_approval.
+func (q *Queue) parkListed(ctx context.Context, orderID, why, same string) (parked, error) {
+	var p parked
 	if err := q.CheckSchema(ctx); err != nil {
-		return "", false, false, err
+		return p, err
 	}
 	var in *Intent
 	var fresh bool
 	why = scrubNote(why)
-	err = pgx.BeginFunc(ctx, q.cfg.Pool, func(tx pgx.Tx) error {
+	err := pgx.BeginFunc(ctx, q.cfg.Pool, func(tx pgx.Tx) error {
 		var state, hold, last, from string
 		if err := tx.QueryRow(ctx, q.sql.lockListed, orderID).Scan(&state, &hold, &last, &from); err != nil {
 			return err
 		}
-		if was = IntentState(state); was != StateQueued && was != StateNeedsApproval {
-			held = was == StateParked && hold == HoldUnsentListed
-			return nil
+		if p.was = IntentState(state); p.was != StateQueued && p.was != StateNeedsApproval {
+			p.held = p.was == StateParked && hold == HoldUnsentListed
+			if !p.held || strings.HasPrefix(last, scrubNote(same)) {
+				return nil
+			}
+			p.reworded = true
+			_, err := tx.Exec(ctx, q.sql.reword, orderID, why)
+			return err
 		}
-		if err := tx.QueryRow(ctx, q.sql.releasedFor, orderID, scrubNote(same)).Scan(&released); err != nil || released {
+		if err := tx.QueryRow(ctx, q.sql.releasedFor, orderID, scrubNote(same)).Scan(&p.released); err != nil || p.released {
 			return err
 		}
 		var err error
@@ -60,16 +74,17 @@ func (q *Queue) parkListed(ctx context.Context, orderID, why, same string) (was 
 		return err
 	})
 	if err != nil {
-		return was, false, false, fmt.Errorf("pgstore: parking %q: %w", orderID, err)
+		return parked{was: p.was}, fmt.Errorf("pgstore: parking %q: %w", orderID, err)
 	}
 	if in == nil {
-		return was, held, released, nil
+		return p, nil
 	}
 	if fresh { // its first change: the enqueue is reported here (see enqueued)
-		q.observe(Transition{OrderID: orderID, To: was})
+		q.observe(Transition{OrderID: orderID, To: p.was})
 	}
-	q.observe(Transition{OrderID: orderID, From: was, To: StateParked, Attempts: in.Attempts, PayoutID: in.PayoutID})
-	return was, true, false, nil
+	q.observe(Transition{OrderID: orderID, From: p.was, To: StateParked, Attempts: in.Attempts, PayoutID: in.PayoutID})
+	p.held = true
+	return p, nil
 }
 
 // moveListed is an operator's move of an intent the books check parked

@@ -19,7 +19,7 @@ type queueReadSQL struct {
 
 // queueMoveSQL holds the operator's moves and the webhook's wake-up.
 type queueMoveSQL struct {
-	operate, approve, lockApprovals, resolve, payoutHolder, wakeOne, learnID, lockListed, park, releasedFor string
+	operate, approve, lockApprovals, resolve, payoutHolder, wakeOne, learnID, lockListed, park, reword, releasedFor string
 }
 
 // queueClaimSQL holds the worker's claim, its attempts and the velocity
@@ -170,7 +170,7 @@ func addListedSQL(s *queueMoveSQL, t, h string) {
 	// and the release decide under it), with the state the books check
 	// last parked it from.
 	s.lockListed = fmt.Sprintf(`SELECT state, hold, last_error, COALESCE((SELECT from_state FROM %s
-    WHERE order_id = $1 AND actor = 'books' AND to_state = 'parked' ORDER BY id DESC LIMIT 1), '')
+    WHERE order_id = $1 AND actor = 'books' AND to_state = 'parked' AND from_state <> 'parked' ORDER BY id DESC LIMIT 1), '')
 FROM %s WHERE order_id = $1 FOR UPDATE`, h, t)
 	// Whether an operator released the intent from the books check's
 	// last park, and that park's words began with $2 (the listed payout
@@ -182,6 +182,13 @@ FROM %s WHERE order_id = $1 FOR UPDATE`, h, t)
 r AS (SELECT min(id) AS id FROM %[1]s WHERE order_id = $1 AND from_state = 'parked' AND to_state IN ('queued', 'needs_approval')
     AND id > (SELECT id FROM p))
 SELECT EXISTS (SELECT 1 FROM p, r WHERE r.id IS NOT NULL AND starts_with(p.error, $2))`, h)
+	// A parked intent whose listed payouts changed since its park: its
+	// last error says what is listed now ($2), so that a release
+	// confirmed against the words shown before changes nothing.
+	s.reword = fmt.Sprintf(`WITH u AS (UPDATE %[1]s SET last_error = $2, updated_at = now()
+FROM `+durable+`
+WHERE order_id = $1 AND state = 'parked' AND hold = '`+HoldUnsentListed+`' RETURNING order_id, attempts, payout_id)
+INSERT INTO %[2]s %[3]s SELECT order_id, 'books', 'parked', 'parked', attempts, '', $2, '', payout_id, '', '' FROM u`, t, h, opHistCols)
 	// The park: $2 the state lockListed read (still the row's: it is
 	// locked), $3 the listed payout in words. It clears the lease, so a
 	// worker that claimed the intent records nothing over it and commits
