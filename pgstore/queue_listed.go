@@ -52,7 +52,10 @@ func (q *Queue) parkListed(ctx context.Context, orderID, why, same string) (park
 	var in *Intent
 	var fresh bool
 	why = scrubNote(why)
-	err := pgx.BeginFunc(ctx, q.cfg.Pool, func(tx pgx.Tx) error {
+	// READ COMMITTED whatever the database's default, as the proof above
+	// assumes (under a stricter one the race ends in a serialization
+	// error instead: nothing is sent either).
+	err := pgx.BeginTxFunc(ctx, q.cfg.Pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
 		var state, hold, last, from string
 		if err := tx.QueryRow(ctx, q.sql.lockListed, orderID).Scan(&state, &hold, &last, &from); err != nil {
 			return err
