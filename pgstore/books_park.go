@@ -33,9 +33,9 @@ func (p listedPayout) set() string {
 
 // words names the listed payout, as the park records it (Intent.LastError)
 // and the release's confirmation shows it. It begins with what the
-// payout was created with and how many are listed (same, up to the
-// status), so that a park an operator released is not made again when
-// only that status moved.
+// payout was created with, how many are listed and their set's
+// fingerprint (same, up to the status), so that a park an operator
+// released is not made again when only that status moved.
 func (p listedPayout) words() (words, same string) {
 	amount, created := "an unknown amount", "not given"
 	if p.amount != nil {
