@@ -51,7 +51,7 @@ func (q *Queue) parkListed(ctx context.Context, orderID, why, same string) (park
 	}
 	var in *Intent
 	var fresh bool
-	why = scrubNote(why)
+	why, same = scrubNote(why), scrubNote(same) // as the history keeps them
 	// READ COMMITTED whatever the database's default, as the proof above
 	// assumes (under a stricter one the race ends in a serialization
 	// error instead: nothing is sent either).
@@ -62,14 +62,14 @@ func (q *Queue) parkListed(ctx context.Context, orderID, why, same string) (park
 		}
 		if p.was = IntentState(state); p.was != StateQueued && p.was != StateNeedsApproval {
 			p.held = p.was == StateParked && hold == HoldUnsentListed
-			if !p.held || strings.HasPrefix(last, scrubNote(same)) {
+			if !p.held || strings.HasPrefix(last, same) {
 				return nil
 			}
 			p.reworded = true
 			_, err := tx.Exec(ctx, q.sql.reword, orderID, why)
 			return err
 		}
-		if err := tx.QueryRow(ctx, q.sql.releasedFor, orderID, scrubNote(same)).Scan(&p.released); err != nil || p.released {
+		if err := tx.QueryRow(ctx, q.sql.releasedFor, orderID, same).Scan(&p.released); err != nil || p.released {
 			return err
 		}
 		var err error
